@@ -1,0 +1,130 @@
+//! The engine plug point: what runs one model stage on a stitched batch.
+//!
+//! An [`EngineProvider`] is registered under a kind name (`onnx`,
+//! `cost_model`, ...) in an [`EngineRegistry`]. At load time the runtime asks
+//! the provider for each model stage's [`ModelSignature`] (to check the
+//! pipeline's tensor names, dtypes and ranks before any thread starts); each
+//! worker thread then asks it for its own [`Engine`], which it owns for its
+//! whole life. Engines are synchronous and need not be thread-safe (`Send`
+//! only): ONNX Runtime's `Run` is not, so nothing but the owning worker ever
+//! touches one.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::tensor::{DType, Tensor};
+
+/// One dimension of a model tensor, as the model declares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    Fixed(usize),
+    /// A dynamic dimension, with its symbolic name when the model gives one.
+    Dynamic(Option<String>),
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Dynamic(Some(name)) => f.write_str(name),
+            Dim::Dynamic(None) => f.write_str("?"),
+        }
+    }
+}
+
+/// Name, dtype and shape of one model input or output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<Dim>,
+}
+
+impl TensorSpec {
+    /// Whether `shape` (a concrete shape, batch dim included) fits this spec.
+    pub fn accepts(&self, shape: &[usize]) -> bool {
+        shape.len() == self.shape.len()
+            && self.shape.iter().zip(shape).all(|(d, &n)| match d {
+                Dim::Fixed(f) => *f == n,
+                Dim::Dynamic(_) => true,
+            })
+    }
+
+    /// The shape written like `[N, 3, ?, 224]`.
+    pub fn shape_string(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        format!("[{}]", dims.join(", "))
+    }
+}
+
+/// The inputs and outputs a model stage declares, in the order its engine takes and returns them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelSignature {
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+}
+
+/// What a provider needs to know about one model stage.
+#[derive(Clone, Debug)]
+pub struct StageRequest {
+    /// `node.stages[i]`, for messages.
+    pub location: String,
+    /// Model file, resolved against the config file's folder (if the stage names one).
+    pub model: Option<PathBuf>,
+    /// Engine-specific settings from the stage's `params` table.
+    pub params: toml::Table,
+    /// ONNX Runtime intra-op threads (or the engine's equivalent).
+    pub intra_threads: usize,
+    /// Inter-op threads.
+    pub inter_threads: usize,
+}
+
+/// Runs one model stage. Owned by one worker thread for its whole life.
+pub trait Engine: Send {
+    /// Runs the stage on `inputs`, given in the order of the signature's inputs.
+    /// Returns the outputs in the order of the signature's outputs.
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String>;
+}
+
+/// Creates engines of one kind.
+pub trait EngineProvider: Send + Sync {
+    /// Reads the stage's signature without keeping an engine (load-time checks).
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String>;
+    /// Creates an engine for one worker thread.
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String>;
+}
+
+/// Engine providers by kind name, as stages name them (`engine = "onnx"`).
+#[derive(Clone, Default)]
+pub struct EngineRegistry {
+    providers: BTreeMap<String, Arc<dyn EngineProvider>>,
+}
+
+impl EngineRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the provider for `kind`.
+    pub fn with(mut self, kind: &str, provider: impl EngineProvider + 'static) -> Self {
+        self.providers.insert(kind.to_string(), Arc::new(provider));
+        self
+    }
+
+    pub fn get(&self, kind: &str) -> Option<&Arc<dyn EngineProvider>> {
+        self.providers.get(kind)
+    }
+
+    /// Registered kind names, for error messages.
+    pub fn kinds(&self) -> Vec<&str> {
+        self.providers.keys().map(String::as_str).collect()
+    }
+}
+
+impl fmt::Debug for EngineRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.providers.keys()).finish()
+    }
+}

@@ -1,0 +1,456 @@
+//! Owned tensors and batch stitching.
+//!
+//! A [`Tensor`] is a dtype, a shape and a view into a shared, 64-byte aligned
+//! byte buffer. Cloning one is cheap (a reference count), and so is taking a
+//! range of rows ([`Tensor::rows`]): splitting a batch's outputs per request
+//! shares the batch buffer instead of copying it. Stitching requests into a
+//! batch ([`stitch`]) is one allocation and one `memcpy` per part.
+//!
+//! ```
+//! use baton::{Tensor, tensor::stitch};
+//! let a = Tensor::from_vec(vec![1, 2], vec![1.0f32, 2.0]).unwrap();
+//! let b = Tensor::from_vec(vec![1, 2], vec![3.0f32, 4.0]).unwrap();
+//! let batch = stitch(&[&a, &b]).unwrap();
+//! assert_eq!(batch.shape(), &[2, 2]);
+//! assert_eq!(batch.rows(1..2).as_slice::<f32>().unwrap(), &[3.0, 4.0]);
+//! ```
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Element type of a tensor. Names follow ONNX (`f32` = `tensor(float)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F64,
+    F16,
+    I64,
+    I32,
+    I16,
+    I8,
+    U8,
+    Bool,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::I16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// The short name used in configs and messages (`f32`, `i64`, `bool`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::I16 => "i16",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// All supported dtypes.
+    pub const ALL: [DType; 9] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::I64,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Parses a short name (`f32`) or an ONNX/numpy-style long name (`float32`, `float`, `int64`).
+    pub fn parse(name: &str) -> Option<DType> {
+        Some(match name {
+            "f32" | "float32" | "float" | "FP32" => DType::F32,
+            "f64" | "float64" | "double" | "FP64" => DType::F64,
+            "f16" | "float16" | "half" | "FP16" => DType::F16,
+            "i64" | "int64" | "INT64" => DType::I64,
+            "i32" | "int32" | "INT32" => DType::I32,
+            "i16" | "int16" | "INT16" => DType::I16,
+            "i8" | "int8" | "INT8" => DType::I8,
+            "u8" | "uint8" | "UINT8" => DType::U8,
+            "bool" | "BOOL" => DType::Bool,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust element type that maps to a [`DType`].
+///
+/// # Safety
+/// `DTYPE.size()` must equal `size_of::<Self>()`, and every value of `Self`
+/// must be a valid bit pattern for `DTYPE` (and the reverse, except `bool`,
+/// whose bytes are checked where tensors are built from raw bytes).
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),*) => {$(unsafe impl Element for $t { const DTYPE: DType = DType::$d; })*};
+}
+element!(f32 => F32, f64 => F64, half::f16 => F16, i64 => I64, i32 => I32, i16 => I16, i8 => I8, u8 => U8, bool => Bool);
+
+/// Why a tensor could not be built or stitched.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TensorError {
+    #[error("shape {shape:?} holds {expected} elements but {got} were given")]
+    ElementCount { shape: Vec<usize>, expected: usize, got: usize },
+    #[error("shape {shape:?} is too large ({reason})")]
+    TooLarge { shape: Vec<usize>, reason: &'static str },
+    #[error("dtype mismatch: tensor is {actual}, asked for {asked}")]
+    DType { actual: DType, asked: DType },
+    #[error("bool tensor holds byte {byte} at element {index}; only 0 and 1 are valid")]
+    InvalidBool { index: usize, byte: u8 },
+    #[error("cannot stitch tensors of {first} and {other}")]
+    StitchDType { first: DType, other: DType },
+    #[error("cannot stitch shapes {first:?} and {other:?}: all dims but the first must match")]
+    StitchShape { first: Vec<usize>, other: Vec<usize> },
+    #[error("cannot stitch a scalar (rank 0) tensor along dim 0")]
+    StitchScalar,
+    #[error("nothing to stitch")]
+    StitchEmpty,
+}
+
+/// Largest tensor Baton will allocate: 16 GiB. Guards against shapes that
+/// claim absurd sizes before any allocation is tried.
+pub const MAX_TENSOR_BYTES: usize = 16 << 30;
+
+/// Number of elements of `shape`, or an error if it overflows or exceeds [`MAX_TENSOR_BYTES`].
+pub fn checked_len(shape: &[usize], dtype: DType) -> Result<usize, TensorError> {
+    let too_large = |reason| TensorError::TooLarge { shape: shape.to_vec(), reason };
+    let elements = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| too_large("element count overflows"))?;
+    let bytes = elements.checked_mul(dtype.size()).ok_or_else(|| too_large("byte size overflows"))?;
+    if bytes > MAX_TENSOR_BYTES {
+        return Err(too_large("over the 16 GiB limit"));
+    }
+    Ok(elements)
+}
+
+/// A 64-byte aligned, immutable-once-shared heap buffer.
+struct Buffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer owns its allocation and is only written before it is shared.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+const ALIGN: usize = 64;
+
+impl Buffer {
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(len.max(1), ALIGN).expect("tensor size checked against MAX_TENSOR_BYTES")
+    }
+
+    fn zeroed(len: usize) -> Buffer {
+        let layout = Self::layout(len);
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        Buffer { ptr, len }
+    }
+
+    /// Builds a buffer of `len` bytes by concatenating `parts`, whose lengths must sum to `len`.
+    fn concat<'a>(len: usize, parts: impl Iterator<Item = &'a [u8]>) -> Buffer {
+        let layout = Self::layout(len);
+        // SAFETY: layout has non-zero size; every byte is written below before use.
+        let ptr = unsafe { alloc::alloc(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        let mut offset = 0;
+        for part in parts {
+            assert!(offset + part.len() <= len, "parts overflow the buffer");
+            // SAFETY: in bounds (checked above); source and destination do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), ptr.as_ptr().add(offset), part.len()) };
+            offset += part.len();
+        }
+        if offset < len {
+            // SAFETY: in bounds; the tail must be initialized too.
+            unsafe { std::ptr::write_bytes(ptr.as_ptr().add(offset), 0, len - offset) };
+        }
+        Buffer { ptr, len }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialized bytes for the buffer's life.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in this module with the same layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
+    }
+}
+
+/// A dense, row-major tensor: dtype, shape and a shared byte buffer.
+#[derive(Clone)]
+pub struct Tensor {
+    dtype: DType,
+    shape: Vec<usize>,
+    buffer: Arc<Buffer>,
+    /// Byte offset of this tensor's first element in `buffer`.
+    offset: usize,
+}
+
+impl Tensor {
+    /// A tensor from a vector of elements laid out row-major in `shape`.
+    pub fn from_vec<T: Element>(shape: Vec<usize>, data: Vec<T>) -> Result<Tensor, TensorError> {
+        Self::from_slice(shape, &data)
+    }
+
+    /// A tensor copied from a slice of elements laid out row-major in `shape`.
+    pub fn from_slice<T: Element>(shape: Vec<usize>, data: &[T]) -> Result<Tensor, TensorError> {
+        let expected = checked_len(&shape, T::DTYPE)?;
+        if expected != data.len() {
+            return Err(TensorError::ElementCount { shape, expected, got: data.len() });
+        }
+        // SAFETY: Element guarantees T is plain data of DTYPE.size() bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
+        Ok(Self::from_bytes_unchecked(T::DTYPE, shape, bytes))
+    }
+
+    /// A tensor from raw little-endian bytes. Checks the length, and for `bool` that every byte is 0 or 1.
+    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor, TensorError> {
+        let expected = checked_len(&shape, dtype)?;
+        if bytes.len() != expected * dtype.size() {
+            return Err(TensorError::ElementCount { shape, expected, got: bytes.len() / dtype.size() });
+        }
+        if dtype == DType::Bool {
+            if let Some((index, &byte)) = bytes.iter().enumerate().find(|(_, &b)| b > 1) {
+                return Err(TensorError::InvalidBool { index, byte });
+            }
+        }
+        Ok(Self::from_bytes_unchecked(dtype, shape, bytes))
+    }
+
+    fn from_bytes_unchecked(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Tensor {
+        let buffer = Buffer::concat(bytes.len(), std::iter::once(bytes));
+        Tensor { dtype, shape, buffer: Arc::new(buffer), offset: 0 }
+    }
+
+    /// A tensor of zeros (all-false for `bool`).
+    pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        let len = checked_len(&shape, dtype)? * dtype.size();
+        Ok(Tensor { dtype, shape, buffer: Arc::new(Buffer::zeroed(len)), offset: 0 })
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Size of dim 0 (the batch dim), or 1 for a scalar.
+    pub fn batch_rows(&self) -> usize {
+        self.shape.first().copied().unwrap_or(1)
+    }
+
+    /// Bytes of one row (all dims but the first).
+    fn row_bytes(&self) -> usize {
+        self.shape.iter().skip(1).product::<usize>() * self.dtype.size()
+    }
+
+    /// The tensor's bytes, row-major, little-endian.
+    pub fn as_bytes(&self) -> &[u8] {
+        let len = self.len() * self.dtype.size();
+        &self.buffer.bytes()[self.offset..self.offset + len]
+    }
+
+    /// The elements as a typed slice, if `T` matches the dtype.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], TensorError> {
+        if T::DTYPE != self.dtype {
+            return Err(TensorError::DType { actual: self.dtype, asked: T::DTYPE });
+        }
+        let bytes = self.as_bytes();
+        // SAFETY: the buffer is 64-byte aligned and the offset is a multiple of the
+        // element size (whole rows of this dtype), the dtype matches, and bool
+        // bytes were checked when the tensor was built.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), self.len()) })
+    }
+
+    /// Elements converted to `f64`, for printing and comparisons.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        fn conv<T: Element>(t: &Tensor, f: impl Fn(T) -> f64) -> Vec<f64> {
+            t.as_slice::<T>().expect("dtype matched").iter().map(|&x| f(x)).collect()
+        }
+        match self.dtype {
+            DType::F32 => conv::<f32>(self, f64::from),
+            DType::F64 => conv::<f64>(self, |x| x),
+            DType::F16 => conv::<half::f16>(self, f64::from),
+            DType::I64 => conv::<i64>(self, |x| x as f64),
+            DType::I32 => conv::<i32>(self, f64::from),
+            DType::I16 => conv::<i16>(self, f64::from),
+            DType::I8 => conv::<i8>(self, f64::from),
+            DType::U8 => conv::<u8>(self, f64::from),
+            DType::Bool => conv::<bool>(self, |x| if x { 1.0 } else { 0.0 }),
+        }
+    }
+
+    /// Rows `range` of dim 0, sharing this tensor's buffer (no copy).
+    ///
+    /// Panics if the range is out of bounds or the tensor is a scalar.
+    pub fn rows(&self, range: Range<usize>) -> Tensor {
+        assert!(!self.shape.is_empty(), "rows() of a scalar tensor");
+        assert!(range.start <= range.end && range.end <= self.shape[0], "rows {range:?} out of 0..{}", self.shape[0]);
+        let mut shape = self.shape.clone();
+        shape[0] = range.end - range.start;
+        Tensor {
+            dtype: self.dtype,
+            shape,
+            buffer: Arc::clone(&self.buffer),
+            offset: self.offset + range.start * self.row_bytes(),
+        }
+    }
+
+    /// The same data with another shape of equal element count.
+    pub fn reshape(&self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        let expected = checked_len(&shape, self.dtype)?;
+        if expected != self.len() {
+            return Err(TensorError::ElementCount { shape, expected, got: self.len() });
+        }
+        Ok(Tensor { shape, ..self.clone() })
+    }
+}
+
+impl PartialEq for Tensor {
+    fn eq(&self, other: &Tensor) -> bool {
+        self.dtype == other.dtype && self.shape == other.shape && self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor({} {:?}", self.dtype, self.shape)?;
+        if self.len() <= 16 {
+            write!(f, " {:?}", self.to_f64_vec())?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Concatenates tensors along dim 0. All parts must share dtype and every dim but the first.
+pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
+    let first = parts.first().ok_or(TensorError::StitchEmpty)?;
+    if first.shape.is_empty() {
+        return Err(TensorError::StitchScalar);
+    }
+    if parts.len() == 1 {
+        return Ok((*first).clone());
+    }
+    let mut rows = 0usize;
+    for part in parts {
+        if part.dtype != first.dtype {
+            return Err(TensorError::StitchDType { first: first.dtype, other: part.dtype });
+        }
+        if part.shape.is_empty() || part.shape[1..] != first.shape[1..] {
+            return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
+        }
+        rows += part.shape[0];
+    }
+    let mut shape = first.shape.clone();
+    shape[0] = rows;
+    let len = checked_len(&shape, first.dtype)? * first.dtype.size();
+    let buffer = Buffer::concat(len, parts.iter().map(|p| p.as_bytes()));
+    Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stitch_then_split_round_trips_every_dtype() {
+        for dtype in DType::ALL {
+            let a = Tensor::from_bytes(dtype, vec![1, 3], &vec![1u8; 3 * dtype.size()]).unwrap();
+            let b = Tensor::zeros(dtype, vec![2, 3]).unwrap();
+            let batch = stitch(&[&a, &b]).unwrap();
+            assert_eq!(batch.shape(), &[3, 3]);
+            assert_eq!(batch.rows(0..1), a);
+            assert_eq!(batch.rows(1..3), b);
+        }
+    }
+
+    #[test]
+    fn rows_of_rows_share_the_buffer_and_keep_offsets() {
+        let t = Tensor::from_vec(vec![4, 2], (0..8).map(|x| x as i64).collect()).unwrap();
+        let mid = t.rows(1..3);
+        assert_eq!(mid.as_slice::<i64>().unwrap(), &[2, 3, 4, 5]);
+        assert_eq!(mid.rows(1..2).as_slice::<i64>().unwrap(), &[4, 5]);
+        assert!(Arc::ptr_eq(&mid.buffer, &t.buffer));
+    }
+
+    #[test]
+    fn stitch_rejects_mismatched_trailing_dims_and_dtypes() {
+        let a = Tensor::zeros(DType::F32, vec![1, 3]).unwrap();
+        let b = Tensor::zeros(DType::F32, vec![1, 4]).unwrap();
+        let c = Tensor::zeros(DType::I32, vec![1, 3]).unwrap();
+        assert!(matches!(stitch(&[&a, &b]), Err(TensorError::StitchShape { .. })));
+        assert!(matches!(stitch(&[&a, &c]), Err(TensorError::StitchDType { .. })));
+        assert_eq!(stitch(&[]), Err(TensorError::StitchEmpty));
+    }
+
+    #[test]
+    fn absurd_shapes_fail_before_allocating() {
+        let err = Tensor::zeros(DType::F32, vec![1_000_000, 1_000_000]).unwrap_err();
+        assert!(matches!(err, TensorError::TooLarge { .. }), "{err}");
+        let err = Tensor::zeros(DType::F32, vec![usize::MAX, 2]).unwrap_err();
+        assert!(err.to_string().contains("overflows"), "{err}");
+    }
+
+    #[test]
+    fn bool_bytes_are_validated() {
+        let err = Tensor::from_bytes(DType::Bool, vec![3], &[0, 1, 2]).unwrap_err();
+        assert_eq!(err, TensorError::InvalidBool { index: 2, byte: 2 });
+    }
+
+    #[test]
+    fn wrong_element_count_names_both_counts() {
+        let err = Tensor::from_vec(vec![2, 2], vec![1.0f32; 3]).unwrap_err();
+        assert_eq!(err.to_string(), "shape [2, 2] holds 4 elements but 3 were given");
+    }
+
+    #[test]
+    fn typed_access_checks_dtype() {
+        let t = Tensor::from_vec(vec![2], vec![1i32, 2]).unwrap();
+        assert!(t.as_slice::<f32>().is_err());
+        assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 2]);
+    }
+}
