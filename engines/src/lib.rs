@@ -1,1 +1,21 @@
+//! Engines for Baton: ONNX Runtime through `ort` (`onnx`) and a simulation
+//! engine for scheduler tests (`cost_model`).
+//!
+//! ```
+//! let registry = baton_engines::standard_registry();
+//! assert_eq!(registry.kinds(), ["cost_model", "onnx"]);
+//! ```
 
+pub mod cost_model;
+pub mod onnx;
+pub mod ort_library;
+
+pub use cost_model::{CostModelConfig, CostModelEngine, CostModelProvider, LatencyCurve, WaitMode};
+pub use onnx::{OnnxEngine, OnnxProvider};
+
+/// A registry with every engine of this crate: `onnx` ([`OnnxProvider`]) and
+/// `cost_model` ([`CostModelProvider`]). Never fails, even without ONNX Runtime
+/// installed (the `onnx` engine reports that when a stage uses it).
+pub fn standard_registry() -> baton::EngineRegistry {
+    baton::EngineRegistry::new().with("onnx", OnnxProvider::new()).with("cost_model", CostModelProvider::new())
+}

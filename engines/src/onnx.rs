@@ -1,0 +1,346 @@
+//! The `onnx` engine: runs a model stage with ONNX Runtime (through `ort`).
+//!
+//! [`OnnxProvider`] reads model signatures (cached per model file) and creates
+//! one [`OnnxEngine`] per worker thread, each owning its own ONNX Runtime
+//! session (ORT's `Run` is not thread-safe). Inputs are handed to ORT without
+//! copying (views of the Baton tensors' buffers); each output is copied once
+//! into a Baton [`Tensor`].
+//!
+//! The ONNX Runtime library is loaded lazily (see [`crate::ort_library`]):
+//! creating the provider never fails, so pipelines that only use the cost
+//! model run without ONNX Runtime installed; a missing library is reported by
+//! `inspect` and `create`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use baton::{DType, Dim, Engine, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
+use parking_lot::Mutex;
+
+use crate::ort_library;
+
+/// Provider of [`OnnxEngine`]s, registered as `onnx`.
+///
+/// Stage settings: `model` (required), `intra_threads`, `inter_threads`.
+/// The engine takes no `params` yet: any key there is an error.
+#[derive(Default)]
+pub struct OnnxProvider {
+    /// Signatures by canonical model path, so inspecting a model twice loads it once.
+    signatures: Mutex<HashMap<PathBuf, ModelSignature>>,
+}
+
+impl OnnxProvider {
+    /// A provider. Never fails: ONNX Runtime is loaded at the first `inspect` or `create`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl EngineProvider for OnnxProvider {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+        let path = model_path(stage)?;
+        if let Some(sig) = self.signatures.lock().get(&path) {
+            return Ok(sig.clone());
+        }
+        // Load outside the lock; only the signature is needed, so skip graph optimizations.
+        let env = ort_library::environment().map_err(|e| format!("stage {}: {e}", stage.location))?;
+        let session = load_session(env, &path, GraphOptimizationLevel::Disable, 1, 1)
+            .map_err(|e| format!("stage {}: cannot load model {}: {e}", stage.location, path.display()))?;
+        let sig = signature(&session, &path).map_err(|e| format!("stage {}: {e}", stage.location))?;
+        self.signatures.lock().insert(path, sig.clone());
+        Ok(sig)
+    }
+
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+        Ok(Box::new(OnnxEngine::new(stage)?))
+    }
+}
+
+/// One ONNX Runtime session, owned by one worker thread.
+pub struct OnnxEngine {
+    session: Session,
+    signature: ModelSignature,
+    location: String,
+}
+
+impl OnnxEngine {
+    /// Loads the stage's model into a new session with the stage's thread settings
+    /// (`intra_threads`, `inter_threads`) and all graph optimizations.
+    pub fn new(stage: &StageRequest) -> Result<OnnxEngine, String> {
+        let path = model_path(stage)?;
+        let env = ort_library::environment().map_err(|e| format!("stage {}: {e}", stage.location))?;
+        let session = load_session(env, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads)
+            .map_err(|e| format!("stage {}: cannot load model {}: {e}", stage.location, path.display()))?;
+        let signature = signature(&session, &path).map_err(|e| format!("stage {}: {e}", stage.location))?;
+        Ok(OnnxEngine { session, signature, location: stage.location.clone() })
+    }
+
+    /// The model's inputs and outputs, in the order `run` takes and returns them.
+    pub fn signature(&self) -> &ModelSignature {
+        &self.signature
+    }
+}
+
+impl Engine for OnnxEngine {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let specs = &self.signature.inputs;
+        if inputs.len() != specs.len() {
+            return Err(format!(
+                "stage {}: the model takes {} inputs but {} were given",
+                self.location,
+                specs.len(),
+                inputs.len()
+            ));
+        }
+        let mut values: Vec<SessionInputValue<'_>> = Vec::with_capacity(inputs.len());
+        for (tensor, spec) in inputs.iter().zip(specs) {
+            if tensor.dtype() != spec.dtype {
+                return Err(format!(
+                    "stage {}: input `{}` must be {} but a {} tensor was given",
+                    self.location,
+                    spec.name,
+                    spec.dtype,
+                    tensor.dtype()
+                ));
+            }
+            let value =
+                input_view(tensor).map_err(|e| format!("stage {}: input `{}`: {e}", self.location, spec.name))?;
+            values.push(value);
+        }
+        // A slice of values is matched to the session's inputs by position (signature order).
+        let outputs = self
+            .session
+            .run(values.as_slice())
+            .map_err(|e| format!("stage {}: ONNX Runtime failed: {e}", self.location))?;
+        let mut result = Vec::with_capacity(self.signature.outputs.len());
+        for (i, spec) in self.signature.outputs.iter().enumerate() {
+            let tensor = output_tensor(&outputs[i], spec.dtype)
+                .map_err(|e| format!("stage {}: output `{}`: {e}", self.location, spec.name))?;
+            result.push(tensor);
+        }
+        Ok(result)
+    }
+}
+
+/// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype.
+macro_rules! with_element_type {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            DType::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            DType::I16 => {
+                type $t = i16;
+                $body
+            }
+            DType::I8 => {
+                type $t = i8;
+                $body
+            }
+            DType::U8 => {
+                type $t = u8;
+                $body
+            }
+            DType::Bool => {
+                type $t = bool;
+                $body
+            }
+        }
+    };
+}
+
+/// A zero-copy ORT view of a Baton tensor's elements.
+fn input_view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
+    let shape = tensor.shape();
+    with_element_type!(tensor.dtype(), T => {
+        let data = tensor.as_slice::<T>().map_err(|e| e.to_string())?;
+        TensorRef::from_array_view((shape, data)).map(SessionInputValue::from).map_err(|e| e.to_string())
+    })
+}
+
+/// Copies one ORT output (one `memcpy`) into a Baton tensor of `dtype`.
+fn output_tensor(value: &ort::value::DynValue, dtype: DType) -> Result<Tensor, String> {
+    with_element_type!(dtype, T => {
+        let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
+        let shape = shape
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("ONNX Runtime returned dimension {d}")))
+            .collect::<Result<Vec<usize>, String>>()?;
+        Tensor::from_slice(shape, data).map_err(|e| e.to_string())
+    })
+}
+
+/// A session on `path` with the given optimization level and thread counts (all set explicitly).
+fn load_session(
+    env: &ort::environment::Environment,
+    path: &Path,
+    level: GraphOptimizationLevel,
+    intra_threads: usize,
+    inter_threads: usize,
+) -> ort::Result<Session> {
+    Session::builder(env)?
+        .with_optimization_level(level)?
+        .with_intra_threads(intra_threads)?
+        .with_inter_threads(inter_threads)?
+        .commit_from_file(path)
+}
+
+/// The stage's model path, canonicalized (the signature cache key).
+fn model_path(stage: &StageRequest) -> Result<PathBuf, String> {
+    if let Some(key) = stage.params.keys().next() {
+        return Err(format!(
+            "stage {}: unknown onnx engine parameter `{key}` (the onnx engine takes no params)",
+            stage.location
+        ));
+    }
+    let model = stage
+        .model
+        .as_ref()
+        .ok_or_else(|| format!("stage {}: the onnx engine needs `model = \"path.onnx\"`", stage.location))?;
+    if !model.is_file() {
+        return Err(format!("stage {}: model file {} not found", stage.location, model.display()));
+    }
+    model.canonicalize().map_err(|e| format!("stage {}: model file {}: {e}", stage.location, model.display()))
+}
+
+/// The session's inputs and outputs as Baton specs, in session order.
+fn signature(session: &Session, path: &Path) -> Result<ModelSignature, String> {
+    let specs = |outlets: &[Outlet]| {
+        outlets
+            .iter()
+            .map(|o| tensor_spec(o.name(), o.dtype()).map_err(|e| format!("model {}: {e}", path.display())))
+            .collect::<Result<Vec<_>, String>>()
+    };
+    Ok(ModelSignature { inputs: specs(session.inputs())?, outputs: specs(session.outputs())? })
+}
+
+/// One model input or output (its name and ORT type) as a [`TensorSpec`]; non-tensor
+/// values and unsupported element types are errors naming the tensor and its type.
+pub fn tensor_spec(name: &str, value_type: &ValueType) -> Result<TensorSpec, String> {
+    let ValueType::Tensor { ty, shape, dimension_symbols } = value_type else {
+        return Err(format!("`{name}` is a {value_type}, but Baton only passes tensors"));
+    };
+    let dtype =
+        map_dtype(*ty).ok_or_else(|| format!("`{name}` has element type {ty}, which Baton does not support"))?;
+    let shape = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            if d >= 0 {
+                Dim::Fixed(d as usize)
+            } else {
+                let name = dimension_symbols.get(i).filter(|s| !s.is_empty()).cloned();
+                Dim::Dynamic(name)
+            }
+        })
+        .collect();
+    Ok(TensorSpec { name: name.to_string(), dtype, shape })
+}
+
+/// ONNX element type → Baton dtype, for the types Baton supports.
+pub fn map_dtype(ty: TensorElementType) -> Option<DType> {
+    Some(match ty {
+        TensorElementType::Float32 => DType::F32,
+        TensorElementType::Float16 => DType::F16,
+        TensorElementType::Float64 => DType::F64,
+        TensorElementType::Int64 => DType::I64,
+        TensorElementType::Int32 => DType::I32,
+        TensorElementType::Int16 => DType::I16,
+        TensorElementType::Int8 => DType::I8,
+        TensorElementType::Uint8 => DType::U8,
+        TensorElementType::Bool => DType::Bool,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ort::value::{Shape, SymbolicDimensions};
+
+    // Not an `Outlet`: `Outlet::new` calls into ONNX Runtime (it builds an OrtValueInfo).
+    fn tensor_type(ty: TensorElementType, dims: &[i64], symbols: &[&str]) -> ValueType {
+        ValueType::Tensor {
+            ty,
+            shape: Shape::new(dims.iter().copied()),
+            dimension_symbols: SymbolicDimensions::new(symbols.iter().map(|s| s.to_string())),
+        }
+    }
+
+    #[test]
+    fn supported_element_types_map_to_baton_dtypes() {
+        let pairs = [
+            (TensorElementType::Float32, DType::F32),
+            (TensorElementType::Float16, DType::F16),
+            (TensorElementType::Float64, DType::F64),
+            (TensorElementType::Int64, DType::I64),
+            (TensorElementType::Int32, DType::I32),
+            (TensorElementType::Int16, DType::I16),
+            (TensorElementType::Int8, DType::I8),
+            (TensorElementType::Uint8, DType::U8),
+            (TensorElementType::Bool, DType::Bool),
+        ];
+        for (ty, dtype) in pairs {
+            assert_eq!(map_dtype(ty), Some(dtype), "{ty}");
+        }
+        for ty in [TensorElementType::String, TensorElementType::Uint16, TensorElementType::Bfloat16] {
+            assert_eq!(map_dtype(ty), None, "{ty}");
+        }
+    }
+
+    #[test]
+    fn dynamic_dims_keep_their_symbol_names() {
+        let spec = tensor_spec("t", &tensor_type(TensorElementType::Float32, &[-1, 3, -1], &["N", "", ""])).unwrap();
+        assert_eq!(spec.shape, vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(3), Dim::Dynamic(None)]);
+        assert_eq!(spec.dtype, DType::F32);
+        assert_eq!(spec.name, "t");
+    }
+
+    #[test]
+    fn string_tensors_are_rejected_naming_the_tensor_and_type() {
+        let err = tensor_spec("t", &tensor_type(TensorElementType::String, &[-1], &["N"])).unwrap_err();
+        assert!(err.contains("`t`") && err.contains("String"), "{err}");
+    }
+
+    #[test]
+    fn non_tensor_values_are_rejected_naming_the_type() {
+        let seq = ValueType::Sequence(Box::new(tensor_type(TensorElementType::Float32, &[2], &[""])));
+        let err = tensor_spec("s", &seq).unwrap_err();
+        assert!(err.contains("`s`") && err.contains("Sequence<"), "{err}");
+    }
+
+    #[test]
+    fn params_are_rejected_before_anything_is_loaded() {
+        let mut params = toml::Table::new();
+        params.insert("threads".into(), toml::Value::Integer(2));
+        let stage = StageRequest {
+            location: "n.stages[0]".into(),
+            model: Some("/nonexistent.onnx".into()),
+            params,
+            intra_threads: 1,
+            inter_threads: 1,
+        };
+        let err = model_path(&stage).unwrap_err();
+        assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");
+    }
+}

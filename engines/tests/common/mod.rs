@@ -1,0 +1,48 @@
+//! Helpers shared by the integration tests: repository paths and stage requests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use baton::StageRequest;
+
+/// The repository root (the workspace folder above this crate).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+}
+
+/// `models/NAME.onnx` in the repository (made by scripts/setup.sh).
+pub fn model(name: &str) -> PathBuf {
+    let path = repo_root().join("models").join(format!("{name}.onnx"));
+    assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
+    path
+}
+
+/// A stage request for the onnx engine on `model`, one intra and one inter thread.
+pub fn onnx_stage(model: PathBuf) -> StageRequest {
+    StageRequest {
+        location: "test.stages[0]".into(),
+        model: Some(model),
+        params: toml::Table::new(),
+        intra_threads: 1,
+        inter_threads: 1,
+    }
+}
+
+/// A stage request for the cost model with `params` written as TOML.
+pub fn cost_stage(params: &str) -> StageRequest {
+    StageRequest {
+        location: "sim.stages[0]".into(),
+        model: None,
+        params: params.parse().expect("test params are valid TOML"),
+        intra_threads: 1,
+        inter_threads: 1,
+    }
+}
+
+/// A fresh, empty folder under the system temp dir, unique to this process and `tag`.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("baton-engines-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,208 @@
+//! The onnx engine on real ONNX Runtime with the test models in models/ (scripts/setup.sh).
+
+mod common;
+
+use baton::{DType, Dim, Engine, EngineProvider, Tensor, TensorSpec};
+use baton_engines::{ort_library, standard_registry, OnnxEngine, OnnxProvider};
+use common::{model, onnx_stage, temp_dir};
+use half::f16;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::TensorRef;
+
+fn n() -> Dim {
+    Dim::Dynamic(Some("N".into()))
+}
+
+fn spec(name: &str, dtype: DType, shape: Vec<Dim>) -> TensorSpec {
+    TensorSpec { name: name.into(), dtype, shape }
+}
+
+#[test]
+fn mlp_signature_is_read() {
+    let sig = OnnxProvider::new().inspect(&onnx_stage(model("mlp"))).unwrap();
+    assert_eq!(sig.inputs, vec![spec("input", DType::F32, vec![n(), Dim::Fixed(256)])]);
+    assert_eq!(sig.outputs, vec![spec("output", DType::F32, vec![n(), Dim::Fixed(10)])]);
+}
+
+#[test]
+fn dtypes_signature_maps_every_dtype() {
+    let sig = OnnxProvider::new().inspect(&onnx_stage(model("dtypes"))).unwrap();
+    let want = |names: [&str; 5]| -> Vec<TensorSpec> {
+        let dtypes = [DType::F16, DType::I64, DType::I32, DType::U8, DType::Bool];
+        names.iter().zip(dtypes).map(|(name, dt)| spec(name, dt, vec![n(), Dim::Fixed(4)])).collect()
+    };
+    assert_eq!(sig.inputs, want(["f16", "i64", "i32", "u8", "flag"]));
+    assert_eq!(sig.outputs, want(["f16_out", "i64_out", "i32_out", "u8_out", "flag_out"]));
+}
+
+#[test]
+fn fixed_batch_signature_has_a_fixed_batch_dim() {
+    let sig = OnnxProvider::new().inspect(&onnx_stage(model("fixed_batch"))).unwrap();
+    assert_eq!(sig.inputs, vec![spec("x", DType::F32, vec![Dim::Fixed(1), Dim::Fixed(8)])]);
+    assert_eq!(sig.outputs, vec![spec("y", DType::F32, vec![Dim::Fixed(1), Dim::Fixed(8)])]);
+}
+
+#[test]
+fn create_keeps_signature_order_for_several_inputs_and_outputs() {
+    let engine = OnnxEngine::new(&onnx_stage(model("two_io"))).unwrap();
+    let names = |specs: &[TensorSpec]| specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&engine.signature().inputs), ["a", "b"]);
+    assert_eq!(names(&engine.signature().outputs), ["sum", "proj"]);
+
+    let mut engine: Box<dyn Engine> = Box::new(engine);
+    let a = Tensor::from_vec(vec![2, 16], (0..32).map(|i| i as f32).collect()).unwrap();
+    let b = Tensor::from_vec(vec![2, 16], (0..32).map(|i| 100.0 * i as f32).collect()).unwrap();
+    let out = engine.run(&[&a, &b]).unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].shape(), &[2, 16]);
+    assert_eq!(out[1].shape(), &[2, 4]);
+    let want: Vec<f32> = (0..32).map(|i| 101.0 * i as f32).collect();
+    assert_eq!(out[0].as_slice::<f32>().unwrap(), &want[..], "`sum` = a + b comes first");
+}
+
+#[test]
+fn mlp_at_batch_3_matches_direct_ort_bitwise() {
+    let data: Vec<f32> = (0..3 * 256).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    let input = Tensor::from_slice(vec![3, 256], &data).unwrap();
+    let mut engine = standard_registry().get("onnx").unwrap().create(&onnx_stage(model("mlp"))).unwrap();
+    let out = engine.run(&[&input]).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].shape(), &[3, 10]);
+
+    let env = ort_library::environment().unwrap();
+    let mut session = Session::builder(env)
+        .unwrap()
+        .with_optimization_level(GraphOptimizationLevel::All)
+        .unwrap()
+        .with_intra_threads(1)
+        .unwrap()
+        .with_inter_threads(1)
+        .unwrap()
+        .commit_from_file(model("mlp"))
+        .unwrap();
+    let direct =
+        session.run(ort::inputs!["input" => TensorRef::from_array_view(([3usize, 256], &data[..])).unwrap()]).unwrap();
+    let (shape, want) = direct["output"].try_extract_tensor::<f32>().unwrap();
+    assert_eq!(&shape[..], &[3, 10]);
+    let bits = |xs: &[f32]| xs.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    assert_eq!(bits(out[0].as_slice::<f32>().unwrap()), bits(want));
+    assert!(want.iter().any(|&x| x != 0.0), "a zero output would compare equal too easily");
+}
+
+#[test]
+fn dtypes_model_round_trips_every_dtype() {
+    let mut engine = OnnxEngine::new(&onnx_stage(model("dtypes"))).unwrap();
+    let f16s: Vec<f16> =
+        [0.5f32, -1.25, 3.0, 100.0, 0.0, -0.75, 7.5, 2048.0].iter().map(|&x| f16::from_f32(x)).collect();
+    let i64s: Vec<i64> = vec![-5, 0, 7, i64::MAX - 1, 1 << 40, -1, 2, 3];
+    let i32s: Vec<i32> = vec![-5, 0, 7, i32::MAX - 1, 1 << 20, -1, 2, 3];
+    let u8s: Vec<u8> = vec![0, 1, 2, 127, 128, 200, 254, 255];
+    let flags: Vec<bool> = vec![true, false, false, true, true, true, false, false];
+    let inputs = [
+        Tensor::from_slice(vec![2, 4], &f16s).unwrap(),
+        Tensor::from_slice(vec![2, 4], &i64s).unwrap(),
+        Tensor::from_slice(vec![2, 4], &i32s).unwrap(),
+        Tensor::from_slice(vec![2, 4], &u8s).unwrap(),
+        Tensor::from_slice(vec![2, 4], &flags).unwrap(),
+    ];
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let out = engine.run(&refs).unwrap();
+    assert_eq!(out.len(), 5);
+    for t in &out {
+        assert_eq!(t.shape(), &[2, 4]);
+    }
+    let doubled: Vec<f16> = f16s.iter().map(|x| f16::from_f32(x.to_f32() * 2.0)).collect();
+    assert_eq!(out[0].as_slice::<f16>().unwrap(), &doubled[..]);
+    assert_eq!(out[1].as_slice::<i64>().unwrap(), &i64s.iter().map(|x| x + 1).collect::<Vec<_>>()[..]);
+    assert_eq!(out[2].as_slice::<i32>().unwrap(), &i32s.iter().map(|x| x + 1).collect::<Vec<_>>()[..]);
+    assert_eq!(out[3].as_slice::<u8>().unwrap(), &u8s[..]);
+    assert_eq!(out[4].as_slice::<bool>().unwrap(), &flags.iter().map(|x| !x).collect::<Vec<_>>()[..]);
+}
+
+#[test]
+fn engine_moves_to_another_thread_and_runs_there() {
+    let mut engine = OnnxProvider::new().create(&onnx_stage(model("fixed_batch"))).unwrap();
+    let out = std::thread::spawn(move || {
+        let x = Tensor::from_vec(vec![1, 8], (1..=8).map(|i| i as f32).collect()).unwrap();
+        engine.run(&[&x]).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out[0].as_slice::<f32>().unwrap(), &[3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0, 24.0]);
+}
+
+#[test]
+fn missing_model_file_errors_naming_the_path() {
+    let path = temp_dir("missing").join("nope.onnx");
+    let stage = onnx_stage(path.clone());
+    let provider = OnnxProvider::new();
+    let err = provider.inspect(&stage).unwrap_err();
+    assert!(err.contains(&path.display().to_string()) && err.contains("test.stages[0]"), "{err}");
+    let err = provider.create(&stage).err().unwrap();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+}
+
+#[test]
+fn stage_without_model_errors() {
+    let mut stage = onnx_stage(model("mlp"));
+    stage.model = None;
+    let err = OnnxProvider::new().inspect(&stage).unwrap_err();
+    assert_eq!(err, "stage test.stages[0]: the onnx engine needs `model = \"path.onnx\"`");
+}
+
+#[test]
+fn unknown_params_key_errors_naming_it() {
+    let mut stage = onnx_stage(model("mlp"));
+    stage.params.insert("batch".into(), toml::Value::Integer(8));
+    let err = OnnxProvider::new().inspect(&stage).unwrap_err();
+    assert!(err.contains("`batch`"), "{err}");
+    let err = OnnxProvider::new().create(&stage).err().unwrap();
+    assert!(err.contains("`batch`"), "{err}");
+}
+
+#[test]
+fn unloadable_model_errors_naming_the_path_and_ort_reason() {
+    let path = temp_dir("garbage").join("garbage.onnx");
+    std::fs::write(&path, b"this is not a protobuf").unwrap();
+    let err = OnnxProvider::new().inspect(&onnx_stage(path.clone())).unwrap_err();
+    let canonical = path.canonicalize().unwrap();
+    assert!(err.contains(&canonical.display().to_string()), "{err}");
+    assert!(err.contains("Protobuf parsing failed"), "ONNX Runtime's reason is kept: {err}");
+}
+
+#[test]
+fn inspect_caches_signatures_per_model_file() {
+    let path = temp_dir("cache").join("model.onnx");
+    std::fs::copy(model("fixed_batch"), &path).unwrap();
+    let stage = onnx_stage(path.clone());
+    let provider = OnnxProvider::new();
+    let first = provider.inspect(&stage).unwrap();
+    // Corrupt the file: only a cached signature can still be returned.
+    std::fs::write(&path, b"corrupted").unwrap();
+    assert_eq!(provider.inspect(&stage).unwrap(), first);
+    // The same file through another spelling of its path hits the same entry.
+    let dotted = path.parent().unwrap().join(".").join("model.onnx");
+    assert_eq!(provider.inspect(&onnx_stage(dotted)).unwrap(), first);
+    // A fresh provider has no cache and must load (and fail on) the corrupted file.
+    assert!(OnnxProvider::new().inspect(&stage).is_err());
+}
+
+#[test]
+fn wrong_inputs_are_errors_not_panics() {
+    let mut engine = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    let ints = Tensor::zeros(DType::I32, vec![2, 256]).unwrap();
+    let err = engine.run(&[&ints]).unwrap_err();
+    assert!(err.contains("`input`") && err.contains("f32") && err.contains("i32"), "{err}");
+
+    let x = Tensor::zeros(DType::F32, vec![2, 256]).unwrap();
+    let err = engine.run(&[&x, &x]).unwrap_err();
+    assert!(err.contains("1 inputs but 2"), "{err}");
+
+    // A shape the model does not accept: ONNX Runtime's own message comes through.
+    let narrow = Tensor::zeros(DType::F32, vec![2, 255]).unwrap();
+    let err = engine.run(&[&narrow]).unwrap_err();
+    assert!(err.contains("ONNX Runtime failed") && err.contains("Got invalid dimensions for input"), "{err}");
+    // The engine still works afterwards.
+    assert_eq!(engine.run(&[&x]).unwrap()[0].shape(), &[2, 10]);
+}
