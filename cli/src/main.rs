@@ -1,1 +1,56 @@
-fn main(){}
+//! The `baton` command: check and run pipelines.
+//!
+//! - `baton check PIPELINE.toml` validates a pipeline (models included) and
+//!   prints its node graph; exit 0, or exit 2 with the error.
+//! - `baton run PIPELINE.toml` starts it, feeds requests (from files or
+//!   generated), and prints outputs as JSON lines and a latency summary.
+
+mod inputs;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "baton", version, about = "Real-time inference runtime for pipelines of collaborating ONNX models")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a pipeline file (models included) and print its node graph.
+    Check {
+        /// The pipeline file.
+        pipeline: PathBuf,
+    },
+    /// Run a pipeline on inputs from files or generated, printing outputs as JSON.
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("BATON_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { pipeline } => {
+            match baton::PipelineSpec::from_file(&pipeline, &baton_engines::standard_registry()) {
+                Ok(spec) => {
+                    print!("{}", spec.describe());
+                    println!("ok");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Run(args) => run::run(args),
+    }
+}

@@ -1,8 +1,30 @@
 //! Baton: an in-process, real-time inference runtime for pipelines of
 //! collaborating neural networks.
+//!
+//! A pipeline (a TOML file, see [`config`]) is a DAG of inference nodes. Each
+//! node has a batching buffer and worker threads that own its engine sessions
+//! (ONNX Runtime through the `baton-engines` crate). A scheduler picks which
+//! nodes run next by seed 003's rule (priority nodes first, then pending tasks
+//! × collaboration weight, under a compute budget); workers stitch a batch,
+//! run the node's stages, split the outputs and route them along the edges,
+//! joins waiting for all their inputs.
+//!
+//! Start with [`Runtime`]: build it from a file and an [`EngineRegistry`],
+//! [`Runtime::submit`] [`Request`]s, and wait on the [`Ticket`]s.
 
+pub mod config;
 pub mod engine;
+pub mod graph;
+pub mod metrics;
+mod node;
+pub mod request;
+pub mod runtime;
+pub mod scheduler;
 pub mod tensor;
 
+pub use config::{ConfigError, PipelineConfig};
 pub use engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+pub use graph::PipelineSpec;
+pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
+pub use runtime::{Runtime, StartError};
 pub use tensor::{DType, Element, Tensor, TensorError};

@@ -62,17 +62,8 @@ impl DType {
     }
 
     /// All supported dtypes.
-    pub const ALL: [DType; 9] = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::I64,
-        DType::I32,
-        DType::I16,
-        DType::I8,
-        DType::U8,
-        DType::Bool,
-    ];
+    pub const ALL: [DType; 9] =
+        [DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::I16, DType::I8, DType::U8, DType::Bool];
 
     /// Parses a short name (`f32`) or an ONNX/numpy-style long name (`float32`, `float`, `int64`).
     pub fn parse(name: &str) -> Option<DType> {

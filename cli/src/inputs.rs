@@ -1,0 +1,208 @@
+//! Request inputs for `baton run`: read from `.npy` / `.json` files, or generated.
+//!
+//! `.json` files hold `{"shape": [1, 4], "data": [..]}` (data flat, row-major)
+//! or a nested array (its nesting is the shape). `.npy` files are numpy's
+//! format, little-endian, C order. Generated inputs are seeded random values
+//! shaped by the pipeline (dynamic dims become 1 unless `--rows` sets dim 0).
+
+use std::path::Path;
+
+use baton::{DType, Dim, Tensor, TensorSpec};
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+/// Reads a tensor file; the dtype is taken from the file (`.npy`) or from the pipeline's input (`.json`).
+pub fn read_tensor(path: &Path, spec: &TensorSpec) -> Result<Tensor, String> {
+    let shown = path.display();
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npy") => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{shown}: {e}"))?;
+            read_npy(&bytes).map_err(|e| format!("{shown}: {e}"))
+        }
+        Some("json") => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+            let value: Value = serde_json::from_str(&text).map_err(|e| format!("{shown}: {e}"))?;
+            tensor_from_json(&value, spec.dtype).map_err(|e| format!("{shown}: {e}"))
+        }
+        _ => Err(format!("{shown}: use a .npy or .json file")),
+    }
+}
+
+/// Parses numpy's `.npy` format (versions 1-3, little-endian, C order).
+pub fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err("not a .npy file (bad magic)".into());
+    }
+    let (header_len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        v => return Err(format!("unsupported .npy version {v}")),
+    };
+    let header = bytes.get(start..start + header_len).ok_or("truncated .npy header")?;
+    let header = std::str::from_utf8(header).map_err(|_| "the .npy header is not text")?;
+    let field = |key: &str| -> Result<&str, String> {
+        let at = header.find(&format!("'{key}'")).ok_or(format!("the .npy header has no '{key}'"))?;
+        Ok(header[at + key.len() + 2..].trim_start().trim_start_matches(':').trim_start())
+    };
+    let descr = field("descr")?;
+    let descr = descr.trim_start_matches('\'').split('\'').next().unwrap_or("");
+    let dtype = match descr {
+        "<f4" => DType::F32,
+        "<f8" => DType::F64,
+        "<f2" => DType::F16,
+        "<i8" => DType::I64,
+        "<i4" => DType::I32,
+        "<i2" => DType::I16,
+        "|i1" => DType::I8,
+        "|u1" => DType::U8,
+        "|b1" => DType::Bool,
+        other => return Err(format!("unsupported .npy dtype '{other}'")),
+    };
+    if field("fortran_order")?.starts_with("True") {
+        return Err("Fortran-order .npy files are not supported".into());
+    }
+    let shape_text = field("shape")?;
+    let shape_text = shape_text.trim_start_matches('(').split(')').next().unwrap_or("");
+    let shape: Vec<usize> = shape_text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().map_err(|_| format!("bad .npy shape '{shape_text}'")))
+        .collect::<Result<_, _>>()?;
+    Tensor::from_bytes(dtype, shape, &bytes[start + header_len..]).map_err(|e| e.to_string())
+}
+
+/// A tensor from JSON: `{"shape": [..], "data": [..]}` or a nested array.
+pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, String> {
+    let (shape, flat) = match value {
+        Value::Object(map) => {
+            let shape = map.get("shape").and_then(Value::as_array).ok_or("expected a \"shape\" array")?;
+            let shape: Vec<usize> = shape
+                .iter()
+                .map(|d| d.as_u64().map(|d| d as usize).ok_or("shape dims must be integers >= 0"))
+                .collect::<Result<_, _>>()?;
+            let data = map.get("data").and_then(Value::as_array).ok_or("expected a \"data\" array")?;
+            (shape, data.iter().collect::<Vec<_>>())
+        }
+        Value::Array(_) => {
+            let mut shape = Vec::new();
+            let mut probe = value;
+            while let Value::Array(items) = probe {
+                shape.push(items.len());
+                match items.first() {
+                    Some(first) => probe = first,
+                    None => break,
+                }
+            }
+            let mut flat = Vec::new();
+            flatten(value, &mut flat);
+            (shape, flat)
+        }
+        _ => return Err("expected an object {\"shape\", \"data\"} or a nested array".into()),
+    };
+    let numbers: Vec<f64> = flat
+        .iter()
+        .map(|v| {
+            v.as_f64().or_else(|| v.as_bool().map(|b| f64::from(u8::from(b)))).ok_or("data must be numbers or booleans")
+        })
+        .collect::<Result<_, _>>()?;
+    tensor_from_f64(dtype, shape, &numbers)
+}
+
+fn flatten<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| flatten(v, out)),
+        other => out.push(other),
+    }
+}
+
+/// Converts numbers to a tensor of `dtype`.
+pub fn tensor_from_f64(dtype: DType, shape: Vec<usize>, data: &[f64]) -> Result<Tensor, String> {
+    let result = match dtype {
+        DType::F32 => Tensor::from_vec(shape, data.iter().map(|&x| x as f32).collect()),
+        DType::F64 => Tensor::from_vec(shape, data.to_vec()),
+        DType::F16 => Tensor::from_vec(shape, data.iter().map(|&x| half::f16::from_f64(x)).collect()),
+        DType::I64 => Tensor::from_vec(shape, data.iter().map(|&x| x as i64).collect()),
+        DType::I32 => Tensor::from_vec(shape, data.iter().map(|&x| x as i32).collect()),
+        DType::I16 => Tensor::from_vec(shape, data.iter().map(|&x| x as i16).collect()),
+        DType::I8 => Tensor::from_vec(shape, data.iter().map(|&x| x as i8).collect()),
+        DType::U8 => Tensor::from_vec(shape, data.iter().map(|&x| x as u8).collect()),
+        DType::Bool => Tensor::from_vec(shape, data.iter().map(|&x| x != 0.0).collect()),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// Seeded random input for `spec`: dim 0 = `rows`, other dynamic dims 1.
+pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut rand::rngs::StdRng) -> Result<Tensor, String> {
+    let shape: Vec<usize> = spec
+        .shape
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match d {
+            _ if i == 0 => rows,
+            Dim::Fixed(n) => *n,
+            Dim::Dynamic(_) => 1,
+        })
+        .collect();
+    let len: usize = shape.iter().product();
+    let data: Vec<f64> = (0..len)
+        .map(|_| match spec.dtype {
+            DType::F32 | DType::F64 | DType::F16 => rng.random_range(-1.0..1.0),
+            DType::Bool => f64::from(u8::from(rng.random_bool(0.5))),
+            _ => f64::from(rng.random_range(0u8..100)),
+        })
+        .collect();
+    tensor_from_f64(spec.dtype, shape, &data)
+}
+
+/// A seeded generator.
+pub fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// The tensor as JSON: `{"dtype", "shape", "data"}`.
+pub fn tensor_to_json(tensor: &Tensor) -> Value {
+    let data: Vec<Value> = match tensor.dtype() {
+        DType::Bool => tensor.to_f64_vec().into_iter().map(|x| Value::Bool(x != 0.0)).collect(),
+        DType::F32 | DType::F64 | DType::F16 => tensor.to_f64_vec().into_iter().map(Value::from).collect(),
+        _ => tensor.to_f64_vec().into_iter().map(|x| Value::from(x as i64)).collect(),
+    };
+    serde_json::json!({ "dtype": tensor.dtype().name(), "shape": tensor.shape(), "data": data })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_v1_f32_round_trips() {
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let padded = format!("{header:<117}\n");
+        bytes.extend((padded.len() as u16).to_le_bytes());
+        bytes.extend(padded.as_bytes());
+        for x in 0..6 {
+            bytes.extend((x as f32).to_le_bytes());
+        }
+        let t = read_npy(&bytes).unwrap();
+        assert_eq!(t.shape(), &[2, 3]);
+        assert_eq!(t.as_slice::<f32>().unwrap(), &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn npy_with_short_data_is_an_error() {
+        let header = "{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }\n";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes.extend(1i64.to_le_bytes());
+        assert!(read_npy(&bytes).unwrap_err().contains("4 elements"));
+    }
+
+    #[test]
+    fn json_nested_and_flat_forms_agree() {
+        let nested: Value = serde_json::from_str("[[1, 2], [3, 4]]").unwrap();
+        let flat: Value = serde_json::from_str(r#"{"shape": [2, 2], "data": [1, 2, 3, 4]}"#).unwrap();
+        assert_eq!(tensor_from_json(&nested, DType::I32).unwrap(), tensor_from_json(&flat, DType::I32).unwrap());
+    }
+}

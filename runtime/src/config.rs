@@ -1,0 +1,302 @@
+//! The pipeline file: a TOML schema, parsed strictly.
+//!
+//! This module only says what a pipeline file may contain (unknown keys are
+//! errors, never ignored); [`crate::graph`] checks that what it says makes
+//! sense and turns it into a [`crate::graph::PipelineSpec`]. Every field has a
+//! default that suits a small pipeline; units are in the field docs.
+//!
+//! ```toml
+//! [pipeline]
+//! name = "diamond"
+//!
+//! [scheduler]
+//! tick_us = 500            # scheduling period, µs
+//! compute_budget = 2.0     # sum of node `cost` that may run at once
+//!
+//! [inputs.x]
+//! to = ["embed.x"]         # feeds input `x` of node `embed`
+//!
+//! [outputs.out]
+//! from = "join.out"        # output `out` of node `join`
+//!
+//! [nodes.embed]
+//! stages = [{ model = "../models/embed.onnx" }]
+//! max_batch = 32
+//!
+//! [[edges]]
+//! from = "embed.h"
+//! to = "join.h"
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A whole pipeline file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    #[serde(default)]
+    pub pipeline: PipelineSection,
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    /// Pipeline inputs by name: the tensors a request carries.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, InputConfig>,
+    /// Pipeline outputs by name: the tensors a request's answer carries.
+    #[serde(default)]
+    pub outputs: BTreeMap<String, OutputConfig>,
+    /// Inference nodes by name.
+    #[serde(default)]
+    pub nodes: BTreeMap<String, NodeConfig>,
+    /// Tensor routes between nodes.
+    #[serde(default)]
+    pub edges: Vec<EdgeConfig>,
+}
+
+/// `[pipeline]`: name and admission.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Name the pipeline is served and reported under.
+    pub name: String,
+    /// Most requests in flight (submitted, not yet answered) at once; past it
+    /// `submit` answers at once with a queue-full error.
+    pub max_in_flight: usize,
+}
+
+impl Default for PipelineSection {
+    fn default() -> Self {
+        PipelineSection { name: "pipeline".into(), max_in_flight: 65_536 }
+    }
+}
+
+/// How the scheduler picks nodes among those with pending work (seed 003).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    /// Walk nodes (priority nodes first) by descending inference priority,
+    /// adding each while the running compute stays within the budget.
+    #[default]
+    Budget,
+    /// Pick at most `max_nodes` nodes running at once (priority nodes first).
+    Count,
+}
+
+/// What the budget walk does at the first node that does not fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnMisfit {
+    /// Stop the walk (the seed's text).
+    #[default]
+    Stop,
+    /// Skip that node and keep filling with the next ones.
+    Skip,
+}
+
+/// `[scheduler]`: the collaborative scheduler's settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// Period of the scheduling tick, µs.
+    pub tick_us: u64,
+    /// Compute that may run at once, in the units of the nodes' `cost`
+    /// (a running node holds its cost until it finishes). Default: the sum of all node costs.
+    pub compute_budget: Option<f64>,
+    /// Selection variant: `budget` or `count`.
+    pub selection: Selection,
+    /// K of the count variant: most nodes running at once. Default: the number of nodes.
+    pub max_nodes: Option<usize>,
+    /// Budget variant: `stop` at the first node that does not fit, or `skip` it and keep filling.
+    pub on_misfit: OnMisfit,
+    /// Also decide at once when a task arrives (not only on ticks, priority
+    /// arrivals and node completions). Keeps latency low at light load; under
+    /// load nodes are busy and tasks still accumulate into batches.
+    pub decide_on_arrival: bool,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            tick_us: 1000,
+            compute_budget: None,
+            selection: Selection::Budget,
+            max_nodes: None,
+            on_misfit: OnMisfit::Stop,
+            decide_on_arrival: true,
+        }
+    }
+}
+
+/// `[inputs.NAME]`: one pipeline input.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputConfig {
+    /// Node inputs it feeds, as `node.tensor`.
+    pub to: Vec<String>,
+    /// Expected dtype (checked against the models; taken from them when absent).
+    pub dtype: Option<String>,
+    /// Expected shape, batch dim first, `-1` for dynamic dims (checked against the models).
+    pub shape: Option<Vec<i64>>,
+}
+
+/// `[outputs.NAME]`: one pipeline output.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// The node output it is, as `node.tensor`.
+    pub from: String,
+}
+
+/// `[nodes.NAME]`: one inference node.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Model stages run in sequence on each batch; a stage's inputs come from
+    /// the node's inputs or from earlier stages' outputs, by tensor name.
+    pub stages: Vec<StageConfig>,
+    /// Most rows (dim 0) stitched into one batch.
+    #[serde(default = "defaults::max_batch")]
+    pub max_batch: usize,
+    /// Collaboration weight: inference priority = pending tasks × weight.
+    #[serde(default = "defaults::one")]
+    pub weight: f64,
+    /// Compute this node holds against the scheduler's budget while it runs.
+    #[serde(default = "defaults::one")]
+    pub cost: f64,
+    /// Worker threads, each owning its own engine sessions.
+    #[serde(default = "defaults::one_usize")]
+    pub workers: usize,
+    /// Cores to pin workers to: worker i runs on `cores[i % len]`. Empty: not pinned.
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    /// Engine intra-op threads per worker (ONNX Runtime `intra_op_num_threads`).
+    #[serde(default = "defaults::one_usize")]
+    pub intra_threads: usize,
+    /// Engine inter-op threads per worker.
+    #[serde(default = "defaults::one_usize")]
+    pub inter_threads: usize,
+    /// How long an idle worker spins for its next instruction before parking, µs.
+    #[serde(default = "defaults::idle_spin_us")]
+    pub idle_spin_us: u64,
+}
+
+/// One stage of a node.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfig {
+    /// Model file, relative to the pipeline file's folder.
+    pub model: Option<String>,
+    /// Engine kind: `onnx` (default) or another registered kind such as `cost_model`.
+    #[serde(default = "defaults::engine")]
+    pub engine: String,
+    /// Engine-specific settings.
+    #[serde(default)]
+    pub params: toml::Table,
+}
+
+/// `[[edges]]`: one node output routed to one node input.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeConfig {
+    /// `node.tensor` of the producing node's output.
+    pub from: String,
+    /// `node.tensor` of the consuming node's input.
+    pub to: String,
+}
+
+mod defaults {
+    pub fn max_batch() -> usize {
+        32
+    }
+    pub fn one() -> f64 {
+        1.0
+    }
+    pub fn one_usize() -> usize {
+        1
+    }
+    pub fn idle_spin_us() -> u64 {
+        50
+    }
+    pub fn engine() -> String {
+        "onnx".into()
+    }
+}
+
+/// A pipeline file that cannot be used: which file, where in it, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The pipeline file, when it came from one.
+    pub file: Option<PathBuf>,
+    /// Where in the file, as a dotted path (`nodes.embed.max_batch`); empty for the whole file.
+    pub location: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(location: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { file: None, location: location.into(), message: message.into() }
+    }
+
+    pub(crate) fn in_file(mut self, file: Option<&Path>) -> Self {
+        self.file = file.map(Path::to_path_buf);
+        self
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{}: ", file.display())?;
+        }
+        if !self.location.is_empty() {
+            write!(f, "{}: ", self.location)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl PipelineConfig {
+    /// Parses TOML text. Unknown keys and wrong types are errors naming the key and line.
+    pub fn parse(text: &str) -> Result<PipelineConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::new("", e.to_string().trim_end().to_string()))
+    }
+
+    /// Reads and parses a pipeline file.
+    pub fn read(path: &Path) -> Result<PipelineConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new("", format!("cannot read the pipeline file: {e}")).in_file(Some(path)))?;
+        Self::parse(&text).map_err(|e| e.in_file(Some(path)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_key() {
+        let err = PipelineConfig::parse("[nodes.a]\nstages = []\nmax_batc = 3\n").unwrap_err();
+        assert!(err.message.contains("max_batc"), "{err}");
+        let err = PipelineConfig::parse("[scheduler]\ntick = 3\n").unwrap_err();
+        assert!(err.message.contains("tick"), "{err}");
+    }
+
+    #[test]
+    fn defaults_fill_what_is_left_out() {
+        let cfg = PipelineConfig::parse("[nodes.a]\nstages = [{ model = \"m.onnx\" }]\n").unwrap();
+        let node = &cfg.nodes["a"];
+        assert_eq!((node.max_batch, node.workers, node.intra_threads), (32, 1, 1));
+        assert_eq!(node.stages[0].engine, "onnx");
+        assert_eq!(cfg.scheduler.tick_us, 1000);
+        assert_eq!(cfg.scheduler.selection, Selection::Budget);
+    }
+
+    #[test]
+    fn errors_display_file_location_and_message() {
+        let err = ConfigError::new("nodes.a.max_batch", "must be at least 1").in_file(Some(Path::new("p.toml")));
+        assert_eq!(err.to_string(), "p.toml: nodes.a.max_batch: must be at least 1");
+    }
+}

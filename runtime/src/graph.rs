@@ -1,0 +1,705 @@
+//! The validated pipeline: nodes, their stages and signatures, and where every tensor goes.
+//!
+//! [`PipelineSpec::build`] turns a parsed [`PipelineConfig`] into a graph the
+//! runtime can execute, checking everything before any thread starts: names
+//! that refer to nothing, model files that are missing, tensor dtypes and
+//! ranks that disagree along an edge, inputs fed twice or never, cycles, and
+//! settings that could never work (a node costing more than the whole compute
+//! budget, a fixed batch of 1 with `max_batch` 32, a core this machine lacks).
+//! Each problem is one [`ConfigError`] naming the file, the place and the fix.
+//!
+//! Vocabulary: a node's *inputs* are the tensors its stages read that no
+//! earlier stage of the node produced; each is fed by exactly one edge or
+//! pipeline input. A node's *routes* say where each of its outputs goes: to
+//! other nodes' inputs (fan-out allowed) and/or to pipeline outputs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{ConfigError, NodeConfig, OnMisfit, PipelineConfig, SchedulerConfig, Selection};
+use crate::engine::{Dim, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+use crate::tensor::DType;
+
+/// Where a stage input comes from within its node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageSource {
+    /// The node's input slot.
+    NodeInput(usize),
+    /// Output `index` of an earlier stage.
+    StageOutput { stage: usize, index: usize },
+}
+
+/// Where a node output goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Input slot `slot` of node `node`.
+    Node { node: usize, slot: usize },
+    /// Pipeline output `index`.
+    Output(usize),
+}
+
+/// One model stage of a node, ready to instantiate on a worker.
+#[derive(Clone)]
+pub struct StageSpec {
+    pub request: StageRequest,
+    pub engine: String,
+    pub provider: Arc<dyn EngineProvider>,
+    pub signature: ModelSignature,
+    /// For each signature input, where its tensor comes from.
+    pub sources: Vec<StageSource>,
+}
+
+/// One node output and the places it goes.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub name: String,
+    pub stage: usize,
+    pub index: usize,
+    pub targets: Vec<Target>,
+}
+
+/// A validated node.
+#[derive(Clone)]
+pub struct NodeSpec {
+    pub name: String,
+    pub stages: Vec<StageSpec>,
+    /// The node's input slots, in slot order.
+    pub inputs: Vec<TensorSpec>,
+    pub routes: Vec<Route>,
+    pub max_batch: usize,
+    pub weight: f64,
+    pub cost: f64,
+    pub workers: usize,
+    pub cores: Vec<usize>,
+    pub idle_spin_us: u64,
+}
+
+/// A validated pipeline input.
+#[derive(Clone, Debug)]
+pub struct InputSpec {
+    pub spec: TensorSpec,
+    pub targets: Vec<Target>,
+}
+
+/// A validated pipeline output.
+#[derive(Clone, Debug)]
+pub struct OutputSpec {
+    pub spec: TensorSpec,
+    /// The producing node.
+    pub node: usize,
+}
+
+/// A pipeline checked end to end, ready to start.
+#[derive(Clone)]
+pub struct PipelineSpec {
+    pub name: String,
+    /// The file it was read from, if any.
+    pub file: Option<PathBuf>,
+    pub nodes: Vec<NodeSpec>,
+    pub inputs: Vec<InputSpec>,
+    pub outputs: Vec<OutputSpec>,
+    pub scheduler: SchedulerConfig,
+    /// The compute budget after defaults (sum of costs when unset).
+    pub compute_budget: f64,
+    pub max_in_flight: usize,
+    /// Nodes in an order where every node comes after all its parents.
+    pub topo_order: Vec<usize>,
+}
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+fn err<T>(location: impl Into<String>, message: impl Into<String>) -> Result<T> {
+    Err(ConfigError::new(location, message))
+}
+
+/// Splits `node.tensor`.
+fn split_ref<'a>(location: &str, text: &'a str) -> Result<(&'a str, &'a str)> {
+    match text.split_once('.') {
+        Some((node, tensor)) if !node.is_empty() && !tensor.is_empty() => Ok((node, tensor)),
+        _ => err(location, format!("`{text}` should be `node.tensor`")),
+    }
+}
+
+impl PipelineSpec {
+    /// Reads, parses and validates a pipeline file.
+    pub fn from_file(path: &Path, engines: &EngineRegistry) -> Result<PipelineSpec> {
+        let config = PipelineConfig::read(path)?;
+        Self::build(&config, Some(path), engines)
+    }
+
+    /// Validates a parsed config. Model paths are resolved against `file`'s folder
+    /// (or the current folder when there is no file).
+    pub fn build(config: &PipelineConfig, file: Option<&Path>, engines: &EngineRegistry) -> Result<PipelineSpec> {
+        Builder { config, base: file.and_then(Path::parent).unwrap_or(Path::new("")), engines }
+            .build()
+            .map(|mut spec| {
+                spec.file = file.map(Path::to_path_buf);
+                spec
+            })
+            .map_err(|e| e.in_file(file))
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Parents of each node (nodes that feed it), deduplicated.
+    pub fn parents(&self) -> Vec<Vec<usize>> {
+        let mut parents = vec![Vec::new(); self.nodes.len()];
+        for (from, node) in self.nodes.iter().enumerate() {
+            for route in &node.routes {
+                for target in &route.targets {
+                    if let Target::Node { node: to, .. } = *target {
+                        if !parents[to].contains(&from) {
+                            parents[to].push(from);
+                        }
+                    }
+                }
+            }
+        }
+        parents
+    }
+
+    /// A readable picture of the graph, one line per node and route.
+    pub fn describe(&self) -> String {
+        let mut out = format!("pipeline `{}`: {} nodes\n", self.name, self.nodes.len());
+        for input in &self.inputs {
+            out += &format!(
+                "  input  {} {} {} -> {}\n",
+                input.spec.name,
+                input.spec.dtype,
+                input.spec.shape_string(),
+                self.targets(&input.targets)
+            );
+        }
+        for &n in &self.topo_order {
+            let node = &self.nodes[n];
+            let stages: Vec<String> = node
+                .stages
+                .iter()
+                .map(|s| match &s.request.model {
+                    Some(m) => format!("{}:{}", s.engine, m.file_name().unwrap_or_default().to_string_lossy()),
+                    None => s.engine.clone(),
+                })
+                .collect();
+            out += &format!(
+                "  node   {} [{}] max_batch={} weight={} cost={} workers={}\n",
+                node.name,
+                stages.join(" -> "),
+                node.max_batch,
+                node.weight,
+                node.cost,
+                node.workers
+            );
+            for route in &node.routes {
+                out += &format!("           .{} -> {}\n", route.name, self.targets(&route.targets));
+            }
+        }
+        for output in &self.outputs {
+            out += &format!(
+                "  output {} {} {} <- {}\n",
+                output.spec.name,
+                output.spec.dtype,
+                output.spec.shape_string(),
+                self.nodes[output.node].name
+            );
+        }
+        out
+    }
+
+    fn targets(&self, targets: &[Target]) -> String {
+        let names: Vec<String> = targets
+            .iter()
+            .map(|t| match *t {
+                Target::Node { node, slot } => {
+                    format!("{}.{}", self.nodes[node].name, self.nodes[node].inputs[slot].name)
+                }
+                Target::Output(i) => format!("output {}", self.outputs[i].spec.name),
+            })
+            .collect();
+        names.join(", ")
+    }
+}
+
+struct Builder<'a> {
+    config: &'a PipelineConfig,
+    base: &'a Path,
+    engines: &'a EngineRegistry,
+}
+
+/// Checks that a tensor produced as `from` can be consumed as `to`.
+fn check_compatible(location: &str, from: &TensorSpec, from_name: &str, to: &TensorSpec, to_name: &str) -> Result<()> {
+    if from.dtype != to.dtype {
+        return err(
+            location,
+            format!("dtype mismatch: `{from_name}` is {} but `{to_name}` takes {}", from.dtype, to.dtype),
+        );
+    }
+    if from.shape.len() != to.shape.len() {
+        return err(
+            location,
+            format!(
+                "rank mismatch: `{from_name}` is {} (rank {}) but `{to_name}` takes {} (rank {})",
+                from.shape_string(),
+                from.shape.len(),
+                to.shape_string(),
+                to.shape.len()
+            ),
+        );
+    }
+    for (i, (a, b)) in from.shape.iter().zip(&to.shape).enumerate().skip(1) {
+        if let (Dim::Fixed(x), Dim::Fixed(y)) = (a, b) {
+            if x != y {
+                return err(
+                    location,
+                    format!(
+                        "shape mismatch at dim {i}: `{from_name}` is {} but `{to_name}` takes {}",
+                        from.shape_string(),
+                        to.shape_string()
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Builder<'_> {
+    fn build(&self) -> Result<PipelineSpec> {
+        let cfg = self.config;
+        if cfg.nodes.is_empty() {
+            return err("nodes", "the pipeline has no nodes; add a `[nodes.NAME]` table");
+        }
+        if cfg.inputs.is_empty() {
+            return err(
+                "inputs",
+                "the pipeline has no inputs; add an `[inputs.NAME]` table with `to = [\"node.tensor\"]`",
+            );
+        }
+        if cfg.outputs.is_empty() {
+            return err(
+                "outputs",
+                "the pipeline has no outputs; add an `[outputs.NAME]` table with `from = \"node.tensor\"`",
+            );
+        }
+        if cfg.pipeline.max_in_flight == 0 {
+            return err("pipeline.max_in_flight", "must be at least 1");
+        }
+        let names: Vec<&String> = cfg.nodes.keys().collect();
+        let mut nodes = Vec::with_capacity(names.len());
+        for (name, node) in &cfg.nodes {
+            nodes.push(self.node(name, node)?);
+        }
+        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+
+        // Which source feeds each node input slot, for "fed twice / never" checks.
+        let mut fed_by: Vec<Vec<Option<String>>> = nodes.iter().map(|n| vec![None; n.inputs.len()]).collect();
+        let resolve_input = |location: &str, text: &str, nodes: &[NodeSpec]| -> Result<(usize, usize)> {
+            let (node, tensor) = split_ref(location, text)?;
+            let &n = index.get(node).ok_or_else(|| {
+                ConfigError::new(location, format!("no node named `{node}` (nodes: {})", join(&names)))
+            })?;
+            let slot = nodes[n].inputs.iter().position(|i| i.name == tensor).ok_or_else(|| {
+                let have: Vec<&str> = nodes[n].inputs.iter().map(|i| i.name.as_str()).collect();
+                ConfigError::new(
+                    location,
+                    format!("node `{node}` has no input `{tensor}` (its inputs: {})", have.join(", ")),
+                )
+            })?;
+            Ok((n, slot))
+        };
+        let feed = |location: &str,
+                    target: &str,
+                    n: usize,
+                    slot: usize,
+                    fed_by: &mut Vec<Vec<Option<String>>>|
+         -> Result<()> {
+            if let Some(other) = &fed_by[n][slot] {
+                return err(
+                    location,
+                    format!("`{target}` is already fed by {other}; an input takes exactly one source"),
+                );
+            }
+            fed_by[n][slot] = Some(location.to_string());
+            Ok(())
+        };
+
+        // Edges.
+        for (i, edge) in cfg.edges.iter().enumerate() {
+            let location = format!("edges[{i}]");
+            let (from_node, from_tensor) = split_ref(&format!("{location}.from"), &edge.from)?;
+            let &f = index.get(from_node).ok_or_else(|| {
+                ConfigError::new(
+                    format!("{location}.from"),
+                    format!("no node named `{from_node}` (nodes: {})", join(&names)),
+                )
+            })?;
+            let route = nodes[f].routes.iter().position(|r| r.name == from_tensor).ok_or_else(|| {
+                let have: Vec<&str> = nodes[f].routes.iter().map(|r| r.name.as_str()).collect();
+                ConfigError::new(
+                    format!("{location}.from"),
+                    format!("node `{from_node}` has no output `{from_tensor}` (its outputs: {})", have.join(", ")),
+                )
+            })?;
+            let (t, slot) = resolve_input(&format!("{location}.to"), &edge.to, &nodes)?;
+            if t == f {
+                return err(
+                    &location,
+                    format!("edge from `{}` to itself: a node cannot feed its own input", edge.from),
+                );
+            }
+            let from_spec = output_spec(&nodes[f], route).clone();
+            check_compatible(&location, &from_spec, &edge.from, &nodes[t].inputs[slot], &edge.to)?;
+            feed(&location, &edge.to, t, slot, &mut fed_by)?;
+            nodes[f].routes[route].targets.push(Target::Node { node: t, slot });
+        }
+
+        // Pipeline inputs.
+        let mut inputs = Vec::new();
+        for (name, input) in &cfg.inputs {
+            let location = format!("inputs.{name}");
+            if input.to.is_empty() {
+                return err(format!("{location}.to"), "feeds nothing; list node inputs as `to = [\"node.tensor\"]`");
+            }
+            let mut spec: Option<TensorSpec> = None;
+            let mut targets = Vec::new();
+            for (j, to) in input.to.iter().enumerate() {
+                let (n, slot) = resolve_input(&format!("{location}.to[{j}]"), to, &nodes)?;
+                let slot_spec = nodes[n].inputs[slot].clone();
+                if let Some(first) = &spec {
+                    check_compatible(&format!("{location}.to[{j}]"), first, &input.to[0], &slot_spec, to)?;
+                } else {
+                    spec = Some(slot_spec);
+                }
+                feed(&location, to, n, slot, &mut fed_by)?;
+                targets.push(Target::Node { node: n, slot });
+            }
+            let mut spec = spec.expect("at least one target");
+            spec.name = name.clone();
+            if let Some(dtype) = &input.dtype {
+                let d = DType::parse(dtype).ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{location}.dtype"),
+                        format!("unknown dtype `{dtype}` (use one of {})", dtype_names()),
+                    )
+                })?;
+                if d != spec.dtype {
+                    return err(
+                        format!("{location}.dtype"),
+                        format!("says {d} but `{}` takes {}", input.to[0], spec.dtype),
+                    );
+                }
+            }
+            if let Some(shape) = &input.shape {
+                let declared = TensorSpec {
+                    name: name.clone(),
+                    dtype: spec.dtype,
+                    shape: dims_from_config(&format!("{location}.shape"), shape)?,
+                };
+                check_compatible(&format!("{location}.shape"), &declared, name, &spec, &input.to[0])?;
+                spec.shape = declared.shape;
+            }
+            inputs.push(InputSpec { spec, targets });
+        }
+
+        // Every node input is fed.
+        for (n, node) in nodes.iter().enumerate() {
+            for (slot, fed) in fed_by[n].iter().enumerate() {
+                if fed.is_none() {
+                    let tensor = &node.inputs[slot].name;
+                    return err(
+                        format!("nodes.{}", node.name),
+                        format!("input `{tensor}` is fed by nothing; add an edge with `to = \"{}.{tensor}\"` or list it in a pipeline input's `to`", node.name),
+                    );
+                }
+            }
+        }
+
+        // Pipeline outputs.
+        let mut outputs = Vec::new();
+        for (i, (name, output)) in cfg.outputs.iter().enumerate() {
+            let location = format!("outputs.{name}.from");
+            let (node, tensor) = split_ref(&location, &output.from)?;
+            let &n = index.get(node).ok_or_else(|| {
+                ConfigError::new(&location, format!("no node named `{node}` (nodes: {})", join(&names)))
+            })?;
+            let route = nodes[n].routes.iter().position(|r| r.name == tensor).ok_or_else(|| {
+                let have: Vec<&str> = nodes[n].routes.iter().map(|r| r.name.as_str()).collect();
+                ConfigError::new(
+                    &location,
+                    format!("node `{node}` has no output `{tensor}` (its outputs: {})", have.join(", ")),
+                )
+            })?;
+            let mut spec = output_spec(&nodes[n], route).clone();
+            spec.name = name.clone();
+            nodes[n].routes[route].targets.push(Target::Output(i));
+            outputs.push(OutputSpec { spec, node: n });
+        }
+
+        // Nodes whose work goes nowhere are mistakes.
+        for node in &nodes {
+            if node.routes.iter().all(|r| r.targets.is_empty()) {
+                return err(
+                    format!("nodes.{}", node.name),
+                    "none of its outputs goes anywhere; route one with an edge or a pipeline output",
+                );
+            }
+        }
+        // Keep only routed outputs: unrouted ones are never split or copied.
+        for node in &mut nodes {
+            node.routes.retain(|r| !r.targets.is_empty());
+        }
+
+        let topo_order = topological_order(&nodes)?;
+        let compute_budget = self.scheduler(&nodes)?;
+        Ok(PipelineSpec {
+            name: cfg.pipeline.name.clone(),
+            file: None,
+            nodes,
+            inputs,
+            outputs,
+            scheduler: cfg.scheduler.clone(),
+            compute_budget,
+            max_in_flight: cfg.pipeline.max_in_flight,
+            topo_order,
+        })
+    }
+
+    fn scheduler(&self, nodes: &[NodeSpec]) -> Result<f64> {
+        let s = &self.config.scheduler;
+        if s.tick_us == 0 || s.tick_us > 10_000_000 {
+            return err("scheduler.tick_us", format!("{} is out of range; use 1 to 10000000 µs", s.tick_us));
+        }
+        let total: f64 = nodes.iter().map(|n| n.cost).sum();
+        let budget = s.compute_budget.unwrap_or(total);
+        if !(budget.is_finite() && budget > 0.0) {
+            return err("scheduler.compute_budget", format!("{budget} is not a positive number"));
+        }
+        for node in nodes {
+            if node.cost > budget {
+                return err(
+                    format!("nodes.{}.cost", node.name),
+                    format!("impossible budget: the node costs {} but scheduler.compute_budget is {budget}, so it could never run", node.cost),
+                );
+            }
+        }
+        if s.selection == Selection::Count && s.max_nodes == Some(0) {
+            return err("scheduler.max_nodes", "the count variant needs max_nodes of at least 1");
+        }
+        if s.selection == Selection::Count && s.on_misfit == OnMisfit::Skip {
+            return err("scheduler.on_misfit", "applies to the budget variant only (selection = \"budget\")");
+        }
+        Ok(budget)
+    }
+
+    fn node(&self, name: &str, cfg: &NodeConfig) -> Result<NodeSpec> {
+        let at = |field: &str| format!("nodes.{name}.{field}");
+        if name.contains('.') {
+            return err(format!("nodes.{name}"), "node names cannot contain `.`");
+        }
+        if cfg.stages.is_empty() {
+            return err(at("stages"), "a node needs at least one stage, e.g. `stages = [{ model = \"model.onnx\" }]`");
+        }
+        for (field, value) in [
+            ("max_batch", cfg.max_batch),
+            ("workers", cfg.workers),
+            ("intra_threads", cfg.intra_threads),
+            ("inter_threads", cfg.inter_threads),
+        ] {
+            if value == 0 {
+                return err(at(field), "must be at least 1");
+            }
+        }
+        if !(cfg.weight.is_finite() && cfg.weight >= 0.0) {
+            return err(at("weight"), format!("{} is not a number >= 0", cfg.weight));
+        }
+        if !(cfg.cost.is_finite() && cfg.cost > 0.0) {
+            return err(at("cost"), format!("{} is not a positive number", cfg.cost));
+        }
+        if !cfg.cores.is_empty() {
+            let available: Vec<usize> =
+                core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
+            if let Some(core) = cfg.cores.iter().find(|c| !available.contains(c)) {
+                return err(at("cores"), format!("core {core} does not exist on this machine (cores: {available:?})"));
+            }
+        }
+
+        let mut stages: Vec<StageSpec> = Vec::new();
+        let mut inputs: Vec<TensorSpec> = Vec::new();
+        // Latest producer of each tensor name inside the node.
+        let mut produced: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (s, stage) in cfg.stages.iter().enumerate() {
+            let location = format!("nodes.{name}.stages[{s}]");
+            let provider = self.engines.get(&stage.engine).ok_or_else(|| {
+                ConfigError::new(
+                    format!("{location}.engine"),
+                    format!("unknown engine `{}` (registered: {})", stage.engine, self.engines.kinds().join(", ")),
+                )
+            })?;
+            let model = match &stage.model {
+                Some(m) => {
+                    let path = self.base.join(m);
+                    if !path.is_file() {
+                        let shown = std::path::absolute(&path).unwrap_or(path.clone());
+                        return err(
+                            format!("{location}.model"),
+                            format!("model file `{m}` not found (looked at {})", shown.display()),
+                        );
+                    }
+                    Some(path)
+                }
+                None => None,
+            };
+            let request = StageRequest {
+                location: location.clone(),
+                model,
+                params: stage.params.clone(),
+                intra_threads: cfg.intra_threads,
+                inter_threads: cfg.inter_threads,
+            };
+            let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e))?;
+            let mut sources = Vec::new();
+            for input in &signature.inputs {
+                if input.shape.is_empty() {
+                    return err(
+                        &location,
+                        format!(
+                            "model input `{}` is a scalar; Baton batches along dim 0, so every input needs a batch dim",
+                            input.name
+                        ),
+                    );
+                }
+                if let Some(&(ps, pi)) = produced.get(&input.name) {
+                    let from = &stages[ps].signature.outputs[pi];
+                    check_compatible(
+                        &location,
+                        from,
+                        &format!("stages[{ps}].{}", from.name),
+                        input,
+                        &format!("stages[{s}].{}", input.name),
+                    )?;
+                    sources.push(StageSource::StageOutput { stage: ps, index: pi });
+                } else if let Some(slot) = inputs.iter().position(|i| i.name == input.name) {
+                    check_compatible(&location, &inputs[slot], &inputs[slot].name, input, &input.name)?;
+                    sources.push(StageSource::NodeInput(slot));
+                } else {
+                    inputs.push(input.clone());
+                    sources.push(StageSource::NodeInput(inputs.len() - 1));
+                }
+                if let Some(Dim::Fixed(b)) = input.shape.first() {
+                    if *b < cfg.max_batch {
+                        return err(
+                            at("max_batch"),
+                            format!(
+                                "is {} but model input `{}` has a fixed batch dim of {b}; set max_batch = {b}",
+                                cfg.max_batch, input.name
+                            ),
+                        );
+                    }
+                }
+            }
+            for (i, output) in signature.outputs.iter().enumerate() {
+                if output.shape.is_empty() {
+                    return err(
+                        &location,
+                        format!("model output `{}` is a scalar; Baton splits outputs along dim 0", output.name),
+                    );
+                }
+                produced.insert(output.name.clone(), (s, i));
+            }
+            stages.push(StageSpec {
+                request,
+                engine: stage.engine.clone(),
+                provider: Arc::clone(provider),
+                signature,
+                sources,
+            });
+        }
+        let routes = produced
+            .into_iter()
+            .map(|(name, (stage, index))| Route { name, stage, index, targets: Vec::new() })
+            .collect();
+        Ok(NodeSpec {
+            name: name.to_string(),
+            stages,
+            inputs,
+            routes,
+            max_batch: cfg.max_batch,
+            weight: cfg.weight,
+            cost: cfg.cost,
+            workers: cfg.workers,
+            cores: cfg.cores.clone(),
+            idle_spin_us: cfg.idle_spin_us,
+        })
+    }
+}
+
+fn output_spec(node: &NodeSpec, route: usize) -> &TensorSpec {
+    let r = &node.routes[route];
+    &node.stages[r.stage].signature.outputs[r.index]
+}
+
+fn join(names: &[&String]) -> String {
+    names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+fn dtype_names() -> String {
+    DType::ALL.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn dims_from_config(location: &str, shape: &[i64]) -> Result<Vec<Dim>> {
+    shape
+        .iter()
+        .map(|&d| match d {
+            -1 => Ok(Dim::Dynamic(None)),
+            d if d >= 0 => Ok(Dim::Fixed(d as usize)),
+            d => err(location, format!("dim {d} is invalid; use a size >= 0 or -1 for dynamic")),
+        })
+        .collect()
+}
+
+/// Kahn's algorithm; a cycle is an error naming the nodes on it.
+fn topological_order(nodes: &[NodeSpec]) -> Result<Vec<usize>> {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut indegree = vec![0usize; nodes.len()];
+    for (from, node) in nodes.iter().enumerate() {
+        for route in &node.routes {
+            for target in &route.targets {
+                if let Target::Node { node: to, .. } = *target {
+                    if !children[from].contains(&to) {
+                        children[from].push(to);
+                        indegree[to] += 1;
+                    }
+                }
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..nodes.len()).filter(|&n| indegree[n] == 0).collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some(n) = ready.pop() {
+        order.push(n);
+        for &c in &children[n] {
+            indegree[c] -= 1;
+            if indegree[c] == 0 {
+                ready.push(c);
+            }
+        }
+    }
+    if order.len() < nodes.len() {
+        // Walk from any node left over along children that are also left over, until a node repeats.
+        let left: Vec<bool> = indegree.iter().map(|&d| d > 0).collect();
+        let mut path = vec![(0..nodes.len()).find(|&n| left[n]).expect("a node is left")];
+        loop {
+            let last = *path.last().expect("non-empty");
+            let next =
+                children[last].iter().copied().find(|&c| left[c]).expect("a left-over node has a left-over child");
+            if let Some(start) = path.iter().position(|&n| n == next) {
+                let cycle: Vec<&str> = path[start..].iter().chain([&next]).map(|&n| nodes[n].name.as_str()).collect();
+                return err("edges", format!("the edges form a cycle: {}", cycle.join(" -> ")));
+            }
+            path.push(next);
+        }
+    }
+    Ok(order)
+}

@@ -1,0 +1,106 @@
+//! Metric names and handles, recorded through the `metrics` facade.
+//!
+//! Baton records; the embedding program chooses the exporter (Prometheus,
+//! statsd, none). Handles are registered once per node at start, so the hot
+//! path only touches an atomic in the installed recorder (or nothing at all
+//! when no recorder is installed). Every name starts with `baton_`; per-node
+//! series carry a `node` label and all carry a `pipeline` label.
+
+use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
+
+/// Tasks waiting in a node's batching buffer.
+pub const QUEUE_DEPTH: &str = "baton_queue_depth";
+/// Priority tasks waiting in a node's batching buffer.
+pub const PRIORITY_DEPTH: &str = "baton_priority_depth";
+/// Rows per executed batch.
+pub const BATCH_SIZE: &str = "baton_batch_size";
+/// Seconds a task waited in a node's buffer before its batch started.
+pub const QUEUE_SECONDS: &str = "baton_queue_seconds";
+/// Seconds a node spent running one batch's stages (stitch and split included).
+pub const COMPUTE_SECONDS: &str = "baton_compute_seconds";
+/// Batches a node executed.
+pub const EXECUTIONS: &str = "baton_executions_total";
+/// Rows a node inferred (executions × mean batch size).
+pub const INFERENCES: &str = "baton_inferences_total";
+/// Batches that failed.
+pub const BATCH_FAILURES: &str = "baton_batch_failures_total";
+/// Times the scheduler picked a node.
+pub const PICKS: &str = "baton_scheduler_picks_total";
+/// Seconds one scheduling decision took.
+pub const DECISION_SECONDS: &str = "baton_scheduler_decision_seconds";
+/// Scheduling decisions made.
+pub const DECISIONS: &str = "baton_scheduler_decisions_total";
+/// Submit-to-answer seconds of requests.
+pub const REQUEST_SECONDS: &str = "baton_request_seconds";
+/// Requests answered, by `outcome` (`ok`, `invalid_input`, `node_error`, `deadline`, `shutdown`, `queue_full`, `cancelled`).
+pub const REQUESTS: &str = "baton_requests_total";
+/// Requests submitted and not yet answered.
+pub const IN_FLIGHT: &str = "baton_in_flight";
+
+/// Handles for one node.
+#[derive(Clone)]
+pub(crate) struct NodeMetrics {
+    pub queue_depth: Gauge,
+    pub priority_depth: Gauge,
+    pub batch_size: Histogram,
+    pub queue_seconds: Histogram,
+    pub compute_seconds: Histogram,
+    pub executions: Counter,
+    pub inferences: Counter,
+    pub batch_failures: Counter,
+    pub picks: Counter,
+}
+
+impl NodeMetrics {
+    pub fn new(pipeline: &str, node: &str) -> Self {
+        let labels = [("pipeline", pipeline.to_string()), ("node", node.to_string())];
+        NodeMetrics {
+            queue_depth: gauge!(QUEUE_DEPTH, &labels),
+            priority_depth: gauge!(PRIORITY_DEPTH, &labels),
+            batch_size: histogram!(BATCH_SIZE, &labels),
+            queue_seconds: histogram!(QUEUE_SECONDS, &labels),
+            compute_seconds: histogram!(COMPUTE_SECONDS, &labels),
+            executions: counter!(EXECUTIONS, &labels),
+            inferences: counter!(INFERENCES, &labels),
+            batch_failures: counter!(BATCH_FAILURES, &labels),
+            picks: counter!(PICKS, &labels),
+        }
+    }
+}
+
+/// Handles for the pipeline as a whole.
+#[derive(Clone)]
+pub(crate) struct PipelineMetrics {
+    pub request_seconds: Histogram,
+    pub in_flight: Gauge,
+    pub decision_seconds: Histogram,
+    pub decisions: Counter,
+    requests: Vec<(&'static str, Counter)>,
+}
+
+/// Request outcomes, as the `outcome` label of [`REQUESTS`].
+pub const OUTCOMES: [&str; 7] =
+    ["ok", "invalid_input", "node_error", "deadline", "shutdown", "queue_full", "cancelled"];
+
+impl PipelineMetrics {
+    pub fn new(pipeline: &str) -> Self {
+        let labels = [("pipeline", pipeline.to_string())];
+        PipelineMetrics {
+            request_seconds: histogram!(REQUEST_SECONDS, &labels),
+            in_flight: gauge!(IN_FLIGHT, &labels),
+            decision_seconds: histogram!(DECISION_SECONDS, &labels),
+            decisions: counter!(DECISIONS, &labels),
+            requests: OUTCOMES
+                .iter()
+                .map(|&o| (o, counter!(REQUESTS, "pipeline" => pipeline.to_string(), "outcome" => o)))
+                .collect(),
+        }
+    }
+
+    /// Counts one answered request under its outcome.
+    pub fn request_done(&self, outcome: &'static str) {
+        if let Some((_, c)) = self.requests.iter().find(|(o, _)| *o == outcome) {
+            c.increment(1);
+        }
+    }
+}

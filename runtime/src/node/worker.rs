@@ -1,0 +1,272 @@
+//! A node's worker thread: owns the engines of the node's stages and runs batches.
+//!
+//! Life of a worker: pin to its core (if configured), create one engine per
+//! stage (reporting success or the error to the starting runtime), then loop:
+//! wait for an instruction (spinning `idle_spin_us` first, then parking in
+//! the channel), take up to `max_batch` rows of tasks from the buffer, stitch
+//! them along dim 0, run the stages in order, split each routed output per
+//! task (views, no copy) and deliver it on. Then mark itself idle and poke
+//! the scheduler (the *node finished* event), once per batch.
+//!
+//! A failed batch fails only its own requests; a panicking engine is caught,
+//! its requests get an error naming node and stage, and the stage's engine
+//! is recreated so the node keeps serving.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+
+use super::{Instruction, Task};
+use crate::engine::Engine;
+use crate::graph::{NodeSpec, StageSource, Target};
+use crate::request::RequestError;
+use crate::runtime::Shared;
+use crate::scheduler::Reason;
+use crate::tensor::{stitch, Tensor};
+
+/// Starts worker `index` of node `node`. It reports on `ready` once its engines exist (or failed).
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    node: usize,
+    index: usize,
+    ready: Sender<Result<(), String>>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let name = format!("baton-{}-{index}", shared.spec.nodes[node].name);
+    std::thread::Builder::new().name(name).spawn(move || {
+        let spec = &shared.spec.nodes[node];
+        if !spec.cores.is_empty() {
+            let core = spec.cores[index % spec.cores.len()];
+            if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+                tracing::warn!(node = %spec.name, worker = index, core, "could not pin worker to core");
+            }
+        }
+        let engines: Result<Vec<Box<dyn Engine>>, String> = spec
+            .stages
+            .iter()
+            .map(|stage| stage.provider.create(&stage.request).map_err(|e| format!("{}: {e}", stage.request.location)))
+            .collect();
+        let engines = match engines {
+            Ok(engines) => {
+                let _ = ready.send(Ok(()));
+                engines
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        drop(ready);
+        Worker { shared: Arc::clone(&shared), node, engines, tasks: Vec::new() }
+            .serve(&shared.nodes[node].receiver.clone());
+    })
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    node: usize,
+    engines: Vec<Box<dyn Engine>>,
+    tasks: Vec<Task>,
+}
+
+fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
+    if !spin.is_zero() {
+        let until = Instant::now() + spin;
+        loop {
+            match receiver.try_recv() {
+                Ok(instruction) => return instruction,
+                Err(TryRecvError::Disconnected) => return Instruction::Exit,
+                Err(TryRecvError::Empty) if Instant::now() >= until => break,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+    }
+    receiver.recv().unwrap_or(Instruction::Exit)
+}
+
+impl Worker {
+    fn spec(&self) -> &NodeSpec {
+        &self.shared.spec.nodes[self.node]
+    }
+
+    fn serve(mut self, receiver: &Receiver<Instruction>) {
+        let spin = Duration::from_micros(self.spec().idle_spin_us);
+        while let Instruction::RunBatch = next_instruction(receiver, spin) {
+            self.run_batch();
+            let state = &self.shared.nodes[self.node];
+            state.busy.fetch_sub(1, Ordering::AcqRel);
+            self.shared.scheduler.poke(Reason::NodeFinished, &self.shared.nodes);
+        }
+    }
+
+    /// Takes tasks, drops those that no longer need running, and runs the rest as one batch.
+    fn run_batch(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let state = &shared.nodes[self.node];
+        let spec = &shared.spec.nodes[self.node];
+        let mut tasks = std::mem::take(&mut self.tasks);
+        state.buffer.take(spec.max_batch, &mut tasks);
+        state.metrics.queue_depth.set(state.buffer.pending() as f64);
+        state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+        let now = Instant::now();
+        tasks.retain(|task| {
+            let request = &task.request;
+            if request.completion.is_cancelled() {
+                shared.resolve(request, Err(RequestError::Cancelled));
+                false
+            } else if request.completion.is_finished() {
+                false
+            } else if request.deadline.is_some_and(|d| d <= now) {
+                shared.resolve(request, Err(RequestError::DeadlineExceeded { node: spec.name.clone() }));
+                false
+            } else {
+                state.metrics.queue_seconds.record(now.duration_since(task.enqueued).as_secs_f64());
+                true
+            }
+        });
+        if !tasks.is_empty() {
+            let rows: usize = tasks.iter().map(|t| t.rows).sum();
+            match self.execute(&tasks, rows) {
+                Ok(outputs) => self.route(&tasks, &outputs),
+                Err(message) => {
+                    state.metrics.batch_failures.increment(1);
+                    tracing::warn!(node = %spec.name, rows, %message, "batch failed");
+                    let error = RequestError::Node { node: spec.name.clone(), message };
+                    for task in &tasks {
+                        shared.resolve(&task.request, Err(error.clone()));
+                    }
+                }
+            }
+            state.metrics.executions.increment(1);
+            state.metrics.inferences.increment(rows as u64);
+            state.metrics.batch_size.record(rows as f64);
+            state.metrics.compute_seconds.record(now.elapsed().as_secs_f64());
+        }
+        tasks.clear();
+        self.tasks = tasks;
+    }
+
+    /// Stitches the node inputs and runs every stage. Returns each stage's outputs.
+    fn execute(&mut self, tasks: &[Task], rows: usize) -> Result<Vec<Vec<Tensor>>, String> {
+        let shared = Arc::clone(&self.shared);
+        let spec = &shared.spec.nodes[self.node];
+        let mut inputs = Vec::with_capacity(spec.inputs.len());
+        let mut parts: Vec<&Tensor> = Vec::with_capacity(tasks.len());
+        for slot in 0..spec.inputs.len() {
+            parts.clear();
+            parts.extend(tasks.iter().map(|t| &t.inputs[slot]));
+            inputs.push(stitch(&parts).map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
+        }
+        let mut outputs: Vec<Vec<Tensor>> = Vec::with_capacity(spec.stages.len());
+        for (s, stage) in spec.stages.iter().enumerate() {
+            let stage_inputs: Vec<&Tensor> = stage
+                .sources
+                .iter()
+                .map(|source| match *source {
+                    StageSource::NodeInput(slot) => &inputs[slot],
+                    StageSource::StageOutput { stage, index } => &outputs[stage][index],
+                })
+                .collect();
+            let engine = &mut self.engines[s];
+            let result = catch_unwind(AssertUnwindSafe(|| engine.run(&stage_inputs)));
+            let stage_outputs = match result {
+                Ok(Ok(out)) => out,
+                Ok(Err(e)) => return Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
+                Err(panic) => {
+                    let what = panic_message(&panic);
+                    match stage.provider.create(&stage.request) {
+                        Ok(fresh) => self.engines[s] = fresh,
+                        Err(e) => {
+                            tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")
+                        }
+                    }
+                    return Err(format!("stage {s} ({}) panicked: {what}", stage_label(spec, s)));
+                }
+            };
+            check_outputs(spec, s, &stage_outputs, rows)?;
+            outputs.push(stage_outputs);
+        }
+        Ok(outputs)
+    }
+
+    /// Splits routed outputs per task and delivers them. Pokes the scheduler at most once.
+    fn route(&self, tasks: &[Task], outputs: &[Vec<Tensor>]) {
+        let shared = &self.shared;
+        let spec = &shared.spec.nodes[self.node];
+        let mut poke: Option<Reason> = None;
+        let mut start = 0;
+        for task in tasks {
+            let range = start..start + task.rows;
+            start += task.rows;
+            for route in &spec.routes {
+                let part = outputs[route.stage][route.index].rows(range.clone());
+                for target in &route.targets {
+                    match *target {
+                        Target::Node { node, slot } => {
+                            if let Some(reason) = shared.deliver(node, slot, &task.request, part.clone()) {
+                                poke = Some(match poke {
+                                    Some(Reason::PriorityArrival) => Reason::PriorityArrival,
+                                    _ => reason,
+                                });
+                            }
+                        }
+                        Target::Output(index) => shared.output(&task.request, index, part.clone()),
+                    }
+                }
+            }
+        }
+        // The node-finished poke that follows covers arrivals too; poke here only for
+        // priority arrivals, which should not wait for this worker's bookkeeping.
+        if let Some(Reason::PriorityArrival) = poke {
+            shared.scheduler.poke(Reason::PriorityArrival, &shared.nodes);
+        }
+    }
+}
+
+fn stage_label(spec: &NodeSpec, stage: usize) -> String {
+    let s = &spec.stages[stage];
+    match &s.request.model {
+        Some(path) => path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+        None => s.engine.clone(),
+    }
+}
+
+/// Checks a stage's outputs against its signature and the batch's rows.
+fn check_outputs(spec: &NodeSpec, stage: usize, outputs: &[Tensor], rows: usize) -> Result<(), String> {
+    let signature = &spec.stages[stage].signature;
+    if outputs.len() != signature.outputs.len() {
+        return Err(format!(
+            "stage {stage} returned {} outputs, its signature has {}",
+            outputs.len(),
+            signature.outputs.len()
+        ));
+    }
+    for (tensor, declared) in outputs.iter().zip(&signature.outputs) {
+        if tensor.dtype() != declared.dtype {
+            return Err(format!(
+                "stage {stage} output `{}` is {}, declared {}",
+                declared.name,
+                tensor.dtype(),
+                declared.dtype
+            ));
+        }
+        if tensor.shape().first() != Some(&rows) {
+            return Err(format!(
+                "stage {stage} output `{}` has shape {:?}; expected {rows} rows (the batch) in dim 0",
+                declared.name,
+                tensor.shape()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

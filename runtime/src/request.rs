@@ -1,0 +1,400 @@
+//! Requests, their answers, and the tickets that wait for them.
+//!
+//! A [`Request`] carries named input tensors, a priority flag and an optional
+//! deadline. [`crate::Runtime::submit`] returns a [`Ticket`]; the ticket
+//! resolves exactly once, with the pipeline's [`Outputs`] or a
+//! [`RequestError`] saying why not. A ticket can be waited on (blocking, with
+//! or without a timeout) or awaited as a future.
+//!
+//! ## The completion protocol
+//! A [`Completion`] is shared by the ticket and the runtime. `resolve` stores
+//! the result under the slot's lock and flips `done` with a compare-exchange,
+//! so only the first resolution counts and every later one is refused (this
+//! is what makes "exactly once" hold when a failing branch and a succeeding
+//! branch of the same request race). Waiters first spin briefly on `done`
+//! (answers often arrive within microseconds), then sleep on the condvar; an
+//! async waiter leaves its waker in the slot instead. Dropping a ticket that
+//! has not resolved marks the request cancelled, so tasks not yet run are
+//! skipped by the node that would run them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::tensor::Tensor;
+
+/// One request to a pipeline: named inputs (batch dim first), a priority flag, a deadline.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub inputs: Vec<(String, Tensor)>,
+    /// A priority task (seed 003): the scheduler runs nodes holding priority tasks first,
+    /// and within a node priority tasks are batched first.
+    pub priority: bool,
+    /// If still queued at this instant, the request is answered with a deadline error instead of run.
+    pub deadline: Option<Instant>,
+}
+
+impl Request {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an input tensor.
+    pub fn input(mut self, name: impl Into<String>, tensor: Tensor) -> Self {
+        self.inputs.push((name.into(), tensor));
+        self
+    }
+
+    /// Marks the request as a priority task.
+    pub fn priority(mut self, priority: bool) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the deadline.
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sets the deadline `timeout` from now.
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.deadline(Instant::now() + timeout)
+    }
+}
+
+/// Why a request was not answered with outputs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The request's inputs do not fit the pipeline (name, dtype, shape, rows).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A batch holding this request failed in a node.
+    #[error("node `{node}` failed: {message}")]
+    Node { node: String, message: String },
+    /// The deadline passed while the request waited in a node's queue.
+    #[error("deadline exceeded while queued at node `{node}`")]
+    DeadlineExceeded { node: String },
+    /// The runtime is shutting down (or was shut down) and did not run the request.
+    #[error("the runtime is shutting down")]
+    ShuttingDown,
+    /// Admission is full: too many requests in flight.
+    #[error("queue full: {limit} requests already in flight (pipeline.max_in_flight)")]
+    QueueFull { limit: usize },
+    /// The ticket was dropped before the request ran.
+    #[error("cancelled: the ticket was dropped")]
+    Cancelled,
+}
+
+/// The answer to a request: one tensor per pipeline output.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    names: Arc<[String]>,
+    tensors: Vec<Tensor>,
+}
+
+impl Outputs {
+    pub(crate) fn new(names: Arc<[String]>, tensors: Vec<Tensor>) -> Self {
+        debug_assert_eq!(names.len(), tensors.len());
+        Outputs { names, tensors }
+    }
+
+    /// The output named `name`.
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.names.iter().position(|n| n == name).map(|i| &self.tensors[i])
+    }
+
+    /// `(name, tensor)` pairs in the pipeline's output order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.names.iter().map(String::as_str).zip(&self.tensors)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// Takes the tensors out, in the pipeline's output order.
+    pub fn into_tensors(self) -> Vec<Tensor> {
+        self.tensors
+    }
+}
+
+pub type RequestResult = Result<Outputs, RequestError>;
+
+#[derive(Default)]
+struct Slot {
+    result: Option<RequestResult>,
+    waker: Option<Waker>,
+}
+
+/// The one-shot cell a ticket and the runtime share. See the module docs for the protocol.
+#[derive(Default)]
+pub(crate) struct Completion {
+    done: AtomicBool,
+    cancelled: AtomicBool,
+    slot: Mutex<Slot>,
+    ready: Condvar,
+}
+
+/// How long a blocking waiter spins before sleeping.
+const WAIT_SPIN: Duration = Duration::from_micros(20);
+
+impl Completion {
+    /// Stores the result if none was stored yet. Returns whether this call resolved it.
+    pub(crate) fn resolve(&self, result: RequestResult) -> bool {
+        let mut slot = self.slot.lock();
+        if self.done.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return false;
+        }
+        slot.result = Some(result);
+        let waker = slot.waker.take();
+        drop(slot);
+        self.ready.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        true
+    }
+
+    /// Resolved, or its ticket was dropped: nothing more should run for it.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.done.load(Ordering::Acquire) || self.cancelled.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    fn take(&self) -> Option<RequestResult> {
+        if !self.done.load(Ordering::Acquire) {
+            return None;
+        }
+        self.slot.lock().result.take()
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Option<RequestResult> {
+        let spin_until = Instant::now() + WAIT_SPIN;
+        while !self.done.load(Ordering::Acquire) && Instant::now() < spin_until {
+            std::hint::spin_loop();
+        }
+        let mut slot = self.slot.lock();
+        loop {
+            if let Some(result) = slot.result.take() {
+                return Some(result);
+            }
+            match deadline {
+                Some(d) => {
+                    if self.ready.wait_until(&mut slot, d).timed_out() {
+                        return slot.result.take();
+                    }
+                }
+                None => self.ready.wait(&mut slot),
+            }
+        }
+    }
+}
+
+/// A submitted request's claim on its answer.
+///
+/// Resolves exactly once. Dropping it before the answer cancels the request
+/// (tasks not yet run are skipped; work already running finishes and its
+/// result is discarded).
+#[must_use = "a ticket resolves to the request's outputs; dropping it cancels the request"]
+pub struct Ticket {
+    completion: Arc<Completion>,
+    /// Taken by a successful wait, so drop knows not to cancel.
+    taken: bool,
+}
+
+/// A wait that ran out of time; the ticket is still live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("timed out waiting for the answer")]
+pub struct WaitTimeout;
+
+impl Ticket {
+    pub(crate) fn new(completion: Arc<Completion>) -> Self {
+        Ticket { completion, taken: false }
+    }
+
+    /// Blocks until the answer arrives.
+    pub fn wait(mut self) -> RequestResult {
+        let result = self.completion.wait(None).expect("a wait without deadline returns a result");
+        self.taken = true;
+        result
+    }
+
+    /// Blocks up to `timeout`; on time-out the ticket is handed back, still live.
+    pub fn wait_timeout(mut self, timeout: Duration) -> Result<RequestResult, (Ticket, WaitTimeout)> {
+        match self.completion.wait(Some(Instant::now() + timeout)) {
+            Some(result) => {
+                self.taken = true;
+                Ok(result)
+            }
+            None => Err((self, WaitTimeout)),
+        }
+    }
+
+    /// The answer if it has arrived, without blocking.
+    pub fn try_take(&mut self) -> Option<RequestResult> {
+        let result = self.completion.take();
+        self.taken |= result.is_some();
+        result
+    }
+
+    /// Whether the answer has arrived.
+    pub fn is_ready(&self) -> bool {
+        self.completion.done.load(Ordering::Acquire)
+    }
+}
+
+impl Future for Ticket {
+    type Output = RequestResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RequestResult> {
+        if let Some(result) = self.completion.take() {
+            self.taken = true;
+            return Poll::Ready(result);
+        }
+        let mut slot = self.completion.slot.lock();
+        if let Some(result) = slot.result.take() {
+            drop(slot);
+            self.taken = true;
+            return Poll::Ready(result);
+        }
+        slot.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.taken && !self.completion.done.load(Ordering::Acquire) {
+            self.completion.cancelled.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// The runtime's record of one request in flight.
+pub(crate) struct RequestState {
+    pub id: u64,
+    pub priority: bool,
+    pub deadline: Option<Instant>,
+    pub submitted: Instant,
+    pub completion: Arc<Completion>,
+    outputs: Mutex<Vec<Option<Tensor>>>,
+    remaining: std::sync::atomic::AtomicUsize,
+}
+
+impl RequestState {
+    pub fn new(id: u64, request: &Request, outputs: usize, completion: Arc<Completion>) -> Self {
+        RequestState {
+            id,
+            priority: request.priority,
+            deadline: request.deadline,
+            submitted: Instant::now(),
+            completion,
+            outputs: Mutex::new(vec![None; outputs]),
+            remaining: std::sync::atomic::AtomicUsize::new(outputs),
+        }
+    }
+
+    /// Stores pipeline output `index`; returns all outputs once the last one is in.
+    pub fn set_output(&self, index: usize, tensor: Tensor) -> Option<Vec<Tensor>> {
+        let mut outputs = self.outputs.lock();
+        if outputs[index].replace(tensor).is_some() {
+            return None;
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return None;
+        }
+        Some(outputs.iter_mut().map(|t| t.take().expect("every output set")).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outputs() -> Outputs {
+        Outputs::new(Arc::from(vec!["y".to_string()]), vec![Tensor::from_vec(vec![1], vec![1.0f32]).unwrap()])
+    }
+
+    #[test]
+    fn resolves_exactly_once() {
+        let c = Arc::new(Completion::default());
+        assert!(c.resolve(Err(RequestError::ShuttingDown)));
+        assert!(!c.resolve(Ok(outputs())));
+        assert_eq!(Ticket::new(c).wait().unwrap_err(), RequestError::ShuttingDown);
+    }
+
+    #[test]
+    fn wait_timeout_hands_the_ticket_back() {
+        let c = Arc::new(Completion::default());
+        let (ticket, _) = Ticket::new(c.clone()).wait_timeout(Duration::from_millis(5)).err().unwrap();
+        c.resolve(Ok(outputs()));
+        assert!(ticket.wait().unwrap().get("y").is_some());
+    }
+
+    #[test]
+    fn resolution_from_another_thread_wakes_the_waiter() {
+        let c = Arc::new(Completion::default());
+        let c2 = c.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            c2.resolve(Ok(outputs()))
+        });
+        assert!(Ticket::new(c).wait().is_ok());
+        assert!(t.join().unwrap());
+    }
+
+    #[test]
+    fn dropping_an_unresolved_ticket_cancels() {
+        let c = Arc::new(Completion::default());
+        drop(Ticket::new(c.clone()));
+        assert!(c.is_cancelled() && c.is_finished());
+        let c = Arc::new(Completion::default());
+        c.resolve(Ok(outputs()));
+        drop(Ticket::new(c.clone()));
+        assert!(!c.is_cancelled());
+    }
+
+    #[test]
+    fn ticket_is_a_future() {
+        let c = Arc::new(Completion::default());
+        let c2 = c.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            c2.resolve(Ok(outputs()));
+        });
+        let result = block_on(Ticket::new(c));
+        assert!(result.is_ok());
+    }
+
+    /// A minimal executor: polls, parking the thread between wake-ups.
+    fn block_on<F: Future>(future: F) -> F::Output {
+        struct ThreadWaker(std::thread::Thread);
+        impl std::task::Wake for ThreadWaker {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                return v;
+            }
+            std::thread::park();
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The embedding API: start a pipeline, submit requests, shut down.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let engines = baton::EngineRegistry::new();
+//! use baton::{Request, Runtime, Tensor};
+//! let runtime = Runtime::from_file("configs/mlp.toml".as_ref(), &engines)?;
+//! let x = Tensor::from_vec(vec![1, 256], vec![0.5f32; 256])?;
+//! let outputs = runtime.submit(Request::new().input("input", x)).wait()?;
+//! println!("{:?}", outputs.get("output"));
+//! runtime.shutdown();
+//! # Ok(()) }
+//! ```
+//!
+//! Every submitted request resolves exactly once: requests that cannot be
+//! admitted (bad input, queue full, shutting down) resolve at once; the rest
+//! resolve when their last pipeline output is produced, or on the first error
+//! any of their tasks meets (see [`crate::request`] for the completion
+//! protocol). The in-flight count is the number of admitted, unresolved
+//! requests; shutdown waits for it to reach zero.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::config::{ConfigError, PipelineConfig};
+use crate::engine::EngineRegistry;
+use crate::graph::{PipelineSpec, Target};
+use crate::metrics::PipelineMetrics;
+use crate::node::{worker, Instruction, NodeState, Task};
+use crate::request::{Completion, Outputs, Request, RequestError, RequestResult, RequestState, Ticket};
+use crate::scheduler::{Reason, Scheduler};
+use crate::tensor::Tensor;
+
+/// Why a runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("node `{node}` worker {worker} could not start: {message}")]
+    Worker { node: String, worker: usize, message: String },
+    #[error("could not spawn a thread: {0}")]
+    Spawn(#[from] std::io::Error),
+}
+
+/// State shared by the runtime handle, the workers and the scheduler.
+pub(crate) struct Shared {
+    pub spec: PipelineSpec,
+    pub nodes: Vec<NodeState>,
+    pub scheduler: Scheduler,
+    output_names: Arc<[String]>,
+    input_index: HashMap<String, usize>,
+    /// Smallest `max_batch` over all nodes, and that node's name: a request may not have more rows.
+    row_limit: (usize, String),
+    /// Nodes with more than one input (they keep join tables).
+    join_nodes: Vec<usize>,
+    next_id: AtomicU64,
+    in_flight: AtomicUsize,
+    accepting: AtomicBool,
+    /// Immediate shutdown: no task may enter a buffer any more.
+    stopping: AtomicBool,
+    drained: (Mutex<()>, Condvar),
+    stop_ticker: AtomicBool,
+    metrics: PipelineMetrics,
+}
+
+/// A running pipeline. Cheap to share by reference across threads (`submit` takes `&self`).
+pub struct Runtime {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// Reads, validates and starts the pipeline in `path`.
+    pub fn from_file(path: &Path, engines: &EngineRegistry) -> Result<Runtime, StartError> {
+        Self::start(PipelineSpec::from_file(path, engines)?)
+    }
+
+    /// Validates and starts a parsed config; model paths resolve against `base_file`'s folder.
+    pub fn from_config(
+        config: &PipelineConfig,
+        base_file: Option<&Path>,
+        engines: &EngineRegistry,
+    ) -> Result<Runtime, StartError> {
+        Self::start(PipelineSpec::build(config, base_file, engines)?)
+    }
+
+    /// Starts worker threads (each creating its engines) and the scheduler's tick thread.
+    pub fn start(spec: PipelineSpec) -> Result<Runtime, StartError> {
+        let metrics = PipelineMetrics::new(&spec.name);
+        let nodes = spec.nodes.iter().map(|n| NodeState::new(&spec.name, &n.name, n.workers)).collect();
+        let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
+        let shared = Arc::new(Shared {
+            scheduler: Scheduler::new(&spec, metrics.clone()),
+            output_names: spec.outputs.iter().map(|o| o.spec.name.clone()).collect(),
+            input_index: spec.inputs.iter().enumerate().map(|(i, input)| (input.spec.name.clone(), i)).collect(),
+            row_limit,
+            join_nodes: (0..spec.nodes.len()).filter(|&n| spec.nodes[n].inputs.len() > 1).collect(),
+            nodes,
+            spec,
+            next_id: AtomicU64::new(1),
+            in_flight: AtomicUsize::new(0),
+            accepting: AtomicBool::new(true),
+            stopping: AtomicBool::new(false),
+            drained: (Mutex::new(()), Condvar::new()),
+            stop_ticker: AtomicBool::new(false),
+            metrics,
+        });
+        let mut runtime = Runtime { shared: Arc::clone(&shared), workers: Vec::new(), ticker: None };
+        let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
+        let mut expected = Vec::new();
+        for (n, node) in shared.spec.nodes.iter().enumerate() {
+            for w in 0..node.workers {
+                runtime.workers.push(worker::spawn(Arc::clone(&shared), n, w, ready_tx.clone())?);
+                expected.push((node.name.clone(), w));
+            }
+        }
+        drop(ready_tx);
+        let mut failure = None;
+        for (node, worker) in expected {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => failure = failure.or(Some(StartError::Worker { node, worker, message })),
+                Err(_) => {
+                    failure = failure.or(Some(StartError::Worker {
+                        node,
+                        worker,
+                        message: "the worker thread died while starting".into(),
+                    }))
+                }
+            }
+        }
+        if let Some(error) = failure {
+            runtime.stop(true);
+            return Err(error);
+        }
+        let ticker_shared = Arc::clone(&shared);
+        runtime.ticker = Some(std::thread::Builder::new().name("baton-scheduler".into()).spawn(move || {
+            let shared = ticker_shared;
+            let tick = shared.scheduler.tick();
+            while !shared.stop_ticker.load(Ordering::Acquire) {
+                std::thread::park_timeout(tick);
+                shared.scheduler.poke(Reason::Tick, &shared.nodes);
+            }
+        })?);
+        Ok(runtime)
+    }
+
+    /// The validated pipeline this runtime runs.
+    pub fn spec(&self) -> &PipelineSpec {
+        &self.shared.spec
+    }
+
+    /// Requests admitted and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Tasks waiting in node `node`'s buffer (pending, priority pending).
+    pub fn pending(&self, node: usize) -> (usize, usize) {
+        let buffer = &self.shared.nodes[node].buffer;
+        (buffer.pending(), buffer.priority_pending())
+    }
+
+    /// Submits a request. The ticket resolves exactly once, with outputs or the reason there are none.
+    pub fn submit(&self, request: Request) -> Ticket {
+        self.shared.submit(request)
+    }
+
+    /// Stops accepting, answers everything accepted, then stops all threads.
+    pub fn shutdown(mut self) {
+        self.stop(false);
+    }
+
+    /// Stops accepting, answers everything not yet running with a shutdown error,
+    /// lets running batches finish, then stops all threads.
+    pub fn shutdown_now(mut self) {
+        self.stop(true);
+    }
+
+    fn stop(&mut self, immediate: bool) {
+        let shared = &self.shared;
+        shared.accepting.store(false, Ordering::SeqCst);
+        if immediate {
+            shared.stopping.store(true, Ordering::SeqCst);
+            for state in &shared.nodes {
+                for task in state.buffer.drain() {
+                    shared.resolve(&task.request, Err(RequestError::ShuttingDown));
+                }
+            }
+        }
+        // Wait for every admitted request to resolve; re-poke now and then so
+        // progress never depends on a single wake-up.
+        let (lock, drained) = &shared.drained;
+        let mut guard = lock.lock();
+        while shared.in_flight.load(Ordering::SeqCst) > 0 && !self.workers.is_empty() {
+            drained.wait_for(&mut guard, Duration::from_millis(10));
+            shared.scheduler.poke(Reason::Tick, &shared.nodes);
+        }
+        drop(guard);
+        shared.stop_ticker.store(true, Ordering::Release);
+        if let Some(ticker) = self.ticker.take() {
+            ticker.thread().unpark();
+            let _ = ticker.join();
+        }
+        for (state, node) in shared.nodes.iter().zip(&shared.spec.nodes) {
+            for _ in 0..node.workers {
+                let _ = state.instructions.send(Instruction::Exit);
+            }
+        }
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        for state in &shared.nodes {
+            state.joins.clear();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.workers.is_empty() || self.ticker.is_some() {
+            self.stop(false);
+        }
+    }
+}
+
+fn outcome(result: &RequestResult) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(RequestError::InvalidInput(_)) => "invalid_input",
+        Err(RequestError::Node { .. }) => "node_error",
+        Err(RequestError::DeadlineExceeded { .. }) => "deadline",
+        Err(RequestError::ShuttingDown) => "shutdown",
+        Err(RequestError::QueueFull { .. }) => "queue_full",
+        Err(RequestError::Cancelled) => "cancelled",
+    }
+}
+
+impl Shared {
+    fn submit(&self, request: Request) -> Ticket {
+        let completion = Arc::new(Completion::default());
+        let ticket = Ticket::new(Arc::clone(&completion));
+        let refuse = |error: RequestError| {
+            self.metrics.request_done(outcome(&Err(error.clone())));
+            completion.resolve(Err(error));
+        };
+        if !self.accepting.load(Ordering::Acquire) {
+            refuse(RequestError::ShuttingDown);
+            return ticket;
+        }
+        let inputs = match self.validate(&request) {
+            Ok(inputs) => inputs,
+            Err(message) => {
+                refuse(RequestError::InvalidInput(message));
+                return ticket;
+            }
+        };
+        let limit = self.spec.max_in_flight;
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            refuse(RequestError::QueueFull { limit });
+            return ticket;
+        }
+        self.metrics.in_flight.increment(1.0);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(RequestState::new(id, &request, self.spec.outputs.len(), completion));
+        let mut poke = None;
+        for (input, tensor) in self.spec.inputs.iter().zip(inputs) {
+            for target in &input.targets {
+                if let Target::Node { node, slot } = *target {
+                    if let Some(reason) = self.deliver(node, slot, &state, tensor.clone()) {
+                        poke = Some(reason);
+                    }
+                }
+            }
+        }
+        if let Some(reason) = poke {
+            self.scheduler.poke(reason, &self.nodes);
+        }
+        ticket
+    }
+
+    /// Checks a request's inputs against the pipeline; returns them in pipeline-input order.
+    fn validate(&self, request: &Request) -> Result<Vec<Tensor>, String> {
+        let inputs = &self.spec.inputs;
+        let mut ordered: Vec<Option<&Tensor>> = vec![None; inputs.len()];
+        for (name, tensor) in &request.inputs {
+            let Some(&i) = self.input_index.get(name) else {
+                let known: Vec<&str> = inputs.iter().map(|i| i.spec.name.as_str()).collect();
+                return Err(format!("unknown input `{name}` (the pipeline takes: {})", known.join(", ")));
+            };
+            if ordered[i].replace(tensor).is_some() {
+                return Err(format!("input `{name}` is given twice"));
+            }
+            let spec = &inputs[i].spec;
+            if tensor.dtype() != spec.dtype {
+                return Err(format!("input `{name}` is {} but the pipeline takes {}", tensor.dtype(), spec.dtype));
+            }
+            if !spec.accepts(tensor.shape()) {
+                return Err(format!(
+                    "input `{name}` has shape {:?} but the pipeline takes {}",
+                    tensor.shape(),
+                    spec.shape_string()
+                ));
+            }
+        }
+        let mut rows = None;
+        let mut result = Vec::with_capacity(inputs.len());
+        for (slot, input) in ordered.into_iter().zip(inputs) {
+            let name = &input.spec.name;
+            let tensor = slot.ok_or_else(|| format!("missing input `{name}`"))?;
+            let r = tensor.batch_rows();
+            match rows {
+                None => rows = Some((r, name)),
+                Some((first, first_name)) if first != r => {
+                    return Err(format!(
+                        "inputs disagree on rows (dim 0): `{first_name}` has {first}, `{name}` has {r}"
+                    ));
+                }
+                _ => {}
+            }
+            result.push(tensor.clone());
+        }
+        let rows = rows.map_or(0, |(r, _)| r);
+        if rows == 0 {
+            return Err("the request has 0 rows (dim 0)".into());
+        }
+        let (limit, node) = &self.row_limit;
+        if rows > *limit {
+            return Err(format!(
+                "the request has {rows} rows but node `{node}` runs at most {limit} per batch (max_batch)"
+            ));
+        }
+        Ok(result)
+    }
+
+    /// Hands input `slot` of `request` to node `node`. Returns the reason to poke the scheduler, if any.
+    pub(crate) fn deliver(
+        &self,
+        node: usize,
+        slot: usize,
+        request: &Arc<RequestState>,
+        tensor: Tensor,
+    ) -> Option<Reason> {
+        if request.completion.is_finished() {
+            return None;
+        }
+        let state = &self.nodes[node];
+        let slots = self.spec.nodes[node].inputs.len();
+        let inputs = if slots == 1 {
+            vec![tensor]
+        } else {
+            state.joins.arrive(request.id, &request.completion, slots, slot, tensor)?
+        };
+        if self.stopping.load(Ordering::SeqCst) {
+            self.resolve(request, Err(RequestError::ShuttingDown));
+            return None;
+        }
+        let pending = state.buffer.push(Task::new(Arc::clone(request), inputs));
+        // An immediate shutdown may have drained this buffer between the check and the push.
+        if self.stopping.load(Ordering::SeqCst) {
+            for task in state.buffer.drain() {
+                self.resolve(&task.request, Err(RequestError::ShuttingDown));
+            }
+            return None;
+        }
+        state.metrics.queue_depth.set(pending as f64);
+        if request.priority {
+            state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+        }
+        self.scheduler.arrival_wants_decision(node, state, request.priority).then_some(if request.priority {
+            Reason::PriorityArrival
+        } else {
+            Reason::Arrival
+        })
+    }
+
+    /// Stores pipeline output `index` of `request`; resolves it when it was the last.
+    pub(crate) fn output(&self, request: &Arc<RequestState>, index: usize, tensor: Tensor) {
+        if let Some(all) = request.set_output(index, tensor) {
+            self.resolve(request, Ok(Outputs::new(Arc::clone(&self.output_names), all)));
+        }
+    }
+
+    /// Resolves `request` if nothing resolved it yet, and does the bookkeeping once.
+    pub(crate) fn resolve(&self, request: &RequestState, result: RequestResult) {
+        let outcome = outcome(&result);
+        let failed = result.is_err();
+        if !request.completion.resolve(result) {
+            return;
+        }
+        self.metrics.request_seconds.record(request.submitted.elapsed().as_secs_f64());
+        self.metrics.request_done(outcome);
+        self.metrics.in_flight.decrement(1.0);
+        if failed {
+            for &n in &self.join_nodes {
+                self.nodes[n].joins.forget(request.id);
+            }
+        }
+        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 && !self.accepting.load(Ordering::Acquire) {
+            let _guard = self.drained.0.lock();
+            self.drained.1.notify_all();
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The scheduler: decides which nodes run next, on ticks and on events.
+//!
+//! A decision reads every node's pending counts and busy workers, asks the
+//! [`policy::SelectionPolicy`] for target nodes (seed 003), marks each target
+//! busy (so it holds its cost against the budget until its worker finishes)
+//! and sends it one [`Instruction::RunBatch`].
+//!
+//! Decisions are made on the scheduler thread every `tick_us`, and at once on
+//! events: a priority task arrives, a node finishes a batch, or (with
+//! `decide_on_arrival`) any task arrives at a node that has an idle worker.
+//!
+//! ## Who decides: the poke protocol
+//! An event does not wait for the scheduler thread to wake up: the thread
+//! that raised it *pokes* the scheduler, deciding itself if the decision lock
+//! is free. Each poke first ORs its reason into `reasons`, then (after a
+//! SeqCst fence) tries the lock. The lock holder decides while `reasons` is
+//! non-zero (swapping it to zero each round), releases the lock, fences, and
+//! looks at `reasons` once more, retrying if it is set. A poke whose try-lock
+//! fails therefore never goes unseen: either the holder's swap or its final
+//! look after unlocking sees the poke's reason (the two SeqCst fences order
+//! "set reason, try lock" against "unlock, look at reasons"). Decisions
+//! are serialized by the lock and never block a poking thread.
+
+pub mod policy;
+
+use std::sync::atomic::{fence, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::config::Selection;
+use crate::graph::PipelineSpec;
+use crate::metrics::PipelineMetrics;
+use crate::node::{Instruction, NodeState};
+use policy::{NodeLoad, Scratch, SelectionPolicy};
+
+/// Why a decision is wanted (bits of `Scheduler::reasons`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reason {
+    Tick = 1,
+    PriorityArrival = 2,
+    NodeFinished = 4,
+    Arrival = 8,
+}
+
+fn reason_names(bits: u8) -> String {
+    let names: Vec<&str> = [
+        (Reason::Tick, "tick"),
+        (Reason::PriorityArrival, "priority-arrival"),
+        (Reason::NodeFinished, "node-finished"),
+        (Reason::Arrival, "arrival"),
+    ]
+    .iter()
+    .filter(|(r, _)| bits & *r as u8 != 0)
+    .map(|(_, n)| *n)
+    .collect();
+    names.join("+")
+}
+
+/// Decision state, touched only under the decision lock.
+struct Core {
+    policy: SelectionPolicy,
+    scratch: Scratch,
+    loads: Vec<NodeLoad>,
+    picked: Vec<usize>,
+}
+
+pub(crate) struct Scheduler {
+    core: Mutex<Core>,
+    reasons: AtomicU8,
+    /// Per node: workers and cost, copied from the spec.
+    workers: Vec<usize>,
+    names: Vec<String>,
+    pub decide_on_arrival: bool,
+    tick: Duration,
+    metrics: PipelineMetrics,
+}
+
+impl Scheduler {
+    pub fn new(spec: &PipelineSpec, metrics: PipelineMetrics) -> Self {
+        let s = &spec.scheduler;
+        let max_cost = spec.nodes.iter().map(|n| n.cost).fold(0.0, f64::max);
+        let max_nodes = s.max_nodes.unwrap_or_else(|| match s.selection {
+            // K from the budget and per-node compute: as many of the costliest node as fit.
+            Selection::Count => ((spec.compute_budget / max_cost).floor() as usize).max(1),
+            Selection::Budget => usize::MAX,
+        });
+        let policy =
+            SelectionPolicy { selection: s.selection, budget: spec.compute_budget, max_nodes, on_misfit: s.on_misfit };
+        let loads =
+            spec.nodes.iter().map(|n| NodeLoad { weight: n.weight, cost: n.cost, ..NodeLoad::default() }).collect();
+        Scheduler {
+            core: Mutex::new(Core { policy, scratch: Scratch::default(), loads, picked: Vec::new() }),
+            reasons: AtomicU8::new(0),
+            workers: spec.nodes.iter().map(|n| n.workers).collect(),
+            names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
+            decide_on_arrival: s.decide_on_arrival,
+            tick: Duration::from_micros(s.tick_us),
+            metrics,
+        }
+    }
+
+    /// Asks for a decision for `reason`; decides now on this thread unless another thread is deciding.
+    pub fn poke(&self, reason: Reason, nodes: &[NodeState]) {
+        self.reasons.fetch_or(reason as u8, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        loop {
+            let Some(mut core) = self.core.try_lock() else { return };
+            loop {
+                let reasons = self.reasons.swap(0, Ordering::SeqCst);
+                if reasons == 0 {
+                    break;
+                }
+                self.decide(&mut core, reasons, nodes);
+            }
+            drop(core);
+            fence(Ordering::SeqCst);
+            if self.reasons.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Whether an arrival at `node` should trigger a decision now.
+    pub fn arrival_wants_decision(&self, node: usize, state: &NodeState, priority: bool) -> bool {
+        priority || (self.decide_on_arrival && state.busy() < self.workers[node])
+    }
+
+    fn decide(&self, core: &mut Core, reasons: u8, nodes: &[NodeState]) {
+        let started = Instant::now();
+        let Core { policy, scratch, loads, picked } = core;
+        let mut in_use = 0.0;
+        let mut running = 0;
+        for (n, state) in nodes.iter().enumerate() {
+            let busy = state.busy();
+            let load = &mut loads[n];
+            load.pending = state.buffer.pending();
+            load.priority_pending = state.buffer.priority_pending();
+            load.can_start = busy < self.workers[n];
+            in_use += busy as f64 * load.cost;
+            running += busy;
+        }
+        policy.select(loads, in_use, running, scratch, picked);
+        for &n in picked.iter() {
+            nodes[n].busy.fetch_add(1, Ordering::AcqRel);
+            nodes[n].metrics.picks.increment(1);
+            // Cannot be full: the channel holds at most `workers` instructions and
+            // `busy` (which counts them) was below `workers` for a picked node.
+            let _ = nodes[n].instructions.try_send(Instruction::RunBatch);
+        }
+        self.metrics.decisions.increment(1);
+        self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
+        if !picked.is_empty() && tracing::enabled!(target: "baton::scheduler", tracing::Level::DEBUG) {
+            let why: Vec<String> = picked
+                .iter()
+                .map(|&n| {
+                    let l = &loads[n];
+                    format!(
+                        "{}(pending={} priority={} inference_priority={:.2} cost={})",
+                        self.names[n],
+                        l.pending,
+                        l.priority_pending,
+                        l.inference_priority(),
+                        l.cost
+                    )
+                })
+                .collect();
+            tracing::debug!(target: "baton::scheduler", reason = %reason_names(reasons), in_use, budget = policy.budget, picked = %why.join(", "), "decision");
+        } else {
+            tracing::trace!(target: "baton::scheduler", reason = %reason_names(reasons), in_use, "decision: nothing to run");
+        }
+    }
+
+    pub fn tick(&self) -> Duration {
+        self.tick
+    }
+}
