@@ -292,6 +292,9 @@ pub(crate) struct RequestState {
     pub completion: Arc<Completion>,
     outputs: Mutex<Vec<Option<Tensor>>>,
     remaining: std::sync::atomic::AtomicUsize,
+    /// Claimed by the one resolution that counts, before its bookkeeping and
+    /// before the ticket wakes (so a woken waiter sees the bookkeeping done).
+    claimed: AtomicBool,
 }
 
 impl RequestState {
@@ -304,7 +307,13 @@ impl RequestState {
             completion,
             outputs: Mutex::new(vec![None; outputs]),
             remaining: std::sync::atomic::AtomicUsize::new(outputs),
+            claimed: AtomicBool::new(false),
         }
+    }
+
+    /// True for the first caller only: that caller resolves the request.
+    pub fn claim(&self) -> bool {
+        !self.claimed.swap(true, Ordering::AcqRel)
     }
 
     /// Stores pipeline output `index`; returns all outputs once the last one is in.

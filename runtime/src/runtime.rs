@@ -168,6 +168,11 @@ impl Runtime {
         (buffer.pending(), buffer.priority_pending())
     }
 
+    /// Requests waiting at join nodes for more of their inputs (a diagnostic; 0 when idle).
+    pub fn partial_joins(&self) -> usize {
+        self.shared.nodes.iter().map(|n| n.joins.len()).sum()
+    }
+
     /// Submits a request. The ticket resolves exactly once, with outputs or the reason there are none.
     pub fn submit(&self, request: Request) -> Ticket {
         self.shared.submit(request)
@@ -391,20 +396,22 @@ impl Shared {
 
     /// Resolves `request` if nothing resolved it yet, and does the bookkeeping once.
     pub(crate) fn resolve(&self, request: &RequestState, result: RequestResult) {
-        let outcome = outcome(&result);
-        let failed = result.is_err();
-        if !request.completion.resolve(result) {
+        if !request.claim() {
             return;
         }
         self.metrics.request_seconds.record(request.submitted.elapsed().as_secs_f64());
-        self.metrics.request_done(outcome);
+        self.metrics.request_done(outcome(&result));
         self.metrics.in_flight.decrement(1.0);
+        let failed = result.is_err();
+        let drained = self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1;
+        request.completion.resolve(result);
         if failed {
+            // After `resolve` marked it finished: see the join table's protocol.
             for &n in &self.join_nodes {
                 self.nodes[n].joins.forget(request.id);
             }
         }
-        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 && !self.accepting.load(Ordering::Acquire) {
+        if drained && !self.accepting.load(Ordering::Acquire) {
             let _guard = self.drained.0.lock();
             self.drained.1.notify_all();
         }

@@ -65,4 +65,9 @@ impl JoinTable {
         partials.clear();
         n
     }
+
+    /// Requests waiting here for more inputs.
+    pub fn len(&self) -> usize {
+        self.partials.lock().len()
+    }
 }

@@ -1,0 +1,1 @@
+//! Examples of embedding Baton; see the `[[example]]` targets.

@@ -1,0 +1,428 @@
+//! Runtime behaviour with small Rust test engines (no ONNX Runtime): failures
+//! stay inside their batch, panics are caught, joins clean up, priority tasks
+//! go first, deadlines, tick-only scheduling, shutdown modes and metrics.
+//! End-to-end tests on real ONNX Runtime live in the `baton-e2e` crate.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
+use parking_lot::Mutex;
+
+type RunFn = dyn Fn(&[&Tensor]) -> Result<Vec<Tensor>, String> + Send + Sync;
+
+/// An engine made of a Rust closure; the stage's `params.kind` picks the closure.
+#[derive(Clone, Default)]
+struct TestEngines {
+    kinds: Arc<Mutex<Vec<(String, ModelSignature, Arc<RunFn>)>>>,
+}
+
+struct FnEngine(Arc<RunFn>);
+
+impl Engine for FnEngine {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        (self.0)(inputs)
+    }
+}
+
+impl TestEngines {
+    fn add(
+        &self,
+        kind: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        f: impl Fn(&[&Tensor]) -> Result<Vec<Tensor>, String> + Send + Sync + 'static,
+    ) {
+        let spec = |name: &&str| TensorSpec {
+            name: name.to_string(),
+            dtype: DType::F32,
+            shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
+        };
+        let signature =
+            ModelSignature { inputs: inputs.iter().map(spec).collect(), outputs: outputs.iter().map(spec).collect() };
+        self.kinds.lock().push((kind.to_string(), signature, Arc::new(f)));
+    }
+
+    fn find(&self, stage: &StageRequest) -> Result<(ModelSignature, Arc<RunFn>), String> {
+        let kind = stage.params.get("kind").and_then(|k| k.as_str()).ok_or("no kind")?;
+        let kinds = self.kinds.lock();
+        let (_, sig, f) = kinds.iter().find(|(k, _, _)| k == kind).ok_or(format!("no test engine `{kind}`"))?;
+        Ok((sig.clone(), f.clone()))
+    }
+
+    fn registry(&self) -> EngineRegistry {
+        EngineRegistry::new().with("test", self.clone())
+    }
+}
+
+impl EngineProvider for TestEngines {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+        self.find(stage).map(|(s, _)| s)
+    }
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+        self.find(stage).map(|(_, f)| Box::new(FnEngine(f)) as Box<dyn Engine>)
+    }
+}
+
+fn value(x: f32) -> Tensor {
+    Tensor::from_vec(vec![1, 1], vec![x]).unwrap()
+}
+
+fn first(t: &Tensor) -> f32 {
+    t.as_slice::<f32>().unwrap()[0]
+}
+
+fn map(inputs: &[&Tensor], f: impl Fn(f32) -> f32) -> Vec<Tensor> {
+    let data: Vec<f32> = inputs[0].as_slice::<f32>().unwrap().iter().map(|&x| f(x)).collect();
+    vec![Tensor::from_vec(inputs[0].shape().to_vec(), data).unwrap()]
+}
+
+fn start(engines: &TestEngines, toml: &str) -> Runtime {
+    let config = PipelineConfig::parse(toml).unwrap();
+    Runtime::from_config(&config, None, &engines.registry()).unwrap()
+}
+
+const ONE_NODE: &str = r#"
+[inputs.x]
+to = ["n.x"]
+[outputs.y]
+from = "n.y"
+[nodes.n]
+stages = [{ engine = "test", params = { kind = "k" } }]
+max_batch = 8
+"#;
+
+#[test]
+fn a_failing_batch_fails_only_its_requests_and_the_node_keeps_serving() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |inputs| {
+        if inputs[0].as_slice::<f32>().unwrap().contains(&-1.0) {
+            return Err("negative one is not allowed".into());
+        }
+        Ok(map(inputs, |x| x * 2.0))
+    });
+    // One row per batch so the bad request's batch holds only itself.
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
+    let tickets: Vec<_> =
+        [1.0, -1.0, 3.0].iter().map(|&x| runtime.submit(Request::new().input("x", value(x)))).collect();
+    let results: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
+    assert_eq!(first(results[0].as_ref().unwrap().get("y").unwrap()), 2.0);
+    match &results[1] {
+        Err(RequestError::Node { node, message }) => {
+            assert_eq!(node, "n");
+            assert!(message.contains("negative one"), "{message}");
+        }
+        other => panic!("expected a node error, got {other:?}"),
+    }
+    assert_eq!(first(results[2].as_ref().unwrap().get("y").unwrap()), 6.0);
+    let later = runtime.submit(Request::new().input("x", value(5.0))).wait().unwrap();
+    assert_eq!(first(later.get("y").unwrap()), 10.0);
+}
+
+#[test]
+fn a_panicking_engine_is_caught_and_the_node_serves_on() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |inputs| {
+        if inputs[0].as_slice::<f32>().unwrap().contains(&13.0) {
+            panic!("unlucky number");
+        }
+        Ok(map(inputs, |x| x + 1.0))
+    });
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
+    let err = runtime.submit(Request::new().input("x", value(13.0))).wait().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("`n`") && text.contains("panicked") && text.contains("unlucky number"), "{text}");
+    let ok = runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    assert_eq!(first(ok.get("y").unwrap()), 2.0);
+}
+
+const DIAMOND: &str = r#"
+[inputs.x]
+to = ["a.x", "b.x"]
+[outputs.z]
+from = "j.z"
+[nodes.a]
+stages = [{ engine = "test", params = { kind = "left" } }]
+[nodes.b]
+stages = [{ engine = "test", params = { kind = "right" } }]
+[nodes.j]
+stages = [{ engine = "test", params = { kind = "join" } }]
+[[edges]]
+from = "a.l"
+to = "j.l"
+[[edges]]
+from = "b.r"
+to = "j.r"
+"#;
+
+fn diamond_engines(fail_right_on: f32) -> TestEngines {
+    let engines = TestEngines::default();
+    engines.add("left", &["x"], &["l"], |i| Ok(map(i, |x| x + 1.0)));
+    engines.add("right", &["x"], &["r"], move |i| {
+        if i[0].as_slice::<f32>().unwrap().contains(&fail_right_on) {
+            return Err("right branch refuses".into());
+        }
+        Ok(map(i, |x| x * 10.0))
+    });
+    engines.add("join", &["l", "r"], &["z"], |i| {
+        let l = i[0].as_slice::<f32>().unwrap();
+        let r = i[1].as_slice::<f32>().unwrap();
+        let z: Vec<f32> = l.iter().zip(r).map(|(a, b)| a + b).collect();
+        Ok(vec![Tensor::from_vec(i[0].shape().to_vec(), z).unwrap()])
+    });
+    engines
+}
+
+#[test]
+fn joins_wait_for_both_parents_and_match_rows_per_request() {
+    let runtime = start(&diamond_engines(f32::NAN), DIAMOND);
+    let tickets: Vec<_> =
+        (0..200).map(|i| (i as f32, runtime.submit(Request::new().input("x", value(i as f32))))).collect();
+    for (x, ticket) in tickets {
+        let z = first(ticket.wait().unwrap().get("z").unwrap());
+        assert_eq!(z, (x + 1.0) + x * 10.0, "request {x}");
+    }
+    assert_eq!(runtime.partial_joins(), 0);
+}
+
+#[test]
+fn a_branch_failure_fails_the_request_once_and_leaves_no_partial_join() {
+    let runtime = start(&diamond_engines(7.0), &DIAMOND.replace("[nodes.b]", "[nodes.b]\nmax_batch = 1"));
+    let tickets: Vec<_> = (0..20).map(|i| (i, runtime.submit(Request::new().input("x", value(i as f32))))).collect();
+    for (i, ticket) in tickets {
+        let result = ticket.wait();
+        if i == 7 {
+            assert!(matches!(&result, Err(RequestError::Node { node, .. }) if node == "b"), "{result:?}");
+        } else {
+            assert!(result.is_ok(), "request {i}: {result:?}");
+        }
+    }
+    // The left branch's output for request 7 reached the join after or before the failure: either way it is gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while runtime.partial_joins() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(runtime.partial_joins(), 0);
+    assert_eq!(runtime.in_flight(), 0);
+}
+
+/// An engine that blocks until the test opens its gate, recording the values it ran.
+fn gated(engines: &TestEngines) -> (Arc<(Mutex<bool>, parking_lot::Condvar)>, Arc<Mutex<Vec<f32>>>) {
+    let gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (g, s) = (gate.clone(), seen.clone());
+    engines.add("k", &["x"], &["y"], move |inputs| {
+        let mut open = g.0.lock();
+        while !*open {
+            g.1.wait(&mut open);
+        }
+        s.lock().extend_from_slice(inputs[0].as_slice::<f32>().unwrap());
+        Ok(map(inputs, |x| x))
+    });
+    (gate, seen)
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn priority_tasks_are_batched_before_earlier_normal_tasks() {
+    let engines = TestEngines::default();
+    let (gate, seen) = gated(&engines);
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 2"));
+    // The first request occupies the only worker (blocked at the gate).
+    let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+    wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
+    let normal: Vec<_> = (1..=4).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    let urgent = runtime.submit(Request::new().input("x", value(100.0)).priority(true));
+    assert_eq!(runtime.pending(0), (5, 1));
+    {
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+    }
+    blocker.wait().unwrap();
+    urgent.wait().unwrap();
+    for t in normal {
+        t.wait().unwrap();
+    }
+    let order = seen.lock().clone();
+    assert_eq!(order[0], 0.0);
+    assert_eq!(order[1], 100.0, "the priority task leads the next batch: {order:?}");
+    assert_eq!(&order[2..], &[1.0, 2.0, 3.0, 4.0], "normal tasks keep their order: {order:?}");
+}
+
+#[test]
+fn queued_requests_past_their_deadline_are_answered_with_a_deadline_error() {
+    let engines = TestEngines::default();
+    let (gate, _) = gated(&engines);
+    let runtime = start(&engines, ONE_NODE);
+    let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+    wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0);
+    let late = runtime.submit(Request::new().input("x", value(1.0)).timeout(Duration::from_millis(1)));
+    let fine = runtime.submit(Request::new().input("x", value(2.0)).timeout(Duration::from_secs(60)));
+    std::thread::sleep(Duration::from_millis(5));
+    {
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+    }
+    blocker.wait().unwrap();
+    assert_eq!(late.wait().unwrap_err(), RequestError::DeadlineExceeded { node: "n".into() });
+    assert!(fine.wait().is_ok());
+}
+
+#[test]
+fn tick_only_scheduling_still_runs_everything() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| -x)));
+    let runtime = start(&engines, &format!("[scheduler]\ntick_us = 300\ndecide_on_arrival = false\n{ONE_NODE}"));
+    let tickets: Vec<_> = (0..50).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    for (i, t) in tickets.into_iter().enumerate() {
+        assert_eq!(first(t.wait().unwrap().get("y").unwrap()), -(i as f32));
+    }
+}
+
+#[test]
+fn tasks_accumulate_into_batches_while_the_node_is_busy() {
+    let engines = TestEngines::default();
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let b = batches.clone();
+    engines.add("k", &["x"], &["y"], move |i| {
+        b.lock().push(i[0].shape()[0]);
+        std::thread::sleep(Duration::from_millis(2));
+        Ok(map(i, |x| x))
+    });
+    let runtime = start(&engines, ONE_NODE);
+    let tickets: Vec<_> = (0..40).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    for t in tickets {
+        t.wait().unwrap();
+    }
+    let batches = batches.lock().clone();
+    assert_eq!(batches.iter().sum::<usize>(), 40);
+    assert!(batches.iter().all(|&b| b <= 8), "max_batch holds: {batches:?}");
+    assert!(batches.len() <= 10, "40 requests arriving while the node is busy batch up: {batches:?}");
+}
+
+#[test]
+fn graceful_shutdown_answers_everything_accepted() {
+    let engines = TestEngines::default();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    engines.add("k", &["x"], &["y"], move |i| {
+        r.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_micros(300));
+        Ok(map(i, |x| x))
+    });
+    let runtime = start(&engines, ONE_NODE);
+    let tickets: Vec<_> = (0..100).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    runtime.shutdown();
+    for t in tickets {
+        assert!(t.wait().is_ok());
+    }
+    assert!(runs.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn immediate_shutdown_answers_every_request_with_outputs_or_a_shutdown_error() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| {
+        std::thread::sleep(Duration::from_millis(1));
+        Ok(map(i, |x| x))
+    });
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
+    let tickets: Vec<_> = (0..100).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    runtime.shutdown_now();
+    let (mut ok, mut shut) = (0, 0);
+    for t in tickets {
+        match t.wait() {
+            Ok(_) => ok += 1,
+            Err(RequestError::ShuttingDown) => shut += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!(ok + shut, 100);
+    assert!(shut > 0, "most requests were still queued");
+}
+
+#[test]
+fn dropping_a_ticket_cancels_its_queued_request() {
+    let engines = TestEngines::default();
+    let (gate, seen) = gated(&engines);
+    let runtime = start(&engines, ONE_NODE);
+    let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+    wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0);
+    drop(runtime.submit(Request::new().input("x", value(1.0))));
+    let kept = runtime.submit(Request::new().input("x", value(2.0)));
+    {
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+    }
+    blocker.wait().unwrap();
+    kept.wait().unwrap();
+    wait_until("the cancelled request is answered", || runtime.in_flight() == 0);
+    assert_eq!(seen.lock().clone(), vec![0.0, 2.0], "the dropped request never ran");
+}
+
+#[test]
+fn admission_refuses_at_once_past_max_in_flight() {
+    let engines = TestEngines::default();
+    let (gate, _) = gated(&engines);
+    let runtime = start(&engines, &format!("[pipeline]\nmax_in_flight = 3\n{ONE_NODE}"));
+    let accepted: Vec<_> = (0..3).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    let refused = runtime.submit(Request::new().input("x", value(9.0)));
+    assert!(refused.is_ready(), "refusal is immediate");
+    assert_eq!(refused.wait().unwrap_err(), RequestError::QueueFull { limit: 3 });
+    {
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+    }
+    for t in accepted {
+        t.wait().unwrap();
+    }
+}
+
+#[test]
+fn metrics_count_requests_batches_and_rows() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let runtime = metrics::with_local_recorder(&recorder, || start(&engines, ONE_NODE));
+    let tickets: Vec<_> = (0..30).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    for t in tickets {
+        t.wait().unwrap();
+    }
+    let bad = runtime.submit(Request::new().input("nope", value(0.0)));
+    assert!(bad.wait().is_err());
+    runtime.shutdown();
+    let mut counters = std::collections::HashMap::new();
+    let mut batch_rows = 0.0;
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        match value {
+            DebugValue::Counter(c) => {
+                counters.insert(name, c);
+            }
+            DebugValue::Histogram(v) if key.name() == baton::metrics::BATCH_SIZE => {
+                batch_rows = v.iter().map(|x| x.0).sum()
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(counters["baton_requests_total{pipeline=pipeline,outcome=ok}"], 30);
+    assert_eq!(counters["baton_requests_total{pipeline=pipeline,outcome=invalid_input}"], 1);
+    assert_eq!(counters["baton_inferences_total{pipeline=pipeline,node=n}"], 30);
+    let executions = counters["baton_executions_total{pipeline=pipeline,node=n}"];
+    assert!((1..=30).contains(&executions));
+    assert_eq!(batch_rows, 30.0, "batch sizes add up to the rows inferred");
+    assert!(counters["baton_scheduler_picks_total{pipeline=pipeline,node=n}"] >= executions);
+}
