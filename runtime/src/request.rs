@@ -12,7 +12,8 @@
 //! so only the first resolution counts and every later one is refused (this
 //! is what makes "exactly once" hold when a failing branch and a succeeding
 //! branch of the same request race). Waiters first spin briefly on `done`
-//! (answers often arrive within microseconds), then sleep on the condvar; an
+//! (answers often arrive within microseconds; only one waiter in the process
+//! spins at a time), then sleep on the condvar; an
 //! async waiter leaves its waker in the slot instead. Dropping a ticket that
 //! has not resolved marks the request cancelled, so tasks not yet run are
 //! skipped by the node that would run them.
@@ -148,6 +149,9 @@ pub(crate) struct Completion {
 /// How long a blocking waiter spins before sleeping.
 const WAIT_SPIN: Duration = Duration::from_micros(20);
 
+/// Waiters spinning now, process-wide (at most one).
+static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Completion {
     /// Stores the result if none was stored yet. Returns whether this call resolved it.
     pub(crate) fn resolve(&self, result: RequestResult) -> bool {
@@ -182,9 +186,14 @@ impl Completion {
     }
 
     fn wait(&self, deadline: Option<Instant>) -> Option<RequestResult> {
-        let spin_until = Instant::now() + WAIT_SPIN;
-        while !self.done.load(Ordering::Acquire) && Instant::now() < spin_until {
-            std::hint::spin_loop();
+        // Spin only while no other waiter spins: one spinner keeps light-load latency
+        // low; many would steal the cores the workers need under load.
+        if SPINNERS.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            let spin_until = Instant::now() + WAIT_SPIN;
+            while !self.done.load(Ordering::Acquire) && Instant::now() < spin_until {
+                std::hint::spin_loop();
+            }
+            SPINNERS.store(0, Ordering::Release);
         }
         let mut slot = self.slot.lock();
         loop {
