@@ -85,6 +85,20 @@ pub enum Selection {
     Count,
 }
 
+/// Which batching policy runs the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Seed 003: priority nodes first, pending × weight, under the compute budget.
+    #[default]
+    Collaborative,
+    /// Baseline like Triton's dynamic batcher: each node runs on its own when its
+    /// batch is full or its oldest task has waited `max_queue_delay_us`; no budget.
+    Dynamic,
+    /// Baseline without batching: one request per run, whenever a worker is idle.
+    None,
+}
+
 /// What the budget walk does at the first node that does not fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -100,6 +114,10 @@ pub enum OnMisfit {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
+    /// Batching policy: `collaborative` (seed 003), or the baselines `dynamic` and `none`.
+    pub policy: Policy,
+    /// Dynamic policy: longest a task waits for its batch to fill, µs.
+    pub max_queue_delay_us: u64,
     /// Period of the scheduling tick, µs.
     pub tick_us: u64,
     /// Compute that may run at once, in the units of the nodes' `cost`
@@ -120,6 +138,8 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
+            policy: Policy::Collaborative,
+            max_queue_delay_us: 1000,
             tick_us: 1000,
             compute_budget: None,
             selection: Selection::Budget,

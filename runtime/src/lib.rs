@@ -12,6 +12,7 @@
 //! Start with [`Runtime`]: build it from a file and an [`EngineRegistry`],
 //! [`Runtime::submit`] [`Request`]s, and wait on the [`Ticket`]s.
 
+mod clock;
 pub mod config;
 pub mod engine;
 pub mod graph;
@@ -22,9 +23,10 @@ pub mod runtime;
 pub mod scheduler;
 pub mod tensor;
 
-pub use config::{ConfigError, PipelineConfig};
+pub use config::{ConfigError, PipelineConfig, Policy};
 pub use engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
 pub use graph::PipelineSpec;
+pub use node::NodeStats;
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
 pub use runtime::{Runtime, StartError};
 pub use tensor::{DType, Element, Tensor, TensorError};

@@ -16,7 +16,7 @@ pub const PRIORITY_DEPTH: &str = "baton_priority_depth";
 pub const BATCH_SIZE: &str = "baton_batch_size";
 /// Seconds a task waited in a node's buffer before its batch started.
 pub const QUEUE_SECONDS: &str = "baton_queue_seconds";
-/// Seconds a node spent running one batch's stages (stitch and split included).
+/// Seconds a node spent stitching one batch and running its stages.
 pub const COMPUTE_SECONDS: &str = "baton_compute_seconds";
 /// Batches a node executed.
 pub const EXECUTIONS: &str = "baton_executions_total";

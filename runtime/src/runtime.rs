@@ -32,7 +32,7 @@ use crate::config::{ConfigError, PipelineConfig};
 use crate::engine::EngineRegistry;
 use crate::graph::{PipelineSpec, Target};
 use crate::metrics::PipelineMetrics;
-use crate::node::{worker, Instruction, NodeState, Task};
+use crate::node::{worker, Instruction, NodeState, NodeStats, Task};
 use crate::request::{Completion, Outputs, Request, RequestError, RequestResult, RequestState, Ticket};
 use crate::scheduler::{Reason, Scheduler};
 use crate::tensor::Tensor;
@@ -143,9 +143,9 @@ impl Runtime {
         let ticker_shared = Arc::clone(&shared);
         runtime.ticker = Some(std::thread::Builder::new().name("baton-scheduler".into()).spawn(move || {
             let shared = ticker_shared;
-            let tick = shared.scheduler.tick();
+            shared.scheduler.set_ticker(std::thread::current());
             while !shared.stop_ticker.load(Ordering::Acquire) {
-                std::thread::park_timeout(tick);
+                std::thread::park_timeout(shared.scheduler.sleep_before_next_tick());
                 shared.scheduler.poke(Reason::Tick, &shared.nodes);
             }
         })?);
@@ -166,6 +166,16 @@ impl Runtime {
     pub fn pending(&self, node: usize) -> (usize, usize) {
         let buffer = &self.shared.nodes[node].buffer;
         (buffer.pending(), buffer.priority_pending())
+    }
+
+    /// Running totals per node (executions, rows, queue and compute time), in node order.
+    pub fn node_stats(&self) -> Vec<NodeStats> {
+        self.shared
+            .nodes
+            .iter()
+            .zip(&self.shared.spec.nodes)
+            .map(|(state, spec)| state.counters.snapshot(&spec.name))
+            .collect()
     }
 
     /// Requests waiting at join nodes for more of their inputs (a diagnostic; 0 when idle).

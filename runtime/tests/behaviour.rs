@@ -426,3 +426,65 @@ fn metrics_count_requests_batches_and_rows() {
     assert_eq!(batch_rows, 30.0, "batch sizes add up to the rows inferred");
     assert!(counters["baton_scheduler_picks_total{pipeline=pipeline,node=n}"] >= executions);
 }
+
+#[test]
+fn dynamic_policy_runs_a_full_batch_without_waiting_for_the_delay() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    // A 60 s queue delay: only a full batch (4 rows) can run before the test gives up.
+    let toml = format!(
+        "[scheduler]\npolicy = \"dynamic\"\nmax_queue_delay_us = 60000000\n{}",
+        ONE_NODE.replace("max_batch = 8", "max_batch = 4")
+    );
+    let runtime = start(&engines, &toml);
+    let tickets: Vec<_> = (0..4).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    for t in tickets {
+        assert!(t.wait_timeout(Duration::from_secs(10)).is_ok(), "a full batch runs at once");
+    }
+    let lone = runtime.submit(Request::new().input("x", value(9.0)));
+    let lone = lone.wait_timeout(Duration::from_millis(50)).err().expect("a lone task waits for its delay").0;
+    runtime.shutdown_now();
+    assert_eq!(lone.wait().unwrap_err(), RequestError::ShuttingDown);
+}
+
+#[test]
+fn dynamic_policy_runs_a_partial_batch_once_its_delay_ran_out() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let toml = format!("[scheduler]\npolicy = \"dynamic\"\nmax_queue_delay_us = 20000\n{ONE_NODE}");
+    let runtime = start(&engines, &toml);
+    let sent = Instant::now();
+    runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    assert!(sent.elapsed() >= Duration::from_millis(20), "waited for the queue delay");
+    assert_eq!(runtime.node_stats()[0].executions, 1);
+}
+
+#[test]
+fn no_batching_policy_runs_one_request_per_batch() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| {
+        std::thread::sleep(Duration::from_micros(200));
+        Ok(map(i, |x| x))
+    });
+    let runtime = start(&engines, &format!("[scheduler]\npolicy = \"none\"\n{ONE_NODE}"));
+    let tickets: Vec<_> = (0..20).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    for t in tickets {
+        t.wait().unwrap();
+    }
+    let stats = &runtime.node_stats()[0];
+    assert_eq!((stats.executions, stats.rows, stats.tasks), (20, 20, 20));
+}
+
+#[test]
+fn node_stats_add_up_rows_and_batches() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let runtime = start(&engines, ONE_NODE);
+    let two_rows = Tensor::from_vec(vec![2, 1], vec![1.0f32, 2.0]).unwrap();
+    runtime.submit(Request::new().input("x", two_rows)).wait().unwrap();
+    runtime.submit(Request::new().input("x", value(3.0))).wait().unwrap();
+    let stats = &runtime.node_stats()[0];
+    assert_eq!(stats.name, "n");
+    assert_eq!((stats.rows, stats.tasks), (3, 2));
+    assert!(stats.executions >= 1 && stats.compute_ns > 0);
+}

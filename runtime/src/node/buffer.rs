@@ -11,7 +11,7 @@
 //! moment, which is all a scheduling decision needs.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -23,17 +23,39 @@ struct Queues {
     normal: VecDeque<Task>,
 }
 
-#[derive(Default)]
 pub(crate) struct BatchBuffer {
     queues: Mutex<Queues>,
     pending: AtomicUsize,
     priority_pending: AtomicUsize,
+    /// When the oldest waiting task arrived ([`crate::clock::now_ns`]), or `u64::MAX` when empty.
+    oldest_ns: AtomicU64,
+}
+
+impl Default for BatchBuffer {
+    fn default() -> Self {
+        BatchBuffer {
+            queues: Mutex::default(),
+            pending: AtomicUsize::new(0),
+            priority_pending: AtomicUsize::new(0),
+            oldest_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Queues {
+    fn oldest_ns(&self) -> u64 {
+        let front = |q: &VecDeque<Task>| q.front().map_or(u64::MAX, |t| t.enqueued_ns);
+        front(&self.priority).min(front(&self.normal))
+    }
 }
 
 impl BatchBuffer {
     /// Adds a task; returns the pending count after it.
     pub fn push(&self, task: Task) -> usize {
         let mut q = self.queues.lock();
+        if q.priority.is_empty() && q.normal.is_empty() {
+            self.oldest_ns.store(task.enqueued_ns, Ordering::Release);
+        }
         if task.request.priority {
             q.priority.push_back(task);
             self.priority_pending.fetch_add(1, Ordering::Relaxed);
@@ -49,6 +71,11 @@ impl BatchBuffer {
 
     pub fn priority_pending(&self) -> usize {
         self.priority_pending.load(Ordering::Acquire)
+    }
+
+    /// How long the oldest waiting task has waited, in ns (0 when empty).
+    pub fn oldest_wait_ns(&self, now_ns: u64) -> u64 {
+        now_ns.saturating_sub(self.oldest_ns.load(Ordering::Acquire))
     }
 
     /// Moves up to `max_rows` rows of tasks into `out`, priority tasks first.
@@ -76,6 +103,7 @@ impl BatchBuffer {
                 break;
             }
         }
+        self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
         self.priority_pending.fetch_sub(taken_priority, Ordering::Relaxed);
         self.pending.fetch_sub(out.len(), Ordering::Release);
     }
@@ -85,6 +113,7 @@ impl BatchBuffer {
         let mut guard = self.queues.lock();
         let q = &mut *guard;
         let tasks: Vec<Task> = q.priority.drain(..).chain(q.normal.drain(..)).collect();
+        self.oldest_ns.store(u64::MAX, Ordering::Release);
         self.priority_pending.store(0, Ordering::Relaxed);
         self.pending.store(0, Ordering::Release);
         tasks

@@ -10,7 +10,7 @@ pub(crate) mod buffer;
 pub(crate) mod join;
 pub(crate) mod worker;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,12 +27,14 @@ pub(crate) struct Task {
     /// Rows (dim 0) of every input.
     pub rows: usize,
     pub enqueued: Instant,
+    /// `enqueued` on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
+    pub enqueued_ns: u64,
 }
 
 impl Task {
     pub fn new(request: Arc<RequestState>, inputs: Vec<Tensor>) -> Self {
         let rows = inputs.first().map_or(1, Tensor::batch_rows);
-        Task { request, inputs, rows, enqueued: Instant::now() }
+        Task { request, inputs, rows, enqueued: Instant::now(), enqueued_ns: crate::clock::now_ns() }
     }
 
     /// Whether `other` can share a batch with this task (all dims but the first agree).
@@ -49,6 +51,50 @@ pub(crate) enum Instruction {
     Exit,
 }
 
+/// Running totals of one node, readable at any time (relaxed atomics).
+#[derive(Default)]
+pub(crate) struct NodeCounters {
+    pub executions: AtomicU64,
+    pub rows: AtomicU64,
+    pub tasks: AtomicU64,
+    pub failed_batches: AtomicU64,
+    pub queue_ns: AtomicU64,
+    pub compute_ns: AtomicU64,
+}
+
+/// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    pub name: String,
+    /// Batches run.
+    pub executions: u64,
+    /// Rows inferred (`rows / executions` is the mean batch size).
+    pub rows: u64,
+    /// Tasks run (requests' work items; a task may hold several rows).
+    pub tasks: u64,
+    /// Batches that failed.
+    pub failed_batches: u64,
+    /// Sum over tasks of the time they waited in the buffer, ns.
+    pub queue_ns: u64,
+    /// Sum over batches of the time spent stitching and running the stages, ns.
+    pub compute_ns: u64,
+}
+
+impl NodeCounters {
+    pub fn snapshot(&self, name: &str) -> NodeStats {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        NodeStats {
+            name: name.to_string(),
+            executions: get(&self.executions),
+            rows: get(&self.rows),
+            tasks: get(&self.tasks),
+            failed_batches: get(&self.failed_batches),
+            queue_ns: get(&self.queue_ns),
+            compute_ns: get(&self.compute_ns),
+        }
+    }
+}
+
 /// What the scheduler and the router share about one node.
 pub(crate) struct NodeState {
     pub buffer: buffer::BatchBuffer,
@@ -59,6 +105,7 @@ pub(crate) struct NodeState {
     pub instructions: Sender<Instruction>,
     pub receiver: Receiver<Instruction>,
     pub metrics: NodeMetrics,
+    pub counters: NodeCounters,
 }
 
 impl NodeState {
@@ -71,6 +118,7 @@ impl NodeState {
             instructions,
             receiver,
             metrics: NodeMetrics::new(pipeline, name),
+            counters: NodeCounters::default(),
         }
     }
 

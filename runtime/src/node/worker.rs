@@ -107,7 +107,7 @@ impl Worker {
         let state = &shared.nodes[self.node];
         let spec = &shared.spec.nodes[self.node];
         let mut tasks = std::mem::take(&mut self.tasks);
-        state.buffer.take(spec.max_batch, &mut tasks);
+        state.buffer.take(shared.scheduler.batch_rows[self.node], &mut tasks);
         state.metrics.queue_depth.set(state.buffer.pending() as f64);
         state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         let now = Instant::now();
@@ -122,16 +122,31 @@ impl Worker {
                 shared.resolve(request, Err(RequestError::DeadlineExceeded { node: spec.name.clone() }));
                 false
             } else {
-                state.metrics.queue_seconds.record(now.duration_since(task.enqueued).as_secs_f64());
+                let waited = now.duration_since(task.enqueued);
+                state.metrics.queue_seconds.record(waited.as_secs_f64());
+                state.counters.queue_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
                 true
             }
         });
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
-            match self.execute(&tasks, rows) {
+            let result = self.execute(&tasks, rows);
+            // Account before answering, so a woken requester sees its batch counted.
+            let compute = now.elapsed();
+            state.metrics.executions.increment(1);
+            state.metrics.inferences.increment(rows as u64);
+            state.metrics.batch_size.record(rows as f64);
+            state.metrics.compute_seconds.record(compute.as_secs_f64());
+            let counters = &state.counters;
+            counters.executions.fetch_add(1, Ordering::Relaxed);
+            counters.rows.fetch_add(rows as u64, Ordering::Relaxed);
+            counters.tasks.fetch_add(tasks.len() as u64, Ordering::Relaxed);
+            counters.compute_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
+            match result {
                 Ok(outputs) => self.route(&tasks, &outputs),
                 Err(message) => {
                     state.metrics.batch_failures.increment(1);
+                    counters.failed_batches.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(node = %spec.name, rows, %message, "batch failed");
                     let error = RequestError::Node { node: spec.name.clone(), message };
                     for task in &tasks {
@@ -139,10 +154,6 @@ impl Worker {
                     }
                 }
             }
-            state.metrics.executions.increment(1);
-            state.metrics.inferences.increment(rows as u64);
-            state.metrics.batch_size.record(rows as f64);
-            state.metrics.compute_seconds.record(now.elapsed().as_secs_f64());
         }
         tasks.clear();
         self.tasks = tasks;

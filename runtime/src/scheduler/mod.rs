@@ -23,12 +23,15 @@
 
 pub mod policy;
 
-use std::sync::atomic::{fence, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::config::Selection;
+use crate::clock;
+use crate::config::{Policy, Selection};
 use crate::graph::PipelineSpec;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
@@ -71,8 +74,16 @@ pub(crate) struct Scheduler {
     /// Per node: workers and cost, copied from the spec.
     workers: Vec<usize>,
     names: Vec<String>,
+    /// Per node: most rows a worker stitches into one batch (1 without batching).
+    pub batch_rows: Vec<usize>,
     pub decide_on_arrival: bool,
+    policy: Policy,
+    max_queue_delay_ns: u64,
     tick: Duration,
+    /// Dynamic policy: when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
+    next_due_ns: AtomicU64,
+    /// The tick thread, woken early when a node falls due before its next tick.
+    ticker: OnceLock<Thread>,
     metrics: PipelineMetrics,
 }
 
@@ -87,15 +98,23 @@ impl Scheduler {
         });
         let policy =
             SelectionPolicy { selection: s.selection, budget: spec.compute_budget, max_nodes, on_misfit: s.on_misfit };
-        let loads =
-            spec.nodes.iter().map(|n| NodeLoad { weight: n.weight, cost: n.cost, ..NodeLoad::default() }).collect();
+        let loads = spec
+            .nodes
+            .iter()
+            .map(|n| NodeLoad { weight: n.weight, cost: n.cost, max_batch: n.max_batch, ..NodeLoad::default() })
+            .collect();
         Scheduler {
             core: Mutex::new(Core { policy, scratch: Scratch::default(), loads, picked: Vec::new() }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
-            decide_on_arrival: s.decide_on_arrival,
+            batch_rows: spec.nodes.iter().map(|n| if s.policy == Policy::None { 1 } else { n.max_batch }).collect(),
+            decide_on_arrival: s.decide_on_arrival || s.policy != Policy::Collaborative,
+            policy: s.policy,
+            max_queue_delay_ns: s.max_queue_delay_us.saturating_mul(1000),
             tick: Duration::from_micros(s.tick_us),
+            next_due_ns: AtomicU64::new(u64::MAX),
+            ticker: OnceLock::new(),
             metrics,
         }
     }
@@ -131,16 +150,30 @@ impl Scheduler {
         let Core { policy, scratch, loads, picked } = core;
         let mut in_use = 0.0;
         let mut running = 0;
+        let now_ns = clock::now_ns();
         for (n, state) in nodes.iter().enumerate() {
             let busy = state.busy();
             let load = &mut loads[n];
             load.pending = state.buffer.pending();
             load.priority_pending = state.buffer.priority_pending();
+            load.waited_ns = state.buffer.oldest_wait_ns(now_ns);
             load.can_start = busy < self.workers[n];
             in_use += busy as f64 * load.cost;
             running += busy;
         }
-        policy.select(loads, in_use, running, scratch, picked);
+        match self.policy {
+            Policy::Collaborative => policy.select(loads, in_use, running, scratch, picked),
+            Policy::Dynamic => {
+                let due =
+                    policy::dynamic(loads, self.max_queue_delay_ns, picked).map_or(u64::MAX, |left| now_ns + left);
+                if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
+                    if let Some(ticker) = self.ticker.get() {
+                        ticker.unpark();
+                    }
+                }
+            }
+            Policy::None => policy::unbatched(loads, picked),
+        }
         for &n in picked.iter() {
             nodes[n].busy.fetch_add(1, Ordering::AcqRel);
             nodes[n].metrics.picks.increment(1);
@@ -171,7 +204,18 @@ impl Scheduler {
         }
     }
 
-    pub fn tick(&self) -> Duration {
-        self.tick
+    /// Registers the tick thread (once).
+    pub fn set_ticker(&self, thread: Thread) {
+        let _ = self.ticker.set(thread);
+    }
+
+    /// How long the tick thread should sleep: the tick period, or less when a
+    /// node falls due sooner (dynamic policy).
+    pub fn sleep_before_next_tick(&self) -> Duration {
+        let due = self.next_due_ns.load(Ordering::Acquire);
+        if due == u64::MAX {
+            return self.tick;
+        }
+        self.tick.min(Duration::from_nanos(due.saturating_sub(clock::now_ns())))
     }
 }

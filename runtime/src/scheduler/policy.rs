@@ -15,6 +15,11 @@
 //!   [`OnMisfit::Skip`], skips it and keeps filling.
 //!
 //! Nodes not picked keep accumulating tasks, so their priority grows.
+//!
+//! Two baselines share the interface, for side-by-side benchmarks:
+//! [`dynamic`] (each node on its own, like Triton's dynamic batcher: run when
+//! the batch is full or the oldest task waited the queue delay) and
+//! [`unbatched`] (one request per run, whenever a worker is idle).
 
 use crate::config::{OnMisfit, Selection};
 
@@ -31,6 +36,10 @@ pub struct NodeLoad {
     pub cost: f64,
     /// Whether the node has an idle worker to run a batch now.
     pub can_start: bool,
+    /// How long the node's oldest pending task has waited, ns.
+    pub waited_ns: u64,
+    /// The node's `max_batch`.
+    pub max_batch: usize,
 }
 
 impl NodeLoad {
@@ -109,6 +118,32 @@ impl SelectionPolicy {
     }
 }
 
+/// The dynamic-batching baseline: picks every node with an idle worker whose
+/// batch is full or whose oldest task has waited `delay_ns`. Returns how long
+/// until the next node's delay runs out, if a node is still waiting.
+pub fn dynamic(loads: &[NodeLoad], delay_ns: u64, picked: &mut Vec<usize>) -> Option<u64> {
+    picked.clear();
+    let mut next = None::<u64>;
+    for (i, l) in loads.iter().enumerate() {
+        if l.pending == 0 || !l.can_start {
+            continue;
+        }
+        if l.pending >= l.max_batch || l.waited_ns >= delay_ns {
+            picked.push(i);
+        } else {
+            let left = delay_ns - l.waited_ns;
+            next = Some(next.map_or(left, |n| n.min(left)));
+        }
+    }
+    next
+}
+
+/// The no-batching baseline: picks every node with pending work and an idle worker.
+pub fn unbatched(loads: &[NodeLoad], picked: &mut Vec<usize>) {
+    picked.clear();
+    picked.extend(loads.iter().enumerate().filter(|(_, l)| l.pending > 0 && l.can_start).map(|(i, _)| i));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +159,7 @@ mod tests {
                 weight: weights[i],
                 cost: costs[i],
                 can_start: true,
+                ..NodeLoad::default()
             })
             .collect()
     }
@@ -211,9 +247,35 @@ mod tests {
     #[test]
     fn priority_beats_a_larger_non_priority_queue() {
         let loads = vec![
-            NodeLoad { pending: 100, priority_pending: 0, weight: 1.0, cost: 1.0, can_start: true },
-            NodeLoad { pending: 1, priority_pending: 1, weight: 1.0, cost: 1.0, can_start: true },
+            NodeLoad { pending: 100, weight: 1.0, cost: 1.0, can_start: true, ..NodeLoad::default() },
+            NodeLoad {
+                pending: 1,
+                priority_pending: 1,
+                weight: 1.0,
+                cost: 1.0,
+                can_start: true,
+                ..NodeLoad::default()
+            },
         ];
         assert_eq!(pick(count(1), &loads, 0.0, 0), vec![2]);
+    }
+
+    #[test]
+    fn dynamic_runs_full_or_overdue_nodes_and_says_when_the_next_is_due() {
+        let load =
+            |pending, waited_ns| NodeLoad { pending, waited_ns, max_batch: 4, can_start: true, ..NodeLoad::default() };
+        let loads = [load(4, 10), load(1, 1_500), load(2, 300), load(0, 0)];
+        let mut picked = Vec::new();
+        let next = dynamic(&loads, 1_000, &mut picked);
+        assert_eq!(picked, vec![0, 1], "full batch and overdue task");
+        assert_eq!(next, Some(700), "node 2 is due in 1000 - 300 ns");
+    }
+
+    #[test]
+    fn unbatched_picks_every_node_with_work_and_an_idle_worker() {
+        let load = |pending, can_start| NodeLoad { pending, can_start, ..NodeLoad::default() };
+        let mut picked = Vec::new();
+        unbatched(&[load(3, true), load(0, true), load(2, false), load(1, true)], &mut picked);
+        assert_eq!(picked, vec![0, 3]);
     }
 }
