@@ -4,7 +4,8 @@
 //! deadline. [`crate::Runtime::submit`] returns a [`Ticket`]; the ticket
 //! resolves exactly once, with the pipeline's [`Outputs`] or a
 //! [`RequestError`] saying why not. A ticket can be waited on (blocking, with
-//! or without a timeout) or awaited as a future.
+//! or without a timeout) or awaited as a future; or, with
+//! [`crate::Runtime::submit_then`], the result goes to a callback instead.
 //!
 //! ## The completion protocol
 //! A [`Completion`] is shared by the ticket and the runtime. `resolve` stores
@@ -135,7 +136,12 @@ pub type RequestResult = Result<Outputs, RequestError>;
 struct Slot {
     result: Option<RequestResult>,
     waker: Option<Waker>,
+    /// Set by [`crate::Runtime::submit_then`]: receives the result instead of a ticket.
+    callback: Option<Callback>,
 }
+
+/// A function that receives a request's result on the thread that resolves it.
+pub type Callback = Box<dyn FnOnce(RequestResult) + Send>;
 
 /// The one-shot cell a ticket and the runtime share. See the module docs for the protocol.
 #[derive(Default)]
@@ -159,6 +165,11 @@ impl Completion {
         if self.done.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return false;
         }
+        if let Some(callback) = slot.callback.take() {
+            drop(slot);
+            callback(result);
+            return true;
+        }
         slot.result = Some(result);
         let waker = slot.waker.take();
         drop(slot);
@@ -167,6 +178,13 @@ impl Completion {
             waker.wake();
         }
         true
+    }
+
+    /// A completion that hands its result to `callback` (no ticket waits on it).
+    pub(crate) fn with_callback(callback: Callback) -> Self {
+        let completion = Completion::default();
+        completion.slot.lock().callback = Some(callback);
+        completion
     }
 
     /// Resolved, or its ticket was dropped: nothing more should run for it.

@@ -188,6 +188,15 @@ impl Runtime {
         self.shared.submit(request)
     }
 
+    /// Submits a request whose result goes to `callback`, called exactly once on
+    /// the thread that resolves the request (a worker, or this thread when the
+    /// request is refused at once). Keep the callback short: it runs on the
+    /// worker's time. For open-loop load and servers, where a thread per
+    /// waiting request would cost too much.
+    pub fn submit_then(&self, request: Request, callback: impl FnOnce(RequestResult) + Send + 'static) {
+        self.shared.admit(request, Arc::new(Completion::with_callback(Box::new(callback))));
+    }
+
     /// Stops accepting, answers everything accepted, then stops all threads.
     pub fn shutdown(mut self) {
         self.stop(false);
@@ -262,26 +271,32 @@ impl Shared {
     fn submit(&self, request: Request) -> Ticket {
         let completion = Arc::new(Completion::default());
         let ticket = Ticket::new(Arc::clone(&completion));
+        self.admit(request, completion);
+        ticket
+    }
+
+    /// Validates and admits a request, or resolves its completion at once with the reason it was refused.
+    fn admit(&self, request: Request, completion: Arc<Completion>) {
         let refuse = |error: RequestError| {
             self.metrics.request_done(outcome(&Err(error.clone())));
             completion.resolve(Err(error));
         };
         if !self.accepting.load(Ordering::Acquire) {
             refuse(RequestError::ShuttingDown);
-            return ticket;
+            return;
         }
         let inputs = match self.validate(&request) {
             Ok(inputs) => inputs,
             Err(message) => {
                 refuse(RequestError::InvalidInput(message));
-                return ticket;
+                return;
             }
         };
         let limit = self.spec.max_in_flight;
         if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
             refuse(RequestError::QueueFull { limit });
-            return ticket;
+            return;
         }
         self.metrics.in_flight.increment(1.0);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -299,7 +314,6 @@ impl Shared {
         if let Some(reason) = poke {
             self.scheduler.poke(reason, &self.nodes);
         }
-        ticket
     }
 
     /// Checks a request's inputs against the pipeline; returns them in pipeline-input order.

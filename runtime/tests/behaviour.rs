@@ -488,3 +488,40 @@ fn node_stats_add_up_rows_and_batches() {
     assert_eq!((stats.rows, stats.tasks), (3, 2));
     assert!(stats.executions >= 1 && stats.compute_ns > 0);
 }
+
+#[test]
+fn submit_then_calls_back_exactly_once_with_outputs_or_the_refusal() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x * 3.0)));
+    let runtime = start(&engines, ONE_NODE);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for i in 0..50 {
+        let tx = tx.clone();
+        runtime.submit_then(Request::new().input("x", value(i as f32)), move |r| tx.send((i, r)).unwrap());
+    }
+    let tx2 = tx.clone();
+    runtime.submit_then(Request::new().input("bogus", value(0.0)), move |r| tx2.send((99, r)).unwrap());
+    drop(tx);
+    let mut seen: Vec<(usize, RequestResultLite)> = rx.iter().take(51).map(|(i, r)| (i, lite(r))).collect();
+    seen.sort_by_key(|(i, _)| *i);
+    assert_eq!(seen.len(), 51);
+    for (i, r) in &seen[..50] {
+        assert_eq!(*r, RequestResultLite::Ok(*i as f32 * 3.0));
+    }
+    assert!(matches!(&seen[50].1, RequestResultLite::Err(e) if e.contains("bogus")));
+    runtime.shutdown();
+    assert!(rx.try_recv().is_err(), "no second call");
+}
+
+#[derive(Debug, PartialEq)]
+enum RequestResultLite {
+    Ok(f32),
+    Err(String),
+}
+
+fn lite(r: baton::RequestResult) -> RequestResultLite {
+    match r {
+        Ok(o) => RequestResultLite::Ok(first(o.get("y").unwrap())),
+        Err(e) => RequestResultLite::Err(e.to_string()),
+    }
+}
