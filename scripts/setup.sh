@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Baton dev setup: Python venv (.venv), ONNX Runtime shared library (.cache/onnxruntime),
-# and the ONNX test models (models/). Idempotent and cached: safe to run any number of times.
+# the ONNX test models (models/) and the real pretrained models (models/real/).
+# Idempotent and cached: safe to run any number of times.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -64,6 +65,22 @@ if [[ "$(cat models/.stamp 2>/dev/null)" != "$gen_sha" ]]; then
     mkdir -p models && rm -f models/*.onnx
     "$PY" scripts/make_models.py models/
     echo "$gen_sha" > models/.stamp
+    did=1
+fi
+
+# c2. Real pretrained models (silero-vad, PP-OCRv4 via rapidocr) from pinned, sha256-checked PyPI
+#     wheels (cached in .cache/wheels), plus the batch-first VAD wrapper, into models/real/;
+#     redone only when an output is missing or when fetch_real_models.py changed.
+real_sha=$(sha scripts/fetch_real_models.py)
+real_ok=1
+for f in silero_vad.onnx vad_batched.onnx ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx \
+         rapidocr_config.yaml manifest.json; do
+    [[ -f models/real/$f ]] || real_ok=0
+done
+if [[ $real_ok == 0 || "$(cat models/real/.stamp 2>/dev/null)" != "$real_sha" ]]; then
+    echo "==> fetching real models into models/real/"
+    "$PY" scripts/fetch_real_models.py models/real
+    echo "$real_sha" > models/real/.stamp
     did=1
 fi
 
