@@ -29,6 +29,8 @@ enum Command {
     },
     /// Run a pipeline on inputs from files or generated, printing outputs as JSON.
     Run(run::RunArgs),
+    /// Benchmark a pipeline: latency vs load, batching policies side by side, ratios to the raw engine.
+    Bench(baton_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,5 +54,6 @@ fn main() -> ExitCode {
             }
         }
         Command::Run(args) => run::run(args),
+        Command::Bench(args) => baton_bench::run(args),
     }
 }

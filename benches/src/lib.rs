@@ -1,0 +1,483 @@
+//! `baton bench`: latency benchmarks of a Baton pipeline, in the manner of
+//! Triton's perf_analyzer — closed-loop (concurrency) and open-loop (request
+//! rate) load, warm-up then a fixed duration or stability windows, latency
+//! percentiles from hdrhistograms, per-node batch sizes and queue/compute
+//! times — with batching policies side by side in one run (`--policy
+//! collaborative,dynamic,none`) and, with `--raw`, ONNX Runtime called
+//! directly on the same models so every figure is also a ratio to the engine's
+//! ceiling.
+//!
+//! ```text
+//! baton bench configs/mlp.toml --concurrency 1,4,16,64 --policy collaborative,dynamic,none --raw \
+//!     --duration 5s --csv out.csv --json out.json --plot out.svg
+//! ```
+//!
+//! Modules: [`load`] (request pool and drivers), [`measure`] (histograms,
+//! windows, node deltas, point results), [`raw`] (the raw engine), [`report`]
+//! (tables, CSV, JSON), [`plot`] (latency vs load).
+
+pub mod load;
+pub mod measure;
+pub mod plot;
+pub mod raw;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::{PipelineConfig, PipelineSpec, Policy, Runtime};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use crate::load::{Arrivals, RequestPool};
+use crate::measure::{point_result, PointResult, Recorder, Window};
+use crate::report::BenchReport;
+
+/// A batching policy to run, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyArg {
+    /// Seed 003's scheduler: priority nodes first, pending × weight, under the compute budget.
+    Collaborative,
+    /// Per-node dynamic batcher: run when the batch is full or the oldest task waited the delay.
+    Dynamic,
+    /// No batching: one request per run.
+    None,
+}
+
+impl PolicyArg {
+    pub fn policy(self) -> Policy {
+        match self {
+            PolicyArg::Collaborative => Policy::Collaborative,
+            PolicyArg::Dynamic => Policy::Dynamic,
+            PolicyArg::None => Policy::None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyArg::Collaborative => "collaborative",
+            PolicyArg::Dynamic => "dynamic",
+            PolicyArg::None => "none",
+        }
+    }
+}
+
+/// `baton bench` arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The pipeline file.
+    pub pipeline: PathBuf,
+    /// Closed-loop points: client threads, each submitting and waiting in a loop
+    /// (default 1,4,16,64 when no --rate is given).
+    #[arg(long, value_delimiter = ',', value_name = "C,..")]
+    pub concurrency: Vec<usize>,
+    /// Open-loop points: requests/s sent by one generator thread whatever the answers.
+    #[arg(long, value_delimiter = ',', value_name = "R,..")]
+    pub rate: Vec<f64>,
+    /// Open-loop arrivals: exponential gaps (poisson) or evenly spaced (constant).
+    #[arg(long, value_enum, default_value = "poisson")]
+    pub arrivals: Arrivals,
+    /// Rows (dim 0) per request.
+    #[arg(long, default_value_t = 1)]
+    pub rows: usize,
+    /// Pre-generated requests, cloned in turn.
+    #[arg(long, default_value_t = 64)]
+    pub pool: usize,
+    /// Seed of the generated inputs and of Poisson arrivals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of requests marked priority (evenly spread); their latency is also reported apart.
+    #[arg(long, default_value_t = 0.0)]
+    pub priority_fraction: f64,
+    /// Warm-up before each point's measurement (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Measured time per point (without --stability).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Measure in windows until the last 3 throughputs are within 10% of their mean; report those 3.
+    #[arg(long)]
+    pub stability: bool,
+    /// Stability window length.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub window: Duration,
+    /// Most stability windows per point.
+    #[arg(long, default_value_t = 10)]
+    pub max_windows: usize,
+    /// Batching policies to run side by side, each on a fresh runtime.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "collaborative")]
+    pub policy: Vec<PolicyArg>,
+    /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
+    #[arg(long)]
+    pub max_queue_delay_us: Option<u64>,
+    /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
+    #[arg(long)]
+    pub raw: bool,
+    /// Raw engine: measured time per batch size.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub raw_duration: Duration,
+    /// Raw engine: batch sizes (those above a node's max_batch are skipped).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub raw_batches: Vec<usize>,
+    /// Write one CSV row per point here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write everything measured (raw included) as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Plot latency percentiles vs load here (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Parses `5s`, `0.5s`, `500ms`, `250us`, `2m`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration (like 5s, 500ms)"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        other => return Err(format!("`{text}`: unknown unit `{other}` (use s, ms, us or m)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// One load point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// Closed loop with this many clients.
+    Closed(usize),
+    /// Open loop at this many requests/s.
+    Open(f64),
+}
+
+impl Load {
+    fn mode(self) -> &'static str {
+        match self {
+            Load::Closed(_) => "closed",
+            Load::Open(_) => "open",
+        }
+    }
+
+    fn value(self) -> f64 {
+        match self {
+            Load::Closed(c) => c as f64,
+            Load::Open(r) => r,
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Load::Closed(c) => format!("c={c}"),
+            Load::Open(r) => format!("{r}/s"),
+        }
+    }
+}
+
+impl BenchArgs {
+    /// The load points, closed loop first.
+    pub fn loads(&self) -> Vec<Load> {
+        let closed = if self.concurrency.is_empty() && self.rate.is_empty() {
+            vec![1, 4, 16, 64]
+        } else {
+            self.concurrency.clone()
+        };
+        closed.into_iter().map(Load::Closed).chain(self.rate.iter().map(|&r| Load::Open(r))).collect()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.concurrency.contains(&0) {
+            return Err("--concurrency values must be at least 1".into());
+        }
+        if self.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err("--rate values must be positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.priority_fraction) {
+            return Err("--priority-fraction must be between 0 and 1".into());
+        }
+        if self.rows == 0 || self.pool == 0 {
+            return Err("--rows and --pool must be at least 1".into());
+        }
+        if self.duration.is_zero() || self.window.is_zero() || self.max_windows == 0 {
+            return Err("--duration, --window and --max-windows must be positive".into());
+        }
+        if self.policy.is_empty() {
+            return Err("--policy needs at least one policy".into());
+        }
+        Ok(())
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        json!({
+            "concurrency": self.loads().iter().filter_map(|l| match l { Load::Closed(c) => Some(*c), _ => None }).collect::<Vec<_>>(),
+            "rate": self.rate,
+            "arrivals": self.arrivals,
+            "rows": self.rows,
+            "pool": self.pool,
+            "seed": self.seed,
+            "priority_fraction": self.priority_fraction,
+            "warmup_s": self.warmup.as_secs_f64(),
+            "duration_s": self.duration.as_secs_f64(),
+            "stability": self.stability,
+            "window_s": self.window.as_secs_f64(),
+            "max_windows": self.max_windows,
+            "policies": self.policy.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            "max_queue_delay_us": self.max_queue_delay_us,
+            "raw": self.raw,
+            "raw_duration_s": self.raw_duration.as_secs_f64(),
+            "raw_batches": self.raw_batches,
+        })
+    }
+}
+
+/// Runs `baton bench`: exit 0 when every request succeeded, 1 when some failed, 2 when the bench could not run.
+pub fn run(args: BenchArgs) -> ExitCode {
+    match bench(&args) {
+        Ok(report) if report.points.iter().any(|p| p.errors > 0) => {
+            eprintln!("some requests failed (see the errors column)");
+            ExitCode::from(1)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the whole benchmark: raw engine (with `--raw`), then every policy × load
+/// point; prints the tables to stdout, writes the requested files, and returns the report.
+pub fn bench(args: &BenchArgs) -> Result<BenchReport, String> {
+    args.check()?;
+    let engines = baton_engines::standard_registry();
+    let config = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
+    let spec = PipelineSpec::build(&config, Some(&args.pipeline), &engines).map_err(|e| e.to_string())?;
+    if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < args.rows) {
+        return Err(format!("--rows {} is more than node `{}`'s max_batch {}", args.rows, node.name, node.max_batch));
+    }
+    let pool = RequestPool::new(&spec, args.pool, args.rows, args.seed, args.priority_fraction)?;
+    let loads = args.loads();
+
+    let raw = if args.raw {
+        let batches = spec
+            .nodes
+            .iter()
+            .map(|n| args.raw_batches.iter().filter(|&&b| b <= n.max_batch).count())
+            .sum::<usize>()
+            .max(1);
+        let bar = progress_bar(batches as u64, "raw engine".into());
+        let report = raw::measure(&spec, &args.raw_batches, args.raw_duration, args.seed, |node, batch| {
+            bar.set_message(format!("{node} batch {batch}"));
+            bar.inc(1);
+        });
+        bar.finish_and_clear();
+        let report = report?;
+        println!("{}", report::raw_table(&report, args.raw_duration.as_secs_f64()));
+        Some(report)
+    } else {
+        None
+    };
+
+    let mut points = Vec::new();
+    for policy in &args.policy {
+        let mut cfg = config.clone();
+        cfg.scheduler.policy = policy.policy();
+        if let Some(delay) = args.max_queue_delay_us {
+            cfg.scheduler.max_queue_delay_us = delay;
+        }
+        let runtime = Runtime::from_config(&cfg, Some(&args.pipeline), &engines)
+            .map_err(|e| format!("policy {}: {e}", policy.name()))?;
+        for &load in &loads {
+            points.push(run_point(&runtime, &pool, args, policy.name(), load));
+        }
+        runtime.shutdown();
+    }
+    if let Some(raw) = &raw {
+        add_ratios(&mut points, raw);
+    }
+
+    println!("Baton: pipeline `{}`, {} row(s) per request", spec.name, args.rows);
+    print!("{}", report::points_table(&points));
+    if let Some(raw) = &raw {
+        if let Some(b) = &raw.bottleneck {
+            println!(
+                "×raw = rows/s ÷ raw best of bottleneck node `{}` ({:.0} rows/s at batch {})",
+                b.node, b.rows_per_s, b.batch
+            );
+        }
+        if let Some(us) = raw.batch1_path_us {
+            println!("p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only");
+        }
+    }
+    println!();
+    print!("{}", report::nodes_table(&points));
+
+    let report = BenchReport {
+        pipeline: spec.name.clone(),
+        file: args.pipeline.display().to_string(),
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        settings: args.settings(),
+        raw,
+        points,
+    };
+    let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    if let Some(path) = &args.csv {
+        write(path, &report::csv(&report.points, &node_names))?;
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        write(path, &(text + "\n"))?;
+    }
+    if let Some(path) = &args.plot {
+        plot::plot(path, &spec.name, &report.points)?;
+    }
+    Ok(report)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Sets each point's ratios to the raw engine.
+pub fn add_ratios(points: &mut [PointResult], raw: &raw::RawReport) {
+    for p in points {
+        p.ratio_to_raw = raw.bottleneck.as_ref().map(|b| p.rows_per_s / b.rows_per_s);
+        if p.mode == "closed" && p.load == 1.0 && p.latency.count > 0 {
+            p.p50_minus_raw_us = raw.batch1_path_us.map(|us| p.latency.p50_us as f64 - us);
+        }
+    }
+}
+
+/// A progress bar on stderr (drawn only when stderr is a terminal).
+fn progress_bar(len: u64, prefix: String) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>24} [{bar:30}] {msg}")
+            .expect("a valid progress template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(prefix);
+    bar
+}
+
+/// Sleeps until `until`, moving the bar to the milliseconds elapsed since `start`.
+fn wait_until(until: Instant, start: Instant, bar: &ProgressBar) {
+    loop {
+        let now = Instant::now();
+        bar.set_position(now.duration_since(start).as_millis() as u64);
+        if now >= until {
+            return;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+    }
+}
+
+/// Runs one load point on a running runtime: warm-up, then measured windows.
+fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &str, load: Load) -> PointResult {
+    let measured = if args.stability { args.window * args.max_windows as u32 } else { args.duration };
+    let bar = progress_bar((args.warmup + measured).as_millis() as u64, format!("{policy} {}", load.label()));
+    bar.set_message("warm-up");
+    let shards = match load {
+        Load::Closed(c) => c,
+        Load::Open(_) => 16,
+    };
+    let recorder = Arc::new(Recorder::new(shards));
+    let start = Instant::now();
+    let windows = std::thread::scope(|scope| {
+        let driver = match load {
+            Load::Closed(c) => load::closed_loop(scope, runtime, pool, &recorder, c),
+            Load::Open(rate) => load::open_loop(scope, runtime, pool, &recorder, rate, args.arrivals, args.seed),
+        };
+        wait_until(start + args.warmup, start, &bar);
+        recorder.take();
+        bar.set_message("measuring");
+        let mut windows: Vec<Window> = Vec::new();
+        let mut mark = (Instant::now(), runtime.node_stats());
+        let length = if args.stability { args.window } else { args.duration };
+        loop {
+            wait_until(mark.0 + length, start, &bar);
+            let tally = recorder.take();
+            let now = Instant::now();
+            let stats = runtime.node_stats();
+            let elapsed = now - mark.0;
+            windows.push(Window { elapsed, tally, nodes_start: mark.1, nodes_end: stats.clone() });
+            mark = (now, stats);
+            if !args.stability || windows.len() >= args.max_windows {
+                break;
+            }
+            let throughputs: Vec<f64> = windows.iter().map(Window::throughput).collect();
+            if measure::is_stable(&throughputs, 3, 0.10) {
+                break;
+            }
+            bar.set_message(format!("window {}", windows.len() + 1));
+        }
+        bar.set_message("stopping");
+        driver.stop();
+        windows
+    });
+    // Open loop: let what is still in flight finish before the next point.
+    let drain_until = Instant::now() + Duration::from_secs(60);
+    while runtime.in_flight() > 0 && Instant::now() < drain_until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    bar.finish_and_clear();
+    let stable = args.stability.then(|| {
+        let throughputs: Vec<f64> = windows.iter().map(Window::throughput).collect();
+        measure::is_stable(&throughputs, 3, 0.10)
+    });
+    let reported = if args.stability { 3 } else { 1 };
+    point_result(policy, load.mode(), load.value(), args.rows, &windows, reported, stable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("0.1s").unwrap(), Duration::from_millis(100));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn ratios_use_the_bottleneck_and_the_batch1_path() {
+        let raw = raw::RawReport {
+            nodes: vec![],
+            skipped: vec![],
+            bottleneck: Some(raw::Bottleneck { node: "mlp".into(), batch: 32, rows_per_s: 10_000.0 }),
+            batch1_path_us: Some(80.0),
+        };
+        let window = Window {
+            elapsed: Duration::from_secs(1),
+            tally: {
+                let mut t = measure::Tally::default();
+                for _ in 0..9000 {
+                    t.all.record(100).unwrap();
+                }
+                t
+            },
+            nodes_start: vec![],
+            nodes_end: vec![],
+        };
+        let mut points = vec![
+            point_result("collaborative", "closed", 1.0, 1, std::slice::from_ref(&window), 1, None),
+            point_result("collaborative", "closed", 4.0, 1, std::slice::from_ref(&window), 1, None),
+        ];
+        add_ratios(&mut points, &raw);
+        assert!((points[0].ratio_to_raw.unwrap() - 0.9).abs() < 1e-9);
+        assert_eq!(points[0].p50_minus_raw_us, Some(20.0));
+        assert_eq!(points[1].p50_minus_raw_us, None, "only concurrency 1");
+    }
+}

@@ -1,0 +1,277 @@
+//! Load generation: the request pool, the priority pattern, inter-arrival
+//! times, and the two drivers — closed loop (C client threads, each submitting
+//! and waiting in a loop) and open loop (one generator thread submitting at a
+//! request rate with `submit_then`, latencies recorded by the callback).
+//!
+//! Inputs are generated once, before any measurement: a pool of seeded random
+//! requests shaped by the pipeline's inputs, cloned per submit (tensors are
+//! shared buffers, so a clone costs a few reference counts).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::{DType, Dim, PipelineSpec, Request, Runtime, Tensor, TensorSpec};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::measure::{Recorder, LATE_SEND_US};
+
+/// Pre-generated requests, handed out in turn.
+pub struct RequestPool {
+    requests: Vec<Request>,
+    priority_fraction: f64,
+}
+
+impl RequestPool {
+    /// `size` requests of `rows` rows for `spec`'s inputs, from `seed`.
+    pub fn new(
+        spec: &PipelineSpec,
+        size: usize,
+        rows: usize,
+        seed: u64,
+        priority_fraction: f64,
+    ) -> Result<RequestPool, String> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut requests = Vec::with_capacity(size.max(1));
+        for _ in 0..size.max(1) {
+            let mut request = Request::new();
+            for input in &spec.inputs {
+                let tensor = generate(&input.spec, rows, &mut rng)
+                    .map_err(|e| format!("cannot generate input `{}`: {e}", input.spec.name))?;
+                request = request.input(input.spec.name.clone(), tensor);
+            }
+            requests.push(request);
+        }
+        Ok(RequestPool { requests, priority_fraction })
+    }
+
+    /// Request number `i` (of some sender's sequence): a clone of a pooled request,
+    /// marked priority by the deterministic pattern of [`is_priority`].
+    pub fn get(&self, i: u64) -> (Request, bool) {
+        let priority = is_priority(i, self.priority_fraction);
+        let request = self.requests[(i % self.requests.len() as u64) as usize].clone().priority(priority);
+        (request, priority)
+    }
+}
+
+/// Whether request `i` of a sequence is a priority one, so that exactly
+/// `floor(n × fraction)` of the first `n` are, spread evenly (fraction 0.25:
+/// requests 3, 7, 11, …).
+pub fn is_priority(i: u64, fraction: f64) -> bool {
+    if fraction <= 0.0 {
+        return false;
+    }
+    if fraction >= 1.0 {
+        return true;
+    }
+    ((i + 1) as f64 * fraction).floor() > (i as f64 * fraction).floor()
+}
+
+/// Seeded random tensor for `spec`: dim 0 = `rows`, other dynamic dims 1.
+pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut StdRng) -> Result<Tensor, String> {
+    let shape: Vec<usize> = spec
+        .shape
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match d {
+            _ if i == 0 => rows,
+            Dim::Fixed(n) => *n,
+            Dim::Dynamic(_) => 1,
+        })
+        .collect();
+    let len: usize = shape.iter().product();
+    let mut unit = || rng.random_range(-1.0f64..1.0);
+    let result = match spec.dtype {
+        DType::F32 => Tensor::from_vec(shape, (0..len).map(|_| unit() as f32).collect()),
+        DType::F64 => Tensor::from_vec(shape, (0..len).map(|_| unit()).collect()),
+        DType::F16 => Tensor::from_vec(shape, (0..len).map(|_| half::f16::from_f64(unit())).collect()),
+        DType::I64 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i64..100)).collect()),
+        DType::I32 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i32..100)).collect()),
+        DType::I16 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i16..100)).collect()),
+        DType::I8 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i8..100)).collect()),
+        DType::U8 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0u8..100)).collect()),
+        DType::Bool => Tensor::from_vec(shape, (0..len).map(|_| rng.random_bool(0.5)).collect()),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// How open-loop requests are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Exponential gaps (a Poisson process) with mean 1/rate.
+    Poisson,
+    /// Every 1/rate exactly.
+    Constant,
+}
+
+/// Gaps between open-loop arrivals, s.
+pub struct InterArrival {
+    mean: f64,
+    arrivals: Arrivals,
+    rng: StdRng,
+}
+
+impl InterArrival {
+    /// Gaps for `rate` requests/s.
+    pub fn new(rate: f64, arrivals: Arrivals, seed: u64) -> InterArrival {
+        InterArrival { mean: 1.0 / rate, arrivals, rng: StdRng::seed_from_u64(seed) }
+    }
+
+    /// The next gap, s.
+    pub fn next_gap(&mut self) -> f64 {
+        match self.arrivals {
+            Arrivals::Constant => self.mean,
+            Arrivals::Poisson => {
+                // Inverse transform: -ln(U) × mean with U in (0, 1].
+                let u: f64 = 1.0 - self.rng.random::<f64>();
+                -u.ln() * self.mean
+            }
+        }
+    }
+}
+
+/// A running load: threads submitting to the runtime until stopped.
+pub struct Driver<'scope> {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::ScopedJoinHandle<'scope, ()>>,
+}
+
+impl Driver<'_> {
+    /// Stops the senders and waits for them (closed-loop clients finish their request in flight).
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts `concurrency` client threads, each submitting a request and waiting
+/// for its answer in a loop, recording into shard = its client number.
+pub fn closed_loop<'scope, 'env: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    runtime: &'env Runtime,
+    pool: &'env RequestPool,
+    recorder: &'env Recorder,
+    concurrency: usize,
+) -> Driver<'scope> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = (0..concurrency.max(1))
+        .map(|client| {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name(format!("bench-client-{client}"))
+                .spawn_scoped(scope, move || {
+                    // Clients start at different places in the pool.
+                    let mut i = (client as u64).wrapping_mul(7919);
+                    while !stop.load(Ordering::Acquire) {
+                        let (request, priority) = pool.get(i);
+                        let sent = Instant::now();
+                        let result = runtime.submit(request).wait();
+                        recorder.record(client, sent.elapsed().as_micros() as u64, priority, result.is_ok());
+                        i = i.wrapping_add(1);
+                    }
+                })
+                .expect("spawn a client thread")
+        })
+        .collect();
+    Driver { stop, threads }
+}
+
+/// Starts one generator thread submitting `rate` requests/s (gaps from
+/// `arrivals`) with `submit_then`; each callback records the latency from the
+/// submit to the answer into shard = request number. A send leaving more than
+/// 1 ms behind its schedule counts as late (the generator could not keep up).
+pub fn open_loop<'scope, 'env: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    runtime: &'env Runtime,
+    pool: &'env RequestPool,
+    recorder: &'env Arc<Recorder>,
+    rate: f64,
+    arrivals: Arrivals,
+    seed: u64,
+) -> Driver<'scope> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread_stop = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("bench-generator".into())
+        .spawn_scoped(scope, move || {
+            let mut gaps = InterArrival::new(rate, arrivals, seed);
+            let start = Instant::now();
+            let mut due = 0.0f64;
+            let mut i = 0u64;
+            while !thread_stop.load(Ordering::Acquire) {
+                let at = start + Duration::from_secs_f64(due);
+                // Sleep in short steps so a stop is seen even at low rates.
+                loop {
+                    let now = Instant::now();
+                    if now >= at || thread_stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    std::thread::sleep((at - now).min(Duration::from_millis(20)));
+                }
+                if thread_stop.load(Ordering::Acquire) {
+                    break;
+                }
+                let sent = Instant::now();
+                if sent.saturating_duration_since(at) > Duration::from_micros(LATE_SEND_US) {
+                    recorder.late_send(i as usize);
+                }
+                let (request, priority) = pool.get(i);
+                let rec = Arc::clone(recorder);
+                let key = i as usize;
+                runtime.submit_then(request, move |result| {
+                    rec.record(key, sent.elapsed().as_micros() as u64, priority, result.is_ok());
+                });
+                i += 1;
+                due += gaps.next_gap();
+            }
+        })
+        .expect("spawn the generator thread");
+    Driver { stop, threads: vec![thread] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_gaps_average_one_over_the_rate() {
+        let rate = 2000.0;
+        let mut gaps = InterArrival::new(rate, Arrivals::Poisson, 42);
+        let n = 200_000;
+        let samples: Vec<f64> = (0..n).map(|_| gaps.next_gap()).collect();
+        let mean = samples.iter().sum::<f64>() / n as f64;
+        // Standard error of the mean of an exponential: mean/sqrt(n) ≈ 0.22%; allow 2%.
+        assert!((mean * rate - 1.0).abs() < 0.02, "mean gap {mean}, expected {}", 1.0 / rate);
+        // Exponential: the standard deviation equals the mean.
+        let var = samples.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!((var.sqrt() / mean - 1.0).abs() < 0.03, "sd/mean {}", var.sqrt() / mean);
+        assert!(samples.iter().all(|&g| g >= 0.0 && g.is_finite()));
+    }
+
+    #[test]
+    fn poisson_gaps_are_reproducible_from_the_seed() {
+        let mut a = InterArrival::new(100.0, Arrivals::Poisson, 7);
+        let mut b = InterArrival::new(100.0, Arrivals::Poisson, 7);
+        assert!((0..100).all(|_| a.next_gap() == b.next_gap()));
+    }
+
+    #[test]
+    fn constant_gaps_are_exact() {
+        let mut gaps = InterArrival::new(250.0, Arrivals::Constant, 0);
+        assert!((0..10).all(|_| gaps.next_gap() == 0.004));
+    }
+
+    #[test]
+    fn priority_pattern_marks_the_fraction_evenly() {
+        let marked: Vec<u64> = (0..12).filter(|&i| is_priority(i, 0.25)).collect();
+        assert_eq!(marked, [3, 7, 11]);
+        assert_eq!((0..1000).filter(|&i| is_priority(i, 0.1)).count(), 100);
+        assert_eq!((0..1000).filter(|&i| is_priority(i, 1.0 / 3.0)).count(), 333);
+        assert!(!(0..100).any(|i| is_priority(i, 0.0)));
+        assert!((0..100).all(|i| is_priority(i, 1.0)));
+    }
+}

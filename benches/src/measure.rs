@@ -1,0 +1,383 @@
+//! Measuring one load point: latency histograms recorded by the load drivers,
+//! measurement windows, the stability rule, per-node deltas of the runtime's
+//! running totals, and the [`PointResult`] a point reports.
+//!
+//! Latencies are recorded in µs into hdrhistograms bounded 1 µs .. 60 s with 3
+//! significant figures. Recording goes to a [`Recorder`]'s shards (one per
+//! client thread in closed loop, a few picked by request number in open loop)
+//! so that recording threads rarely meet on a lock; the controller drains the
+//! shards at each window boundary.
+
+use std::time::Duration;
+
+use baton::NodeStats;
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+use serde::Serialize;
+
+/// Highest latency a histogram holds, µs (60 s); longer ones saturate.
+pub const MAX_LATENCY_US: u64 = 60_000_000;
+
+/// An empty latency histogram: 1 µs .. 60 s, 3 significant figures.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
+}
+
+/// What one shard (or a merge of shards) recorded.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    /// Latencies of every successful request, µs.
+    pub all: Histogram<u64>,
+    /// Latencies of successful priority requests, µs (also in `all`).
+    pub priority: Histogram<u64>,
+    /// Requests answered with an error.
+    pub errors: u64,
+    /// Open loop: sends that left more than [`LATE_SEND_US`] after their scheduled time.
+    pub late_sends: u64,
+}
+
+/// An open-loop send this late (µs) after its scheduled time counts as late.
+pub const LATE_SEND_US: u64 = 1000;
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally { all: new_histogram(), priority: new_histogram(), errors: 0, late_sends: 0 }
+    }
+}
+
+impl Tally {
+    /// Requests that succeeded.
+    pub fn ok(&self) -> u64 {
+        self.all.len()
+    }
+
+    /// Adds `other`'s counts to this one.
+    pub fn merge(&mut self, other: &Tally) {
+        self.all.add(&other.all).expect("histograms with the same bounds");
+        self.priority.add(&other.priority).expect("histograms with the same bounds");
+        self.errors += other.errors;
+        self.late_sends += other.late_sends;
+    }
+
+    fn reset(&mut self) {
+        self.all.reset();
+        self.priority.reset();
+        self.errors = 0;
+        self.late_sends = 0;
+    }
+}
+
+/// Latency recording shared by the load drivers (and the callbacks they hand
+/// the runtime) and the controller that drains it at window boundaries.
+pub struct Recorder {
+    shards: Vec<Mutex<Tally>>,
+}
+
+impl Recorder {
+    /// A recorder with `shards` shards (at least one).
+    pub fn new(shards: usize) -> Recorder {
+        Recorder { shards: (0..shards.max(1)).map(|_| Mutex::new(Tally::default())).collect() }
+    }
+
+    /// Records one answer into shard `key % shards`: its latency when it succeeded, else an error.
+    pub fn record(&self, key: usize, latency_us: u64, priority: bool, ok: bool) {
+        let mut shard = self.shards[key % self.shards.len()].lock();
+        if ok {
+            let us = latency_us.clamp(1, MAX_LATENCY_US);
+            shard.all.saturating_record(us);
+            if priority {
+                shard.priority.saturating_record(us);
+            }
+        } else {
+            shard.errors += 1;
+        }
+    }
+
+    /// Counts an open-loop send that left late.
+    pub fn late_send(&self, key: usize) {
+        self.shards[key % self.shards.len()].lock().late_sends += 1;
+    }
+
+    /// Everything recorded since the last call, merged; the shards start again empty.
+    pub fn take(&self) -> Tally {
+        let mut total = Tally::default();
+        for shard in &self.shards {
+            let mut shard = shard.lock();
+            total.merge(&shard);
+            shard.reset();
+        }
+        total
+    }
+}
+
+/// The stability rule: the last `n` window throughputs are each within
+/// `tolerance` (a fraction, 0.10 for 10%) of their mean. False with fewer than `n` windows.
+pub fn is_stable(throughputs: &[f64], n: usize, tolerance: f64) -> bool {
+    if n == 0 || throughputs.len() < n {
+        return false;
+    }
+    let last = &throughputs[throughputs.len() - n..];
+    let mean = last.iter().sum::<f64>() / n as f64;
+    mean > 0.0 && last.iter().all(|t| (t - mean).abs() <= tolerance * mean)
+}
+
+/// One measured window: what was recorded and the node totals at its ends.
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub elapsed: Duration,
+    pub tally: Tally,
+    pub nodes_start: Vec<NodeStats>,
+    pub nodes_end: Vec<NodeStats>,
+}
+
+impl Window {
+    /// Successful requests per second in this window.
+    pub fn throughput(&self) -> f64 {
+        self.tally.ok() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// One node over a measured interval: differences of its running totals.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeDelta {
+    pub name: String,
+    /// Batches run.
+    pub executions: u64,
+    /// Rows inferred.
+    pub rows: u64,
+    /// Tasks run.
+    pub tasks: u64,
+    /// Batches that failed.
+    pub failed_batches: u64,
+    /// Rows per batch (`rows / executions`; 0 when nothing ran).
+    pub mean_batch: f64,
+    /// Time a task waited in the node's buffer, µs per task.
+    pub mean_queue_us: f64,
+    /// Stitching and running the stages, µs per batch.
+    pub mean_compute_us: f64,
+}
+
+/// Per-node differences `end - start` (matched by position; names from `end`).
+pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
+    start
+        .iter()
+        .zip(end)
+        .map(|(a, b)| {
+            let executions = b.executions.saturating_sub(a.executions);
+            let rows = b.rows.saturating_sub(a.rows);
+            let tasks = b.tasks.saturating_sub(a.tasks);
+            let queue_ns = b.queue_ns.saturating_sub(a.queue_ns);
+            let compute_ns = b.compute_ns.saturating_sub(a.compute_ns);
+            let per = |total: u64, count: u64| if count == 0 { 0.0 } else { total as f64 / count as f64 };
+            NodeDelta {
+                name: b.name.clone(),
+                executions,
+                rows,
+                tasks,
+                failed_batches: b.failed_batches.saturating_sub(a.failed_batches),
+                mean_batch: per(rows, executions),
+                mean_queue_us: per(queue_ns, tasks) / 1000.0,
+                mean_compute_us: per(compute_ns, executions) / 1000.0,
+            }
+        })
+        .collect()
+}
+
+/// Latency summary, µs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// Requests it covers.
+    pub count: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p95_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub mean_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl Latency {
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            count: h.len(),
+            p50_us: h.value_at_quantile(0.50),
+            p90_us: h.value_at_quantile(0.90),
+            p95_us: h.value_at_quantile(0.95),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            mean_us: h.mean(),
+            min_us: h.min(),
+            max_us: h.max(),
+        }
+    }
+}
+
+/// One window's length and throughput, as reported.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowSummary {
+    pub seconds: f64,
+    pub throughput_rps: f64,
+}
+
+/// Everything one load point reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointResult {
+    /// Batching policy the runtime ran under.
+    pub policy: String,
+    /// `closed` (concurrency) or `open` (request rate).
+    pub mode: String,
+    /// Concurrency (closed) or requests/s (open).
+    pub load: f64,
+    /// Length of the measured interval, s.
+    pub seconds: f64,
+    /// Successful requests in the measured interval.
+    pub requests: u64,
+    pub errors: u64,
+    /// Open loop: sends more than 1 ms behind schedule (the generator could not keep up).
+    pub late_sends: u64,
+    pub throughput_rps: f64,
+    pub rows_per_s: f64,
+    /// All successful requests (priority ones included).
+    pub latency: Latency,
+    /// Priority requests only (`count` 0 when none were sent).
+    pub priority_latency: Latency,
+    pub nodes: Vec<NodeDelta>,
+    /// The windows measured (one for a fixed duration); the reported ones are the last `reported_windows`.
+    pub windows: Vec<WindowSummary>,
+    pub reported_windows: usize,
+    /// Stability mode: whether the rule held (None for a fixed duration).
+    pub stable: Option<bool>,
+    /// rows/s ÷ the raw engine's best rows/s on the bottleneck node (with `--raw`).
+    pub ratio_to_raw: Option<f64>,
+    /// Concurrency 1: p50 − the raw engine's batch-1 median along the pipeline's critical path, µs (with `--raw`).
+    pub p50_minus_raw_us: Option<f64>,
+}
+
+/// Builds a point's result from its windows: the last `reported` ones are merged.
+pub fn point_result(
+    policy: &str,
+    mode: &str,
+    load: f64,
+    rows_per_request: usize,
+    windows: &[Window],
+    reported: usize,
+    stable: Option<bool>,
+) -> PointResult {
+    let reported = reported.clamp(1, windows.len().max(1)).min(windows.len());
+    let used = &windows[windows.len() - reported..];
+    let mut tally = Tally::default();
+    let mut elapsed = Duration::ZERO;
+    for w in used {
+        tally.merge(&w.tally);
+        elapsed += w.elapsed;
+    }
+    let nodes = match (used.first(), used.last()) {
+        (Some(first), Some(last)) => node_deltas(&first.nodes_start, &last.nodes_end),
+        _ => Vec::new(),
+    };
+    let seconds = elapsed.as_secs_f64();
+    let throughput = if seconds > 0.0 { tally.ok() as f64 / seconds } else { 0.0 };
+    PointResult {
+        policy: policy.to_string(),
+        mode: mode.to_string(),
+        load,
+        seconds,
+        requests: tally.ok(),
+        errors: tally.errors,
+        late_sends: tally.late_sends,
+        throughput_rps: throughput,
+        rows_per_s: throughput * rows_per_request as f64,
+        latency: Latency::of(&tally.all),
+        priority_latency: Latency::of(&tally.priority),
+        nodes,
+        windows: windows
+            .iter()
+            .map(|w| WindowSummary { seconds: w.elapsed.as_secs_f64(), throughput_rps: w.throughput() })
+            .collect(),
+        reported_windows: reported,
+        stable,
+        ratio_to_raw: None,
+        p50_minus_raw_us: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(name: &str, executions: u64, rows: u64, tasks: u64, queue_ns: u64, compute_ns: u64) -> NodeStats {
+        NodeStats { name: name.into(), executions, rows, tasks, failed_batches: 0, queue_ns, compute_ns }
+    }
+
+    #[test]
+    fn stability_needs_three_windows_within_ten_percent_of_their_mean() {
+        assert!(!is_stable(&[100.0, 100.0], 3, 0.10), "fewer than 3 windows");
+        assert!(is_stable(&[100.0, 100.0, 100.0], 3, 0.10));
+        // mean 100: 91 and 109 are within 10%.
+        assert!(is_stable(&[91.0, 100.0, 109.0], 3, 0.10));
+        // mean 100: 88 is 12% below.
+        assert!(!is_stable(&[88.0, 100.0, 112.0], 3, 0.10));
+        // Only the last three count.
+        assert!(is_stable(&[10.0, 500.0, 100.0, 101.0, 99.0], 3, 0.10));
+        assert!(!is_stable(&[100.0, 101.0, 99.0, 500.0], 3, 0.10));
+        assert!(!is_stable(&[0.0, 0.0, 0.0], 3, 0.10), "nothing done is not stable");
+    }
+
+    #[test]
+    fn node_deltas_divide_differences_of_running_totals() {
+        let start = [stats("a", 10, 100, 100, 5_000_000, 2_000_000), stats("b", 0, 0, 0, 0, 0)];
+        let end = [stats("a", 30, 500, 500, 9_000_000, 6_000_000), stats("b", 0, 0, 0, 0, 0)];
+        let d = node_deltas(&start, &end);
+        assert_eq!(d[0].executions, 20);
+        assert_eq!(d[0].rows, 400);
+        assert_eq!(d[0].mean_batch, 20.0);
+        // 4 ms of queueing over 400 tasks: 10 µs each.
+        assert_eq!(d[0].mean_queue_us, 10.0);
+        // 4 ms of compute over 20 batches: 200 µs each.
+        assert_eq!(d[0].mean_compute_us, 200.0);
+        // A node that never ran reports zeros, not NaN.
+        assert_eq!((d[1].mean_batch, d[1].mean_queue_us, d[1].mean_compute_us), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn recorder_take_merges_shards_and_starts_again() {
+        let r = Recorder::new(4);
+        for i in 0..100 {
+            r.record(i, 100 + i as u64, i % 10 == 0, true);
+        }
+        r.record(7, 5, false, false);
+        let t = r.take();
+        assert_eq!((t.ok(), t.priority.len(), t.errors), (100, 10, 1));
+        assert_eq!(t.all.min(), 100);
+        let t = r.take();
+        assert_eq!((t.ok(), t.errors), (0, 0));
+    }
+
+    #[test]
+    fn point_result_reports_the_last_windows() {
+        let nodes =
+            |executions: u64| vec![stats("n", executions, executions * 2, executions * 2, 0, executions * 1000)];
+        let window = |ok: u64, from: u64, to: u64| {
+            let mut tally = Tally::default();
+            for _ in 0..ok {
+                tally.all.record(100).unwrap();
+            }
+            Window { elapsed: Duration::from_secs(1), tally, nodes_start: nodes(from), nodes_end: nodes(to) }
+        };
+        let windows = [window(50, 0, 10), window(100, 10, 20), window(100, 20, 30), window(100, 30, 40)];
+        let p = point_result("dynamic", "closed", 4.0, 2, &windows, 3, Some(true));
+        assert_eq!(p.requests, 300);
+        assert_eq!(p.seconds, 3.0);
+        assert_eq!(p.throughput_rps, 100.0);
+        assert_eq!(p.rows_per_s, 200.0);
+        assert_eq!(p.nodes[0].executions, 30);
+        assert_eq!(p.nodes[0].mean_batch, 2.0);
+        assert_eq!(p.windows.len(), 4);
+        assert_eq!(p.latency.p50_us, 100);
+    }
+}

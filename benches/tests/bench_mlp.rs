@@ -1,0 +1,99 @@
+//! Runs `baton bench` for real on configs/mlp.toml (ONNX Runtime, tiny
+//! durations, two policies, the raw engine) and checks the JSON it writes.
+
+use clap::Parser;
+use serde_json::Value;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    bench: baton_bench::BenchArgs,
+}
+
+#[test]
+fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let json = std::env::temp_dir().join(format!("baton-bench-mlp-{}.json", std::process::id()));
+    let csv = json.with_extension("csv");
+    let svg = json.with_extension("svg");
+    let pipeline = root.join("configs/mlp.toml");
+    let args = Cli::parse_from([
+        "bench",
+        pipeline.to_str().unwrap(),
+        "--warmup",
+        "0.1s",
+        "--duration",
+        "0.3s",
+        "--concurrency",
+        "1,4",
+        "--policy",
+        "collaborative,dynamic",
+        "--raw",
+        "--raw-duration",
+        "0.1s",
+        "--priority-fraction",
+        "0.25",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ])
+    .bench;
+    baton_bench::bench(&args).expect("the bench runs");
+
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["pipeline"], "mlp");
+
+    // Raw engine: the one node, batch sizes 1..32, each with positive throughput.
+    let raw = &report["raw"];
+    let nodes = raw["nodes"].as_array().expect("raw.nodes");
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0]["node"], "mlp");
+    let batches: Vec<u64> =
+        nodes[0]["points"].as_array().unwrap().iter().map(|p| p["batch"].as_u64().unwrap()).collect();
+    assert_eq!(batches, [1, 2, 4, 8, 16, 32]);
+    for p in nodes[0]["points"].as_array().unwrap() {
+        assert!(p["rows_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["median_us"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert_eq!(raw["bottleneck"]["node"], "mlp");
+    assert!(raw["batch1_path_us"].as_f64().unwrap() > 0.0);
+
+    // Baton: policy × concurrency, in order, each with throughput, no errors, and ratios.
+    let points = report["points"].as_array().expect("points");
+    let seen: Vec<(String, u64)> = points
+        .iter()
+        .map(|p| (p["policy"].as_str().unwrap().to_string(), p["load"].as_f64().unwrap() as u64))
+        .collect();
+    let expected: Vec<(String, u64)> =
+        [("collaborative", 1), ("collaborative", 4), ("dynamic", 1), ("dynamic", 4)].map(|(p, c)| (p.into(), c)).into();
+    assert_eq!(seen, expected);
+    for p in points {
+        assert_eq!(p["mode"], "closed");
+        assert!(p["throughput_rps"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["rows_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["errors"], 0, "{p}");
+        let latency = &p["latency"];
+        let p50 = latency["p50_us"].as_u64().unwrap();
+        assert!(p50 > 0 && p50 <= latency["p99_us"].as_u64().unwrap(), "{p}");
+        assert!(p["priority_latency"]["count"].as_u64().unwrap() > 0, "priority requests are reported apart: {p}");
+        assert!(p["ratio_to_raw"].as_f64().unwrap() > 0.0, "{p}");
+        let node = &p["nodes"][0];
+        assert_eq!(node["name"], "mlp");
+        assert!(node["mean_batch"].as_f64().unwrap() >= 1.0, "{p}");
+        assert!(node["mean_compute_us"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["p50_minus_raw_us"].is_null(), p["load"].as_f64() != Some(1.0), "{p}");
+    }
+
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv_text.lines();
+    assert!(lines.next().unwrap().starts_with("policy,mode,load,throughput_rps,"));
+    assert_eq!(lines.count(), 4);
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains("<svg") && svg_text.contains("collaborative p50"));
+    for f in [json, csv, svg] {
+        let _ = std::fs::remove_file(f);
+    }
+}
