@@ -2,8 +2,9 @@
 """Make the committed speech inputs and their VAD reference (standalone; NOT run by setup.sh).
 
 Usage (from the repository root, after scripts/setup.sh):
-    apt-get install -y espeak-ng sox      # only if missing (Debian 12: espeak-ng 1.51, SoX 14.4.2)
     .venv/bin/python scripts/make_speech.py
+(as root on Debian it apt-get installs espeak-ng and sox first when they are missing; the committed
+data was made with Debian 12's espeak-ng 1.51 and SoX 14.4.2)
 
 For each session of scripts/session_defs.py:
   1. espeak-ng -v en-us -s 165 speaks the sentence (22050 Hz), SoX resamples it to 16 kHz 16-bit
@@ -107,6 +108,13 @@ def tool_versions():
 
 
 def main():
+    missing = [t for t in ("espeak-ng", "sox") if not shutil.which(t)]
+    if missing and shutil.which("apt-get") and os.geteuid() == 0:
+        print(f"==> apt-get install {' '.join(missing)}")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        if subprocess.run(["apt-get", "install", "-y", "-q"] + missing, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, check=True)
+            subprocess.run(["apt-get", "install", "-y", "-q"] + missing, env=env, check=True)
     for tool in ("espeak-ng", "sox"):
         if not shutil.which(tool):
             sys.exit(f"error: {tool} not found (apt-get install -y espeak-ng sox)")
