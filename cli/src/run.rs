@@ -91,7 +91,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let print = args.print.unwrap_or(if args.requests <= 4 { args.requests } else { 0 });
     let next = AtomicUsize::new(0);
-    let latencies = Mutex::new(hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"));
+    let latencies =
+        Mutex::new(hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"));
     let errors: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
     let printed: Mutex<BTreeMap<usize, serde_json::Value>> = Mutex::new(BTreeMap::new());
     let started = Instant::now();

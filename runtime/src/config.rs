@@ -54,6 +54,40 @@ pub struct PipelineConfig {
     /// Tensor routes between nodes.
     #[serde(default)]
     pub edges: Vec<EdgeConfig>,
+    /// Per-stream state limits.
+    #[serde(default)]
+    pub streams: StreamsConfig,
+}
+
+/// `[streams]`: limits on per-stream state (write-back edges).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamsConfig {
+    /// A stream with no chunk for this long is closed and its state freed, ms.
+    pub idle_timeout_ms: u64,
+    /// Most bytes of state all open streams may hold together; a new stream past it is refused.
+    pub max_state_bytes: usize,
+}
+
+impl Default for StreamsConfig {
+    fn default() -> Self {
+        StreamsConfig { idle_timeout_ms: 60_000, max_state_bytes: 256 << 20 }
+    }
+}
+
+/// `[[nodes.NAME.state]]`: a write-back edge. After a stream's chunk succeeds, the
+/// node's `output` becomes its `input` for that stream's next chunk.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// The node input the state feeds (not fed by edges or pipeline inputs).
+    pub input: String,
+    /// The node output written back.
+    pub output: String,
+    /// Initial value for a new stream: a `.npy` file (relative to the pipeline file). Default: zeros.
+    pub initial: Option<String>,
+    /// Shape of one stream's state without the batch dim, when the model leaves dims dynamic.
+    pub shape: Option<Vec<usize>>,
 }
 
 /// `[pipeline]`: name and admission.
@@ -201,6 +235,9 @@ pub struct NodeConfig {
     /// How long an idle worker spins for its next instruction before parking, µs.
     #[serde(default = "defaults::idle_spin_us")]
     pub idle_spin_us: u64,
+    /// Write-back edges: per-stream state carried to the stream's next chunk.
+    #[serde(default)]
+    pub state: Vec<StateConfig>,
 }
 
 /// One stage of a node.

@@ -17,9 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{ConfigError, NodeConfig, OnMisfit, PipelineConfig, SchedulerConfig, Selection};
+use crate::config::{ConfigError, NodeConfig, OnMisfit, PipelineConfig, SchedulerConfig, Selection, StreamsConfig};
 use crate::engine::{Dim, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
-use crate::tensor::DType;
+use crate::tensor::{DType, Tensor};
 
 /// Where a stage input comes from within its node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,19 @@ pub enum Target {
     Node { node: usize, slot: usize },
     /// Pipeline output `index`.
     Output(usize),
+    /// Write-back `index` of the producing node itself: the stream's next state.
+    State(usize),
+}
+
+/// A validated write-back edge of a stateful node.
+#[derive(Clone, Debug)]
+pub struct StateSpec {
+    /// The node input slot the state feeds.
+    pub slot: usize,
+    /// The node output written back.
+    pub output: String,
+    /// A new stream's state: batch dim 1.
+    pub initial: Tensor,
 }
 
 /// One model stage of a node, ready to instantiate on a worker.
@@ -73,6 +86,8 @@ pub struct NodeSpec {
     pub workers: usize,
     pub cores: Vec<usize>,
     pub idle_spin_us: u64,
+    /// Write-back edges; non-empty makes the node stateful (its tasks need a stream).
+    pub state: Vec<StateSpec>,
 }
 
 /// A validated pipeline input.
@@ -105,6 +120,7 @@ pub struct PipelineSpec {
     pub max_in_flight: usize,
     /// Nodes in an order where every node comes after all its parents.
     pub topo_order: Vec<usize>,
+    pub streams: StreamsConfig,
 }
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -216,6 +232,7 @@ impl PipelineSpec {
                     format!("{}.{}", self.nodes[node].name, self.nodes[node].inputs[slot].name)
                 }
                 Target::Output(i) => format!("output {}", self.outputs[i].spec.name),
+                Target::State(_) => "state (write-back)".to_string(),
             })
             .collect();
         names.join(", ")
@@ -295,6 +312,11 @@ impl Builder<'_> {
 
         // Which source feeds each node input slot, for "fed twice / never" checks.
         let mut fed_by: Vec<Vec<Option<String>>> = nodes.iter().map(|n| vec![None; n.inputs.len()]).collect();
+        for (n, node) in nodes.iter().enumerate() {
+            for state in &node.state {
+                fed_by[n][state.slot] = Some(format!("the node's own state (output `{}`)", state.output));
+            }
+        }
         let resolve_input = |location: &str, text: &str, nodes: &[NodeSpec]| -> Result<(usize, usize)> {
             let (node, tensor) = split_ref(location, text)?;
             let &n = index.get(node).ok_or_else(|| {
@@ -463,6 +485,7 @@ impl Builder<'_> {
             compute_budget,
             max_in_flight: cfg.pipeline.max_in_flight,
             topo_order,
+            streams: cfg.streams.clone(),
         })
     }
 
@@ -616,10 +639,33 @@ impl Builder<'_> {
                 sources,
             });
         }
-        let routes = produced
+        let mut routes: Vec<Route> = produced
             .into_iter()
             .map(|(name, (stage, index))| Route { name, stage, index, targets: Vec::new() })
             .collect();
+        let mut state = Vec::new();
+        for (k, write_back) in cfg.state.iter().enumerate() {
+            let location = format!("nodes.{name}.state[{k}]");
+            let slot = inputs.iter().position(|i| i.name == write_back.input).ok_or_else(|| {
+                let have: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+                ConfigError::new(
+                    format!("{location}.input"),
+                    format!("node `{name}` has no input `{}` (its inputs: {})", write_back.input, have.join(", ")),
+                )
+            })?;
+            let route = routes.iter().position(|r| r.name == write_back.output).ok_or_else(|| {
+                let have: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
+                ConfigError::new(
+                    format!("{location}.output"),
+                    format!("node `{name}` has no output `{}` (its outputs: {})", write_back.output, have.join(", ")),
+                )
+            })?;
+            let out_spec = &stages[routes[route].stage].signature.outputs[routes[route].index];
+            check_compatible(&location, out_spec, &write_back.output, &inputs[slot], &write_back.input)?;
+            let initial = self.initial_state(&location, &inputs[slot], write_back)?;
+            routes[route].targets.push(Target::State(k));
+            state.push(StateSpec { slot, output: write_back.output.clone(), initial });
+        }
         Ok(NodeSpec {
             name: name.to_string(),
             stages,
@@ -631,7 +677,59 @@ impl Builder<'_> {
             workers: cfg.workers,
             cores: cfg.cores.clone(),
             idle_spin_us: cfg.idle_spin_us,
+            state,
         })
+    }
+
+    /// One stream's first state: zeros, or a `.npy` file; batch dim 1.
+    fn initial_state(&self, location: &str, input: &TensorSpec, cfg: &crate::config::StateConfig) -> Result<Tensor> {
+        let declared: Vec<Option<usize>> =
+            input.shape.iter().skip(1).map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
+        let shape: Vec<usize> = match &cfg.shape {
+            Some(shape) => {
+                let fits = shape.len() == declared.len()
+                    && shape.iter().zip(&declared).all(|(s, d)| d.is_none_or(|d| d == *s));
+                if !fits {
+                    return err(
+                        format!("{location}.shape"),
+                        format!("{shape:?} does not fit input `{}` {}", input.name, input.shape_string()),
+                    );
+                }
+                shape.clone()
+            }
+            None => declared.iter().copied().collect::<Option<Vec<usize>>>().ok_or_else(|| {
+                ConfigError::new(
+                    format!("{location}.shape"),
+                    format!(
+                        "input `{}` is {}: give the state's shape without the batch dim",
+                        input.name,
+                        input.shape_string()
+                    ),
+                )
+            })?,
+        };
+        let mut full = vec![1];
+        full.extend(&shape);
+        match &cfg.initial {
+            None => Tensor::zeros(input.dtype, full).map_err(|e| ConfigError::new(location, e.to_string())),
+            Some(file) => {
+                let tensor = crate::npy::read_npy_file(&self.base.join(file))
+                    .map_err(|e| ConfigError::new(format!("{location}.initial"), e))?;
+                if tensor.dtype() != input.dtype {
+                    return err(
+                        format!("{location}.initial"),
+                        format!("`{file}` holds {} but input `{}` takes {}", tensor.dtype(), input.name, input.dtype),
+                    );
+                }
+                let reshaped = tensor.reshape(full.clone()).map_err(|_| {
+                    ConfigError::new(
+                        format!("{location}.initial"),
+                        format!("`{file}` has shape {:?}; the state is {shape:?} (plus batch dim 1)", tensor.shape()),
+                    )
+                })?;
+                Ok(reshaped)
+            }
+        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod graph;
 pub mod metrics;
 mod node;
+pub mod npy;
 pub mod request;
 pub mod runtime;
 pub mod scheduler;

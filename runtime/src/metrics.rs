@@ -32,7 +32,7 @@ pub const DECISION_SECONDS: &str = "baton_scheduler_decision_seconds";
 pub const DECISIONS: &str = "baton_scheduler_decisions_total";
 /// Submit-to-answer seconds of requests.
 pub const REQUEST_SECONDS: &str = "baton_request_seconds";
-/// Requests answered, by `outcome` (`ok`, `invalid_input`, `node_error`, `deadline`, `shutdown`, `queue_full`, `cancelled`).
+/// Requests answered, by `outcome` (`ok`, `invalid_input`, `node_error`, `deadline`, `shutdown`, `queue_full`, `cancelled`, `stream`).
 pub const REQUESTS: &str = "baton_requests_total";
 /// Requests submitted and not yet answered.
 pub const IN_FLIGHT: &str = "baton_in_flight";
@@ -79,8 +79,8 @@ pub(crate) struct PipelineMetrics {
 }
 
 /// Request outcomes, as the `outcome` label of [`REQUESTS`].
-pub const OUTCOMES: [&str; 7] =
-    ["ok", "invalid_input", "node_error", "deadline", "shutdown", "queue_full", "cancelled"];
+pub const OUTCOMES: [&str; 8] =
+    ["ok", "invalid_input", "node_error", "deadline", "shutdown", "queue_full", "cancelled", "stream"];
 
 impl PipelineMetrics {
     pub fn new(pipeline: &str) -> Self {

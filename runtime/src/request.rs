@@ -39,6 +39,20 @@ pub struct Request {
     pub priority: bool,
     /// If still queued at this instant, the request is answered with a deadline error instead of run.
     pub deadline: Option<Instant>,
+    /// The stream (session) this request is a chunk of, for nodes that keep per-stream state.
+    pub stream: Option<StreamChunk>,
+}
+
+/// Which stream a request belongs to, and where in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamChunk {
+    /// The stream's id, chosen by the caller.
+    pub id: u64,
+    /// The stream's first chunk: it opens the stream with the nodes' initial state
+    /// (restarting it if the id was open).
+    pub start: bool,
+    /// The stream's final chunk: a priority task (seed 003) that closes the stream.
+    pub end: bool,
 }
 
 impl Request {
@@ -64,6 +78,12 @@ impl Request {
         self
     }
 
+    /// Makes the request a chunk of stream `id`. The final chunk (`end`) is a priority task.
+    pub fn stream(mut self, id: u64, start: bool, end: bool) -> Self {
+        self.stream = Some(StreamChunk { id, start, end });
+        self
+    }
+
     /// Sets the deadline `timeout` from now.
     pub fn timeout(self, timeout: Duration) -> Self {
         self.deadline(Instant::now() + timeout)
@@ -72,6 +92,7 @@ impl Request {
 
 /// Why a request was not answered with outputs.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RequestError {
     /// The request's inputs do not fit the pipeline (name, dtype, shape, rows).
     #[error("invalid input: {0}")]
@@ -88,6 +109,9 @@ pub enum RequestError {
     /// Admission is full: too many requests in flight.
     #[error("queue full: {limit} requests already in flight (pipeline.max_in_flight)")]
     QueueFull { limit: usize },
+    /// The request's stream cannot take this chunk (not open, out of state memory).
+    #[error("stream {id}: {message}")]
+    Stream { id: u64, message: String },
     /// The ticket was dropped before the request ran.
     #[error("cancelled: the ticket was dropped")]
     Cancelled,
@@ -314,6 +338,7 @@ impl Drop for Ticket {
 pub(crate) struct RequestState {
     pub id: u64,
     pub priority: bool,
+    pub stream: Option<StreamChunk>,
     pub deadline: Option<Instant>,
     pub submitted: Instant,
     pub completion: Arc<Completion>,
@@ -328,7 +353,9 @@ impl RequestState {
     pub fn new(id: u64, request: &Request, outputs: usize, completion: Arc<Completion>) -> Self {
         RequestState {
             id,
-            priority: request.priority,
+            // The final chunk of a stream is a priority task.
+            priority: request.priority || request.stream.is_some_and(|s| s.end),
+            stream: request.stream,
             deadline: request.deadline,
             submitted: Instant::now(),
             completion,

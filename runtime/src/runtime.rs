@@ -32,6 +32,7 @@ use crate::config::{ConfigError, PipelineConfig};
 use crate::engine::EngineRegistry;
 use crate::graph::{PipelineSpec, Target};
 use crate::metrics::PipelineMetrics;
+use crate::node::stream::Admission;
 use crate::node::{worker, Instruction, NodeState, NodeStats, Task};
 use crate::request::{Completion, Outputs, Request, RequestError, RequestResult, RequestState, Ticket};
 use crate::scheduler::{Reason, Scheduler};
@@ -94,7 +95,7 @@ impl Runtime {
     /// Starts worker threads (each creating its engines) and the scheduler's tick thread.
     pub fn start(spec: PipelineSpec) -> Result<Runtime, StartError> {
         let metrics = PipelineMetrics::new(&spec.name);
-        let nodes = spec.nodes.iter().map(|n| NodeState::new(&spec.name, &n.name, n.workers)).collect();
+        let nodes = spec.nodes.iter().map(|n| NodeState::new(&spec.name, n, spec.streams.max_state_bytes)).collect();
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         let shared = Arc::new(Shared {
             scheduler: Scheduler::new(&spec, metrics.clone()),
@@ -144,9 +145,18 @@ impl Runtime {
         runtime.ticker = Some(std::thread::Builder::new().name("baton-scheduler".into()).spawn(move || {
             let shared = ticker_shared;
             shared.scheduler.set_ticker(std::thread::current());
+            let sweep_every = Duration::from_millis((shared.spec.streams.idle_timeout_ms / 4).clamp(1, 100));
+            let mut last_sweep = std::time::Instant::now();
             while !shared.stop_ticker.load(Ordering::Acquire) {
                 std::thread::park_timeout(shared.scheduler.sleep_before_next_tick());
                 shared.scheduler.poke(Reason::Tick, &shared.nodes);
+                if last_sweep.elapsed() >= sweep_every {
+                    last_sweep = std::time::Instant::now();
+                    let closed = shared.expire_streams();
+                    if closed > 0 {
+                        tracing::debug!(closed, "idle streams expired");
+                    }
+                }
             }
         })?);
         Ok(runtime)
@@ -176,6 +186,12 @@ impl Runtime {
             .zip(&self.shared.spec.nodes)
             .map(|(state, spec)| state.counters.snapshot(&spec.name))
             .collect()
+    }
+
+    /// Per stateful node: (node name, open streams, bytes of state held).
+    pub fn stream_usage(&self) -> Vec<(String, usize, usize)> {
+        let nodes = self.shared.nodes.iter().zip(&self.shared.spec.nodes);
+        nodes.filter_map(|(n, s)| n.streams.as_ref().map(|st| (s.name.clone(), st.usage().0, st.usage().1))).collect()
     }
 
     /// Requests waiting at join nodes for more of their inputs (a diagnostic; 0 when idle).
@@ -214,7 +230,8 @@ impl Runtime {
         if immediate {
             shared.stopping.store(true, Ordering::SeqCst);
             for state in &shared.nodes {
-                for task in state.buffer.drain() {
+                let waiting = state.streams.as_ref().map(|s| s.drain()).unwrap_or_default();
+                for task in state.buffer.drain().into_iter().chain(waiting) {
                     shared.resolve(&task.request, Err(RequestError::ShuttingDown));
                 }
             }
@@ -264,6 +281,7 @@ fn outcome(result: &RequestResult) -> &'static str {
         Err(RequestError::ShuttingDown) => "shutdown",
         Err(RequestError::QueueFull { .. }) => "queue_full",
         Err(RequestError::Cancelled) => "cancelled",
+        Err(RequestError::Stream { .. }) => "stream",
     }
 }
 
@@ -318,6 +336,14 @@ impl Shared {
 
     /// Checks a request's inputs against the pipeline; returns them in pipeline-input order.
     fn validate(&self, request: &Request) -> Result<Vec<Tensor>, String> {
+        if request.stream.is_none() {
+            if let Some(node) = self.spec.nodes.iter().find(|n| !n.state.is_empty()) {
+                return Err(format!(
+                    "node `{}` keeps per-stream state: the request must be a chunk of a stream (id, start, end)",
+                    node.name
+                ));
+            }
+        }
         let inputs = &self.spec.inputs;
         let mut ordered: Vec<Option<&Tensor>> = vec![None; inputs.len()];
         for (name, tensor) in &request.inputs {
@@ -379,20 +405,61 @@ impl Shared {
         tensor: Tensor,
     ) -> Option<Reason> {
         if request.completion.is_finished() {
+            // Already answered; or cancelled (ticket dropped) and still owed its answer.
+            if request.completion.is_cancelled() {
+                self.resolve(request, Err(RequestError::Cancelled));
+            }
             return None;
         }
-        let state = &self.nodes[node];
-        let slots = self.spec.nodes[node].inputs.len();
-        let inputs = if slots == 1 {
-            vec![tensor]
+        let spec = &self.spec.nodes[node];
+        let total = spec.inputs.len();
+        let needed = total - spec.state.len();
+        let rows = tensor.batch_rows();
+        let inputs = if needed == 1 {
+            let mut inputs = vec![crate::node::placeholder(); total];
+            inputs[slot] = tensor;
+            inputs
         } else {
-            state.joins.arrive(request.id, &request.completion, slots, slot, tensor)?
+            match self.nodes[node].joins.arrive(request.id, &request.completion, needed, total, slot, tensor) {
+                Some(inputs) => inputs,
+                None => {
+                    // Waiting for other inputs, or finished meanwhile (cancelled: answer it).
+                    if request.completion.is_cancelled() {
+                        self.resolve(request, Err(RequestError::Cancelled));
+                    }
+                    return None;
+                }
+            }
         };
+        self.enqueue(node, Task::new(Arc::clone(request), inputs, rows))
+    }
+
+    /// Puts a task whose inputs all arrived into node `node`'s buffer (through the
+    /// node's stream gate if it keeps per-stream state). Returns the reason to poke, if any.
+    pub(crate) fn enqueue(&self, node: usize, task: Task) -> Option<Reason> {
+        let task = match &self.nodes[node].streams {
+            None => task,
+            Some(streams) => match streams.admit(task) {
+                Admission::Run(task) => task,
+                Admission::Parked => return None,
+                Admission::Refused(task, error) => {
+                    self.resolve(&task.request, Err(error));
+                    return None;
+                }
+            },
+        };
+        self.push(node, task)
+    }
+
+    /// Puts a task that may run now (admitted by its stream, if any) into node `node`'s buffer.
+    pub(crate) fn push(&self, node: usize, task: Task) -> Option<Reason> {
+        let state = &self.nodes[node];
+        let request = Arc::clone(&task.request);
         if self.stopping.load(Ordering::SeqCst) {
-            self.resolve(request, Err(RequestError::ShuttingDown));
+            self.resolve(&request, Err(RequestError::ShuttingDown));
             return None;
         }
-        let pending = state.buffer.push(Task::new(Arc::clone(request), inputs));
+        let pending = state.buffer.push(task);
         // An immediate shutdown may have drained this buffer between the check and the push.
         if self.stopping.load(Ordering::SeqCst) {
             for task in state.buffer.drain() {
@@ -409,6 +476,12 @@ impl Shared {
         } else {
             Reason::Arrival
         })
+    }
+
+    /// Closes streams idle past the timeout at every stateful node; returns how many.
+    pub(crate) fn expire_streams(&self) -> usize {
+        let timeout = Duration::from_millis(self.spec.streams.idle_timeout_ms);
+        self.nodes.iter().filter_map(|n| n.streams.as_ref()).map(|s| s.expire(timeout)).sum()
     }
 
     /// Stores pipeline output `index` of `request`; resolves it when it was the last.

@@ -331,6 +331,16 @@ impl Tensor {
         }
     }
 
+    /// The same tensor in a buffer of its own: copies if it is a view into a
+    /// larger buffer (so keeping it does not keep the larger buffer alive).
+    pub fn compact(&self) -> Tensor {
+        let bytes = self.as_bytes();
+        if self.offset == 0 && bytes.len() == self.buffer.len {
+            return self.clone();
+        }
+        Self::from_bytes_unchecked(self.dtype, self.shape.clone(), bytes)
+    }
+
     /// The same data with another shape of equal element count.
     pub fn reshape(&self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
         let expected = checked_len(&shape, self.dtype)?;

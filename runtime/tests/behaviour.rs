@@ -525,3 +525,117 @@ fn lite(r: baton::RequestResult) -> RequestResultLite {
         Err(e) => RequestResultLite::Err(e.to_string()),
     }
 }
+
+/// A stateful node: y = x + state, new_state = state + x (a running sum per stream).
+const STATEFUL: &str = r#"
+[streams]
+idle_timeout_ms = 60000
+[inputs.x]
+to = ["acc.x"]
+[outputs.y]
+from = "acc.y"
+[nodes.acc]
+stages = [{ engine = "test", params = { kind = "acc" } }]
+max_batch = 8
+[[nodes.acc.state]]
+input = "state"
+output = "new_state"
+"#;
+
+fn accumulator(fail_on: f32) -> TestEngines {
+    let engines = TestEngines::default();
+    engines.add("acc", &["x", "state"], &["y", "new_state"], move |i| {
+        let x = i[0].as_slice::<f32>().unwrap();
+        if x.contains(&fail_on) {
+            return Err("refused value".into());
+        }
+        let s = i[1].as_slice::<f32>().unwrap();
+        let sum: Vec<f32> = x.iter().zip(s).map(|(a, b)| a + b).collect();
+        let t = Tensor::from_vec(i[0].shape().to_vec(), sum).unwrap();
+        Ok(vec![t.clone(), t])
+    });
+    engines
+}
+
+fn chunk(runtime: &Runtime, stream: u64, x: f32, start: bool, end: bool) -> baton::Ticket {
+    runtime.submit(Request::new().input("x", value(x)).stream(stream, start, end))
+}
+
+#[test]
+fn streams_carry_state_per_stream_while_batching_across_streams() {
+    let runtime = start(&accumulator(f32::NAN), STATEFUL);
+    // 16 streams interleaved, 10 chunks each, all submitted before any answer.
+    let mut tickets = Vec::new();
+    for step in 0..10 {
+        for s in 0..16u64 {
+            let x = (s * 100 + step) as f32;
+            tickets.push((s, step, chunk(&runtime, s, x, step == 0, step == 9)));
+        }
+    }
+    for (s, step, ticket) in tickets {
+        let y = first(ticket.wait().unwrap().get("y").unwrap());
+        // Running sum of s*100 + 0..=step.
+        let expected: f32 = (0..=step).map(|k| (s * 100 + k) as f32).sum();
+        assert_eq!(y, expected, "stream {s} step {step}");
+    }
+    assert!(runtime.node_stats()[0].executions < 160, "chunks of different streams batched together");
+    assert_eq!(runtime.stream_usage()[0].1, 0, "final chunks closed every stream");
+}
+
+#[test]
+fn a_failed_chunk_leaves_the_state_unchanged_and_the_next_chunk_works() {
+    let runtime = start(&accumulator(-1.0), STATEFUL);
+    assert_eq!(first(chunk(&runtime, 7, 5.0, true, false).wait().unwrap().get("y").unwrap()), 5.0);
+    let err = chunk(&runtime, 7, -1.0, false, false).wait().unwrap_err();
+    assert!(err.to_string().contains("stream 7's state is unchanged"), "{err}");
+    assert_eq!(first(chunk(&runtime, 7, 2.0, false, true).wait().unwrap().get("y").unwrap()), 7.0);
+}
+
+#[test]
+fn a_chunk_of_a_stream_never_started_is_refused_naming_the_stream() {
+    let runtime = start(&accumulator(f32::NAN), STATEFUL);
+    let err = chunk(&runtime, 99, 1.0, false, false).wait().unwrap_err();
+    assert!(matches!(&err, RequestError::Stream { id: 99, message } if message.contains("not open")), "{err}");
+    let err = runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap_err();
+    assert!(err.to_string().contains("must be a chunk of a stream"), "{err}");
+}
+
+#[test]
+fn the_final_chunk_is_a_priority_task_and_closes_the_stream() {
+    let runtime = start(&accumulator(f32::NAN), STATEFUL);
+    chunk(&runtime, 1, 1.0, true, false).wait().unwrap();
+    assert_eq!(runtime.stream_usage()[0].1, 1);
+    chunk(&runtime, 1, 1.0, false, true).wait().unwrap();
+    assert_eq!(runtime.stream_usage()[0].1, 0);
+    let err = chunk(&runtime, 1, 1.0, false, false).wait().unwrap_err();
+    assert!(matches!(err, RequestError::Stream { id: 1, .. }), "closed after its final chunk");
+}
+
+#[test]
+fn idle_streams_expire_and_free_their_state() {
+    let runtime = start(&accumulator(f32::NAN), &STATEFUL.replace("idle_timeout_ms = 60000", "idle_timeout_ms = 30"));
+    for s in 0..5 {
+        chunk(&runtime, s, 1.0, true, false).wait().unwrap();
+    }
+    let (_, open, bytes) = runtime.stream_usage()[0].clone();
+    assert_eq!((open, bytes), (5, 5 * 4), "five open streams, one f32 of state each");
+    wait_until("idle streams expire", || runtime.stream_usage()[0].1 == 0);
+    assert_eq!(runtime.stream_usage()[0].2, 0, "their state is freed");
+    let err = chunk(&runtime, 0, 1.0, false, false).wait().unwrap_err();
+    assert!(err.to_string().contains("expired"), "{err}");
+}
+
+#[test]
+fn state_memory_is_bounded_for_new_streams_only() {
+    let toml = format!("{STATEFUL}").replace("idle_timeout_ms = 60000", "idle_timeout_ms = 60000\nmax_state_bytes = 8");
+    let runtime = start(&accumulator(f32::NAN), &toml);
+    chunk(&runtime, 1, 1.0, true, false).wait().unwrap();
+    chunk(&runtime, 2, 1.0, true, false).wait().unwrap();
+    let err = chunk(&runtime, 3, 1.0, true, false).wait().unwrap_err();
+    assert!(err.to_string().contains("out of state memory"), "{err}");
+    assert_eq!(
+        first(chunk(&runtime, 1, 2.0, false, false).wait().unwrap().get("y").unwrap()),
+        3.0,
+        "existing streams go on"
+    );
+}

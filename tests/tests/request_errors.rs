@@ -164,6 +164,8 @@ fn outcome(result: &RequestResult) -> &'static str {
         Err(RequestError::ShuttingDown) => "shutting_down",
         Err(RequestError::QueueFull { .. }) => "queue_full",
         Err(RequestError::Cancelled) => "cancelled",
+        Err(RequestError::Stream { .. }) => "stream",
+        Err(_) => "other",
     }
 }
 
@@ -415,9 +417,6 @@ fn shutdown_or_panic(runtime: Runtime, what: &str) {
 }
 
 #[test]
-#[ignore = "bug: a ticket dropped after its request left the first node is never resolved: \
-            Shared::deliver returns early for a finished-or-cancelled request without resolving it, \
-            so in_flight stays > 0 forever and shutdown() hangs"]
 fn dropping_a_ticket_mid_pipeline_still_resolves_the_request_and_shutdown_returns() {
     let path = chain_pipeline("cancel_mid_pipeline", 30_000);
     let runtime = Runtime::from_file(&path, &registry()).unwrap_or_else(|e| panic!("{e}"));

@@ -27,18 +27,21 @@ pub(crate) struct JoinTable {
 }
 
 impl JoinTable {
-    /// Records input `slot` of request `id`. Returns all inputs once the last one arrives.
+    /// Records input `slot` of request `id`, which needs `needed` of its `total` slots
+    /// from parents (the others are state slots, filled later). Returns all `total`
+    /// inputs, placeholders in the unfilled slots, once the last needed one arrives.
     /// Returns `None` while inputs are missing, or if the request finished meanwhile.
     pub fn arrive(
         &self,
         id: u64,
         completion: &Completion,
-        slots: usize,
+        needed: usize,
+        total: usize,
         slot: usize,
         tensor: Tensor,
     ) -> Option<Vec<Tensor>> {
         let mut partials = self.partials.lock();
-        let partial = partials.entry(id).or_insert_with(|| Partial { inputs: vec![None; slots], filled: 0 });
+        let partial = partials.entry(id).or_insert_with(|| Partial { inputs: vec![None; total], filled: 0 });
         if partial.inputs[slot].replace(tensor).is_none() {
             partial.filled += 1;
         }
@@ -46,11 +49,11 @@ impl JoinTable {
             partials.remove(&id);
             return None;
         }
-        if partial.filled < slots {
+        if partial.filled < needed {
             return None;
         }
         let partial = partials.remove(&id).expect("present");
-        Some(partial.inputs.into_iter().map(|t| t.expect("all slots filled")).collect())
+        Some(partial.inputs.into_iter().map(|t| t.unwrap_or_else(super::placeholder)).collect())
     }
 
     /// Forgets request `id` (it failed elsewhere).

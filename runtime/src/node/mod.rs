@@ -8,6 +8,7 @@
 
 pub(crate) mod buffer;
 pub(crate) mod join;
+pub(crate) mod stream;
 pub(crate) mod worker;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -31,9 +32,14 @@ pub(crate) struct Task {
     pub enqueued_ns: u64,
 }
 
+/// An empty tensor standing in for an input slot not filled yet (a state slot before admission).
+pub(crate) fn placeholder() -> Tensor {
+    static EMPTY: std::sync::OnceLock<Tensor> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Tensor::zeros(crate::tensor::DType::F32, vec![0]).expect("empty tensor")).clone()
+}
+
 impl Task {
-    pub fn new(request: Arc<RequestState>, inputs: Vec<Tensor>) -> Self {
-        let rows = inputs.first().map_or(1, Tensor::batch_rows);
+    pub fn new(request: Arc<RequestState>, inputs: Vec<Tensor>, rows: usize) -> Self {
         Task { request, inputs, rows, enqueued: Instant::now(), enqueued_ns: crate::clock::now_ns() }
     }
 
@@ -106,10 +112,13 @@ pub(crate) struct NodeState {
     pub receiver: Receiver<Instruction>,
     pub metrics: NodeMetrics,
     pub counters: NodeCounters,
+    /// Per-stream state, for nodes with write-back edges.
+    pub streams: Option<stream::StreamStates>,
 }
 
 impl NodeState {
-    pub fn new(pipeline: &str, name: &str, workers: usize) -> Self {
+    pub fn new(pipeline: &str, spec: &crate::graph::NodeSpec, max_state_bytes: usize) -> Self {
+        let (name, workers) = (spec.name.as_str(), spec.workers);
         let (instructions, receiver) = crossbeam_channel::bounded(workers);
         NodeState {
             buffer: buffer::BatchBuffer::default(),
@@ -119,6 +128,8 @@ impl NodeState {
             receiver,
             metrics: NodeMetrics::new(pipeline, name),
             counters: NodeCounters::default(),
+            streams: (!spec.state.is_empty())
+                .then(|| stream::StreamStates::new(name, spec.state.clone(), max_state_bytes)),
         }
     }
 

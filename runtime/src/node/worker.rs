@@ -59,8 +59,16 @@ pub(crate) fn spawn(
             }
         };
         drop(ready);
-        Worker { shared: Arc::clone(&shared), node, engines, tasks: Vec::new() }
-            .serve(&shared.nodes[node].receiver.clone());
+        let state_outputs = spec
+            .state
+            .iter()
+            .map(|st| {
+                let route = spec.routes.iter().find(|r| r.name == st.output).expect("validated write-back output");
+                (route.stage, route.index)
+            })
+            .collect();
+        let worker = Worker { shared: Arc::clone(&shared), node, engines, tasks: Vec::new(), state_outputs };
+        worker.serve(&shared.nodes[node].receiver.clone());
     })
 }
 
@@ -69,6 +77,8 @@ struct Worker {
     node: usize,
     engines: Vec<Box<dyn Engine>>,
     tasks: Vec<Task>,
+    /// (stage, output index) of each write-back output, in state order.
+    state_outputs: Vec<(usize, usize)>,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -111,9 +121,10 @@ impl Worker {
         state.metrics.queue_depth.set(state.buffer.pending() as f64);
         state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         let now = Instant::now();
+        let mut dropped_chunks = Vec::new();
         tasks.retain(|task| {
             let request = &task.request;
-            if request.completion.is_cancelled() {
+            let keep = if request.completion.is_cancelled() {
                 shared.resolve(request, Err(RequestError::Cancelled));
                 false
             } else if request.completion.is_finished() {
@@ -126,8 +137,20 @@ impl Worker {
                 state.metrics.queue_seconds.record(waited.as_secs_f64());
                 state.counters.queue_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
                 true
+            };
+            if !keep && state.streams.is_some() {
+                dropped_chunks.extend(request.stream);
             }
+            keep
         });
+        // A stream chunk that will not run still frees its stream for the next chunk.
+        let mut poke = None;
+        for chunk in dropped_chunks {
+            poke = poke.or(self.release_stream(chunk, None));
+        }
+        if let Some(reason) = poke {
+            shared.scheduler.poke(reason, &shared.nodes);
+        }
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
             let result = self.execute(&tasks, rows);
@@ -148,9 +171,17 @@ impl Worker {
                     state.metrics.batch_failures.increment(1);
                     counters.failed_batches.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(node = %spec.name, rows, %message, "batch failed");
-                    let error = RequestError::Node { node: spec.name.clone(), message };
                     for task in &tasks {
-                        shared.resolve(&task.request, Err(error.clone()));
+                        let mut message = message.clone();
+                        if let (Some(chunk), Some(_)) = (task.request.stream, &state.streams) {
+                            message += &format!("; stream {}'s state is unchanged", chunk.id);
+                        }
+                        shared.resolve(&task.request, Err(RequestError::Node { node: spec.name.clone(), message }));
+                        if let (Some(chunk), Some(_)) = (task.request.stream, &state.streams) {
+                            if let Some(reason) = self.release_stream(chunk, None) {
+                                shared.scheduler.poke(reason, &shared.nodes);
+                            }
+                        }
                     }
                 }
             }
@@ -202,6 +233,17 @@ impl Worker {
         Ok(outputs)
     }
 
+    /// Ends a stream chunk's turn at this node (committing `new_state` if given),
+    /// enqueues the stream's next chunk and refuses chunks behind a final one.
+    fn release_stream(&self, chunk: crate::request::StreamChunk, new_state: Option<Vec<Tensor>>) -> Option<Reason> {
+        let streams = self.shared.nodes[self.node].streams.as_ref()?;
+        let (next, refused) = streams.release(chunk, new_state);
+        for (task, error) in refused {
+            self.shared.resolve(&task.request, Err(error));
+        }
+        self.shared.push(self.node, next?)
+    }
+
     /// Splits routed outputs per task and delivers them. Pokes the scheduler at most once.
     fn route(&self, tasks: &[Task], outputs: &[Vec<Tensor>]) {
         let shared = &self.shared;
@@ -211,19 +253,28 @@ impl Worker {
         for task in tasks {
             let range = start..start + task.rows;
             start += task.rows;
+            if let (Some(chunk), Some(_)) = (task.request.stream, &shared.nodes[self.node].streams) {
+                // Commit before answering, so the stream's next chunk finds its state.
+                let new_state = self
+                    .state_outputs
+                    .iter()
+                    .map(|&(stage, index)| outputs[stage][index].rows(range.clone()).compact())
+                    .collect();
+                if let Some(reason) = self.release_stream(chunk, Some(new_state)) {
+                    poke = Some(merge(poke, reason));
+                }
+            }
             for route in &spec.routes {
                 let part = outputs[route.stage][route.index].rows(range.clone());
                 for target in &route.targets {
                     match *target {
                         Target::Node { node, slot } => {
                             if let Some(reason) = shared.deliver(node, slot, &task.request, part.clone()) {
-                                poke = Some(match poke {
-                                    Some(Reason::PriorityArrival) => Reason::PriorityArrival,
-                                    _ => reason,
-                                });
+                                poke = Some(merge(poke, reason));
                             }
                         }
                         Target::Output(index) => shared.output(&task.request, index, part.clone()),
+                        Target::State(_) => {}
                     }
                 }
             }
@@ -233,6 +284,14 @@ impl Worker {
         if let Some(Reason::PriorityArrival) = poke {
             shared.scheduler.poke(Reason::PriorityArrival, &shared.nodes);
         }
+    }
+}
+
+/// Keeps the more urgent of two poke reasons.
+fn merge(current: Option<Reason>, new: Reason) -> Reason {
+    match current {
+        Some(Reason::PriorityArrival) => Reason::PriorityArrival,
+        _ => new,
     }
 }
 

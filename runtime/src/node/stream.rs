@@ -1,0 +1,224 @@
+//! Per-stream state of a stateful node (seed 003's write-back).
+//!
+//! A stateful node declares write-back edges: after a stream's chunk succeeds,
+//! the node's output (say `new_state`) becomes its input (`state`) for that
+//! stream's next chunk. This store keeps each open stream's state and makes
+//! the stream's chunks run in order, one at a time per node, while chunks of
+//! different streams batch together.
+//!
+//! Protocol (all under one lock per node):
+//! - `admit` a chunk: if its stream has a chunk queued or running at this
+//!   node, the new chunk waits in the stream's own queue; otherwise it is
+//!   marked running and leaves with the stream's current state filled into
+//!   its state slots (the initial state for a `start` chunk).
+//! - `release` when the running chunk is done: its new state is committed
+//!   only if it succeeded; a final chunk closes the stream (chunks queued
+//!   after it are refused); otherwise the next waiting chunk is admitted and
+//!   returned for the caller to enqueue.
+//! - `expire` closes streams idle for longer than the timeout (never one
+//!   with a chunk queued or running) and frees their state.
+//!
+//! State memory is bounded: opening a stream whose initial state would pass
+//! `max_state_bytes` is refused for that stream alone.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::Task;
+use crate::graph::StateSpec;
+use crate::request::{RequestError, StreamChunk};
+use crate::tensor::Tensor;
+
+struct Stream {
+    state: Vec<Tensor>,
+    bytes: usize,
+    /// A chunk of this stream is queued in the node's buffer or running.
+    running: bool,
+    waiting: VecDeque<Task>,
+    last_used: Instant,
+}
+
+struct Inner {
+    streams: HashMap<u64, Stream>,
+    bytes: usize,
+}
+
+/// What became of a chunk offered to the store.
+pub(crate) enum Admission {
+    /// Run it now: its state slots are filled.
+    Run(Task),
+    /// It waits behind an earlier chunk of its stream.
+    Parked,
+    /// It cannot run; answer it with this error.
+    Refused(Task, RequestError),
+}
+
+pub(crate) struct StreamStates {
+    node: String,
+    specs: Vec<StateSpec>,
+    initial_bytes: usize,
+    max_bytes: usize,
+    inner: Mutex<Inner>,
+}
+
+fn state_bytes(state: &[Tensor]) -> usize {
+    state.iter().map(|t| t.as_bytes().len()).sum()
+}
+
+impl StreamStates {
+    pub fn new(node: &str, specs: Vec<StateSpec>, max_bytes: usize) -> Self {
+        let initial: Vec<Tensor> = specs.iter().map(|s| s.initial.clone()).collect();
+        StreamStates {
+            node: node.to_string(),
+            initial_bytes: state_bytes(&initial),
+            specs,
+            max_bytes,
+            inner: Mutex::new(Inner { streams: HashMap::new(), bytes: 0 }),
+        }
+    }
+
+    fn fill(&self, task: &mut Task, stream: &Stream) {
+        for (spec, state) in self.specs.iter().zip(&stream.state) {
+            task.inputs[spec.slot] = state.clone();
+        }
+    }
+
+    /// Offers a chunk; see the module docs.
+    pub fn admit(&self, mut task: Task) -> Admission {
+        let Some(chunk) = task.request.stream else {
+            let message =
+                format!("node `{}` keeps per-stream state: the request must be a chunk of a stream", self.node);
+            return Admission::Refused(task, RequestError::InvalidInput(message));
+        };
+        if task.rows != 1 {
+            let message = format!(
+                "node `{}` keeps one row of state per stream: a chunk must have 1 row (has {})",
+                self.node, task.rows
+            );
+            return Admission::Refused(task, RequestError::InvalidInput(message));
+        }
+        let mut inner = self.inner.lock();
+        let Inner { streams, bytes } = &mut *inner;
+        if !streams.contains_key(&chunk.id) {
+            if !chunk.start {
+                let message = format!(
+                    "not open at node `{}`: send its first chunk with start, or it expired after the idle timeout",
+                    self.node
+                );
+                return Admission::Refused(task, RequestError::Stream { id: chunk.id, message });
+            }
+            if *bytes + self.initial_bytes > self.max_bytes {
+                let message = format!(
+                    "out of state memory at node `{}`: {} bytes held by {} streams, a new one needs {} (streams.max_state_bytes = {})",
+                    self.node,
+                    bytes,
+                    streams.len(),
+                    self.initial_bytes,
+                    self.max_bytes
+                );
+                return Admission::Refused(task, RequestError::Stream { id: chunk.id, message });
+            }
+            *bytes += self.initial_bytes;
+            let state = self.specs.iter().map(|s| s.initial.clone()).collect();
+            streams.insert(
+                chunk.id,
+                Stream {
+                    state,
+                    bytes: self.initial_bytes,
+                    running: false,
+                    waiting: VecDeque::new(),
+                    last_used: Instant::now(),
+                },
+            );
+        }
+        let stream = streams.get_mut(&chunk.id).expect("present");
+        if stream.running {
+            stream.waiting.push_back(task);
+            return Admission::Parked;
+        }
+        stream.running = true;
+        if chunk.start {
+            Self::reset(stream, &self.specs, bytes);
+        }
+        self.fill(&mut task, stream);
+        Admission::Run(task)
+    }
+
+    fn reset(stream: &mut Stream, specs: &[StateSpec], total: &mut usize) {
+        stream.state = specs.iter().map(|s| s.initial.clone()).collect();
+        let new_bytes = state_bytes(&stream.state);
+        *total = *total - stream.bytes + new_bytes;
+        stream.bytes = new_bytes;
+    }
+
+    /// The running chunk `chunk` is done: commits `new_state` (if it succeeded) and
+    /// returns the next chunk to run, plus chunks refused because the stream closed.
+    pub fn release(
+        &self,
+        chunk: StreamChunk,
+        new_state: Option<Vec<Tensor>>,
+    ) -> (Option<Task>, Vec<(Task, RequestError)>) {
+        let mut inner = self.inner.lock();
+        let Inner { streams, bytes } = &mut *inner;
+        let Some(stream) = streams.get_mut(&chunk.id) else { return (None, Vec::new()) };
+        if let Some(state) = new_state {
+            let new_bytes = state_bytes(&state);
+            *bytes = *bytes - stream.bytes + new_bytes;
+            stream.bytes = new_bytes;
+            stream.state = state;
+        }
+        stream.running = false;
+        stream.last_used = Instant::now();
+        if chunk.end {
+            let closed = streams.remove(&chunk.id).expect("present");
+            *bytes -= closed.bytes;
+            let refused = closed
+                .waiting
+                .into_iter()
+                .map(|task| {
+                    let message = format!("closed at node `{}` by its final chunk before this chunk ran", self.node);
+                    (task, RequestError::Stream { id: chunk.id, message })
+                })
+                .collect();
+            return (None, refused);
+        }
+        let Some(mut next) = stream.waiting.pop_front() else { return (None, Vec::new()) };
+        stream.running = true;
+        if next.request.stream.is_some_and(|c| c.start) {
+            Self::reset(stream, &self.specs, bytes);
+        }
+        self.fill(&mut next, stream);
+        (Some(next), Vec::new())
+    }
+
+    /// Closes streams idle for longer than `timeout`; returns how many.
+    pub fn expire(&self, timeout: Duration) -> usize {
+        let now = Instant::now();
+        let mut inner = self.inner.lock();
+        let Inner { streams, bytes } = &mut *inner;
+        let before = streams.len();
+        streams.retain(|_, s| {
+            let keep = s.running || !s.waiting.is_empty() || now.duration_since(s.last_used) < timeout;
+            if !keep {
+                *bytes -= s.bytes;
+            }
+            keep
+        });
+        before - streams.len()
+    }
+
+    /// Open streams and the bytes of state they hold.
+    pub fn usage(&self) -> (usize, usize) {
+        let inner = self.inner.lock();
+        (inner.streams.len(), inner.bytes)
+    }
+
+    /// Drops every stream and its waiting chunks (shutdown); returns the chunks.
+    pub fn drain(&self) -> Vec<Task> {
+        let mut inner = self.inner.lock();
+        inner.bytes = 0;
+        inner.streams.drain().flat_map(|(_, s)| s.waiting).collect()
+    }
+}
