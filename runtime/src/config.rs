@@ -238,6 +238,27 @@ pub struct NodeConfig {
     /// Write-back edges: per-stream state carried to the stream's next chunk.
     #[serde(default)]
     pub state: Vec<StateConfig>,
+    /// Ragged batching: inputs whose dynamic dims may differ between requests and are padded.
+    #[serde(default)]
+    pub pad: Vec<PadConfig>,
+}
+
+/// `[[nodes.NAME.pad]]`: lets requests whose `input` differs along `axes` batch
+/// together, padded with `value` up to the batch's largest; outputs listed in
+/// `cut` are cut back per request along their axes, in proportion.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PadConfig {
+    /// The node input to pad.
+    pub input: String,
+    /// Its axes that may differ (dynamic dims, not the batch dim).
+    pub axes: Vec<usize>,
+    /// Padding value.
+    #[serde(default)]
+    pub value: f64,
+    /// Node outputs to cut back per request: output name -> its axes matching `axes`, in order.
+    #[serde(default)]
+    pub cut: BTreeMap<String, Vec<usize>>,
 }
 
 /// One stage of a node.
@@ -246,9 +267,10 @@ pub struct NodeConfig {
 pub struct StageConfig {
     /// Model file, relative to the pipeline file's folder.
     pub model: Option<String>,
-    /// Engine kind: `onnx` (default) or another registered kind such as `cost_model`.
-    #[serde(default = "defaults::engine")]
-    pub engine: String,
+    /// Engine kind: `onnx` (default for model stages) or another registered kind such as `cost_model`.
+    pub engine: Option<String>,
+    /// A Rust processing stage registered by the embedding program under this name.
+    pub function: Option<String>,
     /// Engine-specific settings.
     #[serde(default)]
     pub params: toml::Table,
@@ -276,9 +298,6 @@ mod defaults {
     }
     pub fn idle_spin_us() -> u64 {
         50
-    }
-    pub fn engine() -> String {
-        "onnx".into()
     }
 }
 
@@ -346,7 +365,7 @@ mod tests {
         let cfg = PipelineConfig::parse("[nodes.a]\nstages = [{ model = \"m.onnx\" }]\n").unwrap();
         let node = &cfg.nodes["a"];
         assert_eq!((node.max_batch, node.workers, node.intra_threads), (32, 1, 1));
-        assert_eq!(node.stages[0].engine, "onnx");
+        assert_eq!(node.stages[0].engine, None);
         assert_eq!(cfg.scheduler.tick_us, 1000);
         assert_eq!(cfg.scheduler.selection, Selection::Budget);
     }

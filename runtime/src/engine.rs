@@ -81,11 +81,77 @@ pub struct StageRequest {
     pub inter_threads: usize,
 }
 
-/// Runs one model stage. Owned by one worker thread for its whole life.
+/// What a stage returns for a batch.
+#[derive(Clone, Debug, Default)]
+pub struct StageOutput {
+    /// The outputs, in the order of the signature's outputs.
+    pub tensors: Vec<Tensor>,
+    /// Rows each task has in the outputs, when the stage changed them (one image
+    /// in, several text crops out); `None` keeps the input's rows per task.
+    pub rows: Option<Vec<usize>>,
+}
+
+/// Runs one stage. Owned by one worker thread for its whole life.
 pub trait Engine: Send {
     /// Runs the stage on `inputs`, given in the order of the signature's inputs.
     /// Returns the outputs in the order of the signature's outputs.
     fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String>;
+
+    /// Runs the stage on a batch whose tasks hold `rows[i]` rows each, in order.
+    /// Stages that change how many items a task has override this and report the
+    /// new counts; the default runs [`Engine::run`] and keeps them.
+    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+        let _ = rows;
+        Ok(StageOutput { tensors: self.run(inputs)?, rows: None })
+    }
+}
+
+/// The body of a Rust processing stage: inputs (stitched, signature order) and rows per task in.
+pub type StageFn = dyn Fn(&[&Tensor], &[usize]) -> Result<StageOutput, String> + Send + Sync;
+
+/// A Rust processing stage (pre/post-processing, cropping, decoding) made of a
+/// signature and a function; registered by name with [`EngineRegistry::with_function`]
+/// and named in a pipeline as `{ function = "name" }`. The function is shared by
+/// all workers, so it keeps no state between batches.
+#[derive(Clone)]
+pub struct FunctionStage {
+    signature: ModelSignature,
+    body: Arc<StageFn>,
+}
+
+impl FunctionStage {
+    pub fn new(
+        signature: ModelSignature,
+        body: impl Fn(&[&Tensor], &[usize]) -> Result<StageOutput, String> + Send + Sync + 'static,
+    ) -> Self {
+        FunctionStage { signature, body: Arc::new(body) }
+    }
+}
+
+struct FunctionEngine(Arc<StageFn>);
+
+impl Engine for FunctionEngine {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let rows = vec![inputs.first().map_or(0, |t| t.batch_rows())];
+        (self.0)(inputs, &rows).map(|out| out.tensors)
+    }
+
+    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+        (self.0)(inputs, rows)
+    }
+}
+
+impl EngineProvider for FunctionStage {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+        if let Some(key) = stage.params.keys().next() {
+            return Err(format!("unknown param `{key}`: this function takes no params"));
+        }
+        Ok(self.signature.clone())
+    }
+
+    fn create(&self, _stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+        Ok(Box::new(FunctionEngine(Arc::clone(&self.body))))
+    }
 }
 
 /// Creates engines of one kind.
@@ -100,6 +166,7 @@ pub trait EngineProvider: Send + Sync {
 #[derive(Clone, Default)]
 pub struct EngineRegistry {
     providers: BTreeMap<String, Arc<dyn EngineProvider>>,
+    functions: BTreeMap<String, Arc<dyn EngineProvider>>,
 }
 
 impl EngineRegistry {
@@ -117,6 +184,22 @@ impl EngineRegistry {
         self.providers.get(kind)
     }
 
+    /// Registers a Rust processing stage under `name` (a pipeline names it as
+    /// `{ function = "name" }`). Any provider works; [`FunctionStage`] is the simple case.
+    pub fn with_function(mut self, name: &str, function: impl EngineProvider + 'static) -> Self {
+        self.functions.insert(name.to_string(), Arc::new(function));
+        self
+    }
+
+    pub fn function(&self, name: &str) -> Option<&Arc<dyn EngineProvider>> {
+        self.functions.get(name)
+    }
+
+    /// Registered function names, for error messages.
+    pub fn function_names(&self) -> Vec<&str> {
+        self.functions.keys().map(String::as_str).collect()
+    }
+
     /// Registered kind names, for error messages.
     pub fn kinds(&self) -> Vec<&str> {
         self.providers.keys().map(String::as_str).collect()
@@ -125,6 +208,9 @@ impl EngineRegistry {
 
 impl fmt::Debug for EngineRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.providers.keys()).finish()
+        f.debug_struct("EngineRegistry")
+            .field("engines", &self.providers.keys().collect::<Vec<_>>())
+            .field("functions", &self.functions.keys().collect::<Vec<_>>())
+            .finish()
     }
 }

@@ -63,6 +63,23 @@ pub struct StageSpec {
     pub sources: Vec<StageSource>,
 }
 
+impl StageSpec {
+    /// A Rust processing stage (rather than a model).
+    pub fn is_function(&self) -> bool {
+        self.engine.starts_with("function:")
+    }
+}
+
+/// Ragged batching of one node input: its `axes` may differ between tasks and are padded.
+#[derive(Clone, Debug)]
+pub struct PadSpec {
+    pub slot: usize,
+    pub axes: Vec<usize>,
+    pub value: f64,
+    /// Outputs cut back per task: (route name, output axes matching `axes`).
+    pub cuts: Vec<(String, Vec<usize>)>,
+}
+
 /// One node output and the places it goes.
 #[derive(Clone, Debug)]
 pub struct Route {
@@ -88,6 +105,19 @@ pub struct NodeSpec {
     pub idle_spin_us: u64,
     /// Write-back edges; non-empty makes the node stateful (its tasks need a stream).
     pub state: Vec<StateSpec>,
+    /// Ragged batching rules, at most one per input slot.
+    pub pad: Vec<PadSpec>,
+}
+
+impl NodeSpec {
+    /// Padded axes of each input slot (empty for slots that are not padded).
+    pub fn pad_axes(&self) -> Vec<Vec<usize>> {
+        let mut axes = vec![Vec::new(); self.inputs.len()];
+        for pad in &self.pad {
+            axes[pad.slot] = pad.axes.clone();
+        }
+        axes
+    }
 }
 
 /// A validated pipeline input.
@@ -554,12 +584,36 @@ impl Builder<'_> {
         let mut produced: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
-            let provider = self.engines.get(&stage.engine).ok_or_else(|| {
-                ConfigError::new(
-                    format!("{location}.engine"),
-                    format!("unknown engine `{}` (registered: {})", stage.engine, self.engines.kinds().join(", ")),
-                )
-            })?;
+            let (engine, provider) = match (&stage.function, &stage.engine) {
+                (Some(function), None) => {
+                    if stage.model.is_some() {
+                        return err(format!("{location}.model"), format!("function stage `{function}` takes no model"));
+                    }
+                    let provider = self.engines.function(function).ok_or_else(|| {
+                        ConfigError::new(
+                            format!("{location}.function"),
+                            format!(
+                                "unknown function `{function}` (registered: {})",
+                                list_or_none(&self.engines.function_names())
+                            ),
+                        )
+                    })?;
+                    (format!("function:{function}"), provider)
+                }
+                (Some(_), Some(_)) => {
+                    return err(&location, "give either `function` (a Rust stage) or `engine`, not both");
+                }
+                (None, engine) => {
+                    let engine = engine.as_deref().unwrap_or("onnx");
+                    let provider = self.engines.get(engine).ok_or_else(|| {
+                        ConfigError::new(
+                            format!("{location}.engine"),
+                            format!("unknown engine `{engine}` (registered: {})", self.engines.kinds().join(", ")),
+                        )
+                    })?;
+                    (engine.to_string(), provider)
+                }
+            };
             let model = match &stage.model {
                 Some(m) => {
                     let path = self.base.join(m);
@@ -631,13 +685,7 @@ impl Builder<'_> {
                 }
                 produced.insert(output.name.clone(), (s, i));
             }
-            stages.push(StageSpec {
-                request,
-                engine: stage.engine.clone(),
-                provider: Arc::clone(provider),
-                signature,
-                sources,
-            });
+            stages.push(StageSpec { request, engine, provider: Arc::clone(provider), signature, sources });
         }
         let mut routes: Vec<Route> = produced
             .into_iter()
@@ -666,6 +714,7 @@ impl Builder<'_> {
             routes[route].targets.push(Target::State(k));
             state.push(StateSpec { slot, output: write_back.output.clone(), initial });
         }
+        let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
         Ok(NodeSpec {
             name: name.to_string(),
             stages,
@@ -677,8 +726,80 @@ impl Builder<'_> {
             workers: cfg.workers,
             cores: cfg.cores.clone(),
             idle_spin_us: cfg.idle_spin_us,
+            pad,
             state,
         })
+    }
+
+    fn pads(
+        &self,
+        name: &str,
+        cfg: &NodeConfig,
+        inputs: &[TensorSpec],
+        routes: &[Route],
+        stages: &[StageSpec],
+        state: &[StateSpec],
+    ) -> Result<Vec<PadSpec>> {
+        let mut pads: Vec<PadSpec> = Vec::new();
+        for (k, pad) in cfg.pad.iter().enumerate() {
+            let location = format!("nodes.{name}.pad[{k}]");
+            let slot = inputs.iter().position(|i| i.name == pad.input).ok_or_else(|| {
+                let have: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+                ConfigError::new(
+                    format!("{location}.input"),
+                    format!("node `{name}` has no input `{}` (its inputs: {})", pad.input, have.join(", ")),
+                )
+            })?;
+            if state.iter().any(|s| s.slot == slot) || pads.iter().any(|p| p.slot == slot) {
+                return err(
+                    format!("{location}.input"),
+                    format!("input `{}` is a state input or padded twice", pad.input),
+                );
+            }
+            let spec = &inputs[slot];
+            if pad.axes.is_empty() {
+                return err(format!("{location}.axes"), "list at least one axis to pad");
+            }
+            for &axis in &pad.axes {
+                match spec.shape.get(axis) {
+                    _ if axis == 0 => {
+                        return err(format!("{location}.axes"), "axis 0 is the batch dim; it is never padded")
+                    }
+                    Some(Dim::Dynamic(_)) => {}
+                    Some(Dim::Fixed(n)) => {
+                        return err(
+                            format!("{location}.axes"),
+                            format!("axis {axis} of `{}` is fixed ({n}); only dynamic dims can differ", pad.input),
+                        )
+                    }
+                    None => {
+                        return err(
+                            format!("{location}.axes"),
+                            format!("axis {axis} is out of range: `{}` is {}", pad.input, spec.shape_string()),
+                        )
+                    }
+                }
+            }
+            let mut cuts = Vec::new();
+            for (output, axes) in &pad.cut {
+                let route = routes.iter().find(|r| &r.name == output).ok_or_else(|| {
+                    ConfigError::new(format!("{location}.cut"), format!("node `{name}` has no output `{output}`"))
+                })?;
+                let rank = stages[route.stage].signature.outputs[route.index].shape.len();
+                if axes.len() != pad.axes.len() || axes.iter().any(|&a| a == 0 || a >= rank) {
+                    return err(
+                        format!("{location}.cut.{output}"),
+                        format!(
+                            "give {} axes of `{output}` (rank {rank}), not the batch dim, one per padded axis",
+                            pad.axes.len()
+                        ),
+                    );
+                }
+                cuts.push((output.clone(), axes.clone()));
+            }
+            pads.push(PadSpec { slot, axes: pad.axes.clone(), value: pad.value, cuts });
+        }
+        Ok(pads)
     }
 
     /// One stream's first state: zeros, or a `.npy` file; batch dim 1.
@@ -740,6 +861,14 @@ fn output_spec(node: &NodeSpec, route: usize) -> &TensorSpec {
 
 fn join(names: &[&String]) -> String {
     names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn dtype_names() -> String {

@@ -25,7 +25,9 @@ pub mod scheduler;
 pub mod tensor;
 
 pub use config::{ConfigError, PipelineConfig, Policy};
-pub use engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+pub use engine::{
+    Dim, Engine, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, StageOutput, StageRequest, TensorSpec,
+};
 pub use graph::PipelineSpec;
 pub use node::NodeStats;
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};

@@ -393,6 +393,114 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
     Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
 }
 
+/// Bytes of one element of `dtype` holding `value` (converted like `as`; bool: non-zero).
+fn element_bytes(dtype: DType, value: f64) -> Vec<u8> {
+    match dtype {
+        DType::F32 => (value as f32).to_le_bytes().to_vec(),
+        DType::F64 => value.to_le_bytes().to_vec(),
+        DType::F16 => half::f16::from_f64(value).to_le_bytes().to_vec(),
+        DType::I64 => (value as i64).to_le_bytes().to_vec(),
+        DType::I32 => (value as i32).to_le_bytes().to_vec(),
+        DType::I16 => (value as i16).to_le_bytes().to_vec(),
+        DType::I8 => (value as i8).to_le_bytes().to_vec(),
+        DType::U8 => vec![value as u8],
+        DType::Bool => vec![u8::from(value != 0.0)],
+    }
+}
+
+/// Copies the leading `block` of `src` (shape `src_shape`) into the leading
+/// corner of `dst` (shape `dst_shape`): both at least as large as `block` on
+/// every axis, same rank, row-major, `elem` bytes per element.
+fn copy_block(src: &[u8], src_shape: &[usize], dst: &mut [u8], dst_shape: &[usize], block: &[usize], elem: usize) {
+    let rank = block.len();
+    if rank == 0 || block.contains(&0) {
+        return;
+    }
+    let strides = |shape: &[usize]| -> Vec<usize> {
+        let mut s = vec![elem; rank];
+        for d in (0..rank - 1).rev() {
+            s[d] = s[d + 1] * shape[d + 1];
+        }
+        s
+    };
+    let (src_strides, dst_strides) = (strides(src_shape), strides(dst_shape));
+    let run = block[rank - 1] * elem;
+    let mut index = vec![0usize; rank - 1];
+    loop {
+        let from: usize = index.iter().zip(&src_strides).map(|(i, s)| i * s).sum();
+        let to: usize = index.iter().zip(&dst_strides).map(|(i, s)| i * s).sum();
+        dst[to..to + run].copy_from_slice(&src[from..from + run]);
+        // Next index over the outer axes, the last one fastest.
+        let mut axis = rank - 1;
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            if index[axis] < block[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+}
+
+/// Concatenates tensors along dim 0, padding `axes` up to the largest part with `value`.
+/// Every other dim but the first must agree.
+pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Tensor, TensorError> {
+    let first = parts.first().ok_or(TensorError::StitchEmpty)?;
+    if first.shape.is_empty() {
+        return Err(TensorError::StitchScalar);
+    }
+    let mut shape = first.shape.clone();
+    shape[0] = 0;
+    for part in parts {
+        if part.dtype != first.dtype {
+            return Err(TensorError::StitchDType { first: first.dtype, other: part.dtype });
+        }
+        let agrees = part.shape.len() == shape.len()
+            && (1..shape.len()).all(|d| axes.contains(&d) || part.shape[d] == first.shape[d]);
+        if !agrees {
+            return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
+        }
+        shape[0] += part.shape[0];
+        for &a in axes {
+            shape[a] = shape[a].max(part.shape[a]);
+        }
+    }
+    let elem = first.dtype.size();
+    let len = checked_len(&shape, first.dtype)? * elem;
+    let fill = element_bytes(first.dtype, value);
+    let mut bytes: Vec<u8> = fill.iter().copied().cycle().take(len).collect();
+    let row = shape[1..].iter().product::<usize>() * elem;
+    let mut offset = 0;
+    for part in parts {
+        let rows = part.shape[0];
+        let mut block = shape.clone();
+        block[0] = rows;
+        copy_block(part.as_bytes(), &part.shape, &mut bytes[offset..offset + rows * row], &block, &part.shape, elem);
+        offset += rows * row;
+    }
+    Ok(Tensor::from_bytes_unchecked(first.dtype, shape, &bytes))
+}
+
+impl Tensor {
+    /// The leading block of this tensor of shape `shape` (same rank, no dim larger): a copy.
+    pub fn crop_to(&self, shape: &[usize]) -> Result<Tensor, TensorError> {
+        if shape == self.shape.as_slice() {
+            return Ok(self.clone());
+        }
+        if shape.len() != self.shape.len() || shape.iter().zip(&self.shape).any(|(a, b)| a > b) {
+            return Err(TensorError::StitchShape { first: self.shape.clone(), other: shape.to_vec() });
+        }
+        let elem = self.dtype.size();
+        let mut out = vec![0u8; checked_len(shape, self.dtype)? * elem];
+        copy_block(self.as_bytes(), &self.shape, &mut out, shape, shape, elem);
+        Ok(Tensor::from_bytes_unchecked(self.dtype, shape.to_vec(), &out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +561,27 @@ mod tests {
         let t = Tensor::from_vec(vec![2], vec![1i32, 2]).unwrap();
         assert!(t.as_slice::<f32>().is_err());
         assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 2]);
+    }
+
+    #[test]
+    fn stitch_padded_pads_then_crop_restores_each_part() {
+        let a = Tensor::from_vec(vec![1, 2, 3], (1..=6).map(|x| x as f32).collect()).unwrap();
+        let b = Tensor::from_vec(vec![2, 1, 2], vec![7.0f32, 8.0, 9.0, 10.0]).unwrap();
+        let batch = stitch_padded(&[&a, &b], &[1, 2], -1.0).unwrap();
+        assert_eq!(batch.shape(), &[3, 2, 3]);
+        assert_eq!(
+            batch.as_slice::<f32>().unwrap(),
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, -1.0, -1.0, -1.0, -1.0, 9.0, 10.0, -1.0, -1.0, -1.0, -1.0]
+        );
+        assert_eq!(batch.rows(0..1).crop_to(&[1, 2, 3]).unwrap(), a);
+        assert_eq!(batch.rows(1..3).crop_to(&[2, 1, 2]).unwrap(), b);
+    }
+
+    #[test]
+    fn stitch_padded_still_requires_unpadded_dims_to_agree() {
+        let a = Tensor::zeros(DType::U8, vec![1, 2, 3]).unwrap();
+        let b = Tensor::zeros(DType::U8, vec![1, 3, 3]).unwrap();
+        assert!(stitch_padded(&[&a, &b], &[2], 0.0).is_err());
+        assert_eq!(stitch_padded(&[&a, &b], &[1], 0.0).unwrap().shape(), &[2, 3, 3]);
     }
 }

@@ -45,6 +45,16 @@ impl TestEngines {
         self.kinds.lock().push((kind.to_string(), signature, Arc::new(f)));
     }
 
+    fn add_specs(
+        &self,
+        kind: &str,
+        inputs: Vec<TensorSpec>,
+        outputs: Vec<TensorSpec>,
+        f: impl Fn(&[&Tensor]) -> Result<Vec<Tensor>, String> + Send + Sync + 'static,
+    ) {
+        self.kinds.lock().push((kind.to_string(), ModelSignature { inputs, outputs }, Arc::new(f)));
+    }
+
     fn find(&self, stage: &StageRequest) -> Result<(ModelSignature, Arc<RunFn>), String> {
         let kind = stage.params.get("kind").and_then(|k| k.as_str()).ok_or("no kind")?;
         let kinds = self.kinds.lock();
@@ -638,4 +648,120 @@ fn state_memory_is_bounded_for_new_streams_only() {
         3.0,
         "existing streams go on"
     );
+}
+
+fn dynamic_spec(name: &str, rank: usize) -> TensorSpec {
+    TensorSpec { name: name.into(), dtype: DType::F32, shape: vec![Dim::Dynamic(None); rank] }
+}
+
+const FUNCTION_NODE: &str = r#"
+[inputs.n]
+to = ["node.n"]
+[outputs.y]
+from = "node.y"
+[nodes.node]
+stages = [{ function = "repeat" }, { engine = "test", params = { kind = "double" } }]
+max_batch = 8
+"#;
+
+/// A Rust stage turning each request's one value v into v rows (a count-changing stage).
+fn repeat_function() -> baton::FunctionStage {
+    let signature = ModelSignature { inputs: vec![dynamic_spec("n", 2)], outputs: vec![dynamic_spec("item", 2)] };
+    baton::FunctionStage::new(signature, |inputs, rows| {
+        let values = inputs[0].as_slice::<f32>().unwrap();
+        let mut out = Vec::new();
+        let mut counts = Vec::new();
+        let mut at = 0;
+        for &r in rows {
+            let mut count = 0;
+            for &v in &values[at..at + r] {
+                out.extend(std::iter::repeat_n(v, v as usize));
+                count += v as usize;
+            }
+            at += r;
+            counts.push(count);
+        }
+        let n = out.len();
+        Ok(baton::StageOutput { tensors: vec![Tensor::from_vec(vec![n, 1], out).unwrap()], rows: Some(counts) })
+    })
+}
+
+#[test]
+fn a_rust_stage_can_change_how_many_items_each_request_has() {
+    let engines = TestEngines::default();
+    engines.add_specs("double", vec![dynamic_spec("item", 2)], vec![dynamic_spec("y", 2)], |i| Ok(map(i, |x| x * 2.0)));
+    let registry = engines.registry().with_function("repeat", repeat_function());
+    let config =
+        PipelineConfig::parse(&format!("[scheduler]\ndecide_on_arrival = false\ntick_us = 20000\n{FUNCTION_NODE}"))
+            .unwrap();
+    let runtime = Runtime::from_config(&config, None, &registry).unwrap();
+    let tickets: Vec<_> =
+        [3.0f32, 0.0, 2.0].iter().map(|&v| (v, runtime.submit(Request::new().input("n", value(v))))).collect();
+    for (v, ticket) in tickets {
+        let y = ticket.wait().unwrap();
+        let y = y.get("y").unwrap();
+        assert_eq!(y.shape(), &[v as usize, 1], "request {v} has {v} items");
+        assert!(y.as_slice::<f32>().unwrap().iter().all(|&x| x == v * 2.0));
+    }
+    assert_eq!(runtime.node_stats()[0].executions, 1, "the three requests shared one batch");
+}
+
+#[test]
+fn an_unknown_function_is_a_load_time_error_naming_it() {
+    let config = PipelineConfig::parse(FUNCTION_NODE).unwrap();
+    let err = baton::PipelineSpec::build(&config, None, &TestEngines::default().registry()).err().unwrap();
+    assert_eq!(err.location, "nodes.node.stages[0].function");
+    assert!(err.message.contains("unknown function `repeat`"), "{err}");
+}
+
+#[test]
+fn ragged_inputs_are_padded_into_one_batch_and_outputs_cut_back() {
+    let engines = TestEngines::default();
+    engines.add_specs("twice", vec![dynamic_spec("x", 2)], vec![dynamic_spec("y", 2)], |i| {
+        // Padding must be the configured value: count it, so the test sees it was padded.
+        Ok(map(i, |x| if x == -5.0 { 1000.0 } else { x * 2.0 }))
+    });
+    let toml = r#"
+[scheduler]
+decide_on_arrival = false
+tick_us = 20000
+[inputs.x]
+to = ["n.x"]
+[outputs.y]
+from = "n.y"
+[nodes.n]
+stages = [{ engine = "test", params = { kind = "twice" } }]
+[[nodes.n.pad]]
+input = "x"
+axes = [1]
+value = -5.0
+cut = { y = [1] }
+"#;
+    let runtime = start(&engines, toml);
+    let tickets: Vec<_> = [2usize, 5, 3]
+        .iter()
+        .map(|&len| {
+            let x = Tensor::from_vec(vec![1, len], (0..len).map(|i| i as f32).collect()).unwrap();
+            (len, runtime.submit(Request::new().input("x", x)))
+        })
+        .collect();
+    for (len, ticket) in tickets {
+        let out = ticket.wait().unwrap();
+        let y = out.get("y").unwrap();
+        assert_eq!(y.shape(), &[1, len]);
+        let expected: Vec<f32> = (0..len).map(|i| i as f32 * 2.0).collect();
+        assert_eq!(y.as_slice::<f32>().unwrap(), expected.as_slice(), "padding cut away for length {len}");
+    }
+    assert_eq!(runtime.node_stats()[0].executions, 1, "different lengths batched together");
+}
+
+#[test]
+fn padding_a_fixed_dim_is_a_config_error() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let toml = format!("{ONE_NODE}\n[[nodes.n.pad]]\ninput = \"x\"\naxes = [1]\n");
+    let err =
+        baton::PipelineSpec::build(&PipelineConfig::parse(&toml).unwrap(), None, &engines.registry()).err().unwrap();
+    assert_eq!(err.location, "nodes.n.pad[0].axes");
+    assert!(err.message.contains("fixed"), "{err}");
 }

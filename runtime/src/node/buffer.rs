@@ -83,15 +83,16 @@ impl BatchBuffer {
     /// A batch holds tasks whose inputs agree on every dim but the first, so
     /// the first task taken sets the shapes and the take stops at the first
     /// task of another shape (it waits for a later batch, keeping order).
+    /// Axes in `pad_axes[slot]` may differ: they are padded when stitched.
     /// A single task larger than `max_rows` is taken alone.
-    pub fn take(&self, max_rows: usize, out: &mut Vec<Task>) {
+    pub fn take(&self, max_rows: usize, pad_axes: &[Vec<usize>], out: &mut Vec<Task>) {
         let mut guard = self.queues.lock();
         let q = &mut *guard;
         let mut rows = 0;
         let mut taken_priority = 0;
         for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {
             while let Some(task) = queue.front() {
-                let fits = out.is_empty() || (rows + task.rows <= max_rows && out[0].same_shapes(task));
+                let fits = out.is_empty() || (rows + task.rows <= max_rows && out[0].same_shapes(task, pad_axes));
                 if !fits {
                     break;
                 }

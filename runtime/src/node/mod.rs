@@ -43,9 +43,14 @@ impl Task {
         Task { request, inputs, rows, enqueued: Instant::now(), enqueued_ns: crate::clock::now_ns() }
     }
 
-    /// Whether `other` can share a batch with this task (all dims but the first agree).
-    pub fn same_shapes(&self, other: &Task) -> bool {
-        self.inputs.iter().zip(&other.inputs).all(|(a, b)| a.shape()[1..] == b.shape()[1..])
+    /// Whether `other` can share a batch with this task: every dim but the first
+    /// agrees, except the padded axes of each slot (`pad_axes[slot]`).
+    pub fn same_shapes(&self, other: &Task, pad_axes: &[Vec<usize>]) -> bool {
+        self.inputs.iter().zip(&other.inputs).enumerate().all(|(slot, (a, b))| {
+            let (a, b) = (a.shape(), b.shape());
+            a.len() == b.len()
+                && (1..a.len()).all(|d| a[d] == b[d] || pad_axes.get(slot).is_some_and(|p| p.contains(&d)))
+        })
     }
 }
 

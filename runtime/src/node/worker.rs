@@ -21,11 +21,13 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::{Instruction, Task};
 use crate::engine::Engine;
+use crate::engine::StageOutput;
+use crate::graph::PadSpec;
 use crate::graph::{NodeSpec, StageSource, Target};
 use crate::request::RequestError;
 use crate::runtime::Shared;
 use crate::scheduler::Reason;
-use crate::tensor::{stitch, Tensor};
+use crate::tensor::{stitch, stitch_padded, Tensor};
 
 /// Starts worker `index` of node `node`. It reports on `ready` once its engines exist (or failed).
 pub(crate) fn spawn(
@@ -67,7 +69,25 @@ pub(crate) fn spawn(
                 (route.stage, route.index)
             })
             .collect();
-        let worker = Worker { shared: Arc::clone(&shared), node, engines, tasks: Vec::new(), state_outputs };
+        let cuts = spec
+            .routes
+            .iter()
+            .map(|route| {
+                spec.pad.iter().find_map(|pad| {
+                    let (_, axes) = pad.cuts.iter().find(|(name, _)| *name == route.name)?;
+                    Some((pad.clone(), axes.clone()))
+                })
+            })
+            .collect();
+        let worker = Worker {
+            shared: Arc::clone(&shared),
+            node,
+            engines,
+            tasks: Vec::new(),
+            state_outputs,
+            cuts,
+            pad_axes: spec.pad_axes(),
+        };
         worker.serve(&shared.nodes[node].receiver.clone());
     })
 }
@@ -79,6 +99,10 @@ struct Worker {
     tasks: Vec<Task>,
     /// (stage, output index) of each write-back output, in state order.
     state_outputs: Vec<(usize, usize)>,
+    /// Per route: the pad rule and output axes to cut it back along, if any.
+    cuts: Vec<Option<(PadSpec, Vec<usize>)>>,
+    /// Per input slot: the axes that may differ between tasks of one batch.
+    pad_axes: Vec<Vec<usize>>,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -117,7 +141,7 @@ impl Worker {
         let state = &shared.nodes[self.node];
         let spec = &shared.spec.nodes[self.node];
         let mut tasks = std::mem::take(&mut self.tasks);
-        state.buffer.take(shared.scheduler.batch_rows[self.node], &mut tasks);
+        state.buffer.take(shared.scheduler.batch_rows[self.node], &self.pad_axes, &mut tasks);
         state.metrics.queue_depth.set(state.buffer.pending() as f64);
         state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         let now = Instant::now();
@@ -153,7 +177,7 @@ impl Worker {
         }
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
-            let result = self.execute(&tasks, rows);
+            let result = self.execute(&tasks);
             // Account before answering, so a woken requester sees its batch counted.
             let compute = now.elapsed();
             state.metrics.executions.increment(1);
@@ -166,7 +190,7 @@ impl Worker {
             counters.tasks.fetch_add(tasks.len() as u64, Ordering::Relaxed);
             counters.compute_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
             match result {
-                Ok(outputs) => self.route(&tasks, &outputs),
+                Ok(executed) => self.route(&tasks, &executed),
                 Err(message) => {
                     state.metrics.batch_failures.increment(1);
                     counters.failed_batches.fetch_add(1, Ordering::Relaxed);
@@ -190,8 +214,8 @@ impl Worker {
         self.tasks = tasks;
     }
 
-    /// Stitches the node inputs and runs every stage. Returns each stage's outputs.
-    fn execute(&mut self, tasks: &[Task], rows: usize) -> Result<Vec<Vec<Tensor>>, String> {
+    /// Stitches the node inputs (padding ragged ones) and runs every stage.
+    fn execute(&mut self, tasks: &[Task]) -> Result<Executed, String> {
         let shared = Arc::clone(&self.shared);
         let spec = &shared.spec.nodes[self.node];
         let mut inputs = Vec::with_capacity(spec.inputs.len());
@@ -199,38 +223,74 @@ impl Worker {
         for slot in 0..spec.inputs.len() {
             parts.clear();
             parts.extend(tasks.iter().map(|t| &t.inputs[slot]));
-            inputs.push(stitch(&parts).map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
-        }
-        let mut outputs: Vec<Vec<Tensor>> = Vec::with_capacity(spec.stages.len());
-        for (s, stage) in spec.stages.iter().enumerate() {
-            let stage_inputs: Vec<&Tensor> = stage
-                .sources
-                .iter()
-                .map(|source| match *source {
-                    StageSource::NodeInput(slot) => &inputs[slot],
-                    StageSource::StageOutput { stage, index } => &outputs[stage][index],
-                })
-                .collect();
-            let engine = &mut self.engines[s];
-            let result = catch_unwind(AssertUnwindSafe(|| engine.run(&stage_inputs)));
-            let stage_outputs = match result {
-                Ok(Ok(out)) => out,
-                Ok(Err(e)) => return Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
-                Err(panic) => {
-                    let what = panic_message(&panic);
-                    match stage.provider.create(&stage.request) {
-                        Ok(fresh) => self.engines[s] = fresh,
-                        Err(e) => {
-                            tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")
-                        }
-                    }
-                    return Err(format!("stage {s} ({}) panicked: {what}", stage_label(spec, s)));
-                }
+            let stitched = match spec.pad.iter().find(|p| p.slot == slot) {
+                Some(pad) => stitch_padded(&parts, &pad.axes, pad.value),
+                None => stitch(&parts),
             };
-            check_outputs(spec, s, &stage_outputs, rows)?;
-            outputs.push(stage_outputs);
+            inputs.push(stitched.map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
         }
-        Ok(outputs)
+        let task_rows: Vec<usize> = tasks.iter().map(|t| t.rows).collect();
+        let mut outputs: Vec<Vec<Tensor>> = Vec::with_capacity(spec.stages.len());
+        let mut rows_out: Vec<Vec<usize>> = Vec::with_capacity(spec.stages.len());
+        for (s, stage) in spec.stages.iter().enumerate() {
+            let mut rows_in: Option<&Vec<usize>> = None;
+            let mut stage_inputs: Vec<&Tensor> = Vec::with_capacity(stage.sources.len());
+            for source in &stage.sources {
+                let (tensor, rows) = match *source {
+                    StageSource::NodeInput(slot) => (&inputs[slot], &task_rows),
+                    StageSource::StageOutput { stage, index } => (&outputs[stage][index], &rows_out[stage]),
+                };
+                if rows_in.is_some_and(|r| r != rows) {
+                    return Err(format!(
+                        "stage {s} takes inputs with different rows per request; their item counts must agree"
+                    ));
+                }
+                rows_in = Some(rows);
+                stage_inputs.push(tensor);
+            }
+            let rows_in = rows_in.unwrap_or(&task_rows).clone();
+            let total: usize = rows_in.iter().sum();
+            let output = if total == 0 && !stage.is_function() {
+                // Nothing to infer (every request has zero items here): empty outputs, no engine call.
+                StageOutput { tensors: empty_outputs(&stage.signature)?, rows: None }
+            } else {
+                self.run_stage(s, &stage_inputs, &rows_in)?
+            };
+            let rows = output.rows.unwrap_or(rows_in);
+            if rows.len() != tasks.len() {
+                return Err(format!(
+                    "stage {s} reported rows for {} requests; the batch has {}",
+                    rows.len(),
+                    tasks.len()
+                ));
+            }
+            check_outputs(spec, s, &output.tensors, rows.iter().sum())?;
+            outputs.push(output.tensors);
+            rows_out.push(rows);
+        }
+        Ok(Executed { outputs, rows: rows_out })
+    }
+
+    /// Runs stage `s`, catching a panic (the engine is then recreated).
+    fn run_stage(&mut self, s: usize, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+        let shared = Arc::clone(&self.shared);
+        let spec = &shared.spec.nodes[self.node];
+        let stage = &spec.stages[s];
+        let engine = &mut self.engines[s];
+        match catch_unwind(AssertUnwindSafe(|| engine.run_tasks(inputs, rows))) {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
+            Err(panic) => {
+                let what = panic_message(&panic);
+                match stage.provider.create(&stage.request) {
+                    Ok(fresh) => self.engines[s] = fresh,
+                    Err(e) => {
+                        tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")
+                    }
+                }
+                Err(format!("stage {s} ({}) panicked: {what}", stage_label(spec, s)))
+            }
+        }
     }
 
     /// Ends a stream chunk's turn at this node (committing `new_state` if given),
@@ -244,28 +304,38 @@ impl Worker {
         self.shared.push(self.node, next?)
     }
 
-    /// Splits routed outputs per task and delivers them. Pokes the scheduler at most once.
-    fn route(&self, tasks: &[Task], outputs: &[Vec<Tensor>]) {
+    /// Splits routed outputs per task (cutting padded ones back) and delivers them.
+    /// Pokes the scheduler at most once.
+    fn route(&self, tasks: &[Task], executed: &Executed) {
         let shared = &self.shared;
         let spec = &shared.spec.nodes[self.node];
+        let outputs = &executed.outputs;
         let mut poke: Option<Reason> = None;
-        let mut start = 0;
-        for task in tasks {
-            let range = start..start + task.rows;
-            start += task.rows;
+        // Row offset of each task in each stage's outputs.
+        let mut offsets: Vec<usize> = vec![0; executed.rows.len()];
+        for (t, task) in tasks.iter().enumerate() {
+            let range = |stage: usize, offsets: &[usize]| offsets[stage]..offsets[stage] + executed.rows[stage][t];
             if let (Some(chunk), Some(_)) = (task.request.stream, &shared.nodes[self.node].streams) {
                 // Commit before answering, so the stream's next chunk finds its state.
                 let new_state = self
                     .state_outputs
                     .iter()
-                    .map(|&(stage, index)| outputs[stage][index].rows(range.clone()).compact())
+                    .map(|&(stage, index)| outputs[stage][index].rows(range(stage, &offsets)).compact())
                     .collect();
                 if let Some(reason) = self.release_stream(chunk, Some(new_state)) {
                     poke = Some(merge(poke, reason));
                 }
             }
-            for route in &spec.routes {
-                let part = outputs[route.stage][route.index].rows(range.clone());
+            for (r, route) in spec.routes.iter().enumerate() {
+                let mut part = outputs[route.stage][route.index].rows(range(route.stage, &offsets));
+                if let Some(shape) = self.cut_shape(r, task, &part, tasks) {
+                    match part.crop_to(&shape) {
+                        Ok(cut) => part = cut,
+                        Err(e) => {
+                            tracing::error!(node = %spec.name, output = %route.name, error = %e, "cannot cut back a padded output")
+                        }
+                    }
+                }
                 for target in &route.targets {
                     match *target {
                         Target::Node { node, slot } => {
@@ -278,6 +348,9 @@ impl Worker {
                     }
                 }
             }
+            for (stage, offset) in offsets.iter_mut().enumerate() {
+                *offset += executed.rows[stage][t];
+            }
         }
         // The node-finished poke that follows covers arrivals too; poke here only for
         // priority arrivals, which should not wait for this worker's bookkeeping.
@@ -285,6 +358,42 @@ impl Worker {
             shared.scheduler.poke(Reason::PriorityArrival, &shared.nodes);
         }
     }
+
+    /// The shape route `r`'s part for `task` is cut back to, if the route is a
+    /// padded input's cut output: each cut axis scaled by the task's share of the padded size.
+    fn cut_shape(&self, r: usize, task: &Task, part: &Tensor, tasks: &[Task]) -> Option<Vec<usize>> {
+        let (pad, axes) = self.cuts[r].as_ref()?;
+        let slot = pad.slot;
+        let mut shape = part.shape().to_vec();
+        for (&in_axis, &out_axis) in pad.axes.iter().zip(axes) {
+            let padded = tasks.iter().map(|t| t.inputs[slot].shape()[in_axis]).max()?;
+            let own = task.inputs[slot].shape()[in_axis];
+            let out = shape[out_axis];
+            shape[out_axis] = if padded == 0 { out } else { (out * own).div_ceil(padded) };
+        }
+        Some(shape)
+    }
+}
+
+/// A batch's stage outputs, and each stage's rows per task.
+struct Executed {
+    outputs: Vec<Vec<Tensor>>,
+    rows: Vec<Vec<usize>>,
+}
+
+/// Outputs with zero rows for a stage that had nothing to run (dynamic dims become 0).
+fn empty_outputs(signature: &crate::engine::ModelSignature) -> Result<Vec<Tensor>, String> {
+    signature
+        .outputs
+        .iter()
+        .map(|o| {
+            let shape = o.shape.iter().enumerate().map(|(i, d)| match d {
+                crate::engine::Dim::Fixed(n) if i > 0 => *n,
+                _ => 0,
+            });
+            Tensor::zeros(o.dtype, shape.collect()).map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Keeps the more urgent of two poke reasons.
