@@ -23,6 +23,7 @@ pub mod request;
 pub mod runtime;
 pub mod scheduler;
 pub mod tensor;
+mod wakeup;
 
 pub use config::{ConfigError, PipelineConfig, Policy};
 pub use engine::{

@@ -12,9 +12,10 @@
 //! the result under the slot's lock and flips `done` with a compare-exchange,
 //! so only the first resolution counts and every later one is refused (this
 //! is what makes "exactly once" hold when a failing branch and a succeeding
-//! branch of the same request race). Waiters first spin briefly on `done`
-//! (answers often arrive within microseconds; only one waiter in the process
-//! spins at a time), then sleep on the condvar; an
+//! branch of the same request race). Waiters first spin on `done` for
+//! about the answer time the runtime expects (twice its recent mean latency,
+//! 20-500 µs; only one waiter in the process spins at a time, so spinning
+//! never crowds the workers under load), then sleep on the condvar; an
 //! async waiter leaves its waker in the slot instead. Dropping a ticket that
 //! has not resolved marks the request cancelled, so tasks not yet run are
 //! skipped by the node that would run them.
@@ -174,17 +175,20 @@ pub(crate) struct Completion {
     cancelled: AtomicBool,
     slot: Mutex<Slot>,
     ready: Condvar,
+    /// How long a blocking waiter spins before sleeping (about the expected answer time).
+    spin: Duration,
 }
 
-/// How long a blocking waiter spins before sleeping.
-const WAIT_SPIN: Duration = Duration::from_micros(20);
+/// Spin bounds of a blocking waiter.
+const MIN_WAIT_SPIN: Duration = Duration::from_micros(20);
+const MAX_WAIT_SPIN: Duration = Duration::from_micros(500);
 
 /// Waiters spinning now, process-wide (at most one).
 static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Completion {
     /// Stores the result if none was stored yet. Returns whether this call resolved it.
-    pub(crate) fn resolve(&self, result: RequestResult) -> bool {
+    pub(crate) fn resolve(self: &Arc<Self>, result: RequestResult) -> bool {
         let mut slot = self.slot.lock();
         if self.done.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return false;
@@ -197,11 +201,21 @@ impl Completion {
         slot.result = Some(result);
         let waker = slot.waker.take();
         drop(slot);
-        self.ready.notify_all();
+        crate::wakeup::notify(Arc::clone(self));
         if let Some(waker) = waker {
             waker.wake();
         }
         true
+    }
+
+    /// Wakes threads blocked on this completion; returns how many were asleep.
+    pub(crate) fn notify(&self) -> usize {
+        self.ready.notify_all()
+    }
+
+    /// A completion whose waiter spins up to `expected` (bounded) before sleeping.
+    pub(crate) fn expecting(expected: Duration) -> Self {
+        Completion { spin: expected.clamp(MIN_WAIT_SPIN, MAX_WAIT_SPIN), ..Completion::default() }
     }
 
     /// A completion that hands its result to `callback` (no ticket waits on it).
@@ -231,26 +245,32 @@ impl Completion {
         // Spin only while no other waiter spins: one spinner keeps light-load latency
         // low; many would steal the cores the workers need under load.
         if SPINNERS.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            let spin_until = Instant::now() + WAIT_SPIN;
+            let spin_until = Instant::now() + self.spin.max(MIN_WAIT_SPIN);
             while !self.done.load(Ordering::Acquire) && Instant::now() < spin_until {
-                std::hint::spin_loop();
+                // Yield rather than hold the core: on a machine with few cores the
+                // worker about to answer may be waiting for this very core.
+                std::thread::yield_now();
             }
             SPINNERS.store(0, Ordering::Release);
         }
         let mut slot = self.slot.lock();
-        loop {
+        let result = loop {
             if let Some(result) = slot.result.take() {
-                return Some(result);
+                break Some(result);
             }
             match deadline {
                 Some(d) => {
                     if self.ready.wait_until(&mut slot, d).timed_out() {
-                        return slot.result.take();
+                        break slot.result.take();
                     }
                 }
                 None => self.ready.wait(&mut slot),
             }
-        }
+        };
+        drop(slot);
+        // Pass the wake-ups on (see `wakeup`): other requesters of the same batch may still sleep.
+        crate::wakeup::help(crate::wakeup::FANOUT);
+        result
     }
 }
 

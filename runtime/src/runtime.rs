@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     drained: (Mutex<()>, Condvar),
     stop_ticker: AtomicBool,
     metrics: PipelineMetrics,
+    /// Mean submit-to-answer time of recent requests (exponential, ns): how long a waiter spins.
+    latency_ema_ns: AtomicU64,
 }
 
 /// A running pipeline. Cheap to share by reference across threads (`submit` takes `&self`).
@@ -112,6 +114,7 @@ impl Runtime {
             drained: (Mutex::new(()), Condvar::new()),
             stop_ticker: AtomicBool::new(false),
             metrics,
+            latency_ema_ns: AtomicU64::new(0),
         });
         let mut runtime = Runtime { shared: Arc::clone(&shared), workers: Vec::new(), ticker: None };
         let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
@@ -258,6 +261,7 @@ impl Runtime {
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
+
         for state in &shared.nodes {
             state.joins.clear();
         }
@@ -287,7 +291,8 @@ fn outcome(result: &RequestResult) -> &'static str {
 
 impl Shared {
     fn submit(&self, request: Request) -> Ticket {
-        let completion = Arc::new(Completion::default());
+        let expected = Duration::from_nanos(2 * self.latency_ema_ns.load(Ordering::Relaxed));
+        let completion = Arc::new(Completion::expecting(expected));
         let ticket = Ticket::new(Arc::clone(&completion));
         self.admit(request, completion);
         ticket
@@ -496,7 +501,13 @@ impl Shared {
         if !request.claim() {
             return;
         }
-        self.metrics.request_seconds.record(request.submitted.elapsed().as_secs_f64());
+        let latency = request.submitted.elapsed();
+        self.metrics.request_seconds.record(latency.as_secs_f64());
+        if result.is_ok() {
+            let ema = self.latency_ema_ns.load(Ordering::Relaxed);
+            let sample = latency.as_nanos().min(u64::MAX as u128) as u64;
+            self.latency_ema_ns.store(if ema == 0 { sample } else { ema - ema / 8 + sample / 8 }, Ordering::Relaxed);
+        }
         self.metrics.request_done(outcome(&result));
         self.metrics.in_flight.decrement(1.0);
         let failed = result.is_err();

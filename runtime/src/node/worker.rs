@@ -113,7 +113,7 @@ fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruc
                 Ok(instruction) => return instruction,
                 Err(TryRecvError::Disconnected) => return Instruction::Exit,
                 Err(TryRecvError::Empty) if Instant::now() >= until => break,
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(TryRecvError::Empty) => std::thread::yield_now(),
             }
         }
     }
@@ -311,6 +311,8 @@ impl Worker {
         let spec = &shared.spec.nodes[self.node];
         let outputs = &executed.outputs;
         let mut poke: Option<Reason> = None;
+        // Requesters answered by this batch are woken after it, by fan-out (see `wakeup`).
+        let _deferred = crate::wakeup::Deferred::begin();
         // Row offset of each task in each stage's outputs.
         let mut offsets: Vec<usize> = vec![0; executed.rows.len()];
         for (t, task) in tasks.iter().enumerate() {

@@ -1,0 +1,71 @@
+//! Waking blocked waiters without holding up the workers: a cooperative fan-out.
+//!
+//! A worker that finishes a batch of 32 requests would spend a futex wake
+//! per blocked requester (microseconds each) before it could start the next
+//! batch. Instead, while a worker answers a batch it *defers* wake-ups: the
+//! answers are stored at once (a spinning or not-yet-waiting requester sees
+//! them immediately), and the completions to wake go onto a queue. When the
+//! batch is answered the worker wakes [`FANOUT`] sleepers, and every waiter
+//! that wakes up wakes `FANOUT` more before returning, so the wake-ups spread
+//! as a tree over the requesters' own threads.
+//!
+//! Liveness: `help(k)` keeps popping until it has woken `k` threads that were
+//! actually asleep (a notify that wakes nobody does not count) or the queue
+//! is empty, and every thread it wakes calls `help` in turn. So the queue is
+//! never left non-empty with no woken thread on its way to drain it.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::request::Completion;
+
+/// Sleepers each helper wakes.
+pub(crate) const FANOUT: usize = 2;
+
+static QUEUE: Mutex<Vec<Arc<Completion>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static DEFERRING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Wakes the waiters of a just-resolved completion, now or (while deferring) later.
+pub(crate) fn notify(completion: Arc<Completion>) {
+    if DEFERRING.with(Cell::get) > 0 {
+        QUEUE.lock().push(completion);
+    } else {
+        completion.notify();
+    }
+}
+
+/// Wakes up to `k` sleeping waiters from the queue.
+pub(crate) fn help(k: usize) {
+    let mut woken = 0;
+    while woken < k {
+        let Some(completion) = QUEUE.lock().pop() else { return };
+        woken += completion.notify();
+    }
+}
+
+/// While alive, wake-ups on this thread are deferred; dropping it starts the fan-out.
+pub(crate) struct Deferred(());
+
+impl Deferred {
+    pub fn begin() -> Self {
+        DEFERRING.with(|d| d.set(d.get() + 1));
+        Deferred(())
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        let left = DEFERRING.with(|d| {
+            d.set(d.get() - 1);
+            d.get()
+        });
+        if left == 0 {
+            help(FANOUT);
+        }
+    }
+}
