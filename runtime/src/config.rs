@@ -194,6 +194,11 @@ pub struct InputConfig {
     pub dtype: Option<String>,
     /// Expected shape, batch dim first, `-1` for dynamic dims (checked against the models).
     pub shape: Option<Vec<i64>>,
+    /// A request may leave it out: then the nodes that need it (and everything
+    /// downstream of them) do not run for that request, and the outputs they
+    /// would produce are absent from its answer.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// `[outputs.NAME]`: one pipeline output.

@@ -125,6 +125,8 @@ impl NodeSpec {
 pub struct InputSpec {
     pub spec: TensorSpec,
     pub targets: Vec<Target>,
+    /// Requests may leave it out (see [`crate::config::InputConfig::optional`]).
+    pub optional: bool,
 }
 
 /// A validated pipeline output.
@@ -205,6 +207,40 @@ impl PipelineSpec {
             }
         }
         parents
+    }
+
+    /// Which nodes run for a request carrying the pipeline inputs marked in
+    /// `present`: a node runs when every input slot is fed by a present pipeline
+    /// input, a running node, or its own state. In topological order.
+    pub fn running_nodes(&self, present: &[bool]) -> Vec<bool> {
+        // fed[n][slot]: the slot has a value for this request.
+        let mut fed: Vec<Vec<bool>> = self.nodes.iter().map(|n| vec![false; n.inputs.len()]).collect();
+        for (n, node) in self.nodes.iter().enumerate() {
+            for state in &node.state {
+                fed[n][state.slot] = true;
+            }
+        }
+        for (input, &here) in self.inputs.iter().zip(present) {
+            for target in &input.targets {
+                if let (Target::Node { node, slot }, true) = (*target, here) {
+                    fed[node][slot] = true;
+                }
+            }
+        }
+        let mut runs = vec![false; self.nodes.len()];
+        for &n in &self.topo_order {
+            runs[n] = fed[n].iter().all(|&f| f);
+            if runs[n] {
+                for route in &self.nodes[n].routes {
+                    for target in &route.targets {
+                        if let Target::Node { node, slot } = *target {
+                            fed[node][slot] = true;
+                        }
+                    }
+                }
+            }
+        }
+        runs
     }
 
     /// A readable picture of the graph, one line per node and route.
@@ -452,7 +488,7 @@ impl Builder<'_> {
                 check_compatible(&format!("{location}.shape"), &declared, name, &spec, &input.to[0])?;
                 spec.shape = declared.shape;
             }
-            inputs.push(InputSpec { spec, targets });
+            inputs.push(InputSpec { spec, targets, optional: input.optional });
         }
 
         // Every node input is fed.

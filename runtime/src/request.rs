@@ -367,10 +367,22 @@ pub(crate) struct RequestState {
     /// Claimed by the one resolution that counts, before its bookkeeping and
     /// before the ticket wakes (so a woken waiter sees the bookkeeping done).
     claimed: AtomicBool,
+    expected: Option<Box<[bool]>>,
+    runs: Option<Box<[bool]>>,
 }
 
 impl RequestState {
-    pub fn new(id: u64, request: &Request, outputs: usize, completion: Arc<Completion>) -> Self {
+    /// `expected[i]`: output `i` will be produced for this request (`None`: all will).
+    /// `runs[n]`: node `n` runs for it (`None`: all do).
+    pub fn new(
+        id: u64,
+        request: &Request,
+        outputs: usize,
+        expected: Option<Box<[bool]>>,
+        runs: Option<Box<[bool]>>,
+        completion: Arc<Completion>,
+    ) -> Self {
+        let remaining = expected.as_ref().map_or(outputs, |e| e.iter().filter(|&&x| x).count());
         RequestState {
             id,
             // The final chunk of a stream is a priority task.
@@ -380,9 +392,21 @@ impl RequestState {
             submitted: Instant::now(),
             completion,
             outputs: Mutex::new(vec![None; outputs]),
-            remaining: std::sync::atomic::AtomicUsize::new(outputs),
+            remaining: std::sync::atomic::AtomicUsize::new(remaining),
             claimed: AtomicBool::new(false),
+            expected,
+            runs,
         }
+    }
+
+    /// Whether node `node` runs for this request.
+    pub fn runs(&self, node: usize) -> bool {
+        self.runs.as_ref().is_none_or(|r| r[node])
+    }
+
+    /// Which outputs this request gets (`None`: all).
+    pub fn expected(&self) -> Option<&[bool]> {
+        self.expected.as_deref()
     }
 
     /// True for the first caller only: that caller resolves the request.
@@ -390,8 +414,9 @@ impl RequestState {
         !self.claimed.swap(true, Ordering::AcqRel)
     }
 
-    /// Stores pipeline output `index`; returns all outputs once the last one is in.
-    pub fn set_output(&self, index: usize, tensor: Tensor) -> Option<Vec<Tensor>> {
+    /// Stores pipeline output `index`; returns the outputs (`None` where not
+    /// expected for this request) once the last expected one is in.
+    pub fn set_output(&self, index: usize, tensor: Tensor) -> Option<Vec<Option<Tensor>>> {
         let mut outputs = self.outputs.lock();
         if outputs[index].replace(tensor).is_some() {
             return None;
@@ -399,7 +424,7 @@ impl RequestState {
         if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
             return None;
         }
-        Some(outputs.iter_mut().map(|t| t.take().expect("every output set")).collect())
+        Some(outputs.iter_mut().map(Option::take).collect())
     }
 }
 

@@ -315,6 +315,13 @@ impl Shared {
                 return;
             }
         };
+        let (expected, runs) = self.reach(&inputs);
+        if expected.as_ref().is_some_and(|e| !e.contains(&true)) {
+            let given: Vec<&str> = request.inputs.iter().map(|(n, _)| n.as_str()).collect();
+            let message = format!("the inputs given ({}) lead to no pipeline output", given.join(", "));
+            refuse(RequestError::InvalidInput(message));
+            return;
+        }
         let limit = self.spec.max_in_flight;
         if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -323,9 +330,10 @@ impl Shared {
         }
         self.metrics.in_flight.increment(1.0);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let state = Arc::new(RequestState::new(id, &request, self.spec.outputs.len(), completion));
+        let state = Arc::new(RequestState::new(id, &request, self.spec.outputs.len(), expected, runs, completion));
         let mut poke = None;
         for (input, tensor) in self.spec.inputs.iter().zip(inputs) {
+            let Some(tensor) = tensor else { continue };
             for target in &input.targets {
                 if let Target::Node { node, slot } = *target {
                     if let Some(reason) = self.deliver(node, slot, &state, tensor.clone()) {
@@ -339,8 +347,20 @@ impl Shared {
         }
     }
 
+    /// For a request leaving optional inputs out: which outputs it gets and which
+    /// nodes run for it (`None`s when it carries every input).
+    fn reach(&self, inputs: &[Option<Tensor>]) -> (Option<Box<[bool]>>, Option<Box<[bool]>>) {
+        if inputs.iter().all(Option::is_some) {
+            return (None, None);
+        }
+        let present: Vec<bool> = inputs.iter().map(Option::is_some).collect();
+        let runs = self.spec.running_nodes(&present);
+        let expected: Vec<bool> = self.spec.outputs.iter().map(|o| runs[o.node]).collect();
+        (Some(expected.into()), Some(runs.into()))
+    }
+
     /// Checks a request's inputs against the pipeline; returns them in pipeline-input order.
-    fn validate(&self, request: &Request) -> Result<Vec<Tensor>, String> {
+    fn validate(&self, request: &Request) -> Result<Vec<Option<Tensor>>, String> {
         if request.stream.is_none() {
             if let Some(node) = self.spec.nodes.iter().find(|n| !n.state.is_empty()) {
                 return Err(format!(
@@ -375,7 +395,13 @@ impl Shared {
         let mut result = Vec::with_capacity(inputs.len());
         for (slot, input) in ordered.into_iter().zip(inputs) {
             let name = &input.spec.name;
-            let tensor = slot.ok_or_else(|| format!("missing input `{name}`"))?;
+            let Some(tensor) = slot else {
+                if input.optional {
+                    result.push(None);
+                    continue;
+                }
+                return Err(format!("missing input `{name}`"));
+            };
             let r = tensor.batch_rows();
             match rows {
                 None => rows = Some((r, name)),
@@ -386,7 +412,7 @@ impl Shared {
                 }
                 _ => {}
             }
-            result.push(tensor.clone());
+            result.push(Some(tensor.clone()));
         }
         let rows = rows.map_or(0, |(r, _)| r);
         if rows == 0 {
@@ -414,6 +440,9 @@ impl Shared {
             if request.completion.is_cancelled() {
                 self.resolve(request, Err(RequestError::Cancelled));
             }
+            return None;
+        }
+        if !request.runs(node) {
             return None;
         }
         let spec = &self.spec.nodes[node];
@@ -491,9 +520,19 @@ impl Shared {
 
     /// Stores pipeline output `index` of `request`; resolves it when it was the last.
     pub(crate) fn output(&self, request: &Arc<RequestState>, index: usize, tensor: Tensor) {
-        if let Some(all) = request.set_output(index, tensor) {
-            self.resolve(request, Ok(Outputs::new(Arc::clone(&self.output_names), all)));
-        }
+        let Some(all) = request.set_output(index, tensor) else { return };
+        let outputs = if request.expected().is_none() {
+            Outputs::new(
+                Arc::clone(&self.output_names),
+                all.into_iter().map(|t| t.expect("every output set")).collect(),
+            )
+        } else {
+            // Only the outputs this request's inputs lead to.
+            let (names, tensors): (Vec<String>, Vec<Tensor>) =
+                self.output_names.iter().zip(all).filter_map(|(name, t)| Some((name.clone(), t?))).unzip();
+            Outputs::new(Arc::from(names), tensors)
+        };
+        self.resolve(request, Ok(outputs));
     }
 
     /// Resolves `request` if nothing resolved it yet, and does the bookkeeping once.

@@ -765,3 +765,51 @@ fn padding_a_fixed_dim_is_a_config_error() {
     assert_eq!(err.location, "nodes.n.pad[0].axes");
     assert!(err.message.contains("fixed"), "{err}");
 }
+
+#[test]
+fn a_request_leaving_out_an_optional_input_runs_only_the_nodes_it_reaches() {
+    // x feeds `a` (-> out_a) and the join `j`; the optional `extra` feeds `b`, which also feeds `j`.
+    let engines = TestEngines::default();
+    engines.add("left", &["x"], &["l"], |i| Ok(map(i, |x| x + 1.0)));
+    engines.add("right", &["x"], &["r"], |i| Ok(map(i, |x| x * 10.0)));
+    engines.add("join", &["l", "r"], &["z"], |i| {
+        let z: Vec<f32> =
+            i[0].as_slice::<f32>().unwrap().iter().zip(i[1].as_slice::<f32>().unwrap()).map(|(a, b)| a + b).collect();
+        Ok(vec![Tensor::from_vec(i[0].shape().to_vec(), z).unwrap()])
+    });
+    let toml = r#"
+[inputs.x]
+to = ["a.x"]
+[inputs.extra]
+to = ["b.x"]
+optional = true
+[outputs.out_a]
+from = "a.l"
+[outputs.z]
+from = "j.z"
+[nodes.a]
+stages = [{ engine = "test", params = { kind = "left" } }]
+[nodes.b]
+stages = [{ engine = "test", params = { kind = "right" } }]
+[nodes.j]
+stages = [{ engine = "test", params = { kind = "join" } }]
+[[edges]]
+from = "a.l"
+to = "j.l"
+[[edges]]
+from = "b.r"
+to = "j.r"
+"#;
+    let runtime = start(&engines, toml);
+    let partial = runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    assert_eq!(partial.len(), 1, "only the output its inputs lead to");
+    assert_eq!(first(partial.get("out_a").unwrap()), 2.0);
+    assert!(partial.get("z").is_none());
+    let full = runtime.submit(Request::new().input("x", value(1.0)).input("extra", value(3.0))).wait().unwrap();
+    assert_eq!(first(full.get("z").unwrap()), 2.0 + 30.0);
+    let stats = runtime.node_stats();
+    assert_eq!(stats[1].tasks, 1, "node b ran for the full request only");
+    assert_eq!(runtime.partial_joins(), 0, "the partial request left nothing waiting at the join");
+    let err = runtime.submit(Request::new().input("extra", value(3.0))).wait().unwrap_err();
+    assert!(err.to_string().contains("missing input `x`"), "{err}");
+}
