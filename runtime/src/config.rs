@@ -270,7 +270,8 @@ pub struct PadConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StageConfig {
-    /// Model file, relative to the pipeline file's folder.
+    /// Model file, relative to the pipeline file's folder (for a function stage:
+    /// a file the function reads, if it takes one).
     pub model: Option<String>,
     /// Engine kind: `onnx` (default for model stages) or another registered kind such as `cost_model`.
     pub engine: Option<String>,

@@ -622,9 +622,7 @@ impl Builder<'_> {
             let location = format!("nodes.{name}.stages[{s}]");
             let (engine, provider) = match (&stage.function, &stage.engine) {
                 (Some(function), None) => {
-                    if stage.model.is_some() {
-                        return err(format!("{location}.model"), format!("function stage `{function}` takes no model"));
-                    }
+                    // A function stage may name a `model` file too: data it reads (a dictionary, say).
                     let provider = self.engines.function(function).ok_or_else(|| {
                         ConfigError::new(
                             format!("{location}.function"),
