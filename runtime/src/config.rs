@@ -167,6 +167,12 @@ pub struct SchedulerConfig {
     /// arrivals and node completions). Keeps latency low at light load; under
     /// load nodes are busy and tasks still accumulate into batches.
     pub decide_on_arrival: bool,
+    /// Work descending from a priority task is priority at every node it
+    /// reaches (off: only at the nodes the request enters at).
+    pub priority_follows_dag: bool,
+    /// A join node waiting on a parent raises that parent's inference
+    /// priority by (requests waiting for it) × (the join's weight).
+    pub join_boost: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -180,6 +186,8 @@ impl Default for SchedulerConfig {
             max_nodes: None,
             on_misfit: OnMisfit::Stop,
             decide_on_arrival: true,
+            priority_follows_dag: true,
+            join_boost: true,
         }
     }
 }

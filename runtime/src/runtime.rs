@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     row_limit: (usize, String),
     /// Nodes with more than one input (they keep join tables).
     join_nodes: Vec<usize>,
+    /// Nodes fed by a pipeline input.
+    entry_nodes: Vec<bool>,
     next_id: AtomicU64,
     in_flight: AtomicUsize,
     accepting: AtomicBool,
@@ -105,6 +107,12 @@ impl Runtime {
             input_index: spec.inputs.iter().enumerate().map(|(i, input)| (input.spec.name.clone(), i)).collect(),
             row_limit,
             join_nodes: (0..spec.nodes.len()).filter(|&n| spec.nodes[n].inputs.len() > 1).collect(),
+            entry_nodes: (0..spec.nodes.len())
+                .map(|n| {
+                    let feeds_n = |t: &Target| matches!(*t, Target::Node { node, .. } if node == n);
+                    spec.inputs.iter().any(|i| i.targets.iter().any(feeds_n))
+                })
+                .collect(),
             nodes,
             spec,
             next_id: AtomicU64::new(1),
@@ -454,7 +462,7 @@ impl Shared {
             inputs[slot] = tensor;
             inputs
         } else {
-            match self.nodes[node].joins.arrive(request.id, &request.completion, needed, total, slot, tensor) {
+            match self.nodes[node].joins.arrive(request.id, &request.completion, slot, tensor) {
                 Some(inputs) => inputs,
                 None => {
                     // Waiting for other inputs, or finished meanwhile (cancelled: answer it).
@@ -465,7 +473,11 @@ impl Shared {
                 }
             }
         };
-        self.enqueue(node, Task::new(Arc::clone(request), inputs, rows))
+        let mut task = Task::new(Arc::clone(request), inputs, rows);
+        // Work descending from a priority task is priority at every node, unless
+        // the pipeline keeps priority to the nodes a request enters at.
+        task.priority &= self.spec.scheduler.priority_follows_dag || self.entry_nodes[node];
+        self.enqueue(node, task)
     }
 
     /// Puts a task whose inputs all arrived into node `node`'s buffer (through the
@@ -489,6 +501,7 @@ impl Shared {
     pub(crate) fn push(&self, node: usize, task: Task) -> Option<Reason> {
         let state = &self.nodes[node];
         let request = Arc::clone(&task.request);
+        let priority = task.priority;
         if self.stopping.load(Ordering::SeqCst) {
             self.resolve(&request, Err(RequestError::ShuttingDown));
             return None;
@@ -502,10 +515,10 @@ impl Shared {
             return None;
         }
         state.metrics.queue_depth.set(pending as f64);
-        if request.priority {
+        if priority {
             state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         }
-        self.scheduler.arrival_wants_decision(node, state, request.priority).then_some(if request.priority {
+        self.scheduler.arrival_wants_decision(node, state, priority).then_some(if priority {
             Reason::PriorityArrival
         } else {
             Reason::Arrival

@@ -813,3 +813,29 @@ to = "j.r"
     let err = runtime.submit(Request::new().input("extra", value(3.0))).wait().unwrap_err();
     assert!(err.to_string().contains("missing input `x`"), "{err}");
 }
+
+#[test]
+fn priority_follows_the_dag_unless_configured_otherwise() {
+    for follows in [true, false] {
+        let engines = TestEngines::default();
+        engines.add("pass", &["x"], &["m"], |i| Ok(map(i, |x| x)));
+        let (gate, _) = gated(&engines);
+        let toml = format!(
+            "[scheduler]\npriority_follows_dag = {follows}\n[inputs.x]\nto = [\"a.x\"]\n[outputs.y]\nfrom = \"b.y\"\n\
+             [nodes.a]\nstages = [{{ engine = \"test\", params = {{ kind = \"pass\" }} }}]\n\
+             [nodes.b]\nstages = [{{ engine = \"test\", params = {{ kind = \"k\" }} }}]\n\
+             [[edges]]\nfrom = \"a.m\"\nto = \"b.x\"\n"
+        );
+        let runtime = start(&engines, &toml);
+        // Occupy b's only worker, then send a priority request through a to b.
+        let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+        wait_until("b holds the first request", || runtime.node_stats()[0].tasks == 1 && runtime.pending(1).0 == 0);
+        let urgent = runtime.submit(Request::new().input("x", value(1.0)).priority(true));
+        wait_until("the urgent request waits at b", || runtime.pending(1).0 == 1);
+        assert_eq!(runtime.pending(1), (1, usize::from(follows)), "priority_follows_dag = {follows}");
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+        blocker.wait().unwrap();
+        urgent.wait().unwrap();
+    }
+}

@@ -56,7 +56,7 @@ impl BatchBuffer {
         if q.priority.is_empty() && q.normal.is_empty() {
             self.oldest_ns.store(task.enqueued_ns, Ordering::Release);
         }
-        if task.request.priority {
+        if task.priority {
             q.priority.push_back(task);
             self.priority_pending.fetch_add(1, Ordering::Relaxed);
         } else {

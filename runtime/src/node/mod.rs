@@ -28,6 +28,8 @@ pub(crate) struct Task {
     /// Rows (dim 0) of every input.
     pub rows: usize,
     pub enqueued: Instant,
+    /// A priority task at this node (seed 003).
+    pub priority: bool,
     /// `enqueued` on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
     pub enqueued_ns: u64,
 }
@@ -40,7 +42,14 @@ pub(crate) fn placeholder() -> Tensor {
 
 impl Task {
     pub fn new(request: Arc<RequestState>, inputs: Vec<Tensor>, rows: usize) -> Self {
-        Task { request, inputs, rows, enqueued: Instant::now(), enqueued_ns: crate::clock::now_ns() }
+        Task {
+            priority: request.priority,
+            request,
+            inputs,
+            rows,
+            enqueued: Instant::now(),
+            enqueued_ns: crate::clock::now_ns(),
+        }
     }
 
     /// Whether `other` can share a batch with this task: every dim but the first
@@ -127,7 +136,9 @@ impl NodeState {
         let (instructions, receiver) = crossbeam_channel::bounded(workers);
         NodeState {
             buffer: buffer::BatchBuffer::default(),
-            joins: join::JoinTable::default(),
+            joins: join::JoinTable::new(
+                (0..spec.inputs.len()).map(|i| spec.state.iter().all(|s| s.slot != i)).collect(),
+            ),
             busy: AtomicUsize::new(0),
             instructions,
             receiver,

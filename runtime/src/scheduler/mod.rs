@@ -60,6 +60,24 @@ fn reason_names(bits: u8) -> String {
     names.join("+")
 }
 
+/// The (join node, slot, parent, join weight) terms of the join boost: every
+/// input slot of a multi-input node that an edge from another node feeds.
+fn join_boosts(spec: &PipelineSpec) -> Vec<(usize, usize, usize, f64)> {
+    let mut terms = Vec::new();
+    for (parent, node) in spec.nodes.iter().enumerate() {
+        for route in &node.routes {
+            for target in &route.targets {
+                if let crate::graph::Target::Node { node: join, slot } = *target {
+                    if spec.nodes[join].inputs.len() - spec.nodes[join].state.len() > 1 {
+                        terms.push((join, slot, parent, spec.nodes[join].weight));
+                    }
+                }
+            }
+        }
+    }
+    terms
+}
+
 /// Decision state, touched only under the decision lock.
 struct Core {
     policy: SelectionPolicy,
@@ -84,6 +102,8 @@ pub(crate) struct Scheduler {
     next_due_ns: AtomicU64,
     /// The tick thread, woken early when a node falls due before its next tick.
     ticker: OnceLock<Thread>,
+    /// Join boost terms: (join node, its input slot, the parent feeding it, the join's weight).
+    boosts: Vec<(usize, usize, usize, f64)>,
     metrics: PipelineMetrics,
 }
 
@@ -115,6 +135,7 @@ impl Scheduler {
             tick: Duration::from_micros(s.tick_us),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
+            boosts: if s.join_boost { join_boosts(spec) } else { Vec::new() },
             metrics,
         }
     }
@@ -160,6 +181,10 @@ impl Scheduler {
             load.can_start = busy < self.workers[n];
             in_use += busy as f64 * load.cost;
             running += busy;
+            load.boost = 0.0;
+        }
+        for &(join, slot, parent, weight) in &self.boosts {
+            loads[parent].boost += nodes[join].joins.waiting_for(slot) as f64 * weight;
         }
         match self.policy {
             Policy::Collaborative => policy.select(loads, in_use, running, scratch, picked),

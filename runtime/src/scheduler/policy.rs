@@ -16,6 +16,10 @@
 //!
 //! Nodes not picked keep accumulating tasks, so their priority grows.
 //!
+//! Beyond the seed, a node's priority may carry a *join boost*: when a join
+//! node holds requests waiting for this node's output, their count times the
+//! join's weight is added, so the branch a join waits on runs sooner.
+//!
 //! Two baselines share the interface, for side-by-side benchmarks:
 //! [`dynamic`] (each node on its own, like Triton's dynamic batcher: run when
 //! the batch is full or the oldest task waited the queue delay) and
@@ -40,12 +44,16 @@ pub struct NodeLoad {
     pub waited_ns: u64,
     /// The node's `max_batch`.
     pub max_batch: usize,
+    /// Added to the inference priority: requests joins downstream wait for
+    /// from this node, times the joins' weights (0 without join boost).
+    pub boost: f64,
 }
 
 impl NodeLoad {
-    /// Inference priority: pending count × collaboration weight.
+    /// Inference priority: pending count × collaboration weight (plus the join boost,
+    /// the seed's "weighted sum" variant).
     pub fn inference_priority(&self) -> f64 {
-        self.pending as f64 * self.weight
+        self.pending as f64 * self.weight + self.boost
     }
 
     pub fn is_priority_node(&self) -> bool {
@@ -277,5 +285,18 @@ mod tests {
         let mut picked = Vec::new();
         unbatched(&[load(3, true), load(0, true), load(2, false), load(1, true)], &mut picked);
         assert_eq!(picked, vec![0, 3]);
+    }
+
+    #[test]
+    fn join_boost_lets_the_branch_a_join_waits_on_run_first() {
+        let mut loads = vec![
+            NodeLoad { pending: 10, weight: 1.0, cost: 1.0, can_start: true, ..NodeLoad::default() },
+            NodeLoad { pending: 4, weight: 1.0, cost: 1.0, can_start: true, ..NodeLoad::default() },
+        ];
+        assert_eq!(pick(count(1), &loads, 0.0, 0), vec![1]);
+        // A join holds 8 requests waiting for node 2's output, with weight 1.
+        loads[1].boost = 8.0;
+        assert_eq!(loads[1].inference_priority(), 12.0);
+        assert_eq!(pick(count(1), &loads, 0.0, 0), vec![2]);
     }
 }
