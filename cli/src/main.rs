@@ -31,6 +31,8 @@ enum Command {
     Run(run::RunArgs),
     /// Benchmark a pipeline: latency vs load, batching policies side by side, ratios to the raw engine.
     Bench(baton_bench::BenchArgs),
+    /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
+    Serve(baton_server::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,5 +57,6 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run::run(args),
         Command::Bench(args) => baton_bench::run(args),
+        Command::Serve(args) => baton_server::run(args),
     }
 }

@@ -1,0 +1,279 @@
+//! The Open Inference Protocol (KServe v2) over gRPC, with tonic:
+//! `inference.GRPCInferenceService`'s ServerLive, ServerReady, ModelReady,
+//! ServerMetadata, ModelMetadata and ModelInfer (proto/grpc_service.proto,
+//! Triton's field numbers). Inputs come as `raw_input_contents` (as
+//! tritonclient sends them) or typed `contents`; outputs go back as
+//! `raw_output_contents`, sharing the runtime's output buffers (no copy).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use baton::{DType, Tensor};
+use bytes::Bytes;
+use tonic::{Code, Request, Response, Status};
+
+use crate::metrics::{count, infer_time};
+use crate::model::{self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, PLATFORM, VERSION};
+use crate::pb;
+use crate::pb::grpc_inference_service_server::GrpcInferenceService;
+use crate::pb::infer_parameter::ParameterChoice;
+
+/// The service implementation.
+pub(crate) struct Service {
+    pub models: Arc<Models>,
+}
+
+fn status(error: ServeError) -> Status {
+    let code = match error.kind {
+        ErrorKind::BadRequest => Code::InvalidArgument,
+        ErrorKind::NotFound => Code::NotFound,
+        ErrorKind::TooLarge | ErrorKind::Overloaded => Code::ResourceExhausted,
+        ErrorKind::Deadline => Code::DeadlineExceeded,
+        ErrorKind::Unavailable => Code::Unavailable,
+        ErrorKind::Internal => Code::Internal,
+    };
+    Status::new(code, error.message)
+}
+
+/// The gRPC code's canonical name, as a metrics label.
+fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::NotFound => "NOT_FOUND",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::Internal => "INTERNAL",
+        _ => "OTHER",
+    }
+}
+
+fn param(choice: &ParameterChoice) -> Param {
+    match choice {
+        ParameterChoice::BoolParam(b) => Param::Bool(*b),
+        ParameterChoice::Int64Param(i) => Param::Int(*i),
+        ParameterChoice::StringParam(s) => Param::Str(s.clone()),
+        ParameterChoice::DoubleParam(d) => Param::Double(*d),
+        ParameterChoice::Uint64Param(u) => Param::UInt(*u),
+    }
+}
+
+/// A tensor's bytes owned by the tensor: a `Bytes` without copying.
+struct TensorBytes(Tensor);
+
+impl AsRef<[u8]> for TensorBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// Builds a tensor from typed `contents`, checking the element count and ranges.
+fn from_contents(
+    dtype: DType,
+    shape: Vec<usize>,
+    elements: usize,
+    c: &pb::InferTensorContents,
+) -> Result<Tensor, String> {
+    fn narrow<S: Copy + std::fmt::Display, T: baton::Element + TryFrom<S>>(
+        shape: Vec<usize>,
+        values: &[S],
+    ) -> Result<Tensor, String> {
+        let values = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| T::try_from(v).map_err(|_| format!("element {i} ({v}) is out of the datatype's range")))
+            .collect::<Result<Vec<T>, String>>()?;
+        Tensor::from_vec(shape, values).map_err(|e| e.to_string())
+    }
+    let (len, field) = match dtype {
+        DType::F32 => (c.fp32_contents.len(), "fp32_contents"),
+        DType::F64 => (c.fp64_contents.len(), "fp64_contents"),
+        DType::I64 => (c.int64_contents.len(), "int64_contents"),
+        DType::I32 | DType::I16 | DType::I8 => (c.int_contents.len(), "int_contents"),
+        DType::U8 => (c.uint_contents.len(), "uint_contents"),
+        DType::Bool => (c.bool_contents.len(), "bool_contents"),
+        DType::F16 => return Err("FP16 tensors must come as raw_input_contents (typed contents have no FP16)".into()),
+    };
+    if len != elements {
+        return Err(format!("the shape holds {elements} elements but {field} has {len}"));
+    }
+    let result = match dtype {
+        DType::F32 => Tensor::from_slice(shape, &c.fp32_contents),
+        DType::F64 => Tensor::from_slice(shape, &c.fp64_contents),
+        DType::I64 => Tensor::from_slice(shape, &c.int64_contents),
+        DType::I32 => Tensor::from_slice(shape, &c.int_contents),
+        DType::I16 => return narrow::<i32, i16>(shape, &c.int_contents),
+        DType::I8 => return narrow::<i32, i8>(shape, &c.int_contents),
+        DType::U8 => return narrow::<u32, u8>(shape, &c.uint_contents),
+        DType::Bool => Tensor::from_slice(shape, &c.bool_contents),
+        DType::F16 => unreachable!("refused above"),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+impl Service {
+    async fn infer(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, ServeError> {
+        let model = self.models.find(&request.model_name, &request.model_version)?;
+        let options = CallOptions::from_params(
+            request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
+        )?;
+        let raw = &request.raw_input_contents;
+        if !raw.is_empty() && raw.len() != request.inputs.len() {
+            return Err(ServeError::bad(format!(
+                "raw_input_contents has {} entries for {} inputs: give every input's bytes there, or none",
+                raw.len(),
+                request.inputs.len()
+            )));
+        }
+        let mut inputs = Vec::with_capacity(request.inputs.len());
+        for (i, input) in request.inputs.iter().enumerate() {
+            let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
+            let (meta, shape, elements) = model.check_input(&data)?;
+            let tensor = if let Some(bytes) = raw.get(i) {
+                let expected = elements * meta.dtype.size();
+                if bytes.len() != expected {
+                    return Err(ServeError::bad(format!(
+                        "input `{}`: raw_input_contents holds {} bytes but shape {:?} of {} takes {expected}",
+                        input.name,
+                        bytes.len(),
+                        input.shape,
+                        input.datatype
+                    )));
+                }
+                Tensor::from_bytes(meta.dtype, shape, bytes)
+                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
+            } else if let Some(contents) = &input.contents {
+                from_contents(meta.dtype, shape, elements, contents)
+                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
+            } else {
+                return Err(ServeError::bad(format!(
+                    "input `{}` has no data (neither contents nor raw_input_contents)",
+                    input.name
+                )));
+            };
+            inputs.push((input.name.clone(), tensor));
+        }
+        let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
+
+        let _admitted = self.models.admit()?;
+        let answer = model.infer(inputs, &options).await?;
+        let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
+        drop(answer);
+
+        let mut outputs = Vec::with_capacity(picked.len());
+        let mut raw_output_contents = Vec::with_capacity(picked.len());
+        for (i, tensor) in picked {
+            outputs.push(pb::model_infer_response::InferOutputTensor {
+                name: model.outputs[i].name.clone(),
+                datatype: model::datatype_name(tensor.dtype()).to_string(),
+                shape: tensor.shape().iter().map(|&d| d as i64).collect(),
+                parameters: Default::default(),
+                contents: None,
+            });
+            raw_output_contents.push(Bytes::from_owner(TensorBytes(tensor)));
+        }
+        Ok(pb::ModelInferResponse {
+            model_name: model.name.clone(),
+            model_version: VERSION.to_string(),
+            id: request.id,
+            parameters: Default::default(),
+            outputs,
+            raw_output_contents,
+        })
+    }
+
+    /// Counts the answer under `endpoint` and passes it on.
+    fn counted<T>(
+        &self,
+        endpoint: &'static str,
+        model: &str,
+        result: Result<T, Status>,
+    ) -> Result<Response<T>, Status> {
+        let label = if self.models.get(model).is_some() { model } else { "" };
+        let code = result.as_ref().map_or_else(|s| s.code(), |_| Code::Ok);
+        count("grpc", endpoint, label, code_name(code));
+        result.map(Response::new)
+    }
+}
+
+#[tonic::async_trait]
+impl GrpcInferenceService for Service {
+    async fn server_live(&self, _: Request<pb::ServerLiveRequest>) -> Result<Response<pb::ServerLiveResponse>, Status> {
+        self.counted("health", "", Ok(pb::ServerLiveResponse { live: true }))
+    }
+
+    async fn server_ready(
+        &self,
+        _: Request<pb::ServerReadyRequest>,
+    ) -> Result<Response<pb::ServerReadyResponse>, Status> {
+        self.counted("health", "", Ok(pb::ServerReadyResponse { ready: self.models.ready() }))
+    }
+
+    async fn model_ready(
+        &self,
+        request: Request<pb::ModelReadyRequest>,
+    ) -> Result<Response<pb::ModelReadyResponse>, Status> {
+        let r = request.into_inner();
+        let result = self
+            .models
+            .find(&r.name, &r.version)
+            .map(|_| pb::ModelReadyResponse { ready: self.models.ready() })
+            .map_err(status);
+        self.counted("ready", &r.name, result)
+    }
+
+    async fn server_metadata(
+        &self,
+        _: Request<pb::ServerMetadataRequest>,
+    ) -> Result<Response<pb::ServerMetadataResponse>, Status> {
+        let response = pb::ServerMetadataResponse {
+            name: "baton".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            extensions: crate::http::EXTENSIONS.iter().map(|e| e.to_string()).collect(),
+        };
+        self.counted("metadata", "", Ok(response))
+    }
+
+    async fn model_metadata(
+        &self,
+        request: Request<pb::ModelMetadataRequest>,
+    ) -> Result<Response<pb::ModelMetadataResponse>, Status> {
+        let r = request.into_inner();
+        let tensors = |list: &[model::TensorMeta]| {
+            list.iter()
+                .map(|t| pb::model_metadata_response::TensorMetadata {
+                    name: t.name.clone(),
+                    datatype: t.datatype.to_string(),
+                    shape: t.shape.clone(),
+                })
+                .collect()
+        };
+        let result = self
+            .models
+            .find(&r.name, &r.version)
+            .map(|m| pb::ModelMetadataResponse {
+                name: m.name.clone(),
+                versions: vec![VERSION.to_string()],
+                platform: PLATFORM.to_string(),
+                inputs: tensors(&m.inputs),
+                outputs: tensors(&m.outputs),
+            })
+            .map_err(status);
+        self.counted("metadata", &r.name, result)
+    }
+
+    async fn model_infer(
+        &self,
+        request: Request<pb::ModelInferRequest>,
+    ) -> Result<Response<pb::ModelInferResponse>, Status> {
+        let started = Instant::now();
+        let request = request.into_inner();
+        let name = request.model_name.clone();
+        let result = self.infer(request).await.map_err(status);
+        if self.models.get(&name).is_some() {
+            infer_time("grpc", &name, started.elapsed());
+        }
+        self.counted("infer", &name, result)
+    }
+}

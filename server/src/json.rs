@@ -1,0 +1,296 @@
+//! JSON tensors of the HTTP protocol: the infer request and response bodies,
+//! tensor `data` (flat or nested, row-major) read into typed tensors, and
+//! tensors written back as flat JSON arrays.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use baton::{DType, Tensor};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::ser::{Serialize, Serializer};
+use serde::Deserialize;
+
+use crate::model::Param;
+
+/// One JSON scalar of a tensor's data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+}
+
+/// A tensor's `data`, flattened row-major from however deep the JSON nests it.
+#[derive(Debug, Default)]
+pub struct FlatData(pub Vec<Scalar>);
+
+impl<'de> Deserialize<'de> for FlatData {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut out = Vec::new();
+        deserializer.deserialize_any(Flatten(&mut out))?;
+        Ok(FlatData(out))
+    }
+}
+
+/// Appends every scalar of a (nested) JSON array to a vector.
+struct Flatten<'a>(&'a mut Vec<Scalar>);
+
+impl<'de> de::DeserializeSeed<'de> for Flatten<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Flatten<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("numbers or bools, in a flat or nested array")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.push(Scalar::Bool(v));
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.0.push(Scalar::Int(v));
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.0.push(Scalar::UInt(v));
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        self.0.push(Scalar::Float(v));
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if let Some(hint) = seq.size_hint() {
+            self.0.reserve(hint);
+        }
+        while seq.next_element_seed(Flatten(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+/// A parameter value in JSON: bool, number or string.
+#[derive(Debug)]
+pub struct JsonParam(pub Param);
+
+impl<'de> Deserialize<'de> for JsonParam {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Param;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a bool, number or string")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Param, E> {
+                Ok(Param::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Param, E> {
+                Ok(Param::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Param, E> {
+                Ok(Param::UInt(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Param, E> {
+                Ok(Param::Double(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Param, E> {
+                Ok(Param::Str(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(V).map(JsonParam)
+    }
+}
+
+pub type Parameters = HashMap<String, JsonParam>;
+
+/// The infer request's JSON (the whole body, or its header part with binary tensors).
+#[derive(Debug, Deserialize)]
+pub struct InferRequest {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub parameters: Parameters,
+    pub inputs: Vec<InputTensor>,
+    #[serde(default)]
+    pub outputs: Vec<RequestedOutput>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InputTensor {
+    pub name: String,
+    pub shape: Vec<i64>,
+    pub datatype: String,
+    #[serde(default)]
+    pub parameters: Parameters,
+    #[serde(default)]
+    pub data: Option<FlatData>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RequestedOutput {
+    pub name: String,
+    #[serde(default)]
+    pub parameters: Parameters,
+}
+
+/// Builds a tensor of `dtype` and `shape` from JSON scalars, checking each fits the dtype.
+pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> Result<Tensor, String> {
+    fn ints<T: baton::Element + TryFrom<i64> + TryFrom<u64>>(
+        shape: Vec<usize>,
+        data: &[Scalar],
+        dtype: DType,
+    ) -> Result<Tensor, String> {
+        let values = data
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v = match *s {
+                    Scalar::Int(v) => T::try_from(v).ok(),
+                    Scalar::UInt(v) => T::try_from(v).ok(),
+                    // Whole numbers written as floats (1.0) are accepted.
+                    Scalar::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => T::try_from(f as i64).ok(),
+                    _ => None,
+                };
+                v.ok_or_else(|| {
+                    format!("element {i} ({}) is not a {} value", show(s), crate::model::datatype_name(dtype))
+                })
+            })
+            .collect::<Result<Vec<T>, String>>()?;
+        Tensor::from_vec(shape, values).map_err(|e| e.to_string())
+    }
+    fn floats<T: baton::Element>(
+        shape: Vec<usize>,
+        data: &[Scalar],
+        conv: impl Fn(f64) -> T,
+    ) -> Result<Tensor, String> {
+        let values = data
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match *s {
+                Scalar::Int(v) => Ok(conv(v as f64)),
+                Scalar::UInt(v) => Ok(conv(v as f64)),
+                Scalar::Float(v) => Ok(conv(v)),
+                Scalar::Bool(_) => Err(format!("element {i} ({}) is not a number", show(s))),
+            })
+            .collect::<Result<Vec<T>, String>>()?;
+        Tensor::from_vec(shape, values).map_err(|e| e.to_string())
+    }
+    match dtype {
+        DType::F32 => floats(shape, data, |v| v as f32),
+        DType::F64 => floats(shape, data, |v| v),
+        DType::F16 => floats(shape, data, half::f16::from_f64),
+        DType::I64 => ints::<i64>(shape, data, dtype),
+        DType::I32 => ints::<i32>(shape, data, dtype),
+        DType::I16 => ints::<i16>(shape, data, dtype),
+        DType::I8 => ints::<i8>(shape, data, dtype),
+        DType::U8 => ints::<u8>(shape, data, dtype),
+        DType::Bool => {
+            let values = data
+                .iter()
+                .enumerate()
+                .map(|(i, s)| match *s {
+                    Scalar::Bool(b) => Ok(b),
+                    _ => Err(format!("element {i} ({}) is not a bool", show(s))),
+                })
+                .collect::<Result<Vec<bool>, String>>()?;
+            Tensor::from_vec(shape, values).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn show(s: &Scalar) -> String {
+    match s {
+        Scalar::Bool(b) => b.to_string(),
+        Scalar::Int(v) => v.to_string(),
+        Scalar::UInt(v) => v.to_string(),
+        Scalar::Float(v) => v.to_string(),
+    }
+}
+
+/// A tensor's elements written as a flat JSON array (non-finite floats as `null`).
+pub struct TensorData<'a>(pub &'a Tensor);
+
+impl Serialize for TensorData<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        const CHECKED: &str = "dtype checked";
+        match t.dtype() {
+            DType::F32 => serializer.collect_seq(t.as_slice::<f32>().expect(CHECKED)),
+            DType::F64 => serializer.collect_seq(t.as_slice::<f64>().expect(CHECKED)),
+            DType::F16 => serializer.collect_seq(t.as_slice::<half::f16>().expect(CHECKED).iter().map(|v| v.to_f32())),
+            DType::I64 => serializer.collect_seq(t.as_slice::<i64>().expect(CHECKED)),
+            DType::I32 => serializer.collect_seq(t.as_slice::<i32>().expect(CHECKED)),
+            DType::I16 => serializer.collect_seq(t.as_slice::<i16>().expect(CHECKED)),
+            DType::I8 => serializer.collect_seq(t.as_slice::<i8>().expect(CHECKED)),
+            DType::U8 => serializer.collect_seq(t.as_slice::<u8>().expect(CHECKED)),
+            DType::Bool => serializer.collect_seq(t.as_slice::<bool>().expect(CHECKED)),
+        }
+    }
+}
+
+/// One output of the infer response.
+#[derive(serde::Serialize)]
+pub struct OutputTensor<'a> {
+    pub name: &'a str,
+    pub datatype: &'static str,
+    pub shape: &'a [usize],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<BinarySize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<TensorData<'a>>,
+}
+
+/// `{"binary_data_size": N}`: the output's bytes follow the JSON header.
+#[derive(serde::Serialize)]
+pub struct BinarySize {
+    pub binary_data_size: usize,
+}
+
+/// The infer response's JSON.
+#[derive(serde::Serialize)]
+pub struct InferResponse<'a> {
+    pub model_name: &'a str,
+    pub model_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+    pub outputs: Vec<OutputTensor<'a>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_and_flat_data_flatten_alike() {
+        let nested: FlatData = serde_json::from_str("[[1, 2.5], [true, -3]]").unwrap();
+        assert_eq!(nested.0, vec![Scalar::UInt(1), Scalar::Float(2.5), Scalar::Bool(true), Scalar::Int(-3)]);
+        let flat: FlatData = serde_json::from_str("[1, 2, 3]").unwrap();
+        assert_eq!(flat.0.len(), 3);
+        assert!(serde_json::from_str::<FlatData>("[\"a\"]").is_err());
+    }
+
+    #[test]
+    fn scalars_become_typed_tensors_with_range_checks() {
+        let t = tensor_from_scalars(DType::F32, vec![1, 2], &[Scalar::UInt(1), Scalar::Float(0.5)]).unwrap();
+        assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, 0.5]);
+        let t = tensor_from_scalars(DType::I8, vec![2], &[Scalar::Int(-128), Scalar::Float(3.0)]).unwrap();
+        assert_eq!(t.as_slice::<i8>().unwrap(), &[-128, 3]);
+        assert!(tensor_from_scalars(DType::U8, vec![1], &[Scalar::Int(256)]).is_err());
+        assert!(tensor_from_scalars(DType::I64, vec![1], &[Scalar::Float(0.5)]).is_err());
+        assert!(tensor_from_scalars(DType::Bool, vec![1], &[Scalar::Int(1)]).is_err());
+        assert!(tensor_from_scalars(DType::F32, vec![1], &[Scalar::Bool(true)]).is_err());
+        let t = tensor_from_scalars(DType::Bool, vec![2], &[Scalar::Bool(true), Scalar::Bool(false)]).unwrap();
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[true,false]");
+    }
+}

@@ -1,0 +1,315 @@
+//! `baton serve`: Baton pipelines served over the Open Inference Protocol
+//! (KServe v2) — HTTP/JSON with Triton's binary tensor extension, and gRPC
+//! (`inference.GRPCInferenceService`) — with Prometheus metrics, so Baton can
+//! sit where Triton sits and Triton's clients talk to it unchanged.
+//!
+//! Each pipeline is a model named by its pipeline name, version `1`; its
+//! pipeline inputs and outputs are the model's tensors.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // The recorder first: runtimes register their metrics when they start.
+//! baton_server::install_recorder();
+//! let engines = baton_engines::standard_registry();
+//! let runtime = baton::Runtime::from_file("configs/mlp.toml".as_ref(), &engines)?;
+//! let running = baton_server::Server::new(baton_server::ServerConfig::default())
+//!     .model(runtime)
+//!     .start()
+//!     .await?;
+//! println!("HTTP on {:?}", running.http_addr());
+//! running.run_until_signal().await; // SIGTERM / ctrl-c: graceful shutdown
+//! # Ok(()) }
+//! ```
+//!
+//! Status codes (HTTP / gRPC): bad request body, parameter, tensor name,
+//! datatype or shape 400 / INVALID_ARGUMENT; unknown model or version 404 /
+//! NOT_FOUND; body over the limit 413 (gRPC: tonic's message size limit);
+//! admission full (pipeline `max_in_flight`, `--max-in-flight`, stream state
+//! memory) 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
+//! queued 504 / DEADLINE_EXCEEDED; shutting down 503 / UNAVAILABLE; a node's
+//! failure 500 / INTERNAL.
+
+pub mod cli;
+mod grpc;
+pub mod http;
+mod json;
+pub mod metrics;
+pub mod model;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::Runtime;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use cli::{run, run_with, ServeArgs};
+pub use metrics::install_recorder;
+pub use model::{ErrorKind, Model, Models};
+
+/// The generated protobuf messages and service of proto/grpc_service.proto.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("inference");
+}
+
+/// Where to listen and the limits.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// HTTP (KServe v2 REST) address; `None`: no HTTP.
+    pub http: Option<SocketAddr>,
+    /// gRPC address; `None`: no gRPC.
+    pub grpc: Option<SocketAddr>,
+    /// Prometheus `/metrics` address; `None`: no metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+    /// Largest request body (HTTP) or message (gRPC), bytes.
+    pub max_body_bytes: usize,
+    /// Inferences in flight server-wide past which requests are refused at once
+    /// (429 / RESOURCE_EXHAUSTED); each pipeline's `max_in_flight` applies too.
+    pub max_in_flight: Option<usize>,
+    /// How long a graceful shutdown waits for accepted requests before closing anyway.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            http: Some(SocketAddr::from(([127, 0, 0, 1], 8000))),
+            grpc: Some(SocketAddr::from(([127, 0, 0, 1], 8001))),
+            metrics: Some(SocketAddr::from(([127, 0, 0, 1], 8002))),
+            max_body_bytes: 64 << 20,
+            max_in_flight: None,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// All three endpoints on 127.0.0.1 with ports the OS picks (for tests).
+    pub fn ephemeral() -> Self {
+        let any = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+        ServerConfig { http: any, grpc: any, metrics: any, ..Self::default() }
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Models(String),
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
+}
+
+/// A server to start: its config and models.
+pub struct Server {
+    config: ServerConfig,
+    models: Vec<Model>,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig) -> Self {
+        Server { config, models: Vec::new() }
+    }
+
+    /// Serves `runtime` as the model named by its pipeline name.
+    pub fn model(mut self, runtime: Runtime) -> Self {
+        self.models.push(Model::new(runtime));
+        self
+    }
+
+    /// Serves each runtime as a model.
+    pub fn models(self, runtimes: impl IntoIterator<Item = Runtime>) -> Self {
+        runtimes.into_iter().fold(self, Server::model)
+    }
+
+    /// Binds the listeners and starts serving (on the current tokio runtime).
+    /// On error the runtimes are shut down gracefully (dropped).
+    pub async fn start(self) -> Result<RunningServer, StartError> {
+        let config = self.config;
+        let models = Arc::new(Models::new(self.models, config.max_in_flight).map_err(StartError::Models)?);
+        let bind = |what: &'static str, addr: SocketAddr| async move {
+            TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
+        };
+        let http = match config.http {
+            Some(addr) => Some(bind("http", addr).await?),
+            None => None,
+        };
+        let grpc = match config.grpc {
+            Some(addr) => Some(bind("grpc", addr).await?),
+            None => None,
+        };
+        let metrics = match config.metrics {
+            Some(addr) => Some(bind("metrics", addr).await?),
+            None => None,
+        };
+        let local = |l: &Option<TcpListener>| l.as_ref().and_then(|l| l.local_addr().ok());
+        let (http_addr, grpc_addr, metrics_addr) = (local(&http), local(&grpc), local(&metrics));
+
+        let (stop, stopped) = watch::channel(false);
+        let signal = move || {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.wait_for(|&s| s).await;
+            }
+        };
+        let mut tasks: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
+        if let Some(listener) = http {
+            let app = Arc::new(http::App { models: Arc::clone(&models), max_body_bytes: config.max_body_bytes });
+            tasks.push(("http", spawn_axum(listener, http::router(app), signal())));
+        }
+        if let Some(listener) = grpc {
+            let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service {
+                models: Arc::clone(&models),
+            })
+            .max_decoding_message_size(config.max_body_bytes)
+            .max_encoding_message_size(usize::MAX);
+            let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+            let shutdown = signal();
+            tasks.push((
+                "grpc",
+                tokio::spawn(async move {
+                    let served = tonic::transport::Server::builder()
+                        .add_service(service)
+                        .serve_with_incoming_shutdown(incoming, shutdown)
+                        .await;
+                    if let Err(e) = served {
+                        tracing::error!("gRPC server failed: {e}");
+                    }
+                }),
+            ));
+        }
+        if let Some(listener) = metrics {
+            let handle = install_recorder();
+            let upkeep = handle.clone();
+            let stopped = signal();
+            tasks.push((
+                "metrics-upkeep",
+                tokio::spawn(async move {
+                    tokio::pin!(stopped);
+                    let mut every = tokio::time::interval(Duration::from_secs(5));
+                    loop {
+                        tokio::select! {
+                            _ = every.tick() => upkeep.run_upkeep(),
+                            _ = &mut stopped => break,
+                        }
+                    }
+                }),
+            ));
+            tasks.push(("metrics", spawn_axum(listener, metrics::router(handle), signal())));
+        }
+        Ok(RunningServer { http_addr, grpc_addr, metrics_addr, models, stop, tasks, grace: config.shutdown_grace })
+    }
+}
+
+fn spawn_axum(
+    listener: TcpListener,
+    router: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
+            tracing::error!("HTTP server failed: {e}");
+        }
+    })
+}
+
+/// A started server. Dropping it without [`RunningServer::shutdown`] leaves the
+/// listeners running until the tokio runtime ends.
+pub struct RunningServer {
+    http_addr: Option<SocketAddr>,
+    grpc_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
+    models: Arc<Models>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
+    grace: Duration,
+}
+
+impl RunningServer {
+    /// The HTTP address actually bound (the port the OS picked for port 0).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc_addr
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The models served.
+    pub fn models(&self) -> &Models {
+        &self.models
+    }
+
+    /// Waits for SIGTERM or ctrl-c (SIGINT), then shuts down gracefully.
+    pub async fn run_until_signal(self) {
+        wait_for_signal().await;
+        tracing::info!("signal received: shutting down");
+        self.shutdown().await;
+    }
+
+    /// Graceful shutdown: stops accepting connections and requests (new ones on
+    /// open connections get 503 / UNAVAILABLE), lets accepted requests finish
+    /// (up to the grace period), then shuts the runtimes down, draining them.
+    pub async fn shutdown(self) {
+        self.models.stop_accepting();
+        let _ = self.stop.send(true);
+        let deadline = tokio::time::Instant::now() + self.grace;
+        for (what, mut task) in self.tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                tracing::warn!("{what} server still busy after the grace period: closing it");
+                task.abort();
+                let _ = task.await;
+            }
+        }
+        let runtimes = match Arc::try_unwrap(self.models) {
+            Ok(models) => models.into_runtimes(),
+            Err(_) => {
+                // Some request still holds the models (past the grace period); the last
+                // holder drops them, and a dropped runtime drains gracefully too.
+                tracing::warn!("requests still in flight after the grace period");
+                return;
+            }
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            for runtime in runtimes {
+                runtime.shutdown();
+            }
+        })
+        .await;
+    }
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+pub async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

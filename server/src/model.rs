@@ -1,0 +1,497 @@
+//! The models a server holds (one per pipeline runtime) and the
+//! protocol-independent inference call that the HTTP and gRPC front ends both
+//! go through: request parameters, input checks in the protocol's terms,
+//! bounded admission, and the mapping of runtime errors to protocol errors.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use baton::request::StreamChunk;
+use baton::{DType, Dim, Outputs, Request, RequestError, Runtime, Tensor, TensorSpec};
+
+/// Every model is served as this one version.
+pub const VERSION: &str = "1";
+/// The platform string of model metadata.
+pub const PLATFORM: &str = "baton";
+
+/// The protocol's name of a dtype (`FP32`, `INT64`, `BOOL`, ...).
+pub fn datatype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "FP32",
+        DType::F64 => "FP64",
+        DType::F16 => "FP16",
+        DType::I64 => "INT64",
+        DType::I32 => "INT32",
+        DType::I16 => "INT16",
+        DType::I8 => "INT8",
+        DType::U8 => "UINT8",
+        DType::Bool => "BOOL",
+    }
+}
+
+/// The dtype of a protocol datatype name, if Baton supports it.
+pub fn parse_datatype(name: &str) -> Option<DType> {
+    DType::ALL.into_iter().find(|&d| datatype_name(d) == name)
+}
+
+/// What kind of failure a request met; each front end maps it to its status codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Malformed request, unknown tensor, wrong dtype or shape, bad parameter: HTTP 400, gRPC INVALID_ARGUMENT.
+    BadRequest,
+    /// Unknown model or version: HTTP 404, gRPC NOT_FOUND.
+    NotFound,
+    /// Body over the size limit: HTTP 413, gRPC RESOURCE_EXHAUSTED.
+    TooLarge,
+    /// Admission full (pipeline `max_in_flight`, the server's limit, or stream state memory):
+    /// HTTP 429, gRPC RESOURCE_EXHAUSTED.
+    Overloaded,
+    /// The request's `timeout` passed while it was queued: HTTP 504, gRPC DEADLINE_EXCEEDED.
+    Deadline,
+    /// The server is shutting down: HTTP 503, gRPC UNAVAILABLE.
+    Unavailable,
+    /// A node failed running the batch: HTTP 500, gRPC INTERNAL.
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::BadRequest => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::TooLarge => 413,
+            ErrorKind::Overloaded => 429,
+            ErrorKind::Deadline => 504,
+            ErrorKind::Unavailable => 503,
+            ErrorKind::Internal => 500,
+        }
+    }
+}
+
+/// A failed call: its kind and a message for the client.
+#[derive(Clone, Debug)]
+pub struct ServeError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ServeError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ServeError { kind, message: message.into() }
+    }
+
+    pub fn bad(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadRequest, message)
+    }
+}
+
+impl From<RequestError> for ServeError {
+    fn from(error: RequestError) -> Self {
+        let kind = match &error {
+            RequestError::InvalidInput(_) => ErrorKind::BadRequest,
+            RequestError::QueueFull { .. } => ErrorKind::Overloaded,
+            RequestError::DeadlineExceeded { .. } => ErrorKind::Deadline,
+            RequestError::ShuttingDown => ErrorKind::Unavailable,
+            // The runtime has no variant for "out of state memory": it is a capacity limit,
+            // the other stream errors (not open, closed before it ran) are the client's.
+            RequestError::Stream { message, .. } if message.starts_with("out of state memory") => ErrorKind::Overloaded,
+            RequestError::Stream { .. } => ErrorKind::BadRequest,
+            _ => ErrorKind::Internal,
+        };
+        ServeError { kind, message: error.to_string() }
+    }
+}
+
+/// A request parameter's value, as either protocol carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    Str(String),
+}
+
+impl Param {
+    fn describe(&self) -> String {
+        match self {
+            Param::Bool(b) => format!("the bool {b}"),
+            Param::Int(i) => format!("the integer {i}"),
+            Param::UInt(u) => format!("the integer {u}"),
+            Param::Double(d) => format!("the number {d}"),
+            Param::Str(s) => format!("the string {s:?}"),
+        }
+    }
+
+    pub(crate) fn as_u64(&self, name: &str) -> Result<u64, ServeError> {
+        match *self {
+            Param::UInt(u) => Ok(u),
+            Param::Int(i) if i >= 0 => Ok(i as u64),
+            Param::Double(d) if d >= 0.0 && d.fract() == 0.0 && d < 1.8e19 => Ok(d as u64),
+            _ => Err(ServeError::bad(format!(
+                "parameter `{name}` must be a non-negative integer, got {}",
+                self.describe()
+            ))),
+        }
+    }
+
+    pub(crate) fn as_bool(&self, name: &str) -> Result<bool, ServeError> {
+        match *self {
+            Param::Bool(b) => Ok(b),
+            Param::Int(i) if i == 0 || i == 1 => Ok(i == 1),
+            Param::UInt(u) if u <= 1 => Ok(u == 1),
+            _ => Err(ServeError::bad(format!("parameter `{name}` must be a bool, got {}", self.describe()))),
+        }
+    }
+}
+
+/// What a request's parameters ask of the runtime.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallOptions {
+    /// `priority` non-zero: a priority task.
+    pub priority: bool,
+    /// `timeout`, µs (0: none): the request's deadline, from arrival.
+    pub timeout: Option<Duration>,
+    /// `sequence_id` (non-zero) with `sequence_start` / `sequence_end`: a chunk of a stream.
+    pub sequence: Option<StreamChunk>,
+    /// `binary_data_output` (HTTP's binary tensor extension): all outputs as binary.
+    pub binary_output: bool,
+}
+
+impl CallOptions {
+    /// Reads the parameters Baton understands; others are ignored (custom parameters).
+    pub fn from_params<'a>(params: impl IntoIterator<Item = (&'a str, Param)>) -> Result<CallOptions, ServeError> {
+        let mut options = CallOptions::default();
+        let (mut id, mut start, mut end) = (None, false, false);
+        for (name, value) in params {
+            match name {
+                "priority" => {
+                    options.priority = match value {
+                        Param::Bool(b) => b,
+                        other => other.as_u64(name)? != 0,
+                    }
+                }
+                "timeout" => {
+                    let us = value.as_u64(name)?;
+                    options.timeout = (us > 0).then(|| Duration::from_micros(us));
+                }
+                "sequence_id" => {
+                    if let Param::Str(s) = &value {
+                        return Err(ServeError::bad(format!(
+                            "sequence_id {s:?} is a string: Baton takes unsigned integer sequence ids only"
+                        )));
+                    }
+                    id = Some(value.as_u64(name)?);
+                }
+                "sequence_start" => start = value.as_bool(name)?,
+                "sequence_end" => end = value.as_bool(name)?,
+                "binary_data_output" => options.binary_output = value.as_bool(name)?,
+                _ => {}
+            }
+        }
+        match id {
+            Some(id) if id != 0 => options.sequence = Some(StreamChunk { id, start, end }),
+            _ if start || end => {
+                return Err(ServeError::bad("sequence_start / sequence_end need a non-zero sequence_id"));
+            }
+            _ => {}
+        }
+        Ok(options)
+    }
+}
+
+/// One model tensor as the protocol's metadata shows it.
+#[derive(Clone, Debug)]
+pub struct TensorMeta {
+    pub name: String,
+    pub dtype: DType,
+    pub datatype: &'static str,
+    /// -1 for a dynamic dimension.
+    pub shape: Vec<i64>,
+    spec: TensorSpec,
+}
+
+impl TensorMeta {
+    fn new(spec: &TensorSpec) -> Self {
+        TensorMeta {
+            name: spec.name.clone(),
+            dtype: spec.dtype,
+            datatype: datatype_name(spec.dtype),
+            shape: spec
+                .shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Fixed(n) => *n as i64,
+                    Dim::Dynamic(_) => -1,
+                })
+                .collect(),
+            spec: spec.clone(),
+        }
+    }
+}
+
+/// One input as it arrived, before it becomes a tensor.
+pub struct InputData<'a> {
+    pub name: &'a str,
+    pub datatype: &'a str,
+    pub shape: &'a [i64],
+}
+
+/// A pipeline served as a model.
+pub struct Model {
+    pub name: String,
+    pub inputs: Vec<TensorMeta>,
+    pub outputs: Vec<TensorMeta>,
+    runtime: Runtime,
+}
+
+impl Model {
+    pub fn new(runtime: Runtime) -> Self {
+        let spec = runtime.spec();
+        Model {
+            name: spec.name.clone(),
+            inputs: spec.inputs.iter().map(|i| TensorMeta::new(&i.spec)).collect(),
+            outputs: spec.outputs.iter().map(|o| TensorMeta::new(&o.spec)).collect(),
+            runtime,
+        }
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub fn into_runtime(self) -> Runtime {
+        self.runtime
+    }
+
+    /// Checks an input's name, datatype and shape against the model; returns the
+    /// model input, its concrete shape and the element count.
+    pub fn check_input(&self, input: &InputData) -> Result<(&TensorMeta, Vec<usize>, usize), ServeError> {
+        let Some(meta) = self.inputs.iter().find(|m| m.name == input.name) else {
+            let known: Vec<&str> = self.inputs.iter().map(|m| m.name.as_str()).collect();
+            return Err(ServeError::bad(format!(
+                "unknown input `{}` for model `{}` (it takes: {})",
+                input.name,
+                self.name,
+                known.join(", ")
+            )));
+        };
+        if input.datatype != meta.datatype {
+            let hint = if parse_datatype(input.datatype).is_none() { " (not a datatype Baton supports)" } else { "" };
+            return Err(ServeError::bad(format!(
+                "input `{}` has datatype {}{hint} but model `{}` takes {}",
+                input.name, input.datatype, self.name, meta.datatype
+            )));
+        }
+        let shape =
+            input.shape.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<usize>, _>>().map_err(|_| {
+                ServeError::bad(format!("input `{}` has a negative dimension in {:?}", input.name, input.shape))
+            })?;
+        if !meta.spec.accepts(&shape) {
+            return Err(ServeError::bad(format!(
+                "input `{}` has shape {:?} but model `{}` takes {:?} (-1: any size)",
+                input.name, input.shape, self.name, meta.shape
+            )));
+        }
+        let elements = baton::tensor::checked_len(&shape, meta.dtype)
+            .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?;
+        Ok((meta, shape, elements))
+    }
+
+    /// Indices of the requested outputs (all, in model order, when none are named).
+    pub fn select_outputs<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<Vec<usize>, ServeError> {
+        let mut selected = Vec::new();
+        for name in names {
+            let Some(i) = self.outputs.iter().position(|o| o.name == name) else {
+                let known: Vec<&str> = self.outputs.iter().map(|m| m.name.as_str()).collect();
+                return Err(ServeError::bad(format!(
+                    "unknown output `{name}` for model `{}` (it gives: {})",
+                    self.name,
+                    known.join(", ")
+                )));
+            };
+            if selected.contains(&i) {
+                return Err(ServeError::bad(format!("output `{name}` is requested twice")));
+            }
+            selected.push(i);
+        }
+        if selected.is_empty() {
+            selected = (0..self.outputs.len()).collect();
+        }
+        Ok(selected)
+    }
+
+    /// The selected outputs of an answer, in selection order. An output the request's
+    /// inputs do not lead to (optional inputs left out) is an error when it was asked
+    /// for by name (`explicit`), and left out of the answer otherwise.
+    pub fn pick_outputs(
+        &self,
+        outputs: &Outputs,
+        selected: &[usize],
+        explicit: bool,
+    ) -> Result<Vec<(usize, Tensor)>, ServeError> {
+        let mut picked = Vec::with_capacity(selected.len());
+        for &i in selected {
+            let name = &self.outputs[i].name;
+            match outputs.get(name) {
+                Some(tensor) => picked.push((i, tensor.clone())),
+                None if explicit => {
+                    return Err(ServeError::bad(format!(
+                        "output `{name}` is not produced for this request: the optional inputs it needs were left out"
+                    )));
+                }
+                None => {}
+            }
+        }
+        Ok(picked)
+    }
+
+    /// Runs one request. Awaiting the answer; dropping the future cancels the request.
+    pub async fn infer(&self, inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+        let mut request = Request { inputs, priority: options.priority, deadline: None, stream: options.sequence };
+        if let Some(timeout) = options.timeout {
+            request = request.timeout(timeout);
+        }
+        Ok(self.runtime.submit(request).await?)
+    }
+}
+
+/// The models of a server, by name, with the server-wide admission bound.
+pub struct Models {
+    models: Vec<Model>,
+    by_name: HashMap<String, usize>,
+    accepting: AtomicBool,
+    in_flight: AtomicUsize,
+    limit: usize,
+}
+
+/// One admitted inference; releases its place in the server-wide bound when dropped.
+pub struct Admitted<'a>(&'a AtomicUsize);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Models {
+    /// Fails on two models of one name.
+    pub fn new(models: Vec<Model>, limit: Option<usize>) -> Result<Models, String> {
+        let mut by_name = HashMap::new();
+        for (i, model) in models.iter().enumerate() {
+            if by_name.insert(model.name.clone(), i).is_some() {
+                return Err(format!("two pipelines are named `{}`: model names must be unique", model.name));
+            }
+        }
+        Ok(Models {
+            models,
+            by_name,
+            accepting: AtomicBool::new(true),
+            in_flight: AtomicUsize::new(0),
+            limit: limit.unwrap_or(usize::MAX),
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Model> {
+        self.models.iter()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Model> {
+        self.by_name.get(name).map(|&i| &self.models[i])
+    }
+
+    /// The model `name` at `version` ("" or [`VERSION`]), or a not-found error.
+    pub fn find(&self, name: &str, version: &str) -> Result<&Model, ServeError> {
+        let model =
+            self.get(name).ok_or_else(|| ServeError::new(ErrorKind::NotFound, format!("unknown model `{name}`")))?;
+        if !version.is_empty() && version != VERSION {
+            return Err(ServeError::new(
+                ErrorKind::NotFound,
+                format!("unknown version `{version}` of model `{name}` (it has version {VERSION})"),
+            ));
+        }
+        Ok(model)
+    }
+
+    /// Ready: accepting requests (not shutting down).
+    pub fn ready(&self) -> bool {
+        self.accepting.load(Ordering::Acquire)
+    }
+
+    /// Stops admitting: later inferences are answered "unavailable", readiness turns false.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::Release);
+    }
+
+    /// Takes a place under the server-wide bound, or says why not (at once).
+    pub fn admit(&self) -> Result<Admitted<'_>, ServeError> {
+        if !self.ready() {
+            return Err(ServeError::new(ErrorKind::Unavailable, "the server is shutting down"));
+        }
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.limit {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return Err(ServeError::new(
+                ErrorKind::Overloaded,
+                format!("server busy: {} inferences already in flight (--max-in-flight)", self.limit),
+            ));
+        }
+        Ok(Admitted(&self.in_flight))
+    }
+
+    /// Inferences admitted and not yet answered, server-wide.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Takes the runtimes out (to shut them down).
+    pub fn into_runtimes(self) -> Vec<Runtime> {
+        self.models.into_iter().map(Model::into_runtime).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datatype_names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(parse_datatype(datatype_name(d)), Some(d));
+        }
+        assert_eq!(parse_datatype("BYTES"), None);
+    }
+
+    #[test]
+    fn parameters_map_to_options() {
+        let o = CallOptions::from_params([
+            ("priority", Param::UInt(1)),
+            ("timeout", Param::Int(2500)),
+            ("sequence_id", Param::Int(7)),
+            ("sequence_start", Param::Bool(true)),
+            ("custom", Param::Str("x".into())),
+        ])
+        .unwrap();
+        assert!(o.priority);
+        assert_eq!(o.timeout, Some(Duration::from_micros(2500)));
+        assert_eq!(o.sequence, Some(StreamChunk { id: 7, start: true, end: false }));
+        let e = CallOptions::from_params([("sequence_id", Param::Str("abc".into()))]).unwrap_err();
+        assert!(e.message.contains("string"), "{}", e.message);
+        assert!(CallOptions::from_params([("sequence_end", Param::Bool(true))]).is_err());
+        assert!(CallOptions::from_params([("timeout", Param::Int(-1))]).is_err());
+        assert_eq!(CallOptions::from_params([("priority", Param::Int(0))]).unwrap(), CallOptions::default());
+    }
+
+    #[test]
+    fn runtime_errors_map_to_kinds() {
+        let kind = |e: RequestError| ServeError::from(e).kind;
+        assert_eq!(kind(RequestError::QueueFull { limit: 1 }), ErrorKind::Overloaded);
+        assert_eq!(kind(RequestError::InvalidInput("x".into())), ErrorKind::BadRequest);
+        assert_eq!(kind(RequestError::DeadlineExceeded { node: "n".into() }), ErrorKind::Deadline);
+        assert_eq!(kind(RequestError::ShuttingDown), ErrorKind::Unavailable);
+        assert_eq!(kind(RequestError::Node { node: "n".into(), message: "m".into() }), ErrorKind::Internal);
+        let memory = RequestError::Stream { id: 1, message: "out of state memory at node `n`: ...".into() };
+        assert_eq!(kind(memory), ErrorKind::Overloaded);
+        assert_eq!(kind(RequestError::Stream { id: 1, message: "not open".into() }), ErrorKind::BadRequest);
+    }
+}
