@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Baton dev setup: Python venv (.venv), ONNX Runtime shared library (.cache/onnxruntime),
-# the ONNX test models (models/) and the real pretrained models (models/real/).
+# the ONNX test models (models/), the real pretrained models (models/real/), and the
+# serving tests' client venv (.venv-client, by scripts/setup-client.sh).
 # Idempotent and cached: safe to run any number of times.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -90,6 +91,9 @@ touch .gitignore
 for pat in /target /.venv /.cache /models; do
     grep -qxF "$pat" .gitignore || { echo "$pat" >> .gitignore; did=1; }
 done
+
+# e. The serving tests' client venv (.venv-client: tritonclient, numpy, onnxruntime); its own script.
+scripts/setup-client.sh
 
 [[ $did == 1 ]] || echo "everything is up to date"
 echo "ONNX Runtime library: $ROOT/$ORT_LIB"

@@ -92,32 +92,17 @@ pub fn run_with(args: ServeArgs, engines: &EngineRegistry) -> ExitCode {
         match Runtime::from_file(path, engines) {
             Ok(runtime) => runtimes.push(runtime),
             Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
+                let message = e.to_string();
+                if message.contains(&path.display().to_string()) {
+                    eprintln!("error: {message}");
+                } else {
+                    eprintln!("error: {}: {message}", path.display());
+                }
                 return ExitCode::from(2);
             }
         }
     }
-    let tokio = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .thread_name("baton-serve")
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the network threads: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let config = args.config();
-    tokio.block_on(async move {
-        let running = match Server::new(config).models(runtimes).start().await {
-            Ok(running) => running,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
-        };
+    let started = Server::new(args.config()).models(runtimes).run_blocking(args.threads, |running| {
         let names: Vec<&str> = running.models().iter().map(|m| m.name.as_str()).collect();
         let show = |a: Option<SocketAddr>, prefix: &str, suffix: &str| {
             a.map_or_else(|| "off".to_string(), |a| format!("{prefix}{a}{suffix}"))
@@ -129,10 +114,17 @@ pub fn run_with(args: ServeArgs, engines: &EngineRegistry) -> ExitCode {
             show(running.grpc_addr(), "", ""),
             show(running.metrics_addr(), "http://", "/metrics"),
         );
-        running.run_until_signal().await;
-        eprintln!("baton serve: shut down");
-        ExitCode::SUCCESS
-    })
+    });
+    match started {
+        Ok(()) => {
+            eprintln!("baton serve: shut down");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! tritonclient sends them) or typed `contents`; outputs go back as
 //! `raw_output_contents`, sharing the runtime's output buffers (no copy).
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use baton::{DType, Tensor};
@@ -275,5 +277,72 @@ impl GrpcInferenceService for Service {
             infer_time("grpc", &name, started.elapsed());
         }
         self.counted("infer", &name, result)
+    }
+}
+
+/// The service with its request bodies capped at `limit` bytes: past it the call
+/// fails with RESOURCE_EXHAUSTED (as gRPC's own servers answer an oversized
+/// message) before more is buffered. tonic's own message limit is lifted, so
+/// this is the one that applies.
+#[derive(Clone)]
+pub(crate) struct BodyLimit<S> {
+    pub inner: S,
+    pub limit: usize,
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for BodyLimit<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for BodyLimit<S>
+where
+    S: tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
+        let limit = self.limit;
+        self.inner.call(request.map(|body| tonic::body::Body::new(LimitedBody { inner: body, left: limit, limit })))
+    }
+}
+
+struct LimitedBody {
+    inner: tonic::body::Body,
+    left: usize,
+    limit: usize,
+}
+
+impl http_body::Body for LimitedBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
+        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(|f| f.data_ref())) {
+            let len = data.map_or(0, Bytes::len);
+            if len > this.left {
+                return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
+                    "request message over the server's limit of {} bytes (--max-body-bytes)",
+                    this.limit
+                )))));
+            }
+            this.left -= len;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -23,7 +23,7 @@
 //!
 //! Status codes (HTTP / gRPC): bad request body, parameter, tensor name,
 //! datatype or shape 400 / INVALID_ARGUMENT; unknown model or version 404 /
-//! NOT_FOUND; body over the limit 413 (gRPC: tonic's message size limit);
+//! NOT_FOUND; body over the limit 413 / RESOURCE_EXHAUSTED;
 //! admission full (pipeline `max_in_flight`, `--max-in-flight`, stream state
 //! memory) 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
 //! queued 504 / DEADLINE_EXCEEDED; shutting down 503 / UNAVAILABLE; a node's
@@ -100,6 +100,8 @@ impl ServerConfig {
 pub enum StartError {
     #[error("{0}")]
     Models(String),
+    #[error("cannot start the network threads: {0}")]
+    Threads(std::io::Error),
     #[error("cannot listen on {addr} ({what}): {source}")]
     Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
 }
@@ -124,6 +126,24 @@ impl Server {
     /// Serves each runtime as a model.
     pub fn models(self, runtimes: impl IntoIterator<Item = Runtime>) -> Self {
         runtimes.into_iter().fold(self, Server::model)
+    }
+
+    /// Serves on a tokio runtime of its own with `threads` network threads until
+    /// SIGTERM or ctrl-c, then shuts down gracefully; blocks the calling thread.
+    /// `on_start` sees the running server first (its addresses, its models).
+    pub fn run_blocking(self, threads: usize, on_start: impl FnOnce(&RunningServer)) -> Result<(), StartError> {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("baton-serve")
+            .enable_all()
+            .build()
+            .map_err(StartError::Threads)?;
+        tokio.block_on(async move {
+            let running = self.start().await?;
+            on_start(&running);
+            running.run_until_signal().await;
+            Ok(())
+        })
     }
 
     /// Binds the listeners and starts serving (on the current tokio runtime).
@@ -165,8 +185,9 @@ impl Server {
             let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service {
                 models: Arc::clone(&models),
             })
-            .max_decoding_message_size(config.max_body_bytes)
+            .max_decoding_message_size(usize::MAX)
             .max_encoding_message_size(usize::MAX);
+            let service = grpc::BodyLimit { inner: service, limit: config.max_body_bytes };
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
             let shutdown = signal();
             tasks.push((

@@ -1,0 +1,179 @@
+//! Shared helpers of the server's integration tests: a server started
+//! in-process on 127.0.0.1 with OS-picked ports, and a minimal blocking HTTP/1.1
+//! client over a raw `TcpStream`.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_server::{RunningServer, Server, ServerConfig};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.canonicalize().unwrap_or(root)
+}
+
+/// A pipeline file: `configs/NAME` in the repository, or `server/tests/configs/NAME`.
+pub fn pipeline(name: &str) -> PathBuf {
+    let shipped = repo_root().join("configs").join(name);
+    if shipped.is_file() {
+        return shipped;
+    }
+    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/configs").join(name);
+    assert!(local.is_file(), "no pipeline {name} in configs/ or server/tests/configs/");
+    local
+}
+
+/// A server running in-process on its own tokio runtime; shut down gracefully on drop.
+pub struct TestServer {
+    pub rt: tokio::runtime::Runtime,
+    running: Option<RunningServer>,
+    pub http: SocketAddr,
+    pub grpc: SocketAddr,
+    pub metrics: SocketAddr,
+}
+
+impl TestServer {
+    /// Serves the named pipelines (see [`pipeline`]) with `config`'s limits on ephemeral ports.
+    pub fn start_with(pipelines: &[&str], config: ServerConfig) -> TestServer {
+        baton_server::install_recorder();
+        let engines = baton_engines::standard_registry();
+        let runtimes = pipelines.iter().map(|p| {
+            let path = pipeline(p);
+            baton::Runtime::from_file(&path, &engines)
+                .unwrap_or_else(|e| panic!("{}: {e} (has scripts/setup.sh run?)", path.display()))
+        });
+        let server = Server::new(config).models(runtimes.collect::<Vec<_>>());
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let running = rt.block_on(server.start()).expect("the server starts");
+        TestServer {
+            http: running.http_addr().unwrap(),
+            grpc: running.grpc_addr().unwrap(),
+            metrics: running.metrics_addr().unwrap(),
+            running: Some(running),
+            rt,
+        }
+    }
+
+    pub fn start(pipelines: &[&str]) -> TestServer {
+        Self::start_with(pipelines, ServerConfig::ephemeral())
+    }
+
+    /// Graceful shutdown (also done on drop).
+    pub fn shutdown(&mut self) {
+        if let Some(running) = self.running.take() {
+            self.rt.block_on(running.shutdown());
+        }
+    }
+
+    pub fn get(&self, path: &str) -> HttpResponse {
+        request(self.http, "GET", path, &[], b"")
+    }
+
+    pub fn post_json(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
+        request(self.http, "POST", path, &[("Content-Type", "application/json")], body.to_string().as_bytes())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A response: status, headers (lower-case names), body.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The `error` message of an error response.
+    pub fn error(&self) -> String {
+        self.json()["error"].as_str().expect("an error message").to_string()
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`).
+pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
+    try_request(addr, method, path, headers, body).expect("connect").expect("a response")
+}
+
+/// [`request`], telling a refused connection (`Err`) and a connection closed
+/// without any response (`Ok(None)`) apart.
+pub fn try_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Option<HttpResponse>> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    // The server may answer (413) before reading all of a large body: a write error is fine then.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    Ok((!raw.is_empty()).then(|| parse_response(&raw)))
+}
+
+fn parse_response(raw: &[u8]) -> HttpResponse {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no complete response head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    if let Some(len) = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse::<usize>().ok()) {
+        body.truncate(len);
+    }
+    HttpResponse { status, headers, body }
+}
+
+/// `/metrics` text of the server.
+pub fn metrics_text(server: &TestServer) -> String {
+    String::from_utf8(request(server.metrics, "GET", "/metrics", &[], b"").body).unwrap()
+}
+
+/// The value of the Prometheus series `name{labels}` whose labels include all of `labels`, summed.
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+            if n != name {
+                return None;
+            }
+            let ok = labels.iter().all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")));
+            ok.then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .sum()
+}
