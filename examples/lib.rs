@@ -1,1 +1,3 @@
 //! Examples of embedding Baton; see the `[[example]]` targets.
+
+pub mod ocr;
