@@ -236,9 +236,15 @@ impl BenchArgs {
     }
 }
 
-/// Runs `baton bench`: exit 0 when every request succeeded, 1 when some failed, 2 when the bench could not run.
+/// Runs `baton bench` with the standard engines: exit 0 when every request succeeded,
+/// 1 when some failed, 2 when the bench could not run.
 pub fn run(args: BenchArgs) -> ExitCode {
-    match bench(&args) {
+    run_with(args, &baton_engines::standard_registry())
+}
+
+/// [`run`] with the given engines and Rust stages.
+pub fn run_with(args: BenchArgs, engines: &baton::EngineRegistry) -> ExitCode {
+    match bench_with(&args, engines) {
         Ok(report) if report.points.iter().any(|p| p.errors > 0) => {
             eprintln!("some requests failed (see the errors column)");
             ExitCode::from(1)
@@ -254,10 +260,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
 /// Runs the whole benchmark: raw engine (with `--raw`), then every policy × load
 /// point; prints the tables to stdout, writes the requested files, and returns the report.
 pub fn bench(args: &BenchArgs) -> Result<BenchReport, String> {
+    bench_with(args, &baton_engines::standard_registry())
+}
+
+/// [`bench`] with the given engines and Rust stages.
+pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<BenchReport, String> {
     args.check()?;
-    let engines = baton_engines::standard_registry();
     let config = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
-    let spec = PipelineSpec::build(&config, Some(&args.pipeline), &engines).map_err(|e| e.to_string())?;
+    let spec = PipelineSpec::build(&config, Some(&args.pipeline), engines).map_err(|e| e.to_string())?;
     if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < args.rows) {
         return Err(format!("--rows {} is more than node `{}`'s max_batch {}", args.rows, node.name, node.max_batch));
     }
@@ -291,7 +301,7 @@ pub fn bench(args: &BenchArgs) -> Result<BenchReport, String> {
         if let Some(delay) = args.max_queue_delay_us {
             cfg.scheduler.max_queue_delay_us = delay;
         }
-        let runtime = Runtime::from_config(&cfg, Some(&args.pipeline), &engines)
+        let runtime = Runtime::from_config(&cfg, Some(&args.pipeline), engines)
             .map_err(|e| format!("policy {}: {e}", policy.name()))?;
         for &load in &loads {
             points.push(run_point(&runtime, &pool, args, policy.name(), load));

@@ -1,6 +1,6 @@
 //! Request inputs for `baton run`: read from `.npy` / `.json` files, or generated.
 //!
-//! `.json` files hold `{"shape": [1, 4], "data": [..]}` (data flat, row-major)
+//! `.png` files become grayscale `u8 [1, H, W]`. `.json` files hold `{"shape": [1, 4], "data": [..]}` (data flat, row-major)
 //! or a nested array (its nesting is the shape). `.npy` files are numpy's
 //! format, little-endian, C order. Generated inputs are seeded random values
 //! shaped by the pipeline (dynamic dims become 1 unless `--rows` sets dim 0).
@@ -24,7 +24,13 @@ pub fn read_tensor(path: &Path, spec: &TensorSpec) -> Result<Tensor, String> {
             let value: Value = serde_json::from_str(&text).map_err(|e| format!("{shown}: {e}"))?;
             tensor_from_json(&value, spec.dtype).map_err(|e| format!("{shown}: {e}"))
         }
-        _ => Err(format!("{shown}: use a .npy or .json file")),
+        Some("png") => {
+            // A grayscale image as u8 [1, H, W] (colour images keep their first channel).
+            let img = baton_examples::ocr::load_png(path).map_err(|e| format!("{shown}: {e}"))?;
+            let gray: Vec<u8> = img.data.chunks(img.channels).map(|p| p[0]).collect();
+            Tensor::from_vec(vec![1, img.height, img.width], gray).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("{shown}: use a .npy, .json or .png file")),
     }
 }
 

@@ -35,6 +35,12 @@ enum Command {
     Serve(baton_server::ServeArgs),
 }
 
+/// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
+/// the Rust stages of the shipped pipelines (`configs/collab.toml`).
+fn engines() -> baton::EngineRegistry {
+    baton_examples::collab::registry()
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("BATON_LOG"))
@@ -42,21 +48,19 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { pipeline } => {
-            match baton::PipelineSpec::from_file(&pipeline, &baton_engines::standard_registry()) {
-                Ok(spec) => {
-                    print!("{}", spec.describe());
-                    println!("ok");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+        Command::Check { pipeline } => match baton::PipelineSpec::from_file(&pipeline, &engines()) {
+            Ok(spec) => {
+                print!("{}", spec.describe());
+                println!("ok");
+                ExitCode::SUCCESS
             }
-        }
-        Command::Run(args) => run::run(args),
-        Command::Bench(args) => baton_bench::run(args),
-        Command::Serve(args) => baton_server::run(args),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run(args) => run::run(args, &engines()),
+        Command::Bench(args) => baton_bench::run_with(args, &engines()),
+        Command::Serve(args) => baton_server::run_with(args, &engines()),
     }
 }

@@ -37,6 +37,14 @@ pub struct RunArgs {
     /// Print the outputs of the first N requests (default: all when sending at most 4).
     #[arg(long)]
     print: Option<usize>,
+    /// Stream a 16 kHz mono WAV through the pipeline as one stream, chunk by chunk
+    /// (512 samples after 64 of context), printing each chunk's outputs. Inputs given
+    /// with --input go with the final chunk when the pipeline marks them optional.
+    #[arg(long, value_name = "FILE")]
+    wav: Option<PathBuf>,
+    /// The pipeline input that takes the WAV's chunks.
+    #[arg(long, default_value = "chunk")]
+    wav_input: String,
 }
 
 fn parse_files(args: &RunArgs, spec: &baton::PipelineSpec) -> Result<BTreeMap<String, Tensor>, String> {
@@ -72,9 +80,8 @@ fn request(
     Ok(request)
 }
 
-pub fn run(args: RunArgs) -> ExitCode {
-    let engines = baton_engines::standard_registry();
-    let runtime = match Runtime::from_file(&args.pipeline, &engines) {
+pub fn run(args: RunArgs, engines: &baton::EngineRegistry) -> ExitCode {
+    let runtime = match Runtime::from_file(&args.pipeline, engines) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -89,6 +96,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(wav) = &args.wav {
+        let code = stream_wav(&runtime, &spec, wav, &args.wav_input, &files);
+        runtime.shutdown();
+        return code;
+    }
     let print = args.print.unwrap_or(if args.requests <= 4 { args.requests } else { 0 });
     let next = AtomicUsize::new(0);
     let latencies =
@@ -154,4 +166,49 @@ pub fn run(args: RunArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `--wav`: one stream, chunk by chunk; a JSON line of outputs per chunk.
+fn stream_wav(
+    runtime: &Runtime,
+    spec: &baton::PipelineSpec,
+    wav: &std::path::Path,
+    input: &str,
+    files: &BTreeMap<String, Tensor>,
+) -> ExitCode {
+    use baton_examples::collab::speech::{chunk_tensor, chunks, read_wav};
+    let samples = match read_wav(wav) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !spec.inputs.iter().any(|i| i.spec.name == input) {
+        eprintln!("error: the pipeline has no input `{input}` for the WAV's chunks (use --wav-input)");
+        return ExitCode::from(2);
+    }
+    let chunks = chunks(&samples);
+    let last = chunks.len() - 1;
+    for (k, chunk) in chunks.iter().enumerate() {
+        let mut request = Request::new().input(input, chunk_tensor(chunk)).stream(0, k == 0, k == last);
+        for (name, tensor) in files {
+            let optional = spec.inputs.iter().any(|i| &i.spec.name == name && i.optional);
+            if k == last || !optional {
+                request = request.input(name.clone(), tensor.clone());
+            }
+        }
+        match runtime.submit(request).wait() {
+            Ok(outputs) => {
+                let map: serde_json::Map<String, serde_json::Value> =
+                    outputs.iter().map(|(n, t)| (n.to_string(), inputs::tensor_to_json(t))).collect();
+                println!("{}", json!({ "chunk": k, "final": k == last, "outputs": map }));
+            }
+            Err(e) => {
+                println!("{}", json!({ "chunk": k, "error": e.to_string() }));
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
