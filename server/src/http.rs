@@ -52,6 +52,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/v2/models/{name}/stats", get(model_stats))
         .route("/v2/models/{name}/versions/{version}/stats", get(model_stats_v))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
 }
@@ -171,6 +172,11 @@ async fn not_found() -> Response {
     counted("other", "", error_response(&error))
 }
 
+async fn method_not_allowed() -> Response {
+    let body = json!({ "error": "method not allowed (infer is POST, the rest GET)" });
+    counted("other", "", json_body(StatusCode::METHOD_NOT_ALLOWED, &body))
+}
+
 async fn infer(
     state: AppState,
     Path(name): Path<String>,
@@ -216,6 +222,13 @@ async fn run_infer(
             ServeError::bad(format!("could not read the request body: {}", rejection.body_text()))
         }
     })?;
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") {
+            return Err(ServeError::bad(format!(
+                "Content-Encoding {encoding:?} is not supported: send the request uncompressed"
+            )));
+        }
+    }
     let header_len = match headers.get(HEADER_LENGTH) {
         None => body.len(),
         Some(value) => {

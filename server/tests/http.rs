@@ -39,6 +39,9 @@ fn health_and_server_metadata() {
     let meta = meta.json();
     assert_eq!(meta["name"], "baton");
     assert!(meta["extensions"].as_array().unwrap().contains(&json!("binary_tensor_data")));
+    let wrong_method = server.get("/v2/models/mlp/infer");
+    assert_eq!(wrong_method.status, 405);
+    assert!(wrong_method.error().contains("method not allowed"));
     let missing = server.get("/v3/nothing");
     assert_eq!(missing.status, 404);
     assert!(missing.error().contains("no such endpoint"));

@@ -78,8 +78,8 @@ fn run_script(script: &str, pipelines: &[&str]) {
 }
 
 #[test]
-fn tritonclient_infer_http_json_binary_and_grpc_equal_onnxruntime() {
-    run_script("test_infer.py", &["mlp.toml", "two_io.toml"]);
+fn tritonclient_infer_http_json_binary_and_grpc_equal_onnxruntime_all_datatypes() {
+    run_script("test_infer.py", &["mlp.toml", "two_io.toml", "dtypes.toml"]);
 }
 
 #[test]

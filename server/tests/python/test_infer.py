@@ -81,6 +81,38 @@ r = grpc_infer("two_io", {"a": a_in, "b": b_in}, ["sum"])
 check([o.name for o in r.get_response().outputs] == ["sum"], "only the requested output (gRPC)")
 close(r.as_numpy("sum"), want["sum"], "two_io gRPC subset")
 
+# Every datatype of the dtypes model (FP16, INT64, INT32, UINT8, BOOL), over HTTP JSON,
+# HTTP binary and gRPC: answers equal onnxruntime's exactly (int64 beyond 2**53 included).
+dtypes = session("dtypes")
+feeds = {
+    "f16": rng.standard_normal((2, 4)).astype(np.float16),
+    "i64": np.array([[2**62, -(2**62), 2**53 + 1, -7], [0, 1, -1, 9007199254740993]], np.int64),
+    "i32": np.array([[2**30, -(2**31), 5, -5], [0, 1, 2, 3]], np.int32),
+    "u8": np.array([[0, 1, 254, 255], [7, 8, 9, 10]], np.uint8),
+    "flag": np.array([[True, False, True, False], [False, False, True, True]]),
+}
+kinds = {"f16": "FP16", "i64": "INT64", "i32": "INT32", "u8": "UINT8", "flag": "BOOL"}
+out_names = [o.name for o in dtypes.get_outputs()]
+want = dict(zip(out_names, dtypes.run(None, feeds)))
+for mode in ("json", "binary", "grpc"):
+    mod = grpcclient if mode == "grpc" else httpclient
+    ins = []
+    for name, arr in feeds.items():
+        i = mod.InferInput(name, list(arr.shape), kinds[name])
+        if mode == "grpc":
+            i.set_data_from_numpy(arr)
+        else:
+            i.set_data_from_numpy(arr, binary_data=mode == "binary")
+        ins.append(i)
+    if mode == "grpc":
+        r = grpc.infer("dtypes", ins)
+    else:
+        outs = [httpclient.InferRequestedOutput(n, binary_data=mode == "binary") for n in out_names]
+        r = http.infer("dtypes", ins, outputs=outs)
+    for n in out_names:
+        got = r.as_numpy(n)
+        check(got.dtype == want[n].dtype and np.array_equal(got, want[n]), f"dtypes {mode} {n}: {got} != {want[n]}")
+
 # Concurrent requests (they batch together in the server): every answer is still its own.
 # HTTP async requests (gevent, from this thread) and gRPC async requests, all in flight at once.
 import queue
