@@ -6,14 +6,24 @@
 //! summary (final, priority chunks apart from the rest); exits 1 if a
 //! session's category is not the expected one.
 //!
-//! `cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|dynamic]`
+//! ```text
+//! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|dynamic|none]
+//! ```
+//!
+//! Load mode, policies side by side (the issue's 70%-of-capacity comparison):
+//! `--capacity N` first measures sessions/s with N unpaced concurrent sessions;
+//! `--rate R --duration S [--pace-ms 32] [--policies collaborative,dynamic]`
+//! then starts sessions at R per second (Poisson) for S seconds, each streaming
+//! its chunks every `pace` ms, and reports throughput and latency per policy.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use baton::{PipelineConfig, Policy, Runtime};
-use baton_examples::collab::session::{char_accuracy, stream_session, SessionResult, Sessions};
+use baton_examples::collab::session::{char_accuracy, stream_session, stream_session_paced, SessionResult, Sessions};
+
+type Error = Box<dyn std::error::Error>;
 
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -23,23 +33,45 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn policy(name: &str) -> Result<Policy, Error> {
+    Ok(match name {
+        "collaborative" => Policy::Collaborative,
+        "dynamic" => Policy::Dynamic,
+        "none" => Policy::None,
+        other => return Err(format!("unknown policy `{other}`").into()),
+    })
+}
+
+fn start(config_path: &Path, policy: Policy) -> Result<Runtime, Error> {
+    let mut config = PipelineConfig::read(config_path)?;
+    config.scheduler.policy = policy;
+    Ok(Runtime::from_config(&config, Some(config_path), &baton_examples::collab::registry())?)
+}
+
+/// Latency summary: (chunks, final chunks), each sorted.
+fn latencies(results: &[SessionResult]) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut chunks, mut finals) = (Vec::new(), Vec::new());
+    for r in results {
+        let (last, rest) = r.latencies.split_last().expect("a session has chunks");
+        finals.push(*last);
+        chunks.extend_from_slice(rest);
+    }
+    chunks.sort();
+    finals.sort();
+    (chunks, finals)
+}
+
+fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let repeat: usize = arg("--repeat").map_or(Ok(4), |r| r.parse())?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let config_path = root.join("configs/collab.toml");
-    let mut config = PipelineConfig::read(&config_path)?;
-    if let Some(policy) = arg("--policy") {
-        config.scheduler.policy = match policy.as_str() {
-            "collaborative" => Policy::Collaborative,
-            "dynamic" => Policy::Dynamic,
-            "none" => Policy::None,
-            other => return Err(format!("unknown policy `{other}`").into()),
-        };
-    }
-    let runtime = Runtime::from_config(&config, Some(&config_path), &baton_examples::collab::registry())?;
     let data = Sessions::load(&root.join("data"))?;
+    if arg("--rate").is_some() || arg("--capacity").is_some() {
+        return load_mode(&arg, &config_path, &data);
+    }
+    let repeat: usize = arg("--repeat").map_or(Ok(4), |r| r.parse())?;
+    let runtime = start(&config_path, policy(&arg("--policy").unwrap_or("collaborative".into()))?)?;
     println!("pipeline `{}`: {} sessions x {repeat} concurrent streams", runtime.spec().name, data.sessions.len());
 
     let results: Mutex<Vec<(usize, SessionResult)>> = Mutex::new(Vec::new());
@@ -62,7 +94,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut results = results.into_inner().unwrap();
     results.sort_by_key(|(s, r)| (*s, r.id.clone()));
     let mut wrong = 0;
-    let (mut chunk_latencies, mut final_latencies) = (Vec::new(), Vec::new());
     println!(
         "{:<5} {:>10} {:>10}  {:<10} {:<10} {:>6}  text",
         "id", "speech", "known", "category", "expected", "chars"
@@ -71,9 +102,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let session = &data.sessions[*s];
         let category = data.categories.get(result.category).cloned().unwrap_or_default();
         wrong += usize::from(category != session.expected_category);
-        let (last, rest) = result.latencies.split_last().expect("a session has chunks");
-        final_latencies.push(*last);
-        chunk_latencies.extend_from_slice(rest);
         if i % repeat == 0 {
             let span = result.speech_span().map_or("-".into(), |(a, b)| format!("{a}..{b}"));
             println!(
@@ -88,8 +116,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    chunk_latencies.sort();
-    final_latencies.sort();
+    let plain: Vec<SessionResult> = results.iter().map(|(_, r)| r.clone()).collect();
+    let (chunk_latencies, final_latencies) = latencies(&plain);
     let chunks = chunk_latencies.len() + final_latencies.len();
     println!(
         "{} sessions, {chunks} chunks in {seconds:.2} s ({:.0} chunks/s); categories right: {}/{}",
@@ -111,6 +139,103 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if wrong > 0 || !failures.is_empty() {
         std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Per node: mean batch, queue time per task, compute time per batch (to stderr).
+fn print_stats(policy: Policy, stats: &[baton::NodeStats]) {
+    for n in stats {
+        eprintln!(
+            "  {policy:?} {}: {} batches, mean batch {:.2}, queue {:.2} ms/task, compute {:.2} ms/batch",
+            n.name,
+            n.executions,
+            n.rows as f64 / n.executions.max(1) as f64,
+            n.queue_ns as f64 / n.tasks.max(1) as f64 / 1e6,
+            n.compute_ns as f64 / n.executions.max(1) as f64 / 1e6
+        );
+    }
+}
+
+/// `--capacity` and `--rate`: throughput and latency per policy under load.
+fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &PathBuf, data: &Sessions) -> Result<(), Error> {
+    let policies: Vec<Policy> =
+        arg("--policies").unwrap_or("collaborative,dynamic".into()).split(',').map(policy).collect::<Result<_, _>>()?;
+    let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);
+    if let Some(n) = arg("--capacity") {
+        let n: usize = n.parse()?;
+        for &p in &policies {
+            let runtime = start(config_path, p)?;
+            let started = Instant::now();
+            let results: Vec<SessionResult> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..n)
+                    .map(|i| {
+                        let (runtime, session) = (&runtime, &data.sessions[i % data.sessions.len()]);
+                        scope.spawn(move || stream_session(runtime, session, i as u64))
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().unwrap().ok()).collect()
+            });
+            let seconds = started.elapsed().as_secs_f64();
+            println!(
+                "capacity {p:?}: {n} unpaced sessions in {seconds:.2} s = {:.2} sessions/s",
+                results.len() as f64 / seconds
+            );
+            print_stats(p, &runtime.node_stats());
+            runtime.shutdown();
+        }
+    }
+    let Some(rate) = arg("--rate") else { return Ok(()) };
+    let rate: f64 = rate.parse()?;
+    let duration = Duration::from_secs_f64(arg("--duration").map_or(Ok(20.0), |d| d.parse())?);
+    println!("open loop: {rate} sessions/s (Poisson) for {duration:?}, chunks every {pace:?}");
+    println!(
+        "{:<14} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>7}",
+        "policy", "sessions/s", "chunks/s", "chunk p50", "chunk p99", "final p50", "final p99", "errors"
+    );
+    for &p in &policies {
+        let runtime = start(config_path, p)?;
+        let results = Mutex::new(Vec::new());
+        let errors = Mutex::new(0usize);
+        // Seeded exponential gaps (xorshift), the same arrivals for every policy.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            let mut at = Duration::ZERO;
+            let mut i = 0usize;
+            while at < duration {
+                std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+                let (runtime, results, errors) = (&runtime, &results, &errors);
+                let session = &data.sessions[i % data.sessions.len()];
+                scope.spawn(move || match stream_session_paced(runtime, session, i as u64, Some(pace)) {
+                    Ok(r) => results.lock().unwrap().push(r),
+                    Err(_) => *errors.lock().unwrap() += 1,
+                });
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let uniform = (seed >> 11) as f64 / (1u64 << 53) as f64;
+                at += Duration::from_secs_f64(-(1.0 - uniform).ln() / rate);
+                i += 1;
+            }
+        });
+        let seconds = started.elapsed().as_secs_f64();
+        let stats = runtime.node_stats();
+        runtime.shutdown();
+        let results = results.into_inner().unwrap();
+        let (chunks, finals) = latencies(&results);
+        print_stats(p, &stats);
+        println!(
+            "{:<14} {:>10.2} {:>10.0} {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>7}",
+            format!("{p:?}"),
+            results.len() as f64 / seconds,
+            (chunks.len() + finals.len()) as f64 / seconds,
+            percentile(&chunks, 0.5),
+            percentile(&chunks, 0.99),
+            percentile(&finals, 0.5),
+            percentile(&finals, 0.99),
+            errors.into_inner().unwrap()
+        );
     }
     Ok(())
 }

@@ -106,6 +106,17 @@ impl SessionResult {
 
 /// Streams `session` through `runtime` as stream `stream_id`; see the module docs.
 pub fn stream_session(runtime: &Runtime, session: &Session, stream_id: u64) -> Result<SessionResult, String> {
+    stream_session_paced(runtime, session, stream_id, None)
+}
+
+/// [`stream_session`], sending chunk `k` no earlier than `k × pace` after the
+/// first (32 ms is real time for 512 samples at 16 kHz).
+pub fn stream_session_paced(
+    runtime: &Runtime,
+    session: &Session,
+    stream_id: u64,
+    pace: Option<Duration>,
+) -> Result<SessionResult, String> {
     let samples = read_wav(&session.wav)?;
     let image = load_png(&session.image).map_err(|e| format!("{}: {e}", session.image.display()))?;
     let gray = if image.channels == 1 {
@@ -124,7 +135,12 @@ pub fn stream_session(runtime: &Runtime, session: &Session, stream_id: u64) -> R
         latencies: Vec::with_capacity(chunks.len()),
     };
     let last = chunks.len() - 1;
+    let start = Instant::now();
     for (k, chunk) in chunks.iter().enumerate() {
+        if let Some(pace) = pace {
+            let due = start + pace * k as u32;
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
         let mut request = Request::new().input("chunk", chunk_tensor(chunk)).stream(stream_id, k == 0, k == last);
         if k == last {
             request = request.input("image", image.clone());
