@@ -16,7 +16,7 @@
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -158,7 +158,7 @@ fn print_stats(policy: Policy, stats: &[baton::NodeStats]) {
 }
 
 /// `--capacity` and `--rate`: throughput and latency per policy under load.
-fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &PathBuf, data: &Sessions) -> Result<(), Error> {
+fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &Path, data: &Sessions) -> Result<(), Error> {
     let policies: Vec<Policy> =
         arg("--policies").unwrap_or("collaborative,dynamic".into()).split(',').map(policy).collect::<Result<_, _>>()?;
     let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);

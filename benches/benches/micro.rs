@@ -29,6 +29,7 @@ fn loads(n: usize) -> Vec<NodeLoad> {
             can_start: i % 4 != 0,
             waited_ns: 0,
             max_batch: 32,
+            boost: 0.0,
         })
         .collect()
 }

@@ -49,6 +49,9 @@ pub enum StartError {
     Spawn(#[from] std::io::Error),
 }
 
+/// A per-request subset of outputs or nodes; `None` means all of them.
+type Mask = Option<Box<[bool]>>;
+
 /// State shared by the runtime handle, the workers and the scheduler.
 pub(crate) struct Shared {
     pub spec: PipelineSpec,
@@ -357,7 +360,7 @@ impl Shared {
 
     /// For a request leaving optional inputs out: which outputs it gets and which
     /// nodes run for it (`None`s when it carries every input).
-    fn reach(&self, inputs: &[Option<Tensor>]) -> (Option<Box<[bool]>>, Option<Box<[bool]>>) {
+    fn reach(&self, inputs: &[Option<Tensor>]) -> (Mask, Mask) {
         if inputs.iter().all(Option::is_some) {
             return (None, None);
         }

@@ -14,9 +14,12 @@ use parking_lot::Mutex;
 type RunFn = dyn Fn(&[&Tensor]) -> Result<Vec<Tensor>, String> + Send + Sync;
 
 /// An engine made of a Rust closure; the stage's `params.kind` picks the closure.
+/// Registered test engines: (kind, signature, body).
+type Kinds = Vec<(String, ModelSignature, Arc<RunFn>)>;
+
 #[derive(Clone, Default)]
 struct TestEngines {
-    kinds: Arc<Mutex<Vec<(String, ModelSignature, Arc<RunFn>)>>>,
+    kinds: Arc<Mutex<Kinds>>,
 }
 
 struct FnEngine(Arc<RunFn>);
@@ -219,7 +222,10 @@ fn a_branch_failure_fails_the_request_once_and_leaves_no_partial_join() {
 }
 
 /// An engine that blocks until the test opens its gate, recording the values it ran.
-fn gated(engines: &TestEngines) -> (Arc<(Mutex<bool>, parking_lot::Condvar)>, Arc<Mutex<Vec<f32>>>) {
+/// A gate the test opens (flag + condvar).
+type Gate = Arc<(Mutex<bool>, parking_lot::Condvar)>;
+
+fn gated(engines: &TestEngines) -> (Gate, Arc<Mutex<Vec<f32>>>) {
     let gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (g, s) = (gate.clone(), seen.clone());
@@ -452,7 +458,7 @@ fn dynamic_policy_runs_a_full_batch_without_waiting_for_the_delay() {
         assert!(t.wait_timeout(Duration::from_secs(10)).is_ok(), "a full batch runs at once");
     }
     let lone = runtime.submit(Request::new().input("x", value(9.0)));
-    let lone = lone.wait_timeout(Duration::from_millis(50)).err().expect("a lone task waits for its delay").0;
+    let lone = lone.wait_timeout(Duration::from_millis(50)).expect_err("a lone task waits for its delay").0;
     runtime.shutdown_now();
     assert_eq!(lone.wait().unwrap_err(), RequestError::ShuttingDown);
 }
@@ -637,7 +643,7 @@ fn idle_streams_expire_and_free_their_state() {
 
 #[test]
 fn state_memory_is_bounded_for_new_streams_only() {
-    let toml = format!("{STATEFUL}").replace("idle_timeout_ms = 60000", "idle_timeout_ms = 60000\nmax_state_bytes = 8");
+    let toml = STATEFUL.replace("idle_timeout_ms = 60000", "idle_timeout_ms = 60000\nmax_state_bytes = 8");
     let runtime = start(&accumulator(f32::NAN), &toml);
     chunk(&runtime, 1, 1.0, true, false).wait().unwrap();
     chunk(&runtime, 2, 1.0, true, false).wait().unwrap();
