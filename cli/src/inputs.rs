@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use baton::{DType, Dim, Tensor, TensorSpec};
-use rand::{Rng, SeedableRng};
+use baton::{DType, Tensor, TensorSpec};
+use rand::SeedableRng;
 use serde_json::Value;
 
 /// Reads a tensor file; the dtype is taken from the file (`.npy`) or from the pipeline's input (`.json`).
@@ -92,29 +92,6 @@ pub fn tensor_from_f64(dtype: DType, shape: Vec<usize>, data: &[f64]) -> Result<
         DType::Bool => Tensor::from_vec(shape, data.iter().map(|&x| x != 0.0).collect()),
     };
     result.map_err(|e| e.to_string())
-}
-
-/// Seeded random input for `spec`: dim 0 = `rows`, other dynamic dims 1.
-pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut rand::rngs::StdRng) -> Result<Tensor, String> {
-    let shape: Vec<usize> = spec
-        .shape
-        .iter()
-        .enumerate()
-        .map(|(i, d)| match d {
-            _ if i == 0 => rows,
-            Dim::Fixed(n) => *n,
-            Dim::Dynamic(_) => 1,
-        })
-        .collect();
-    let len: usize = shape.iter().product();
-    let data: Vec<f64> = (0..len)
-        .map(|_| match spec.dtype {
-            DType::F32 | DType::F64 | DType::F16 => rng.random_range(-1.0..1.0),
-            DType::Bool => f64::from(u8::from(rng.random_bool(0.5))),
-            _ => f64::from(rng.random_range(0u8..100)),
-        })
-        .collect();
-    tensor_from_f64(spec.dtype, shape, &data)
 }
 
 /// A seeded generator.

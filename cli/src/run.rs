@@ -73,7 +73,7 @@ fn request(
         let name = &input.spec.name;
         let tensor = match files.get(name) {
             Some(t) => t.clone(),
-            None => inputs::generate(&input.spec, args.rows, &mut rng)?,
+            None => baton_bench::load::generate(&input.spec, args.rows, &mut rng)?,
         };
         request = request.input(name.clone(), tensor);
     }

@@ -125,54 +125,10 @@ impl Engine for OnnxEngine {
     }
 }
 
-/// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype.
-macro_rules! with_element_type {
-    ($dtype:expr, $t:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            DType::F16 => {
-                type $t = half::f16;
-                $body
-            }
-            DType::I64 => {
-                type $t = i64;
-                $body
-            }
-            DType::I32 => {
-                type $t = i32;
-                $body
-            }
-            DType::I16 => {
-                type $t = i16;
-                $body
-            }
-            DType::I8 => {
-                type $t = i8;
-                $body
-            }
-            DType::U8 => {
-                type $t = u8;
-                $body
-            }
-            DType::Bool => {
-                type $t = bool;
-                $body
-            }
-        }
-    };
-}
-
 /// A zero-copy ORT view of a Baton tensor's elements.
 fn input_view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
     let shape = tensor.shape();
-    with_element_type!(tensor.dtype(), T => {
+    baton::with_element_type!(tensor.dtype(), T => {
         let data = tensor.as_slice::<T>().map_err(|e| e.to_string())?;
         TensorRef::from_array_view((shape, data)).map(SessionInputValue::from).map_err(|e| e.to_string())
     })
@@ -180,7 +136,7 @@ fn input_view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
 
 /// Copies one ORT output (one `memcpy`) into a Baton tensor of `dtype`.
 fn output_tensor(value: &ort::value::DynValue, dtype: DType) -> Result<Tensor, String> {
-    with_element_type!(dtype, T => {
+    baton::with_element_type!(dtype, T => {
         let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
         let shape = shape
             .iter()

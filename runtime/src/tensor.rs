@@ -393,6 +393,53 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
     Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
 }
 
+/// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype
+/// (`half::f16` for `F16`), for code generic over element types:
+/// `baton::with_element_type!(tensor.dtype(), T => tensor.as_slice::<T>().map(|s| s.len()))`.
+#[macro_export]
+macro_rules! with_element_type {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $t = i16;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $t = i8;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $t = u8;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $t = bool;
+                $body
+            }
+        }
+    };
+}
+
 /// Bytes of one element of `dtype` holding `value` (converted like `as`; bool: non-zero).
 fn element_bytes(dtype: DType, value: f64) -> Vec<u8> {
     match dtype {

@@ -39,50 +39,6 @@ pub fn registry() -> baton::EngineRegistry {
     baton_engines::standard_registry()
 }
 
-/// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype.
-macro_rules! with_element_type {
-    ($dtype:expr, $t:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            DType::F16 => {
-                type $t = half::f16;
-                $body
-            }
-            DType::I64 => {
-                type $t = i64;
-                $body
-            }
-            DType::I32 => {
-                type $t = i32;
-                $body
-            }
-            DType::I16 => {
-                type $t = i16;
-                $body
-            }
-            DType::I8 => {
-                type $t = i8;
-                $body
-            }
-            DType::U8 => {
-                type $t = u8;
-                $body
-            }
-            DType::Bool => {
-                type $t = bool;
-                $body
-            }
-        }
-    };
-}
-
 /// One model run directly with ONNX Runtime, with the settings Baton's `onnx`
 /// engine uses (all graph optimizations, 1 intra-op and 1 inter-op thread), in
 /// the process's single ORT environment.
@@ -120,7 +76,7 @@ impl Direct {
         let mut values: Vec<(String, SessionInputValue<'_>)> = Vec::with_capacity(inputs.len());
         for (name, tensor) in inputs {
             let shape = tensor.shape();
-            let value = with_element_type!(tensor.dtype(), T => {
+            let value = baton::with_element_type!(tensor.dtype(), T => {
                 let data = tensor.as_slice::<T>().expect("dtype matches");
                 SessionInputValue::from(TensorRef::from_array_view((shape, data)).expect("a valid ORT view"))
             });
@@ -131,7 +87,7 @@ impl Direct {
             .iter()
             .map(|(name, dtype)| {
                 let value = &outputs[name.as_str()];
-                let tensor = with_element_type!(*dtype, T => {
+                let tensor = baton::with_element_type!(*dtype, T => {
                     let (shape, data) = value.try_extract_tensor::<T>().expect("output dtype as declared");
                     let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
                     Tensor::from_slice(shape, data).expect("output tensor")
