@@ -121,6 +121,10 @@ pub struct BenchArgs {
     /// Raw engine: batch sizes (those above a node's max_batch are skipped).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
     pub raw_batches: Vec<usize>,
+    /// Pin the load-generating threads to these cores (round-robin), e.g. away from
+    /// the cores the pipeline's workers are pinned to, as remote clients would be.
+    #[arg(long, value_delimiter = ',')]
+    pub client_cores: Vec<usize>,
     /// Write one CSV row per point here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -401,8 +405,10 @@ fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &s
     let start = Instant::now();
     let windows = std::thread::scope(|scope| {
         let driver = match load {
-            Load::Closed(c) => load::closed_loop(scope, runtime, pool, &recorder, c),
-            Load::Open(rate) => load::open_loop(scope, runtime, pool, &recorder, rate, args.arrivals, args.seed),
+            Load::Closed(c) => load::closed_loop(scope, runtime, pool, &recorder, c, &args.client_cores),
+            Load::Open(rate) => {
+                load::open_loop(scope, runtime, pool, &recorder, rate, args.arrivals, args.seed, &args.client_cores)
+            }
         };
         wait_until(start + args.warmup, start, &bar);
         recorder.take();

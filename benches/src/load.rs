@@ -156,6 +156,7 @@ pub fn closed_loop<'scope, 'env: 'scope>(
     pool: &'env RequestPool,
     recorder: &'env Recorder,
     concurrency: usize,
+    cores: &'env [usize],
 ) -> Driver<'scope> {
     let stop = Arc::new(AtomicBool::new(false));
     let threads = (0..concurrency.max(1))
@@ -164,6 +165,7 @@ pub fn closed_loop<'scope, 'env: 'scope>(
             std::thread::Builder::new()
                 .name(format!("bench-client-{client}"))
                 .spawn_scoped(scope, move || {
+                    pin(cores, client);
                     // Clients start at different places in the pool.
                     let mut i = (client as u64).wrapping_mul(7919);
                     while !stop.load(Ordering::Acquire) {
@@ -180,6 +182,13 @@ pub fn closed_loop<'scope, 'env: 'scope>(
     Driver { stop, threads }
 }
 
+/// Pins the current thread to `cores[index % len]` (no pinning when `cores` is empty).
+fn pin(cores: &[usize], index: usize) {
+    if let Some(&core) = cores.get(index % cores.len().max(1)) {
+        core_affinity::set_for_current(core_affinity::CoreId { id: core });
+    }
+}
+
 /// Starts one generator thread submitting `rate` requests/s (gaps from
 /// `arrivals`) with `submit_then`; each callback records the latency from the
 /// submit to the answer into shard = request number. A send leaving more than
@@ -192,12 +201,14 @@ pub fn open_loop<'scope, 'env: 'scope>(
     rate: f64,
     arrivals: Arrivals,
     seed: u64,
+    cores: &'env [usize],
 ) -> Driver<'scope> {
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
         .name("bench-generator".into())
         .spawn_scoped(scope, move || {
+            pin(cores, 0);
             let mut gaps = InterArrival::new(rate, arrivals, seed);
             let start = Instant::now();
             let mut due = 0.0f64;
