@@ -110,9 +110,13 @@ pub enum RequestError {
     /// Admission is full: too many requests in flight.
     #[error("queue full: {limit} requests already in flight (pipeline.max_in_flight)")]
     QueueFull { limit: usize },
-    /// The request's stream cannot take this chunk (not open, out of state memory).
+    /// The request's stream cannot take this chunk (not open, or closed before it ran).
     #[error("stream {id}: {message}")]
     Stream { id: u64, message: String },
+    /// Opening the request's stream would pass `streams.max_state_bytes` (a capacity
+    /// limit, like a full queue: the stream's own fault only in that it came last).
+    #[error("stream {id}: {message}")]
+    StateMemoryFull { id: u64, message: String },
     /// The ticket was dropped before the request ran.
     #[error("cancelled: the ticket was dropped")]
     Cancelled,

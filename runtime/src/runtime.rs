@@ -296,7 +296,7 @@ fn outcome(result: &RequestResult) -> &'static str {
         Err(RequestError::ShuttingDown) => "shutdown",
         Err(RequestError::QueueFull { .. }) => "queue_full",
         Err(RequestError::Cancelled) => "cancelled",
-        Err(RequestError::Stream { .. }) => "stream",
+        Err(RequestError::Stream { .. } | RequestError::StateMemoryFull { .. }) => "stream",
     }
 }
 

@@ -648,6 +648,7 @@ fn state_memory_is_bounded_for_new_streams_only() {
     chunk(&runtime, 1, 1.0, true, false).wait().unwrap();
     chunk(&runtime, 2, 1.0, true, false).wait().unwrap();
     let err = chunk(&runtime, 3, 1.0, true, false).wait().unwrap_err();
+    assert!(matches!(&err, RequestError::StateMemoryFull { id: 3, .. }), "{err:?}");
     assert!(err.to_string().contains("out of state memory"), "{err}");
     assert_eq!(
         first(chunk(&runtime, 1, 2.0, false, false).wait().unwrap().get("y").unwrap()),

@@ -93,9 +93,9 @@ impl From<RequestError> for ServeError {
             RequestError::QueueFull { .. } => ErrorKind::Overloaded,
             RequestError::DeadlineExceeded { .. } => ErrorKind::Deadline,
             RequestError::ShuttingDown => ErrorKind::Unavailable,
-            // The runtime has no variant for "out of state memory": it is a capacity limit,
-            // the other stream errors (not open, closed before it ran) are the client's.
-            RequestError::Stream { message, .. } if message.starts_with("out of state memory") => ErrorKind::Overloaded,
+            // Out of state memory is a capacity limit; the other stream errors
+            // (not open, closed before it ran) are the client's.
+            RequestError::StateMemoryFull { .. } => ErrorKind::Overloaded,
             RequestError::Stream { .. } => ErrorKind::BadRequest,
             _ => ErrorKind::Internal,
         };
@@ -490,7 +490,7 @@ mod tests {
         assert_eq!(kind(RequestError::DeadlineExceeded { node: "n".into() }), ErrorKind::Deadline);
         assert_eq!(kind(RequestError::ShuttingDown), ErrorKind::Unavailable);
         assert_eq!(kind(RequestError::Node { node: "n".into(), message: "m".into() }), ErrorKind::Internal);
-        let memory = RequestError::Stream { id: 1, message: "out of state memory at node `n`: ...".into() };
+        let memory = RequestError::StateMemoryFull { id: 1, message: "out of state memory at node `n`: ...".into() };
         assert_eq!(kind(memory), ErrorKind::Overloaded);
         assert_eq!(kind(RequestError::Stream { id: 1, message: "not open".into() }), ErrorKind::BadRequest);
     }

@@ -118,7 +118,7 @@ impl StreamStates {
                     self.initial_bytes,
                     self.max_bytes
                 );
-                return Admission::Refused(task, RequestError::Stream { id: chunk.id, message });
+                return Admission::Refused(task, RequestError::StateMemoryFull { id: chunk.id, message });
             }
             *bytes += self.initial_bytes;
             let state = self.specs.iter().map(|s| s.initial.clone()).collect();
