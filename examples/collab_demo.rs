@@ -15,6 +15,8 @@
 //! `--rate R --duration S [--pace-ms 32] [--policies collaborative,dynamic]`
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
+//! `BATON_JOIN_BOOST=0` / `BATON_DAG_PRIORITY=0` turn the join boost and
+//! priority-follows-the-DAG options off, to compare.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -45,6 +47,10 @@ fn policy(name: &str) -> Result<Policy, Error> {
 fn start(config_path: &Path, policy: Policy) -> Result<Runtime, Error> {
     let mut config = PipelineConfig::read(config_path)?;
     config.scheduler.policy = policy;
+    // For side-by-side runs of the options beyond the seed (both on by default).
+    let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "0");
+    config.scheduler.join_boost &= !off("BATON_JOIN_BOOST");
+    config.scheduler.priority_follows_dag &= !off("BATON_DAG_PRIORITY");
     Ok(Runtime::from_config(&config, Some(config_path), &baton_examples::collab::registry())?)
 }
 
