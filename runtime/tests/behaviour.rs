@@ -775,39 +775,12 @@ fn padding_a_fixed_dim_is_a_config_error() {
 
 #[test]
 fn a_request_leaving_out_an_optional_input_runs_only_the_nodes_it_reaches() {
-    // x feeds `a` (-> out_a) and the join `j`; the optional `extra` feeds `b`, which also feeds `j`.
-    let engines = TestEngines::default();
-    engines.add("left", &["x"], &["l"], |i| Ok(map(i, |x| x + 1.0)));
-    engines.add("right", &["x"], &["r"], |i| Ok(map(i, |x| x * 10.0)));
-    engines.add("join", &["l", "r"], &["z"], |i| {
-        let z: Vec<f32> =
-            i[0].as_slice::<f32>().unwrap().iter().zip(i[1].as_slice::<f32>().unwrap()).map(|(a, b)| a + b).collect();
-        Ok(vec![Tensor::from_vec(i[0].shape().to_vec(), z).unwrap()])
-    });
-    let toml = r#"
-[inputs.x]
-to = ["a.x"]
-[inputs.extra]
-to = ["b.x"]
-optional = true
-[outputs.out_a]
-from = "a.l"
-[outputs.z]
-from = "j.z"
-[nodes.a]
-stages = [{ engine = "test", params = { kind = "left" } }]
-[nodes.b]
-stages = [{ engine = "test", params = { kind = "right" } }]
-[nodes.j]
-stages = [{ engine = "test", params = { kind = "join" } }]
-[[edges]]
-from = "a.l"
-to = "j.l"
-[[edges]]
-from = "b.r"
-to = "j.r"
-"#;
-    let runtime = start(&engines, toml);
+    // The diamond, with `b` fed by the optional `extra` instead of `x`, and `a`'s output exposed.
+    let engines = diamond_engines(f32::NAN);
+    let toml = DIAMOND
+        .replace("to = [\"a.x\", \"b.x\"]", "to = [\"a.x\"]\n[inputs.extra]\nto = [\"b.x\"]\noptional = true")
+        + "[outputs.out_a]\nfrom = \"a.l\"\n";
+    let runtime = start(&engines, &toml);
     let partial = runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
     assert_eq!(partial.len(), 1, "only the output its inputs lead to");
     assert_eq!(first(partial.get("out_a").unwrap()), 2.0);
