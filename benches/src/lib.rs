@@ -91,6 +91,10 @@ pub struct BenchArgs {
     /// Fraction of requests marked priority (evenly spread); their latency is also reported apart.
     #[arg(long, default_value_t = 0.0)]
     pub priority_fraction: f64,
+    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
+    /// per-stream state); each stream's final chunk is a priority task, reported apart.
+    #[arg(long, default_value_t = 0)]
+    pub stream_chunks: usize,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
@@ -275,7 +279,13 @@ pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<B
     if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < args.rows) {
         return Err(format!("--rows {} is more than node `{}`'s max_batch {}", args.rows, node.name, node.max_batch));
     }
-    let pool = RequestPool::new(&spec, args.pool, args.rows, args.seed, args.priority_fraction)?;
+    if args.stream_chunks == 0 {
+        if let Some(node) = spec.nodes.iter().find(|n| !n.state.is_empty()) {
+            return Err(format!("node `{}` keeps per-stream state: give --stream-chunks N", node.name));
+        }
+    }
+    let pool = RequestPool::new(&spec, args.pool, args.rows, args.seed, args.priority_fraction)?
+        .with_streams(args.stream_chunks);
     let loads = args.loads();
 
     let raw = if args.raw {

@@ -21,7 +21,12 @@ use crate::measure::{Recorder, LATE_SEND_US};
 pub struct RequestPool {
     requests: Vec<Request>,
     priority_fraction: f64,
+    /// Chunks per stream (0: requests are not chunks of streams).
+    stream_chunks: usize,
 }
+
+/// Open loop: requests go round-robin to this many streams open at once.
+const OPEN_LOOP_STREAMS: u64 = 64;
 
 impl RequestPool {
     /// `size` requests of `rows` rows for `spec`'s inputs, from `seed`.
@@ -43,7 +48,27 @@ impl RequestPool {
             }
             requests.push(request);
         }
-        Ok(RequestPool { requests, priority_fraction })
+        Ok(RequestPool { requests, priority_fraction, stream_chunks: 0 })
+    }
+
+    /// Makes every request a chunk of a stream of `chunks` chunks (0: none).
+    pub fn with_streams(mut self, chunks: usize) -> Self {
+        self.stream_chunks = chunks;
+        self
+    }
+
+    /// The request a sender sends as its `n`-th: a pooled request (`i` picks it), and
+    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks`. Returns
+    /// whether it is a priority task (a stream's final chunk, or by the priority pattern).
+    pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, bool) {
+        let (request, priority) = self.get(i);
+        if self.stream_chunks == 0 {
+            return (request, priority);
+        }
+        let chunks = self.stream_chunks as u64;
+        let (stream, k) = ((sender << 40) | (n / chunks), n % chunks);
+        let last = k == chunks - 1;
+        (request.stream(stream, k == 0, last), priority || last)
     }
 
     /// Request number `i` (of some sender's sequence): a clone of a pooled request,
@@ -168,8 +193,10 @@ pub fn closed_loop<'scope, 'env: 'scope>(
                     pin(cores, client);
                     // Clients start at different places in the pool.
                     let mut i = (client as u64).wrapping_mul(7919);
+                    let mut n = 0u64;
                     while !stop.load(Ordering::Acquire) {
-                        let (request, priority) = pool.get(i);
+                        let (request, priority) = pool.next(client as u64, n, i);
+                        n += 1;
                         let sent = Instant::now();
                         let result = runtime.submit(request).wait();
                         recorder.record(client, sent.elapsed().as_micros() as u64, priority, result.is_ok());
@@ -230,7 +257,8 @@ pub fn open_loop<'scope, 'env: 'scope>(
                 if sent.saturating_duration_since(at) > Duration::from_micros(LATE_SEND_US) {
                     recorder.late_send(i as usize);
                 }
-                let (request, priority) = pool.get(i);
+                // Streams interleave: request i is chunk i / 64 of stream i % 64 (as a sender's).
+                let (request, priority) = pool.next(i % OPEN_LOOP_STREAMS, i / OPEN_LOOP_STREAMS, i);
                 let rec = Arc::clone(recorder);
                 let key = i as usize;
                 runtime.submit_then(request, move |result| {
@@ -284,5 +312,29 @@ mod tests {
         assert_eq!((0..1000).filter(|&i| is_priority(i, 1.0 / 3.0)).count(), 333);
         assert!(!(0..100).any(|i| is_priority(i, 0.0)));
         assert!((0..100).all(|i| is_priority(i, 1.0)));
+    }
+
+    #[test]
+    fn stream_chunks_number_streams_per_sender_and_mark_final_chunks_priority() {
+        let pool = RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 3 };
+        let chunks: Vec<_> = (0..6).map(|n| pool.next(5, n, n)).collect();
+        let ids: Vec<(u64, bool, bool)> =
+            chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
+        let base = 5u64 << 40;
+        assert_eq!(
+            ids,
+            vec![
+                (base, true, false),
+                (base, false, false),
+                (base, false, true),
+                (base + 1, true, false),
+                (base + 1, false, false),
+                (base + 1, false, true)
+            ]
+        );
+        let priority: Vec<bool> = chunks.iter().map(|(_, p)| *p).collect();
+        assert_eq!(priority, vec![false, false, true, false, false, true]);
+        let plain = RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 0 };
+        assert!(plain.next(5, 0, 0).0.stream.is_none());
     }
 }
