@@ -417,7 +417,8 @@ fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &s
         let driver = match load {
             Load::Closed(c) => load::closed_loop(scope, runtime, pool, &recorder, c, &args.client_cores),
             Load::Open(rate) => {
-                load::open_loop(scope, runtime, pool, &recorder, rate, args.arrivals, args.seed, &args.client_cores)
+                let schedule = load::Schedule { rate, arrivals: args.arrivals, seed: args.seed };
+                load::open_loop(scope, runtime, pool, &recorder, schedule, &args.client_cores)
             }
         };
         wait_until(start + args.warmup, start, &bar);

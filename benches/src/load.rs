@@ -216,8 +216,15 @@ fn pin(cores: &[usize], index: usize) {
     }
 }
 
-/// Starts one generator thread submitting `rate` requests/s (gaps from
-/// `arrivals`) with `submit_then`; each callback records the latency from the
+/// An open-loop schedule: `rate` requests/s, gaps drawn by `arrivals` from `seed`.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    pub rate: f64,
+    pub arrivals: Arrivals,
+    pub seed: u64,
+}
+
+/// Starts one generator thread submitting on `schedule` with `submit_then`; each callback records the latency from the
 /// submit to the answer into shard = request number. A send leaving more than
 /// 1 ms behind its schedule counts as late (the generator could not keep up).
 pub fn open_loop<'scope, 'env: 'scope>(
@@ -225,11 +232,10 @@ pub fn open_loop<'scope, 'env: 'scope>(
     runtime: &'env Runtime,
     pool: &'env RequestPool,
     recorder: &'env Arc<Recorder>,
-    rate: f64,
-    arrivals: Arrivals,
-    seed: u64,
+    schedule: Schedule,
     cores: &'env [usize],
 ) -> Driver<'scope> {
+    let Schedule { rate, arrivals, seed } = schedule;
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
