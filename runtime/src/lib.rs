@@ -30,6 +30,8 @@ pub use engine::{
     Dim, Engine, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, StageOutput, StageRequest, TensorSpec,
 };
 pub use graph::PipelineSpec;
+/// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
+pub use half;
 pub use node::NodeStats;
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
 pub use runtime::{Runtime, StartError};

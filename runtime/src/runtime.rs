@@ -205,7 +205,12 @@ impl Runtime {
     /// Per stateful node: (node name, open streams, bytes of state held).
     pub fn stream_usage(&self) -> Vec<(String, usize, usize)> {
         let nodes = self.shared.nodes.iter().zip(&self.shared.spec.nodes);
-        nodes.filter_map(|(n, s)| n.streams.as_ref().map(|st| (s.name.clone(), st.usage().0, st.usage().1))).collect()
+        nodes
+            .filter_map(|(n, s)| {
+                let (open, bytes) = n.streams.as_ref()?.usage();
+                Some((s.name.clone(), open, bytes))
+            })
+            .collect()
     }
 
     /// Requests waiting at join nodes for more of their inputs (a diagnostic; 0 when idle).
@@ -447,10 +452,7 @@ impl Shared {
         tensor: Tensor,
     ) -> Option<Reason> {
         if request.completion.is_finished() {
-            // Already answered; or cancelled (ticket dropped) and still owed its answer.
-            if request.completion.is_cancelled() {
-                self.resolve(request, Err(RequestError::Cancelled));
-            }
+            self.answer_if_cancelled(request);
             return None;
         }
         if !request.runs(node) {
@@ -468,10 +470,8 @@ impl Shared {
             match self.nodes[node].joins.arrive(request.id, &request.completion, slot, tensor) {
                 Some(inputs) => inputs,
                 None => {
-                    // Waiting for other inputs, or finished meanwhile (cancelled: answer it).
-                    if request.completion.is_cancelled() {
-                        self.resolve(request, Err(RequestError::Cancelled));
-                    }
+                    // Waiting for other inputs, or finished meanwhile.
+                    self.answer_if_cancelled(request);
                     return None;
                 }
             }
@@ -481,6 +481,14 @@ impl Shared {
         // the pipeline keeps priority to the nodes a request enters at.
         task.priority &= self.spec.scheduler.priority_follows_dag || self.entry_nodes[node];
         self.enqueue(node, task)
+    }
+
+    /// A request whose ticket was dropped is still owed its answer (so it leaves
+    /// the in-flight count); one already answered is left alone.
+    fn answer_if_cancelled(&self, request: &RequestState) {
+        if request.completion.is_cancelled() {
+            self.resolve(request, Err(RequestError::Cancelled));
+        }
     }
 
     /// Puts a task whose inputs all arrived into node `node`'s buffer (through the
@@ -503,10 +511,9 @@ impl Shared {
     /// Puts a task that may run now (admitted by its stream, if any) into node `node`'s buffer.
     pub(crate) fn push(&self, node: usize, task: Task) -> Option<Reason> {
         let state = &self.nodes[node];
-        let request = Arc::clone(&task.request);
         let priority = task.priority;
         if self.stopping.load(Ordering::SeqCst) {
-            self.resolve(&request, Err(RequestError::ShuttingDown));
+            self.resolve(&task.request, Err(RequestError::ShuttingDown));
             return None;
         }
         let pending = state.buffer.push(task);
@@ -521,11 +528,8 @@ impl Shared {
         if priority {
             state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         }
-        self.scheduler.arrival_wants_decision(node, state, priority).then_some(if priority {
-            Reason::PriorityArrival
-        } else {
-            Reason::Arrival
-        })
+        let reason = if priority { Reason::PriorityArrival } else { Reason::Arrival };
+        self.scheduler.arrival_wants_decision(node, state, priority).then_some(reason)
     }
 
     /// Closes streams idle past the timeout at every stateful node; returns how many.

@@ -409,7 +409,7 @@ macro_rules! with_element_type {
                 $body
             }
             $crate::DType::F16 => {
-                type $t = half::f16;
+                type $t = $crate::half::f16;
                 $body
             }
             $crate::DType::I64 => {

@@ -30,6 +30,8 @@ pub(crate) struct JoinTable {
     partials: Mutex<HashMap<u64, Partial>>,
     /// Slots fed by parents (the others are state slots, filled later).
     external: Vec<bool>,
+    /// How many of them: a partial is complete when this many are filled.
+    needed: usize,
     /// Per slot: partials still waiting for it.
     waiting: Vec<AtomicUsize>,
 }
@@ -37,11 +39,8 @@ pub(crate) struct JoinTable {
 impl JoinTable {
     pub fn new(external: Vec<bool>) -> Self {
         let waiting = external.iter().map(|_| AtomicUsize::new(0)).collect();
-        JoinTable { partials: Mutex::new(HashMap::new()), external, waiting }
-    }
-
-    fn needed(&self) -> usize {
-        self.external.iter().filter(|&&e| e).count()
+        let needed = external.iter().filter(|&&e| e).count();
+        JoinTable { partials: Mutex::new(HashMap::new()), external, needed, waiting }
     }
 
     /// Lowers the waiting counts of the slots `partial` still misses (it is leaving the table).
@@ -75,7 +74,7 @@ impl JoinTable {
             self.unwait(&partial);
             return None;
         }
-        if partial.filled < self.needed() {
+        if partial.filled < self.needed {
             return None;
         }
         let partial = partials.remove(&id).expect("present");
