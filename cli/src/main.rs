@@ -6,6 +6,9 @@
 //!   generated), and prints outputs as JSON lines and a latency summary.
 
 mod inputs;
+mod plan;
+mod plan_partition;
+mod plan_schedule;
 mod run;
 
 use std::path::PathBuf;
@@ -33,6 +36,8 @@ enum Command {
     Bench(baton_bench::BenchArgs),
     /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
     Serve(baton_server::ServeArgs),
+    /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
+    Plan(plan::PlanArgs),
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -62,5 +67,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args, &engines()),
         Command::Bench(args) => baton_bench::run_with(args, &engines()),
         Command::Serve(args) => baton_server::run_with(args, &engines()),
+        Command::Plan(args) => plan::run(args),
     }
 }

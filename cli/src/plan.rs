@@ -1,0 +1,67 @@
+//! `baton plan`: offline planning. Scheduling methods (`periodic`, `ilp`,
+//! `list`) live in `plan_schedule`, graph partitioning (`partition`) in
+//! `plan_partition`; this module only holds the shared arguments and dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    /// List scheduling on the critical path (the heuristic).
+    List,
+    /// Periodic schedule of a repeated DAG with retiming (seed 000).
+    Periodic,
+    /// Exact MILP scheduling with HiGHS (seed 001).
+    Ilp,
+    /// Graph partitioning with critical-relationship refinement (seed 002).
+    Partition,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The planning method.
+    #[arg(long, value_enum)]
+    pub method: Method,
+    /// A task graph in the STG format.
+    #[arg(long)]
+    pub stg: Option<PathBuf>,
+    /// A task graph in seed 000's text format (`44;0A1;1B2;...`).
+    #[arg(long)]
+    pub dag: Option<PathBuf>,
+    /// A pipeline config; its nodes and edges form the graph.
+    #[arg(long)]
+    pub pipeline: Option<PathBuf>,
+    /// A profile from `baton profile`, giving node costs for `--pipeline`.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// An ONNX model whose operator graph is partitioned.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// A graph in the METIS/Chaco format.
+    #[arg(long)]
+    pub graph: Option<PathBuf>,
+    /// Number of processing units to schedule on.
+    #[arg(long, default_value_t = 2)]
+    pub processors: usize,
+    /// Number of parts to partition into.
+    #[arg(short = 'k', long = "parts", default_value_t = 2)]
+    pub parts: usize,
+    /// Also run METIS on the same graph and print both.
+    #[arg(long)]
+    pub compare_metis: bool,
+    /// Time limit in seconds (ILP).
+    #[arg(long, default_value_t = 10.0)]
+    pub time_limit: f64,
+    /// Write the plan here (JSON, plus a placement a pipeline config can use).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: PlanArgs) -> ExitCode {
+    match args.method {
+        Method::Partition => crate::plan_partition::run(args),
+        Method::List | Method::Periodic | Method::Ilp => crate::plan_schedule::run(args),
+    }
+}
