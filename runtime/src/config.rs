@@ -254,6 +254,41 @@ pub struct NodeConfig {
     /// Ragged batching: inputs whose dynamic dims may differ between requests and are padded.
     #[serde(default)]
     pub pad: Vec<PadConfig>,
+    /// Most tasks waiting in this node's buffer. A request that would enter the
+    /// pipeline at this node while that many wait is refused at once (a queue-full
+    /// error naming the node). Tasks arriving from upstream nodes are already
+    /// admitted and never refused; `pipeline.max_in_flight` bounds them. Default: no
+    /// bound of its own.
+    pub max_queue: Option<usize>,
+    /// Fault injection for drills and tests (off unless given).
+    pub faults: Option<FaultConfig>,
+}
+
+/// `[nodes.NAME.faults]`: makes a share of this node's stage runs fail on purpose,
+/// to see that the rest of the pipeline keeps its promises. Each stage run draws
+/// once: with probability `error` it fails with an error, `panic` it panics
+/// (caught; the stage's engine is then recreated), `slow` it takes `slow_factor`
+/// times as long. Draws come from a generator seeded by `seed`, the node and the
+/// worker, so a drill repeats.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    /// Share of stage runs that return an error, 0..=1.
+    pub error: f64,
+    /// Share of stage runs that panic, 0..=1.
+    pub panic: f64,
+    /// Share of stage runs that are slowed down, 0..=1.
+    pub slow: f64,
+    /// How many times its own time a slowed run takes (at least 1).
+    pub slow_factor: f64,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig { error: 0.0, panic: 0.0, slow: 0.0, slow_factor: 10.0, seed: 0 }
+    }
 }
 
 /// `[[nodes.NAME.pad]]`: lets requests whose `input` differs along `axes` batch

@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{ConfigError, NodeConfig, OnMisfit, PipelineConfig, SchedulerConfig, Selection, StreamsConfig};
+use crate::config::{
+    ConfigError, FaultConfig, NodeConfig, OnMisfit, PipelineConfig, SchedulerConfig, Selection, StreamsConfig,
+};
 use crate::engine::{Dim, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
 use crate::tensor::{DType, Tensor};
 
@@ -107,6 +109,10 @@ pub struct NodeSpec {
     pub state: Vec<StateSpec>,
     /// Ragged batching rules, at most one per input slot.
     pub pad: Vec<PadSpec>,
+    /// Most tasks waiting before requests entering here are refused (see [`NodeConfig::max_queue`]).
+    pub max_queue: Option<usize>,
+    /// Injected faults, when configured (validated rates).
+    pub faults: Option<FaultConfig>,
 }
 
 impl NodeSpec {
@@ -603,6 +609,12 @@ impl Builder<'_> {
         if !(cfg.weight.is_finite() && cfg.weight >= 0.0) {
             return err(at("weight"), format!("{} is not a number >= 0", cfg.weight));
         }
+        if cfg.max_queue == Some(0) {
+            return err(at("max_queue"), "must be at least 1 (leave it out for no bound of the node's own)");
+        }
+        if let Some(faults) = &cfg.faults {
+            check_faults(&at("faults"), faults)?;
+        }
         if !(cfg.cost.is_finite() && cfg.cost > 0.0) {
             return err(at("cost"), format!("{} is not a positive number", cfg.cost));
         }
@@ -762,6 +774,8 @@ impl Builder<'_> {
             idle_spin_us: cfg.idle_spin_us,
             pad,
             state,
+            max_queue: cfg.max_queue,
+            faults: cfg.faults.clone(),
         })
     }
 
@@ -963,4 +977,20 @@ fn topological_order(nodes: &[NodeSpec]) -> Result<Vec<usize>> {
         }
     }
     Ok(order)
+}
+
+/// Checks fault-injection rates: each a share in 0..=1, together at most 1, and a slow factor of at least 1.
+fn check_faults(location: &str, faults: &FaultConfig) -> Result<()> {
+    for (field, rate) in [("error", faults.error), ("panic", faults.panic), ("slow", faults.slow)] {
+        if !(0.0..=1.0).contains(&rate) {
+            return err(format!("{location}.{field}"), format!("{rate} is not a share between 0 and 1"));
+        }
+    }
+    if faults.error + faults.panic + faults.slow > 1.0 {
+        return err(location, "error + panic + slow add up to more than 1");
+    }
+    if !(faults.slow_factor.is_finite() && faults.slow_factor >= 1.0) {
+        return err(format!("{location}.slow_factor"), format!("{} is not a number >= 1", faults.slow_factor));
+    }
+    Ok(())
 }

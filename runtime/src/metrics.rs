@@ -36,6 +36,10 @@ pub const REQUEST_SECONDS: &str = "baton_request_seconds";
 pub const REQUESTS: &str = "baton_requests_total";
 /// Requests submitted and not yet answered.
 pub const IN_FLIGHT: &str = "baton_in_flight";
+/// Stage runs made to fail, panic or slow down by `[nodes.NAME.faults]`, by node and `kind`.
+pub const INJECTED_FAULTS: &str = "baton_injected_faults_total";
+/// Requests refused at admission because a node they enter at had `max_queue` tasks waiting.
+pub const NODE_REFUSALS: &str = "baton_node_refusals_total";
 
 /// Handles for one node.
 #[derive(Clone)]
@@ -49,6 +53,9 @@ pub(crate) struct NodeMetrics {
     pub inferences: Counter,
     pub batch_failures: Counter,
     pub picks: Counter,
+    pub refusals: Counter,
+    /// Labels, for the rarely used per-kind counters.
+    labels: [(&'static str, String); 2],
 }
 
 impl NodeMetrics {
@@ -64,7 +71,15 @@ impl NodeMetrics {
             inferences: counter!(INFERENCES, &labels),
             batch_failures: counter!(BATCH_FAILURES, &labels),
             picks: counter!(PICKS, &labels),
+            refusals: counter!(NODE_REFUSALS, &labels),
+            labels,
         }
+    }
+
+    /// Counts one injected fault of `kind`.
+    pub fn injected_fault(&self, kind: &'static str) {
+        let [(_, pipeline), (_, node)] = &self.labels;
+        counter!(INJECTED_FAULTS, "pipeline" => pipeline.clone(), "node" => node.clone(), "kind" => kind).increment(1);
     }
 }
 

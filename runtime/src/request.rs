@@ -110,6 +110,9 @@ pub enum RequestError {
     /// Admission is full: too many requests in flight.
     #[error("queue full: {limit} requests already in flight (pipeline.max_in_flight)")]
     QueueFull { limit: usize },
+    /// Admission is full at a node the request enters at: `limit` tasks wait there (its `max_queue`).
+    #[error("queue full: node `{node}` has {limit} tasks waiting (nodes.{node}.max_queue)")]
+    NodeQueueFull { node: String, limit: usize },
     /// The request's stream cannot take this chunk (not open, or closed before it ran).
     #[error("stream {id}: {message}")]
     Stream { id: u64, message: String },

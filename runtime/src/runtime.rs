@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     join_nodes: Vec<usize>,
     /// Nodes fed by a pipeline input.
     entry_nodes: Vec<bool>,
+    /// (pipeline input, node it feeds, the node's `max_queue`) for every bounded entry.
+    entry_limits: Vec<(usize, usize, usize)>,
     next_id: AtomicU64,
     in_flight: AtomicUsize,
     accepting: AtomicBool,
@@ -114,6 +116,18 @@ impl Runtime {
                 .map(|n| {
                     let feeds_n = |t: &Target| matches!(*t, Target::Node { node, .. } if node == n);
                     spec.inputs.iter().any(|i| i.targets.iter().any(feeds_n))
+                })
+                .collect(),
+            entry_limits: spec
+                .inputs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, input)| {
+                    let nodes = &spec.nodes;
+                    input.targets.iter().filter_map(move |t| match *t {
+                        Target::Node { node, .. } => nodes[node].max_queue.map(|limit| (i, node, limit)),
+                        _ => None,
+                    })
                 })
                 .collect(),
             nodes,
@@ -299,7 +313,7 @@ fn outcome(result: &RequestResult) -> &'static str {
         Err(RequestError::Node { .. }) => "node_error",
         Err(RequestError::DeadlineExceeded { .. }) => "deadline",
         Err(RequestError::ShuttingDown) => "shutdown",
-        Err(RequestError::QueueFull { .. }) => "queue_full",
+        Err(RequestError::QueueFull { .. } | RequestError::NodeQueueFull { .. }) => "queue_full",
         Err(RequestError::Cancelled) => "cancelled",
         Err(RequestError::Stream { .. } | RequestError::StateMemoryFull { .. }) => "stream",
     }
@@ -337,6 +351,28 @@ impl Shared {
             let message = format!("the inputs given ({}) lead to no pipeline output", given.join(", "));
             refuse(RequestError::InvalidInput(message));
             return;
+        }
+        if request.stream.is_none() {
+            let stateful = self.spec.nodes.iter().enumerate().find(|(n, node)| {
+                !node.state.is_empty() && runs.as_ref().is_none_or(|runs| runs[*n])
+            });
+            if let Some((_, node)) = stateful {
+                refuse(RequestError::InvalidInput(format!(
+                    "node `{}` keeps per-stream state: the request must be a chunk of a stream (id, start, end)",
+                    node.name
+                )));
+                return;
+            }
+        }
+        // Bounded entries: refused at once while the node has `max_queue` tasks waiting.
+        // Check-then-enqueue is not atomic: concurrent submitters may each pass the
+        // check, so a node holds at most `max_queue` + (submitters - 1) entering tasks.
+        for &(input, node, limit) in &self.entry_limits {
+            if inputs[input].is_some() && self.nodes[node].buffer.pending() >= limit {
+                self.nodes[node].metrics.refusals.increment(1);
+                refuse(RequestError::NodeQueueFull { node: self.spec.nodes[node].name.clone(), limit });
+                return;
+            }
         }
         let limit = self.spec.max_in_flight;
         if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
@@ -377,14 +413,6 @@ impl Shared {
 
     /// Checks a request's inputs against the pipeline; returns them in pipeline-input order.
     fn validate(&self, request: &Request) -> Result<Vec<Option<Tensor>>, String> {
-        if request.stream.is_none() {
-            if let Some(node) = self.spec.nodes.iter().find(|n| !n.state.is_empty()) {
-                return Err(format!(
-                    "node `{}` keeps per-stream state: the request must be a chunk of a stream (id, start, end)",
-                    node.name
-                ));
-            }
-        }
         let inputs = &self.spec.inputs;
         let mut ordered: Vec<Option<&Tensor>> = vec![None; inputs.len()];
         for (name, tensor) in &request.inputs {

@@ -90,7 +90,7 @@ impl From<RequestError> for ServeError {
     fn from(error: RequestError) -> Self {
         let kind = match &error {
             RequestError::InvalidInput(_) => ErrorKind::BadRequest,
-            RequestError::QueueFull { .. } => ErrorKind::Overloaded,
+            RequestError::QueueFull { .. } | RequestError::NodeQueueFull { .. } => ErrorKind::Overloaded,
             RequestError::DeadlineExceeded { .. } => ErrorKind::Deadline,
             RequestError::ShuttingDown => ErrorKind::Unavailable,
             // Out of state memory is a capacity limit; the other stream errors

@@ -7,6 +7,7 @@
 //! node's channel, which one idle worker receives (see [`worker`]).
 
 pub(crate) mod buffer;
+pub(crate) mod fault;
 pub(crate) mod join;
 pub(crate) mod stream;
 pub(crate) mod worker;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
+use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
 use crate::engine::Engine;
 use crate::engine::StageOutput;
@@ -82,6 +83,7 @@ pub(crate) fn spawn(
         let worker = Worker {
             shared: Arc::clone(&shared),
             node,
+            faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, node, index)),
             engines,
             tasks: Vec::new(),
             state_outputs,
@@ -95,6 +97,8 @@ pub(crate) fn spawn(
 struct Worker {
     shared: Arc<Shared>,
     node: usize,
+    /// Injected faults, when the node has `[faults]` configured.
+    faults: Option<FaultDraws>,
     engines: Vec<Box<dyn Engine>>,
     tasks: Vec<Task>,
     /// (stage, output index) of each write-back output, in state order.
@@ -277,7 +281,22 @@ impl Worker {
         let spec = &shared.spec.nodes[self.node];
         let stage = &spec.stages[s];
         let engine = &mut self.engines[s];
-        match catch_unwind(AssertUnwindSafe(|| engine.run_tasks(inputs, rows))) {
+        let fault = self.faults.as_mut().and_then(FaultDraws::draw);
+        if let Some(fault) = fault {
+            shared.nodes[self.node].metrics.injected_fault(fault.kind());
+        }
+        let run = || match fault {
+            None => engine.run_tasks(inputs, rows),
+            Some(Fault::Error) => Err("injected fault: error".into()),
+            Some(Fault::Panic) => panic!("injected fault: panic"),
+            Some(Fault::Slow(factor)) => {
+                let started = Instant::now();
+                let out = engine.run_tasks(inputs, rows);
+                std::thread::sleep(started.elapsed().mul_f64(factor - 1.0));
+                out
+            }
+        };
+        match catch_unwind(AssertUnwindSafe(run)) {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
             Err(panic) => {
