@@ -34,5 +34,5 @@ pub use graph::PipelineSpec;
 pub use half;
 pub use node::NodeStats;
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
-pub use runtime::{Runtime, StartError};
+pub use runtime::{Runtime, StartError, Submitter};
 pub use tensor::{DType, Element, Tensor, TensorError};

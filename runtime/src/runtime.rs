@@ -79,6 +79,24 @@ pub(crate) struct Shared {
     latency_ema_ns: AtomicU64,
 }
 
+/// Submits requests to a running pipeline; made by [`Runtime::submitter`], cheap to clone.
+#[derive(Clone)]
+pub struct Submitter {
+    shared: Arc<Shared>,
+}
+
+impl Submitter {
+    /// Like [`Runtime::submit`].
+    pub fn submit(&self, request: Request) -> Ticket {
+        self.shared.submit(request)
+    }
+
+    /// Like [`Runtime::submit_then`].
+    pub fn submit_then(&self, request: Request, callback: impl FnOnce(RequestResult) + Send + 'static) {
+        self.shared.admit(request, Arc::new(Completion::with_callback(Box::new(callback))));
+    }
+}
+
 /// A running pipeline. Cheap to share by reference across threads (`submit` takes `&self`).
 pub struct Runtime {
     shared: Arc<Shared>,
@@ -244,6 +262,14 @@ impl Runtime {
     /// waiting request would cost too much.
     pub fn submit_then(&self, request: Request, callback: impl FnOnce(RequestResult) + Send + 'static) {
         self.shared.admit(request, Arc::new(Completion::with_callback(Box::new(callback))));
+    }
+
+    /// A handle that submits to this pipeline from any thread, for programs whose
+    /// submitting threads must not own the runtime (so another can shut it down
+    /// while they work). Once the runtime stops accepting, a handle's requests are
+    /// refused at once with [`RequestError::ShuttingDown`]; a handle keeps no thread alive.
+    pub fn submitter(&self) -> Submitter {
+        Submitter { shared: Arc::clone(&self.shared) }
     }
 
     /// Stops accepting, answers everything accepted, then stops all threads.

@@ -8,6 +8,8 @@
 //! The tests need what `scripts/setup.sh` provides: the ONNX Runtime library
 //! in `.cache/` and the models in `models/`.
 
+pub mod mixed;
+
 use std::path::PathBuf;
 
 use baton::{DType, Tensor};
@@ -182,19 +184,41 @@ pub fn answer(ticket: baton::Ticket) -> baton::RequestResult {
 /// [`record_metrics`] before starting the runtime you want to observe.
 pub fn batch_sizes(pipeline: &str, node: &str) -> Vec<f64> {
     let mut store = metrics_store().lock().unwrap_or_else(|e| e.into_inner());
-    let (snapshotter, seen) = &mut *store;
-    // A snapshot drains histograms: keep everything seen, for every caller.
+    absorb(&mut store);
+    let id = (baton::metrics::BATCH_SIZE.to_string(), pipeline.to_string(), node.to_string());
+    store.1.histograms.get(&id).cloned().unwrap_or_default()
+}
+
+/// The sum of the counters named `name` whose labels include all of `labels`
+/// (needs [`record_metrics`] before the runtime starts).
+pub fn counter_total(name: &str, labels: &[(&str, &str)]) -> u64 {
+    let mut store = metrics_store().lock().unwrap_or_else(|e| e.into_inner());
+    absorb(&mut store);
+    let matches = |(n, have): &(String, Vec<(String, String)>)| {
+        n == name && labels.iter().all(|(k, v)| have.iter().any(|(hk, hv)| hk == k && hv == v))
+    };
+    store.1.counters.iter().filter(|(key, _)| matches(key)).map(|(_, n)| n).sum()
+}
+
+/// Moves a snapshot into `seen`: a snapshot drains histograms and counters, so
+/// everything seen is kept here, for every caller.
+fn absorb((snapshotter, seen): &mut (metrics_util::debugging::Snapshotter, Seen)) {
+    use metrics_util::debugging::DebugValue;
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if let metrics_util::debugging::DebugValue::Histogram(values) = value {
-            let key = key.key();
-            let label = |name: &str| key.labels().find(|l| l.key() == name).map(|l| l.value().to_string());
-            let id = (key.name().to_string(), label("pipeline").unwrap_or_default(), label("node").unwrap_or_default());
-            seen.entry(id).or_default().extend(values.into_iter().map(|v| v.into_inner()));
+        let key = key.key();
+        let label = |name: &str| key.labels().find(|l| l.key() == name).map(|l| l.value().to_string());
+        match value {
+            DebugValue::Histogram(values) => {
+                let id = (key.name().to_string(), label("pipeline").unwrap_or_default(), label("node").unwrap_or_default());
+                seen.histograms.entry(id).or_default().extend(values.into_iter().map(|v| v.into_inner()));
+            }
+            DebugValue::Counter(n) => {
+                let labels = key.labels().map(|l| (l.key().to_string(), l.value().to_string())).collect();
+                *seen.counters.entry((key.name().to_string(), labels)).or_default() += n;
+            }
+            DebugValue::Gauge(_) => {}
         }
     }
-    seen.get(&(baton::metrics::BATCH_SIZE.to_string(), pipeline.to_string(), node.to_string()))
-        .cloned()
-        .unwrap_or_default()
 }
 
 /// Installs a metrics recorder for this test binary (once) so [`batch_sizes`] can read batch sizes.
@@ -202,7 +226,14 @@ pub fn record_metrics() {
     let _ = metrics_store();
 }
 
-type Seen = std::collections::HashMap<(String, String, String), Vec<f64>>;
+/// Metrics seen so far in this test binary.
+#[derive(Default)]
+struct Seen {
+    /// (name, pipeline, node) -> every value recorded.
+    histograms: std::collections::HashMap<(String, String, String), Vec<f64>>,
+    /// (name, labels) -> total.
+    counters: std::collections::HashMap<(String, Vec<(String, String)>), u64>,
+}
 
 fn metrics_store() -> &'static std::sync::Mutex<(metrics_util::debugging::Snapshotter, Seen)> {
     static STORE: std::sync::OnceLock<std::sync::Mutex<(metrics_util::debugging::Snapshotter, Seen)>> =
@@ -211,7 +242,7 @@ fn metrics_store() -> &'static std::sync::Mutex<(metrics_util::debugging::Snapsh
         let recorder = metrics_util::debugging::DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         recorder.install().expect("no other metrics recorder in this test binary");
-        std::sync::Mutex::new((snapshotter, Seen::new()))
+        std::sync::Mutex::new((snapshotter, Seen::default()))
     })
 }
 

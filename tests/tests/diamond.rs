@@ -5,7 +5,8 @@
 use std::sync::Mutex;
 
 use baton::{Outputs, Request, Runtime, Tensor};
-use baton_e2e::{answer, batch_sizes, config, random_f32, record_metrics, registry, Agreement, Direct};
+use baton_e2e::mixed::DiamondReference;
+use baton_e2e::{answer, batch_sizes, config, random_f32, record_metrics, registry, Agreement};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -73,16 +74,11 @@ fn run_concurrently(total: usize, priority: impl Fn(usize) -> bool + Sync) -> Ve
 
 /// Compares every answer with the direct ORT chain; returns the agreement over `out` and `features`.
 fn check_against_direct(done: &[Done]) -> Agreement {
-    let mut embed = Direct::load("embed.onnx");
-    let mut branch_a = Direct::load("branch_a.onnx");
-    let mut branch_b = Direct::load("branch_b.onnx");
-    let mut join = Direct::load("join.onnx");
+    let mut diamond = DiamondReference::load();
     let mut agreement = Agreement::default();
     for (i, d) in done.iter().enumerate() {
-        let h = embed.run_one(&[("x", &d.x)], "h");
-        let a = branch_a.run_one(&[("h", &h)], "a");
-        let b = branch_b.run_one(&[("h", &h)], "b");
-        let out = join.run_one(&[("a", &a), ("b", &b)], "out");
+        let h = diamond.features(&d.x);
+        let out = diamond.out_from_features(&h);
         assert_eq!(d.outputs.len(), 2, "answer {i}: two outputs (out, features)");
         let rows = d.x.shape()[0];
         let got_out = d.outputs.get("out").expect("output `out`");

@@ -288,7 +288,8 @@ impl Worker {
         let run = || match fault {
             None => engine.run_tasks(inputs, rows),
             Some(Fault::Error) => Err("injected fault: error".into()),
-            Some(Fault::Panic) => panic!("injected fault: panic"),
+            // A real unwind, like a panicking engine's, minus the panic hook's report.
+            Some(Fault::Panic) => std::panic::resume_unwind(Box::new("injected fault: panic")),
             Some(Fault::Slow(factor)) => {
                 let started = Instant::now();
                 let out = engine.run_tasks(inputs, rows);
