@@ -209,7 +209,8 @@ fn absorb((snapshotter, seen): &mut (metrics_util::debugging::Snapshotter, Seen)
         let label = |name: &str| key.labels().find(|l| l.key() == name).map(|l| l.value().to_string());
         match value {
             DebugValue::Histogram(values) => {
-                let id = (key.name().to_string(), label("pipeline").unwrap_or_default(), label("node").unwrap_or_default());
+                let id =
+                    (key.name().to_string(), label("pipeline").unwrap_or_default(), label("node").unwrap_or_default());
                 seen.histograms.entry(id).or_default().extend(values.into_iter().map(|v| v.into_inner()));
             }
             DebugValue::Counter(n) => {

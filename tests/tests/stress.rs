@@ -21,8 +21,9 @@ fn every_request_resolves_once_and_answers_match_direct_runs_under_injected_faul
     let runtime = mixed::start(Some(faults), |_| {});
     let workload = Workload { submitters: 8, plain: 4000, streams: 16, chunks: 64, seed: 7 };
     let run = mixed::drive(&runtime.submitter(), &workload);
-    run.assert_resolved_exactly_once(workload.total());
-    let verdict = run.verify();
+    assert_eq!(run.outcomes.len(), workload.total(), "every request submitted was recorded");
+    run.assert_resolved_exactly_once();
+    let verdict = run.verify(mixed::injected);
     eprintln!(
         "stress: {} requests in {:?}: plain {} ok / {} failed, chunks {} ok / {} failed; {} tensors compared \
          ({} bitwise), peak RSS {} MiB",
