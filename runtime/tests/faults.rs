@@ -1,8 +1,9 @@
 //! Fault injection (`[nodes.NAME.faults]`) and per-node admission bounds
 //! (`nodes.NAME.max_queue`), with small Rust engines (no ONNX Runtime):
 //! injected errors and panics fail only their batches, the panicking stage's
-//! engine is recreated, slowed runs take longer, and a full node refuses
-//! requests entering at it at once, naming itself.
+//! engine is recreated, slowed runs take longer, a full node refuses
+//! requests entering at it at once, naming itself, and a request whose ticket
+//! is dropped while it runs finishes without leaking.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -190,4 +191,25 @@ fn fault_rates_and_queue_bounds_are_validated_naming_the_key() {
     assert_eq!(e.location, "nodes.n.max_queue", "{e}");
     let e = PipelineConfig::parse(&pipeline("faults = { eror = 0.1 }")).unwrap_err();
     assert!(e.message.contains("eror"), "unknown fault keys are errors: {e}");
+}
+
+#[test]
+fn a_ticket_dropped_while_its_batch_runs_lets_the_work_finish_and_leaks_nothing() {
+    let engine = Doubler::default(); // gate closed: the batch waits inside the engine
+    let runtime = start(&engine, &pipeline("max_batch = 4"));
+    let ticket = runtime.submit(Request::new().input("x", value(3.0)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while runtime.pending(0).0 != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(ticket); // the request is running: it cannot be removed any more
+    engine.release();
+    while runtime.in_flight() != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(runtime.in_flight(), 0, "the dropped request finished and was let go");
+    assert_eq!(runtime.node_stats()[0].tasks, 1, "its work ran to the end");
+    assert_eq!(runtime.partial_joins(), 0);
+    let answer = runtime.submit(Request::new().input("x", value(5.0))).wait().expect("the node serves on");
+    assert_eq!(answer.get("y").unwrap().as_slice::<f32>().unwrap()[0], 10.0);
 }

@@ -462,3 +462,44 @@ fn graceful_shutdown_answers_what_was_accepted() {
     assert!(dropped <= 4, "at most one raced connection per client: {dropped}");
     assert!(std::net::TcpStream::connect(http).is_err(), "the listener is closed");
 }
+
+#[test]
+fn a_client_disconnecting_cancels_its_queued_request() {
+    use std::io::Write;
+    let server = TestServer::start(&["slow_cancel.toml"]);
+    let body = serde_json::to_vec(
+        &json!({"inputs": [{"name": "x", "shape": [8, 64], "datatype": "FP32", "data": vec![0.5f32; 8 * 64]}]}),
+    )
+    .unwrap();
+    let head = format!(
+        "POST /v2/models/slow_cancel/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    // 60 clients send a request (about 1 ms of work each) and hang up at once.
+    for _ in 0..60 {
+        let mut stream = std::net::TcpStream::connect(server.http).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&body).unwrap();
+        drop(stream);
+    }
+    let outcomes = |text: &str, outcome: &str| {
+        metric(text, "baton_requests_total", &[("pipeline", "slow_cancel"), ("outcome", outcome)])
+    };
+    // Wait until nothing is in flight (a client that hung up before its body was
+    // read never became a request at all).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let in_flight = |text: &str| metric(text, "baton_in_flight", &[("pipeline", "slow_cancel")]);
+    let text = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let text = metrics_text(&server);
+        if (in_flight(&text) == 0.0 && outcomes(&text, "cancelled") > 0.0) || Instant::now() > deadline {
+            break text;
+        }
+    };
+    let (ok, cancelled) = (outcomes(&text, "ok"), outcomes(&text, "cancelled"));
+    assert_eq!(in_flight(&text), 0.0, "nothing left in flight: {ok} ran, {cancelled} cancelled");
+    assert!(cancelled > 0.0, "requests of clients that hung up before they ran were cancelled ({ok} ran)");
+    assert!(ok + cancelled <= 60.0, "each request resolved once: {ok} ran, {cancelled} cancelled");
+    let total = metric(&text, "baton_requests_total", &[("pipeline", "slow_cancel")]);
+    assert_eq!(total, ok + cancelled, "no other outcome");
+}
