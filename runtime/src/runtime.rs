@@ -379,9 +379,12 @@ impl Shared {
             return;
         }
         if request.stream.is_none() {
-            let stateful = self.spec.nodes.iter().enumerate().find(|(n, node)| {
-                !node.state.is_empty() && runs.as_ref().is_none_or(|runs| runs[*n])
-            });
+            let stateful = self
+                .spec
+                .nodes
+                .iter()
+                .enumerate()
+                .find(|(n, node)| !node.state.is_empty() && runs.as_ref().is_none_or(|runs| runs[*n]));
             if let Some((_, node)) = stateful {
                 refuse(RequestError::InvalidInput(format!(
                     "node `{}` keeps per-stream state: the request must be a chunk of a stream (id, start, end)",
