@@ -15,6 +15,7 @@
 mod clock;
 pub mod config;
 pub mod engine;
+pub mod fairness;
 pub mod graph;
 pub mod metrics;
 mod node;
