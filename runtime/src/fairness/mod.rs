@@ -21,11 +21,12 @@
 //!     policy.enqueue(0);
 //!     policy.enqueue(1);
 //! }
-//! let mut served = [0; 2];
+//! let mut served = [0usize; 2];
 //! for _ in 0..400 {
 //!     served[policy.step().unwrap()] += 1;
 //! }
-//! assert_eq!(served, [100, 300]); // weights 1 : 3
+//! // Weights 1 : 3 → 100 : 300, within a job.
+//! assert!(served[0].abs_diff(100) <= 1 && served[1].abs_diff(300) <= 1, "{served:?}");
 //! ```
 
 mod fifo;
