@@ -23,6 +23,7 @@ pub mod npy;
 pub mod request;
 pub mod runtime;
 pub mod scheduler;
+pub mod split;
 pub mod tensor;
 mod wakeup;
 

@@ -176,3 +176,36 @@ pub struct FairnessConfig {
     /// `granule` (rows). Unset: such requests are refused, as before.
     pub granule: Option<usize>,
 }
+
+/// `[fairness]` validated: the policy, the tenants and the decomposition granule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FairnessSpec {
+    pub policy: FairnessKind,
+    pub tenants: Tenants,
+    /// Rows per job are a multiple of this; `None`: large requests are refused.
+    pub granule: Option<usize>,
+}
+
+impl FairnessSpec {
+    /// Checks `[fairness]` against the pipeline's nodes.
+    pub fn build(config: &FairnessConfig, nodes: &[crate::graph::NodeSpec]) -> Result<Self, crate::ConfigError> {
+        let tenants = Tenants::from_config(config)?;
+        if let Some(granule) = config.granule {
+            let smallest = nodes.iter().min_by_key(|n| n.max_batch);
+            if granule == 0 {
+                return Err(crate::ConfigError::new("fairness.granule", "must be at least 1 row"));
+            }
+            if let Some(node) = smallest.filter(|n| n.max_batch < granule) {
+                return Err(crate::ConfigError::new(
+                    "fairness.granule",
+                    format!(
+                        "{granule} rows is more than node `{}` runs per batch (max_batch = {}): a job must fit \
+                         every node; use a granule of at most {}",
+                        node.name, node.max_batch, node.max_batch
+                    ),
+                ));
+            }
+        }
+        Ok(FairnessSpec { policy: config.policy, tenants, granule: config.granule })
+    }
+}
