@@ -26,13 +26,19 @@
 //!   weight 1 served once keeps `H = 2 > W` for ever; against a tenant of
 //!   weight 255 (whose `H` settles at 256) the tie then always goes to the
 //!   heavier one and the light one starves (tested below).
-//! - [`TargetRule::Integral`] **(choice, the default)**: every round
-//!   `T += W − H`, *T grows by W − H*. Since the sum of an exponential
-//!   average over time equals the sum of what it averages (up to its current
-//!   value times `d`), `T` is, up to a bounded term, `256 ×` (ideal service
-//!   − service received): the lag. Shares then follow the weights exactly
-//!   and the lag stays bounded (about a job; `baton bench-fairness` measures it).
-//!
+//! - [`TargetRule::Integral`] **(choice, the default)**: `T = S + d·(W − H)`
+//!   where `S` grows by `W − H` every round. The sum of an exponential
+//!   average over time equals the sum of what it averages less `d` times its
+//!   change, so `S ≈ 256·lag + d·(H − H₀)` and `T ≈ 256·lag + d·(W − H₀)`:
+//!   with `H₀ = W` when a tenant enters, `T` is the tenant's lag behind its
+//!   share (in 1/256 jobs) built from the seed's own `W`, `d` and `H` — a
+//!   proportional-plus-integral reading of "T grows with W − H". Shares then
+//!   follow the weights exactly and the lag stays about a job when tenants
+//!   stay backlogged (`baton bench-fairness` measures it). A tenant that
+//!   leaves the set ahead of its share keeps that debt, shrinking by `W` per
+//!   round it is away (as stride scheduling's pass does against its virtual
+//!   time); one that leaves behind is not owed anything on return.
+
 //! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
 //! with [`SeedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
 //! `H/d` does not stall; the integer part of `W`, clamped to 1..=256, still
@@ -72,7 +78,7 @@ pub fn quantize(configured: u64, total: u64) -> u64 {
 pub enum TargetRule {
     /// `T = W − H`.
     Difference,
-    /// `T += W − H` every round (the runtime's rule).
+    /// `T = S + d·(W − H)`, `S` the running sum of `W − H` (the runtime's rule).
     Integral,
 }
 
@@ -80,8 +86,13 @@ pub enum TargetRule {
 struct Tenant {
     configured: u64,
     pending: usize,
-    /// Target weight, fixed point (the integral rule's running sum).
+    /// `S`: the integral rule's running sum of `W − H`, fixed point.
     t: i64,
+    /// Integral rule: the target it left the set with, if negative (served ahead of its share).
+    /// (Fixed point, like `t`.)
+    debt: i64,
+    /// The round it left the set.
+    left_at: u64,
     /// Expected weight, fixed point.
     w: u64,
     /// Delay factor.
@@ -99,6 +110,8 @@ pub struct SeedFair {
     frac_bits: u32,
     rule: TargetRule,
     pending: usize,
+    /// Rounds so far.
+    rounds: u64,
 }
 
 impl SeedFair {
@@ -125,6 +138,7 @@ impl SeedFair {
             frac_bits,
             rule,
             pending: 0,
+            rounds: 0,
         }
     }
 
@@ -133,7 +147,7 @@ impl SeedFair {
         let t = &self.tenants[tenant];
         match self.rule {
             TargetRule::Difference => t.w as i64 - t.h as i64,
-            TargetRule::Integral => t.t,
+            TargetRule::Integral => t.t + t.d as i64 * (t.w as i64 - t.h as i64),
         }
     }
 
@@ -163,7 +177,9 @@ impl SeedFair {
                 ((t.configured << frac) * D_MAX / total).clamp(1 << frac, D_MAX << frac)
             };
             if t.w == 0 {
-                (t.h, t.t) = (w, 0);
+                // A newcomer's debt shrinks by its expected weight for every round it was away.
+                let repaid = (self.rounds - t.left_at).saturating_mul(w) as i64;
+                (t.h, t.t) = (w, t.debt.saturating_add(repaid).min(0));
             } else {
                 t.h = t.h * w / t.w;
             }
@@ -214,12 +230,14 @@ impl FairPolicy for SeedFair {
             }
         }
         self.pending -= 1;
+        self.rounds += 1;
+        let target = self.target(tenant);
         let t = &mut self.tenants[tenant];
         t.pending -= 1;
         if t.pending == 0 {
             self.active_weight -= t.configured;
             self.active.retain(|&i| i != tenant);
-            t.w = 0;
+            (t.w, t.debt, t.left_at) = (0, target.min(0), self.rounds);
             self.reweigh();
         }
     }
@@ -230,8 +248,7 @@ impl FairPolicy for SeedFair {
 
     fn clear(&mut self) {
         for t in &mut self.tenants {
-            t.pending = 0;
-            t.w = 0;
+            (t.pending, t.w, t.debt) = (0, 0, 0);
         }
         self.active.clear();
         self.active_weight = 0;
@@ -318,18 +335,24 @@ mod tests {
             let t = p.step().unwrap();
             rounds.push((t, p.state(0).2, p.state(1).2, p.target(0), p.target(1)));
         }
-        // (chosen, H0, H1, T0, T1) after each round; H as in the literal case while the
-        // choices agree, T0 += 64 − H0 and T1 += 192 − H1.
+        // (chosen, H0, H1, T0, T1) after each round, T = S + 16·(W − H) with S += W − H.
+        // Round 1: tie at 0 → larger W. H = 60, 196; S = 4, −4; T = 4 + 64, −4 − 64.
+        // Round 2: H = 73, 184; S = −5, 4; T = −5 − 144, 4 + 128.
+        // Round 3: H = 69, 189; S = −10, 7; T = −10 − 80, 7 + 48.
+        // Round 4: H = 65, 194; S = −11, 5; T = −11 − 16, 5 − 32: a tie,
+        // Round 5: → the larger W. H = 61, 198; S = −8, −1; T = −8 + 48, −1 − 96.
+        // Round 6: H = 74, 186; S = −18, 5; T = −18 − 160, 5 + 96.
+        // Round 7: H = 70, 191; S = −24, 6; T = −24 − 96, 6 + 16.
         assert_eq!(
             rounds,
             [
-                (1, 60, 196, 4, -4),
-                (0, 73, 184, -5, 4),
-                (1, 69, 189, -10, 7),
-                (1, 65, 194, -11, 5),
-                (1, 61, 198, -8, -1),
-                (1, 58, 202, -2, -11),
-                (0, 71, 190, -9, -9),
+                (1, 60, 196, 68, -68),
+                (0, 73, 184, -149, 132),
+                (1, 69, 189, -90, 55),
+                (1, 65, 194, -27, -27),
+                (1, 61, 198, 40, -97),
+                (0, 74, 186, -178, 101),
+                (1, 70, 191, -120, 22),
             ]
         );
     }
@@ -355,8 +378,9 @@ mod tests {
         assert_eq!(p.step(), Some(1));
         assert_eq!(p.raw_state(0).1, 65_280);
         assert_eq!(p.raw_state(1).1, 255 * f - 255 * f / 16 + 16 * f);
-        // T0 = 0 + (f − 65280) = 256; T1 = 0 + (255f − H1) = 255f/16 − 16f = −4096.
-        assert_eq!((p.target(0), p.target(1)), (256, -4096));
+        // S0 = f − 65280 = 256, T0 = S0 + 256·256 (d0 = 256);
+        // S1 = 255f − H1 = 255f/16 − 16f = −4096, T1 = S1 + 16·S1.
+        assert_eq!((p.target(0), p.target(1)), (256 + 256 * 256, -4096 * 17));
         // Round 2: T0 > T1 → tenant 0. H0 = 65280 − 255 + 65536 = 130561.
         assert_eq!((p.step(), p.raw_state(0).1), (Some(0), 130_561));
         // Over many rounds tenant 0 gets about its 1/256 share.
