@@ -50,6 +50,10 @@ pub struct FairnessArgs {
     /// Decisions timed per policy for the cost per decision.
     #[arg(long, default_value_t = 2_000_000)]
     pub decisions: usize,
+    /// Also run the flood through a real runtime (a simulated 1 ms-per-batch node) for this long per
+    /// policy and case, e.g. 2s; 0 skips it.
+    #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
+    pub runtime: std::time::Duration,
 }
 
 /// A policy as the benchmark names it.
@@ -439,7 +443,137 @@ pub fn run(args: FairnessArgs) -> ExitCode {
     let rows = run_all(&args);
     print_table(&args, &rows);
     print_costs(&args);
+    if !args.runtime.is_zero() {
+        if let Err(e) = print_runtime_flood(&args) {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     ExitCode::SUCCESS
+}
+
+/// The runtime flood case: one node of a simulated engine (1 ms a batch, sleeping, max_batch 8:
+/// 8000 rows/s), tenants `l0`, `l1`, `l2` (1000 requests/s each, Poisson) and `flood`
+/// (16000/s, twice the node's capacity), all of weight 1.
+fn runtime_pipeline(policy: &str) -> String {
+    format!(
+        r#"
+[pipeline]
+name = "fairness"
+[inputs.x]
+to = ["n.x"]
+[outputs.y]
+from = "n.y"
+[nodes.n]
+max_batch = 8
+[[nodes.n.stages]]
+engine = "cost_model"
+params.inputs = [{{ name = "x", dtype = "f32", shape = [-1, 4] }}]
+params.outputs = [{{ name = "y", dtype = "f32", shape = [-1, 4] }}]
+params.latency_us = 1000
+params.mode = "sleep"
+[fairness]
+policy = "{policy}"
+tenants = {{ l0 = 1, l1 = 1, l2 = 1, flood = 1 }}
+"#
+    )
+}
+
+const RUNTIME_TENANTS: [&str; 4] = ["l0", "l1", "l2", "flood"];
+
+/// Runs the runtime flood case for `duration`; returns per tenant the p99 latency in µs over
+/// the requests submitted (`None` for a tenant that sent nothing; `u64::MAX` when more than
+/// 1% were still unanswered a second after the load stopped).
+pub fn runtime_flood(
+    policy: &str,
+    flood: bool,
+    duration: std::time::Duration,
+    seed: u64,
+) -> Result<Vec<Option<u64>>, String> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    let config = baton::PipelineConfig::parse(&runtime_pipeline(policy)).map_err(|e| e.to_string())?;
+    let runtime =
+        baton::Runtime::from_config(&config, None, &baton_engines::standard_registry()).map_err(|e| e.to_string())?;
+    let rates = [1000.0, 1000.0, 1000.0, if flood { 16000.0 } else { 0.0 }];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut schedule: Vec<(f64, usize)> = Vec::new();
+    for (tenant, &rate) in rates.iter().enumerate() {
+        let mut t = 0.0;
+        while rate > 0.0 {
+            t += -(1.0 - rng.random::<f64>()).ln() / rate;
+            if t >= duration.as_secs_f64() {
+                break;
+            }
+            schedule.push((t, tenant));
+        }
+    }
+    schedule.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let latencies: Arc<parking_lot::Mutex<Vec<Vec<u64>>>> = Arc::new(parking_lot::Mutex::new(vec![Vec::new(); 4]));
+    let mut submitted = [0usize; 4];
+    let x = baton::Tensor::from_vec(vec![1, 4], vec![0.5f32; 4]).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    for (at, tenant) in schedule {
+        let due = start + Duration::from_secs_f64(at);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        submitted[tenant] += 1;
+        let latencies = Arc::clone(&latencies);
+        let sent = Instant::now();
+        let request = baton::Request::new().input("x", x.clone()).tenant(RUNTIME_TENANTS[tenant]);
+        runtime.submit_then(request, move |result| {
+            if result.is_ok() {
+                latencies.lock()[tenant].push(sent.elapsed().as_micros() as u64);
+            }
+        });
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    runtime.shutdown_now();
+    let mut latencies = latencies.lock();
+    Ok((0..4)
+        .map(|t| {
+            let n = submitted[t];
+            if n == 0 {
+                return None;
+            }
+            let lat = &mut latencies[t];
+            lat.sort_unstable();
+            let rank = ((n as f64 * 0.99).ceil() as usize).clamp(1, n);
+            Some(lat.get(rank - 1).copied().unwrap_or(u64::MAX))
+        })
+        .collect())
+}
+
+fn print_runtime_flood(args: &FairnessArgs) -> Result<(), String> {
+    println!(
+        "\nthrough a real runtime ({} per case): node of a simulated engine, 1 ms a batch of up to 8 (8000 rows/s);",
+        format!("{:?}", args.runtime)
+    );
+    println!("l0, l1, l2 send 1000 requests/s each, `flood` 16000/s (flood case only); all weight 1.");
+    println!(
+        "{:<10} {:<28} {:<28} {:>10}",
+        "policy", "p99 µs l0/l1/l2 (no flood)", "p99 µs l0/l1/l2/flood", "flood +p99"
+    );
+    for policy in ["fifo", "stride", "weighted"] {
+        let base = runtime_flood(policy, false, args.runtime, args.seed)?;
+        let with = runtime_flood(policy, true, args.runtime, args.seed)?;
+        let show = |p: &Option<u64>| match p {
+            Some(u64::MAX) => ">run".to_string(),
+            Some(v) => v.to_string(),
+            None => "-".into(),
+        };
+        let impact = (0..3).filter_map(|t| Some(with[t]? as f64 / base[t]? as f64 - 1.0)).fold(0.0, f64::max);
+        println!(
+            "{:<10} {:<28} {:<28} {:>10}",
+            policy,
+            fmt_list(&base[..3], show),
+            fmt_list(&with, show),
+            format!("{:+.0}%", impact * 100.0)
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -464,7 +598,7 @@ mod tests {
 
     #[test]
     fn backlogged_stride_and_weighted_meet_the_bars_fifo_does_not() {
-        let args = FairnessArgs { slots: 600, batch: 32, seed: 4, decisions: 0 };
+        let args = FairnessArgs { slots: 600, batch: 32, seed: 4, decisions: 0, runtime: std::time::Duration::ZERO };
         let scenario = scenarios(args.slots, args.batch, args.seed).remove(0);
         let run = |p: PolicyName| simulate(&scenario.trace, &mut *p.build(&scenario.trace.weights), args.batch);
         let stride = run(PolicyName::Stride);
