@@ -564,14 +564,14 @@ fn print_runtime_flood(args: &FairnessArgs) -> Result<(), String> {
             Some(v) => v.to_string(),
             None => "-".into(),
         };
-        let impact = (0..3).filter_map(|t| Some(with[t]? as f64 / base[t]? as f64 - 1.0)).fold(0.0, f64::max);
-        println!(
-            "{:<10} {:<28} {:<28} {:>10}",
-            policy,
-            fmt_list(&base[..3], show),
-            fmt_list(&with, show),
-            format!("{:+.0}%", impact * 100.0)
-        );
+        let impact = (0..3)
+            .filter_map(|t| match (with[t]?, base[t]?) {
+                (u64::MAX, _) | (_, u64::MAX) => Some(f64::INFINITY),
+                (w, b) => Some(w as f64 / b as f64 - 1.0),
+            })
+            .fold(0.0, f64::max);
+        let impact = if impact.is_finite() { format!("{:+.0}%", impact * 100.0) } else { "unbounded".into() };
+        println!("{:<10} {:<28} {:<28} {:>10}", policy, fmt_list(&base[..3], show), fmt_list(&with, show), impact);
     }
     Ok(())
 }
