@@ -498,14 +498,11 @@ pub fn runtime_flood(
     let rates = [1000.0, 1000.0, 1000.0, if flood { 16000.0 } else { 0.0 }];
     let mut rng = StdRng::seed_from_u64(seed);
     let mut schedule: Vec<(f64, usize)> = Vec::new();
-    for (tenant, &rate) in rates.iter().enumerate() {
-        let mut t = 0.0;
-        while rate > 0.0 {
-            t += -(1.0 - rng.random::<f64>()).ln() / rate;
-            if t >= duration.as_secs_f64() {
-                break;
-            }
+    for (tenant, &rate) in rates.iter().enumerate().filter(|(_, &rate)| rate > 0.0) {
+        let mut t = -(1.0 - rng.random::<f64>()).ln() / rate;
+        while t < duration.as_secs_f64() {
             schedule.push((t, tenant));
+            t += -(1.0 - rng.random::<f64>()).ln() / rate;
         }
     }
     schedule.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -548,8 +545,8 @@ pub fn runtime_flood(
 
 fn print_runtime_flood(args: &FairnessArgs) -> Result<(), String> {
     println!(
-        "\nthrough a real runtime ({} per case): node of a simulated engine, 1 ms a batch of up to 8 (8000 rows/s);",
-        format!("{:?}", args.runtime)
+        "\nthrough a real runtime ({:?} per case): node of a simulated engine, 1 ms a batch of up to 8 (8000 rows/s);",
+        args.runtime
     );
     println!("l0, l1, l2 send 1000 requests/s each, `flood` 16000/s (flood case only); all weight 1.");
     println!(

@@ -209,3 +209,52 @@ impl FairnessSpec {
         Ok(FairnessSpec { policy: config.policy, tenants, granule: config.granule })
     }
 }
+
+/// The tenants with waiting jobs, shared bookkeeping of the weighted policies:
+/// jobs per tenant, the waiting tenants in index order, and their configured weights' sum.
+#[derive(Clone, Debug, Default)]
+struct Backlog {
+    jobs: Vec<usize>,
+    active: Vec<usize>,
+    weight: u64,
+    total: usize,
+}
+
+impl Backlog {
+    fn new(tenants: usize) -> Self {
+        Backlog { jobs: vec![0; tenants], ..Backlog::default() }
+    }
+
+    /// One more job for `tenant` (of configured `weight`); true when it just entered the set.
+    fn push(&mut self, tenant: usize, weight: u64) -> bool {
+        self.total += 1;
+        self.jobs[tenant] += 1;
+        if self.jobs[tenant] > 1 {
+            return false;
+        }
+        self.weight += weight;
+        let at = self.active.partition_point(|&i| i < tenant);
+        self.active.insert(at, tenant);
+        true
+    }
+
+    /// One job of `tenant` fewer; true when it just left the set.
+    fn pop(&mut self, tenant: usize, weight: u64) -> bool {
+        debug_assert!(self.jobs[tenant] > 0, "served a tenant with no jobs");
+        self.total -= 1;
+        self.jobs[tenant] -= 1;
+        if self.jobs[tenant] > 0 {
+            return false;
+        }
+        self.weight -= weight;
+        self.active.retain(|&i| i != tenant);
+        true
+    }
+
+    fn clear(&mut self) {
+        self.jobs.iter_mut().for_each(|j| *j = 0);
+        self.active.clear();
+        self.weight = 0;
+        self.total = 0;
+    }
+}

@@ -38,21 +38,22 @@
 //!   leaves the set ahead of its share keeps that debt, shrinking by `W` per
 //!   round it is away (as stride scheduling's pass does against its virtual
 //!   time); one that leaves behind is not owed anything on return.
-
+//!
 //! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
 //! with [`SeedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
 //! `H/d` does not stall; the integer part of `W`, clamped to 1..=256, still
 //! picks `d` from the table. [`SeedFair::literal`] is the seed's integers
 //! with `T = W − H`; the tests check both by hand-computed rounds.
 //!
-//! **(choice)** `H` starts at `W` and `T` at 0 when a tenant enters the set
-//! (the seed starts `H` at the configured weight; on the 1..256 scale that
-//! is `W`), so a newcomer is neither owed nor in debt; when the set changes,
+//! **(choice)** `H` starts at `W` when a tenant enters the set (the seed
+//! starts `H` at the configured weight; on the 1..256 scale that is `W`),
+//! and `S` at 0 or at what is left of its debt, so a newcomer is not owed
+//! anything, and in debt only as above; when the set changes,
 //! each member's `H` is rescaled by its new `W` over its old one, so a
 //! tenant that used capacity nobody else wanted is not punished for it when
 //! others arrive (the rule stride scheduling follows with its virtual time).
 
-use super::FairPolicy;
+use super::{Backlog, FairPolicy};
 
 /// `d_max` of the seed: the largest delay factor.
 pub const D_MAX: u64 = 256;
@@ -85,7 +86,6 @@ pub enum TargetRule {
 #[derive(Clone, Debug, Default)]
 struct Tenant {
     configured: u64,
-    pending: usize,
     /// `S`: the integral rule's running sum of `W − H`, fixed point.
     t: i64,
     /// Integral rule: the target it left the set with, if negative (served ahead of its share).
@@ -104,12 +104,10 @@ struct Tenant {
 /// Seed 004's policy. See the module docs.
 pub struct SeedFair {
     tenants: Vec<Tenant>,
-    /// Tenants with waiting jobs, in index order.
-    active: Vec<usize>,
-    active_weight: u64,
+    /// The set: tenants with waiting jobs.
+    backlog: Backlog,
     frac_bits: u32,
     rule: TargetRule,
-    pending: usize,
     /// Rounds so far.
     rounds: u64,
 }
@@ -133,11 +131,9 @@ impl SeedFair {
         assert!(frac_bits <= 24, "at most 24 fraction bits");
         SeedFair {
             tenants: weights.iter().map(|&w| Tenant { configured: u64::from(w.max(1)), ..Tenant::default() }).collect(),
-            active: Vec::new(),
-            active_weight: 0,
+            backlog: Backlog::new(weights.len()),
             frac_bits,
             rule,
-            pending: 0,
             rounds: 0,
         }
     }
@@ -167,21 +163,21 @@ impl SeedFair {
     /// rescales each member's `H` by its new `W` over its old one (a newcomer,
     /// whose old `W` is 0, starts at `H = W`).
     fn reweigh(&mut self) {
-        let total = self.active_weight;
+        let total = self.backlog.weight;
         let frac = self.frac_bits;
-        for &i in &self.active {
+        for &i in &self.backlog.active {
             let t = &mut self.tenants[i];
             let w = if frac == 0 {
                 quantize(t.configured, total)
             } else {
                 ((t.configured << frac) * D_MAX / total).clamp(1 << frac, D_MAX << frac)
             };
-            if t.w == 0 {
-                // A newcomer's debt shrinks by its expected weight for every round it was away.
+            if let Some(h) = (t.h * w).checked_div(t.w) {
+                t.h = h;
+            } else {
+                // A newcomer (old W = 0); its debt shrinks by its expected weight for every round it was away.
                 let repaid = (self.rounds - t.left_at).saturating_mul(w) as i64;
                 (t.h, t.t) = (w, t.debt.saturating_add(repaid).min(0));
-            } else {
-                t.h = t.h * w / t.w;
             }
             t.w = w;
             t.d = delay_factor(w >> frac);
@@ -191,20 +187,14 @@ impl SeedFair {
 
 impl FairPolicy for SeedFair {
     fn enqueue(&mut self, tenant: usize) {
-        self.pending += 1;
-        let t = &mut self.tenants[tenant];
-        t.pending += 1;
-        if t.pending == 1 {
-            self.active_weight += t.configured;
-            let at = self.active.partition_point(|&i| i < tenant);
-            self.active.insert(at, tenant);
+        if self.backlog.push(tenant, self.tenants[tenant].configured) {
             self.reweigh();
         }
     }
 
     fn choose(&mut self) -> Option<usize> {
         let mut best: Option<(i64, u64, usize)> = None;
-        for &i in &self.active {
+        for &i in &self.backlog.active {
             let target = self.target(i);
             let t = &self.tenants[i];
             // Largest T, then larger W; the lower index wins what is left (iteration order).
@@ -216,10 +206,9 @@ impl FairPolicy for SeedFair {
     }
 
     fn served(&mut self, tenant: usize) {
-        debug_assert!(self.tenants[tenant].pending > 0, "served a tenant with no jobs");
         let frac = self.frac_bits;
         let integral = self.rule == TargetRule::Integral;
-        for &i in &self.active {
+        for &i in &self.backlog.active {
             let t = &mut self.tenants[i];
             t.h -= t.h / t.d;
             if i == tenant {
@@ -229,30 +218,24 @@ impl FairPolicy for SeedFair {
                 t.t += t.w as i64 - t.h as i64;
             }
         }
-        self.pending -= 1;
         self.rounds += 1;
         let target = self.target(tenant);
-        let t = &mut self.tenants[tenant];
-        t.pending -= 1;
-        if t.pending == 0 {
-            self.active_weight -= t.configured;
-            self.active.retain(|&i| i != tenant);
+        if self.backlog.pop(tenant, self.tenants[tenant].configured) {
+            let t = &mut self.tenants[tenant];
             (t.w, t.debt, t.left_at) = (0, target.min(0), self.rounds);
             self.reweigh();
         }
     }
 
     fn pending(&self) -> usize {
-        self.pending
+        self.backlog.total
     }
 
     fn clear(&mut self) {
+        self.backlog.clear();
         for t in &mut self.tenants {
-            (t.pending, t.w, t.debt) = (0, 0, 0);
+            (t.w, t.debt) = (0, 0);
         }
-        self.active.clear();
-        self.active_weight = 0;
-        self.pending = 0;
     }
 }
 

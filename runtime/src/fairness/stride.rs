@@ -6,7 +6,7 @@
 //! of the waiting tenants` each round; a tenant that starts waiting again
 //! resumes at `max(its pass, virtual time)`, so idling earns no credit.
 
-use super::FairPolicy;
+use super::{Backlog, FairPolicy};
 
 /// `S`, the stride of a weight-1 tenant (large, so strides of heavy tenants stay exact enough).
 const STRIDE1: u64 = 1 << 40;
@@ -16,16 +16,13 @@ struct Tenant {
     weight: u64,
     stride: u64,
     pass: u64,
-    pending: usize,
 }
 
 /// Stride scheduling over tenants. See the module docs.
 pub struct Stride {
     tenants: Vec<Tenant>,
-    active: Vec<usize>,
-    active_weight: u64,
+    backlog: Backlog,
     vtime: u64,
-    pending: usize,
 }
 
 impl Stride {
@@ -38,30 +35,23 @@ impl Stride {
                     Tenant { weight, stride: STRIDE1 / weight, ..Tenant::default() }
                 })
                 .collect(),
-            active: Vec::new(),
-            active_weight: 0,
+            backlog: Backlog::new(weights.len()),
             vtime: 0,
-            pending: 0,
         }
     }
 }
 
 impl FairPolicy for Stride {
     fn enqueue(&mut self, tenant: usize) {
-        self.pending += 1;
         let t = &mut self.tenants[tenant];
-        t.pending += 1;
-        if t.pending == 1 {
+        if self.backlog.push(tenant, t.weight) {
             t.pass = t.pass.max(self.vtime);
-            self.active_weight += t.weight;
-            let at = self.active.partition_point(|&i| i < tenant);
-            self.active.insert(at, tenant);
         }
     }
 
     fn choose(&mut self) -> Option<usize> {
         let mut best: Option<(u64, u64, usize)> = None;
-        for &i in &self.active {
+        for &i in &self.backlog.active {
             let t = &self.tenants[i];
             if best.is_none_or(|(bp, bw, _)| t.pass < bp || (t.pass == bp && t.weight > bw)) {
                 best = Some((t.pass, t.weight, i));
@@ -71,29 +61,18 @@ impl FairPolicy for Stride {
     }
 
     fn served(&mut self, tenant: usize) {
-        debug_assert!(self.tenants[tenant].pending > 0, "served a tenant with no jobs");
-        self.vtime += STRIDE1 / self.active_weight.max(1);
-        self.pending -= 1;
+        self.vtime += STRIDE1 / self.backlog.weight.max(1);
         let t = &mut self.tenants[tenant];
         t.pass += t.stride;
-        t.pending -= 1;
-        if t.pending == 0 {
-            self.active_weight -= t.weight;
-            self.active.retain(|&i| i != tenant);
-        }
+        self.backlog.pop(tenant, t.weight);
     }
 
     fn pending(&self) -> usize {
-        self.pending
+        self.backlog.total
     }
 
     fn clear(&mut self) {
-        for t in &mut self.tenants {
-            t.pending = 0;
-        }
-        self.active.clear();
-        self.active_weight = 0;
-        self.pending = 0;
+        self.backlog.clear();
     }
 }
 
