@@ -387,6 +387,29 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_leaving_ahead_keeps_its_debt_until_repaid() {
+        let f = 1i64 << 16;
+        let mut p = SeedFair::new(&[1, 1]);
+        p.enqueue(0);
+        for _ in 0..100 {
+            p.enqueue(1);
+        }
+        // W = 128 each; tie → tenant 0, which leaves. H0 = 128 − 8 + 16 = 136, S0 = −8,
+        // T0 = −8 + 16·(−8) = −136: the debt. H1 = 120, S1 = 8, T1 = 136.
+        assert_eq!(p.step(), Some(0));
+        p.enqueue(0);
+        assert_eq!((p.target(0), p.target(1)), (-136 * f, 136 * f));
+        assert_eq!(p.step(), Some(1));
+        assert_eq!(p.step(), Some(0));
+        // Leaving ahead again, then away 3 rounds: repaid by 3·W = 384 > its debt, so it comes back even.
+        for _ in 0..3 {
+            assert_eq!(p.step(), Some(1));
+        }
+        p.enqueue(0);
+        assert_eq!(p.target(0), 0);
+    }
+
+    #[test]
     fn set_changes_reweigh_and_newcomers_start_even() {
         let mut p = SeedFair::literal(&[1, 3]);
         p.enqueue(0);
