@@ -4,6 +4,7 @@
 //! tenants are refused by name, and a request split into jobs fails as a
 //! whole naming the job that failed.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -238,4 +239,53 @@ fn one_failed_job_fails_the_split_request_naming_the_job_and_every_job_resolves(
         runtime.submit(Request::new().input("x", rows(&[3.0]))).wait().unwrap().get("y").unwrap().to_f64_vec(),
         [6.0]
     );
+}
+
+#[test]
+fn stress_split_requests_from_many_threads_resolve_once_in_order_or_naming_their_failed_job() {
+    let recorder = Recorder::default();
+    recorder.open();
+    let toml = pipeline("granule = 2", 4).replace("max_batch = 4", "max_batch = 4\nworkers = 2");
+    let runtime = start(&recorder, &toml).unwrap();
+    let collateral = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for thread in 0..4u32 {
+            let (runtime, collateral) = (&runtime, &collateral);
+            scope.spawn(move || {
+                for i in 0..50u32 {
+                    let n = 5 + ((thread * 50 + i) * 7 % 36) as usize;
+                    let base = (thread * 1000 + i * 10) as f32 * 100.0;
+                    let mut x: Vec<f32> = (0..n).map(|r| base + r as f32).collect();
+                    // Every 5th request has a bad row.
+                    let bad = (i % 5 == 0).then_some(n / 2);
+                    if let Some(r) = bad {
+                        x[r] = -1.0;
+                    }
+                    let answer = runtime.submit(Request::new().input("x", rows(&x))).wait();
+                    match (answer, bad) {
+                        (Ok(y), None) => {
+                            let want: Vec<f64> = x.iter().map(|&v| f64::from(v) * 2.0).collect();
+                            assert_eq!(y.get("y").unwrap().to_f64_vec(), want, "request {thread}/{i}");
+                        }
+                        // A job fails with its whole batch, which may hold another request's bad job.
+                        (Err(RequestError::Job { start, end, error, .. }), bad) => {
+                            assert!(start < end && end <= n && end - start <= 4, "{start}..{end} of {n}");
+                            match *error {
+                                RequestError::Node { message, .. } => assert!(message.contains("a negative row")),
+                                other => panic!("request {thread}/{i}: job failed with {other:?}"),
+                            }
+                            if bad.is_none() {
+                                collateral.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        (other, bad) => panic!("request {thread}/{i} (bad row {bad:?}): {other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    // Most good requests do not share a batch with a bad job.
+    assert!(collateral.load(Ordering::Relaxed) < 40, "{collateral:?}");
+    recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
+    runtime.shutdown();
 }
