@@ -16,6 +16,7 @@
 //! windows, node deltas, point results), [`raw`] (the raw engine), [`report`]
 //! (tables, CSV, JSON), [`plot`] (latency vs load).
 
+pub mod fairness;
 pub mod load;
 pub mod measure;
 pub mod plot;

@@ -36,6 +36,8 @@ enum Command {
     Bench(baton_bench::BenchArgs),
     /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
     Serve(baton_server::ServeArgs),
+    /// Benchmark request-level fairness policies (seed 004, stride, fifo) on generated traces.
+    BenchFairness(baton_bench::fairness::FairnessArgs),
     /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
     Plan(plan::PlanArgs),
 }
@@ -68,5 +70,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => baton_bench::run_with(args, &engines()),
         Command::Serve(args) => baton_server::run_with(args, &engines()),
         Command::Plan(args) => plan::run(args),
+        Command::BenchFairness(args) => baton_bench::fairness::run(args),
     }
 }

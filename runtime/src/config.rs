@@ -26,6 +26,11 @@
 //! [[edges]]
 //! from = "embed.h"
 //! to = "join.h"
+//!
+//! [fairness]               # optional: tenants' shares of each node's batches
+//! policy = "weighted"      # "fifo" (default), "weighted" (seed 004) or "stride"
+//! tenants = { alice = 1, bob = 2 }
+//! granule = 8              # split requests larger than max_batch into jobs of 8·k rows
 //! ```
 
 use std::collections::BTreeMap;
@@ -57,6 +62,10 @@ pub struct PipelineConfig {
     /// Per-stream state limits.
     #[serde(default)]
     pub streams: StreamsConfig,
+    /// Request-level fairness between tenants, and decomposition of large
+    /// requests (see [`crate::fairness::FairnessConfig`]).
+    #[serde(default)]
+    pub fairness: crate::fairness::FairnessConfig,
 }
 
 /// `[streams]`: limits on per-stream state (write-back edges).

@@ -159,6 +159,8 @@ pub struct PipelineSpec {
     /// Nodes in an order where every node comes after all its parents.
     pub topo_order: Vec<usize>,
     pub streams: StreamsConfig,
+    /// Request-level fairness and decomposition (`[fairness]`).
+    pub fairness: crate::fairness::FairnessSpec,
 }
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -547,6 +549,7 @@ impl Builder<'_> {
 
         let topo_order = topological_order(&nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
+        let fairness = crate::fairness::FairnessSpec::build(&cfg.fairness, &nodes)?;
         Ok(PipelineSpec {
             name: cfg.pipeline.name.clone(),
             file: None,
@@ -558,6 +561,7 @@ impl Builder<'_> {
             max_in_flight: cfg.pipeline.max_in_flight,
             topo_order,
             streams: cfg.streams.clone(),
+            fairness,
         })
     }
 

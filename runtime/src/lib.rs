@@ -15,6 +15,7 @@
 mod clock;
 pub mod config;
 pub mod engine;
+pub mod fairness;
 pub mod graph;
 pub mod metrics;
 mod node;
@@ -22,6 +23,7 @@ pub mod npy;
 pub mod request;
 pub mod runtime;
 pub mod scheduler;
+pub mod split;
 pub mod tensor;
 mod wakeup;
 

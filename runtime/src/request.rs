@@ -42,6 +42,9 @@ pub struct Request {
     pub deadline: Option<Instant>,
     /// The stream (session) this request is a chunk of, for nodes that keep per-stream state.
     pub stream: Option<StreamChunk>,
+    /// The tenant (or class) whose share of the nodes this request uses
+    /// (`[fairness] tenants`); `None`: the `default` tenant.
+    pub tenant: Option<String>,
 }
 
 /// Which stream a request belongs to, and where in it.
@@ -89,6 +92,12 @@ impl Request {
     pub fn timeout(self, timeout: Duration) -> Self {
         self.deadline(Instant::now() + timeout)
     }
+
+    /// Names the tenant the request belongs to (see [`crate::fairness`]).
+    pub fn tenant(mut self, name: impl Into<String>) -> Self {
+        self.tenant = Some(name.into());
+        self
+    }
 }
 
 /// Why a request was not answered with outputs.
@@ -123,6 +132,10 @@ pub enum RequestError {
     /// The ticket was dropped before the request ran.
     #[error("cancelled: the ticket was dropped")]
     Cancelled,
+    /// A request split into jobs (`[fairness] granule`) failed because job
+    /// `index` (its rows `start..end`) failed; `error` says why.
+    #[error("job {index} (rows {start}..{end}) failed: {error}")]
+    Job { index: usize, start: usize, end: usize, error: Box<RequestError> },
 }
 
 /// The answer to a request: one tensor per pipeline output.
@@ -369,6 +382,8 @@ pub(crate) struct RequestState {
     pub deadline: Option<Instant>,
     pub submitted: Instant,
     pub completion: Arc<Completion>,
+    /// Index of its tenant in the pipeline's [`crate::fairness::Tenants`].
+    pub tenant: usize,
     outputs: Mutex<Vec<Option<Tensor>>>,
     remaining: std::sync::atomic::AtomicUsize,
     /// Claimed by the one resolution that counts, before its bookkeeping and
@@ -398,6 +413,7 @@ impl RequestState {
             deadline: request.deadline,
             submitted: Instant::now(),
             completion,
+            tenant: 0,
             outputs: Mutex::new(vec![None; outputs]),
             remaining: std::sync::atomic::AtomicUsize::new(remaining),
             claimed: AtomicBool::new(false),

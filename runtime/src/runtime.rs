@@ -122,7 +122,11 @@ impl Runtime {
     /// Starts worker threads (each creating its engines) and the scheduler's tick thread.
     pub fn start(spec: PipelineSpec) -> Result<Runtime, StartError> {
         let metrics = PipelineMetrics::new(&spec.name);
-        let nodes = spec.nodes.iter().map(|n| NodeState::new(&spec.name, n, spec.streams.max_state_bytes)).collect();
+        let mut nodes: Vec<NodeState> =
+            spec.nodes.iter().map(|n| NodeState::new(&spec.name, n, spec.streams.max_state_bytes)).collect();
+        for node in &mut nodes {
+            node.buffer.set_fairness(&spec.fairness);
+        }
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         let shared = Arc::new(Shared {
             scheduler: Scheduler::new(&spec, metrics.clone()),
@@ -342,6 +346,7 @@ fn outcome(result: &RequestResult) -> &'static str {
         Err(RequestError::QueueFull { .. } | RequestError::NodeQueueFull { .. }) => "queue_full",
         Err(RequestError::Cancelled) => "cancelled",
         Err(RequestError::Stream { .. } | RequestError::StateMemoryFull { .. }) => "stream",
+        Err(RequestError::Job { .. }) => "job",
     }
 }
 
@@ -364,6 +369,21 @@ impl Shared {
             refuse(RequestError::ShuttingDown);
             return;
         }
+        if let Some(granule) = self.spec.fairness.granule {
+            if crate::split::is_oversized(&request, self.row_limit.0) {
+                // Each job is admitted (and counted) on its own; see `split`.
+                let submit = |job, completion| self.admit(job, completion);
+                crate::split::submit_jobs(request, completion, self.row_limit.0, granule, submit);
+                return;
+            }
+        }
+        let tenant = match self.spec.fairness.tenants.index(request.tenant.as_deref()) {
+            Ok(tenant) => tenant,
+            Err(message) => {
+                refuse(RequestError::InvalidInput(message));
+                return;
+            }
+        };
         let inputs = match self.validate(&request) {
             Ok(inputs) => inputs,
             Err(message) => {
@@ -411,7 +431,9 @@ impl Shared {
         }
         self.metrics.in_flight.increment(1.0);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let state = Arc::new(RequestState::new(id, &request, self.spec.outputs.len(), expected, runs, completion));
+        let mut state = RequestState::new(id, &request, self.spec.outputs.len(), expected, runs, completion);
+        state.tenant = tenant;
+        let state = Arc::new(state);
         let mut poke = None;
         for (input, tensor) in self.spec.inputs.iter().zip(inputs) {
             let Some(tensor) = tensor else { continue };

@@ -349,7 +349,8 @@ impl Model {
 
     /// Runs one request. Awaiting the answer; dropping the future cancels the request.
     pub async fn infer(&self, inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
-        let mut request = Request { inputs, priority: options.priority, deadline: None, stream: options.sequence };
+        let mut request =
+            Request { inputs, priority: options.priority, deadline: None, stream: options.sequence, tenant: None };
         if let Some(timeout) = options.timeout {
             request = request.timeout(timeout);
         }

@@ -5,6 +5,13 @@
 //! queue order is first come, first served. The pending and priority-pending
 //! counts are atomics the scheduler reads without taking the lock.
 //!
+//! With a fairness policy other than fifo (`[fairness] policy`, see
+//! [`crate::fairness`]) the non-priority tasks wait in one queue per tenant
+//! instead, and each task taken into a batch is one round of the policy: it
+//! names the tenant, the buffer takes that tenant's oldest task. The policy
+//! lives under the same lock as the queues, so its job counts always equal
+//! the tenant queues' lengths.
+//!
 //! Protocol: the counts are changed under the queue lock, together with the
 //! queues, so a reader never sees a count below what the queues hold after a
 //! push returns. Readers outside the lock get a value that was true at some
@@ -16,11 +23,41 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::Task;
+use crate::fairness::{FairPolicy, FairnessKind, FairnessSpec};
 
 #[derive(Default)]
 struct Queues {
     priority: VecDeque<Task>,
     normal: VecDeque<Task>,
+    /// Per-tenant queues, when the pipeline's fairness policy is not fifo (`normal` stays empty then).
+    fair: Option<TenantQueues>,
+}
+
+/// Non-priority tasks by tenant, and the policy that chooses among them.
+struct TenantQueues {
+    queues: Vec<VecDeque<Task>>,
+    policy: Box<dyn FairPolicy>,
+}
+
+impl TenantQueues {
+    /// Takes tasks tenant by tenant as the policy chooses, while they fit (see [`BatchBuffer::take`]).
+    fn take(&mut self, max_rows: usize, pad_axes: &[Vec<usize>], rows: &mut usize, out: &mut Vec<Task>) {
+        while let Some(tenant) = self.policy.choose() {
+            let queue = &mut self.queues[tenant];
+            let task = queue.front().expect("the policy counts the queue's tasks");
+            if !fits(out, *rows, max_rows, task, pad_axes) {
+                break;
+            }
+            *rows += task.rows;
+            out.push(queue.pop_front().expect("front exists"));
+            self.policy.served(tenant);
+        }
+    }
+}
+
+/// Whether `task` may join the batch being taken into `out` (`rows` so far).
+fn fits(out: &[Task], rows: usize, max_rows: usize, task: &Task, pad_axes: &[Vec<usize>]) -> bool {
+    out.is_empty() || (rows + task.rows <= max_rows && out[0].same_shapes(task, pad_axes))
 }
 
 pub(crate) struct BatchBuffer {
@@ -45,20 +82,37 @@ impl Default for BatchBuffer {
 impl Queues {
     fn oldest_ns(&self) -> u64 {
         let front = |q: &VecDeque<Task>| q.front().map_or(u64::MAX, |t| t.enqueued_ns);
-        front(&self.priority).min(front(&self.normal))
+        let tenants = self.fair.as_ref().map_or(u64::MAX, |f| f.queues.iter().map(front).min().unwrap_or(u64::MAX));
+        front(&self.priority).min(front(&self.normal)).min(tenants)
     }
 }
 
 impl BatchBuffer {
+    /// Makes the buffer keep a queue per tenant, ordered by the pipeline's
+    /// fairness policy (nothing changes for fifo). Call before any push.
+    pub fn set_fairness(&mut self, spec: &FairnessSpec) {
+        let q = self.queues.get_mut();
+        debug_assert!(q.normal.is_empty() && q.priority.is_empty(), "set before use");
+        q.fair = (spec.policy != FairnessKind::Fifo).then(|| TenantQueues {
+            queues: (0..spec.tenants.weights.len()).map(|_| VecDeque::new()).collect(),
+            policy: spec.policy.build(&spec.tenants.weights),
+        });
+    }
+
     /// Adds a task; returns the pending count after it.
     pub fn push(&self, task: Task) -> usize {
         let mut q = self.queues.lock();
-        if q.priority.is_empty() && q.normal.is_empty() {
+        // `pending` changes only under this lock: 0 means every queue is empty.
+        if self.pending.load(Ordering::Relaxed) == 0 {
             self.oldest_ns.store(task.enqueued_ns, Ordering::Release);
         }
         if task.priority {
             q.priority.push_back(task);
             self.priority_pending.fetch_add(1, Ordering::Relaxed);
+        } else if let Some(fair) = &mut q.fair {
+            let tenant = task.request.tenant;
+            fair.queues[tenant].push_back(task);
+            fair.policy.enqueue(tenant);
         } else {
             q.normal.push_back(task);
         }
@@ -92,8 +146,7 @@ impl BatchBuffer {
         let mut taken_priority = 0;
         for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {
             while let Some(task) = queue.front() {
-                let fits = out.is_empty() || (rows + task.rows <= max_rows && out[0].same_shapes(task, pad_axes));
-                if !fits {
+                if !fits(out, rows, max_rows, task, pad_axes) {
                     break;
                 }
                 rows += task.rows;
@@ -104,6 +157,9 @@ impl BatchBuffer {
                 break;
             }
         }
+        if let Some(fair) = q.fair.as_mut().filter(|_| rows < max_rows) {
+            fair.take(max_rows, pad_axes, &mut rows, out);
+        }
         self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
         self.priority_pending.fetch_sub(taken_priority, Ordering::Relaxed);
         self.pending.fetch_sub(out.len(), Ordering::Release);
@@ -113,7 +169,11 @@ impl BatchBuffer {
     pub fn drain(&self) -> Vec<Task> {
         let mut guard = self.queues.lock();
         let q = &mut *guard;
-        let tasks: Vec<Task> = q.priority.drain(..).chain(q.normal.drain(..)).collect();
+        let mut tasks: Vec<Task> = q.priority.drain(..).chain(q.normal.drain(..)).collect();
+        if let Some(fair) = &mut q.fair {
+            tasks.extend(fair.queues.iter_mut().flat_map(|queue| queue.drain(..)));
+            fair.policy.clear();
+        }
         self.oldest_ns.store(u64::MAX, Ordering::Release);
         self.priority_pending.store(0, Ordering::Relaxed);
         self.pending.store(0, Ordering::Release);

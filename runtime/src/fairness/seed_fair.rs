@@ -1,0 +1,429 @@
+//! Seed 004's weighted-fair choice with a decaying history weight.
+//!
+//! Among the tenants with waiting jobs (the *set*), every round:
+//! - **expected weight** `W = configured / Σ configured over the set`,
+//!   quantized to 1..=256 ([`quantize`]);
+//! - **delay factor** `d` from `W` by the seed's table ([`delay_factor`]):
+//!   1 → 256, 2 → 128, 3–4 → 64, 5–8 → 32, 9–256 → 16;
+//! - **history weight** `H`, after the round: `H − H/d` for a tenant not
+//!   chosen, `H − H/d + d_max/d` for the one chosen (`d_max` = 256);
+//! - **target weight** `T`, which "grows with `W − H`": the largest `T`
+//!   wins, ties go to the larger `W` (then to the lower tenant index, so runs
+//!   are reproducible).
+//!
+//! `H` is an exponential average of `256 × (share of rounds served)` over
+//! about `d` rounds and `W` is `256 × (share configured)`, so a tenant served
+//! less than its share has `W > H`.
+//!
+//! ## Two readings, and the one the runtime uses
+//! - [`TargetRule::Difference`]: `T = W − H`. This is a proportional
+//!   controller on an average, and it keeps a steady-state error: a tenant
+//!   served rarely has a saw-tooth `H` that sits lower, just before each of
+//!   its turns, than a tenant served often, so shares drift from the weights
+//!   (1:3 gets about 1.07:2.93, and the lag behind the ideal share grows
+//!   without bound). With the seed's literal integers there is worse: `H/d`
+//!   truncates, a history below `d` never decays, and a tenant of expected
+//!   weight 1 served once keeps `H = 2 > W` for ever; against a tenant of
+//!   weight 255 (whose `H` settles at 256) the tie then always goes to the
+//!   heavier one and the light one starves (tested below).
+//! - [`TargetRule::Integral`] **(choice, the default)**: `T = S + d·(W − H)`
+//!   where `S` grows by `W − H` every round. The sum of an exponential
+//!   average over time equals the sum of what it averages less `d` times its
+//!   change, so `S ≈ 256·lag + d·(H − H₀)` and `T ≈ 256·lag + d·(W − H₀)`:
+//!   with `H₀ = W` when a tenant enters, `T` is the tenant's lag behind its
+//!   share (in 1/256 jobs) built from the seed's own `W`, `d` and `H` — a
+//!   proportional-plus-integral reading of "T grows with W − H". Shares then
+//!   follow the weights exactly and the lag stays about a job when tenants
+//!   stay backlogged (`baton bench-fairness` measures it). A tenant that
+//!   leaves the set ahead of its share keeps that debt, shrinking by `W` per
+//!   round it is away (as stride scheduling's pass does against its virtual
+//!   time); one that leaves behind is not owed anything on return.
+//!
+//! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
+//! with [`SeedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
+//! `H/d` does not stall; the integer part of `W`, clamped to 1..=256, still
+//! picks `d` from the table. [`SeedFair::literal`] is the seed's integers
+//! with `T = W − H`; the tests check both by hand-computed rounds.
+//!
+//! **(choice)** `H` starts at `W` when a tenant enters the set (the seed
+//! starts `H` at the configured weight; on the 1..256 scale that is `W`),
+//! and `S` at 0 or at what is left of its debt, so a newcomer is not owed
+//! anything, and in debt only as above; when the set changes,
+//! each member's `H` is rescaled by its new `W` over its old one, so a
+//! tenant that used capacity nobody else wanted is not punished for it when
+//! others arrive (the rule stride scheduling follows with its virtual time).
+
+use super::{Backlog, FairPolicy};
+
+/// `d_max` of the seed: the largest delay factor.
+pub const D_MAX: u64 = 256;
+
+/// The seed's delay-factor table, for a quantized expected weight (1..=256).
+pub fn delay_factor(w: u64) -> u64 {
+    match w {
+        0..=1 => 256,
+        2 => 128,
+        3..=4 => 64,
+        5..=8 => 32,
+        _ => 16,
+    }
+}
+
+/// `configured / total` on the 1..=256 scale, truncated and clamped.
+pub fn quantize(configured: u64, total: u64) -> u64 {
+    (configured * D_MAX / total.max(1)).clamp(1, D_MAX)
+}
+
+/// How the target weight `T` follows `W − H` (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetRule {
+    /// `T = W − H`.
+    Difference,
+    /// `T = S + d·(W − H)`, `S` the running sum of `W − H` (the runtime's rule).
+    Integral,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Tenant {
+    configured: u64,
+    /// `S`: the integral rule's running sum of `W − H`, fixed point.
+    t: i64,
+    /// Integral rule: the target it left the set with, if negative (served ahead of its share).
+    /// (Fixed point, like `t`.)
+    debt: i64,
+    /// The round it left the set.
+    left_at: u64,
+    /// Expected weight, fixed point.
+    w: u64,
+    /// Delay factor.
+    d: u64,
+    /// History weight, fixed point.
+    h: u64,
+}
+
+/// Seed 004's policy. See the module docs.
+pub struct SeedFair {
+    tenants: Vec<Tenant>,
+    /// The set: tenants with waiting jobs.
+    backlog: Backlog,
+    frac_bits: u32,
+    rule: TargetRule,
+    /// Rounds so far.
+    rounds: u64,
+}
+
+impl SeedFair {
+    /// Fraction bits of `H` and `W` in the runtime.
+    pub const DEFAULT_FRAC_BITS: u32 = 16;
+
+    /// Over tenants with these configured weights (each ≥ 1): the runtime's form.
+    pub fn new(weights: &[u32]) -> Self {
+        Self::with_options(weights, Self::DEFAULT_FRAC_BITS, TargetRule::Integral)
+    }
+
+    /// The seed's literal integers with `T = W − H`.
+    pub fn literal(weights: &[u32]) -> Self {
+        Self::with_options(weights, 0, TargetRule::Difference)
+    }
+
+    /// With `frac_bits` fraction bits in `H`, `W` and `T` (0: integers) and the given target rule.
+    pub fn with_options(weights: &[u32], frac_bits: u32, rule: TargetRule) -> Self {
+        assert!(frac_bits <= 24, "at most 24 fraction bits");
+        SeedFair {
+            tenants: weights.iter().map(|&w| Tenant { configured: u64::from(w.max(1)), ..Tenant::default() }).collect(),
+            backlog: Backlog::new(weights.len()),
+            frac_bits,
+            rule,
+            rounds: 0,
+        }
+    }
+
+    /// The target weight `T` of `tenant`, in fixed point.
+    pub fn target(&self, tenant: usize) -> i64 {
+        let t = &self.tenants[tenant];
+        match self.rule {
+            TargetRule::Difference => t.w as i64 - t.h as i64,
+            TargetRule::Integral => t.t + t.d as i64 * (t.w as i64 - t.h as i64),
+        }
+    }
+
+    /// `(W, d, H)` of `tenant`, on the integer scale (fraction bits dropped), for tests and traces.
+    pub fn state(&self, tenant: usize) -> (u64, u64, u64) {
+        let t = &self.tenants[tenant];
+        (t.w >> self.frac_bits, t.d, t.h >> self.frac_bits)
+    }
+
+    /// `(W, H)` of `tenant` in fixed point (with the fraction bits).
+    pub fn raw_state(&self, tenant: usize) -> (u64, u64) {
+        let t = &self.tenants[tenant];
+        (t.w, t.h)
+    }
+
+    /// Recomputes every member's `W` and `d` after the set changed, and
+    /// rescales each member's `H` by its new `W` over its old one (a newcomer,
+    /// whose old `W` is 0, starts at `H = W`).
+    fn reweigh(&mut self) {
+        let total = self.backlog.weight;
+        let frac = self.frac_bits;
+        for &i in &self.backlog.active {
+            let t = &mut self.tenants[i];
+            let w = if frac == 0 {
+                quantize(t.configured, total)
+            } else {
+                ((t.configured << frac) * D_MAX / total).clamp(1 << frac, D_MAX << frac)
+            };
+            if let Some(h) = (t.h * w).checked_div(t.w) {
+                t.h = h;
+            } else {
+                // A newcomer (old W = 0); its debt shrinks by its expected weight for every round it was away.
+                let repaid = (self.rounds - t.left_at).saturating_mul(w) as i64;
+                (t.h, t.t) = (w, t.debt.saturating_add(repaid).min(0));
+            }
+            t.w = w;
+            t.d = delay_factor(w >> frac);
+        }
+    }
+}
+
+impl FairPolicy for SeedFair {
+    fn enqueue(&mut self, tenant: usize) {
+        if self.backlog.push(tenant, self.tenants[tenant].configured) {
+            self.reweigh();
+        }
+    }
+
+    fn choose(&mut self) -> Option<usize> {
+        let mut best: Option<(i64, u64, usize)> = None;
+        for &i in &self.backlog.active {
+            let target = self.target(i);
+            let t = &self.tenants[i];
+            // Largest T, then larger W; the lower index wins what is left (iteration order).
+            if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
+                best = Some((target, t.w, i));
+            }
+        }
+        best.map(|(_, _, i)| i)
+    }
+
+    fn served(&mut self, tenant: usize) {
+        let frac = self.frac_bits;
+        let integral = self.rule == TargetRule::Integral;
+        for &i in &self.backlog.active {
+            let t = &mut self.tenants[i];
+            t.h -= t.h / t.d;
+            if i == tenant {
+                t.h += (D_MAX / t.d) << frac;
+            }
+            if integral {
+                t.t += t.w as i64 - t.h as i64;
+            }
+        }
+        self.rounds += 1;
+        let target = self.target(tenant);
+        if self.backlog.pop(tenant, self.tenants[tenant].configured) {
+            let t = &mut self.tenants[tenant];
+            (t.w, t.debt, t.left_at) = (0, target.min(0), self.rounds);
+            self.reweigh();
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.backlog.total
+    }
+
+    fn clear(&mut self) {
+        self.backlog.clear();
+        for t in &mut self.tenants {
+            (t.w, t.debt) = (0, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_table_at_its_boundaries() {
+        let table: Vec<(u64, u64)> = [1, 2, 3, 4, 5, 8, 9, 256].iter().map(|&w| (w, delay_factor(w))).collect();
+        assert_eq!(table, [(1, 256), (2, 128), (3, 64), (4, 64), (5, 32), (8, 32), (9, 16), (256, 16)]);
+    }
+
+    #[test]
+    fn quantization_truncates_and_clamps_to_1_256() {
+        assert_eq!(quantize(1, 7), 36);
+        assert_eq!(quantize(2, 7), 73);
+        assert_eq!(quantize(4, 7), 146);
+        assert_eq!(quantize(1, 1000), 1);
+        assert_eq!(quantize(5, 5), 256);
+    }
+
+    fn backlogged(weights: &[u32], frac_bits: u32, rule: TargetRule) -> SeedFair {
+        let mut p = SeedFair::with_options(weights, frac_bits, rule);
+        for t in 0..weights.len() {
+            for _ in 0..100_000 {
+                p.enqueue(t);
+            }
+        }
+        p
+    }
+
+    /// One round: the choice, then `(W, d, H)` of every tenant after it.
+    fn round(p: &mut SeedFair) -> (usize, Vec<(u64, u64, u64)>) {
+        let t = p.step().unwrap();
+        (t, (0..p.tenants.len()).map(|i| p.state(i)).collect())
+    }
+
+    #[test]
+    fn literal_history_arithmetic_by_hand_weights_1_3() {
+        // W = 64, 192; d = 16, 16; H starts at W, so T = 0, 0: the tie goes to the larger W.
+        let mut p = backlogged(&[1, 3], 0, TargetRule::Difference);
+        assert_eq!(p.state(0), (64, 16, 64));
+        assert_eq!(p.state(1), (192, 16, 192));
+        // Round 1: tenant 1. H0 = 64 − 4 = 60; H1 = 192 − 12 + 16 = 196.
+        assert_eq!(round(&mut p), (1, vec![(64, 16, 60), (192, 16, 196)]));
+        // Round 2: T = 4, −4 → tenant 0. H0 = 60 − 3 + 16 = 73; H1 = 196 − 12 = 184.
+        assert_eq!(round(&mut p), (0, vec![(64, 16, 73), (192, 16, 184)]));
+        // Round 3: T = −9, 8 → tenant 1. H0 = 73 − 4 = 69; H1 = 184 − 11 + 16 = 189.
+        assert_eq!(round(&mut p), (1, vec![(64, 16, 69), (192, 16, 189)]));
+        // Round 4: T = −5, 3 → tenant 1. H0 = 69 − 4 = 65; H1 = 189 − 11 + 16 = 194.
+        assert_eq!(round(&mut p), (1, vec![(64, 16, 65), (192, 16, 194)]));
+        // Round 5: T = −1, −2 → tenant 0. H0 = 65 − 4 + 16 = 77; H1 = 194 − 12 = 182.
+        assert_eq!(round(&mut p), (0, vec![(64, 16, 77), (192, 16, 182)]));
+    }
+
+    #[test]
+    fn literal_arithmetic_starves_a_weight_1_tenant_against_255() {
+        // W = 1, 255; d = 256, 16.
+        let mut p = backlogged(&[1, 255], 0, TargetRule::Difference);
+        assert_eq!((p.state(0), p.state(1)), ((1, 256, 1), (255, 16, 255)));
+        // Round 1: tie at T = 0 → larger W. H0 = 1 − 0 = 1; H1 = 255 − 15 + 16 = 256.
+        assert_eq!(round(&mut p), (1, vec![(1, 256, 1), (255, 16, 256)]));
+        // Round 2: T = 0, −1 → tenant 0. H0 = 1 − 0 + 1 = 2; H1 = 256 − 16 = 240.
+        assert_eq!(round(&mut p), (0, vec![(1, 256, 2), (255, 16, 240)]));
+        // Round 3: T = −1, 15 → tenant 1. H1 = 240 − 15 + 16 = 241.
+        assert_eq!(round(&mut p), (1, vec![(1, 256, 2), (255, 16, 241)]));
+        // H0 = 2 never decays (2/256 = 0) and H1 settles at 256: T = −1, −1, the tie
+        // always goes to tenant 1 and tenant 0 is never served again.
+        let served0 = (0..2000).filter(|_| round(&mut p).0 == 0).count();
+        assert_eq!(served0, 0);
+        assert_eq!(p.state(1).2, 256);
+    }
+
+    #[test]
+    fn integral_target_by_hand_weights_1_3() {
+        let mut p = backlogged(&[1, 3], 0, TargetRule::Integral);
+        let mut rounds = Vec::new();
+        for _ in 0..7 {
+            let t = p.step().unwrap();
+            rounds.push((t, p.state(0).2, p.state(1).2, p.target(0), p.target(1)));
+        }
+        // (chosen, H0, H1, T0, T1) after each round, T = S + 16·(W − H) with S += W − H.
+        // Round 1: tie at 0 → larger W. H = 60, 196; S = 4, −4; T = 4 + 64, −4 − 64.
+        // Round 2: H = 73, 184; S = −5, 4; T = −5 − 144, 4 + 128.
+        // Round 3: H = 69, 189; S = −10, 7; T = −10 − 80, 7 + 48.
+        // Round 4: H = 65, 194; S = −11, 5; T = −11 − 16, 5 − 32: a tie,
+        // Round 5: → the larger W. H = 61, 198; S = −8, −1; T = −8 + 48, −1 − 96.
+        // Round 6: H = 74, 186; S = −18, 5; T = −18 − 160, 5 + 96.
+        // Round 7: H = 70, 191; S = −24, 6; T = −24 − 96, 6 + 16.
+        assert_eq!(
+            rounds,
+            [
+                (1, 60, 196, 68, -68),
+                (0, 73, 184, -149, 132),
+                (1, 69, 189, -90, 55),
+                (1, 65, 194, -27, -27),
+                (1, 61, 198, 40, -97),
+                (0, 74, 186, -178, 101),
+                (1, 70, 191, -120, 22),
+            ]
+        );
+    }
+
+    #[test]
+    fn difference_rule_drifts_from_the_weights() {
+        // The proportional reading keeps a steady-state error (1:3 served about 1.07:2.93).
+        let mut p = backlogged(&[1, 3], 16, TargetRule::Difference);
+        let served0 = (0..28_000).filter(|_| p.step() == Some(0)).count();
+        assert!(served0 > 7_300, "{served0}");
+        let mut p = backlogged(&[1, 3], 16, TargetRule::Integral);
+        let served0 = (0..28_000).filter(|_| p.step() == Some(0)).count();
+        assert!((6_998..=7_002).contains(&served0), "{served0}");
+    }
+
+    #[test]
+    fn fixed_point_history_by_hand_and_no_starvation() {
+        let f = 1u64 << 16;
+        // Weights 1, 255 → W = 1, 255 exactly, in fixed point.
+        let mut p = backlogged(&[1, 255], 16, TargetRule::Integral);
+        assert_eq!((p.raw_state(0), p.raw_state(1)), ((f, f), (255 * f, 255 * f)));
+        // Round 1: tie → tenant 1. H0 = f − f/256 = 65280; H1 = 255f − 255f/16 + 16f.
+        assert_eq!(p.step(), Some(1));
+        assert_eq!(p.raw_state(0).1, 65_280);
+        assert_eq!(p.raw_state(1).1, 255 * f - 255 * f / 16 + 16 * f);
+        // S0 = f − 65280 = 256, T0 = S0 + 256·256 (d0 = 256);
+        // S1 = 255f − H1 = 255f/16 − 16f = −4096, T1 = S1 + 16·S1.
+        assert_eq!((p.target(0), p.target(1)), (256 + 256 * 256, -4096 * 17));
+        // Round 2: T0 > T1 → tenant 0. H0 = 65280 − 255 + 65536 = 130561.
+        assert_eq!((p.step(), p.raw_state(0).1), (Some(0), 130_561));
+        // Over many rounds tenant 0 gets about its 1/256 share.
+        let served0 = (0..25_600).filter(|_| round(&mut p).0 == 0).count();
+        assert!((95..=105).contains(&served0), "{served0}");
+    }
+
+    #[test]
+    fn backlogged_shares_follow_weights() {
+        for bits in [0, 16] {
+            let mut p = backlogged(&[1, 2, 4], bits, TargetRule::Integral);
+            let mut served = [0usize; 3];
+            for _ in 0..2800 {
+                served[round(&mut p).0] += 1;
+            }
+            // 400, 800, 1600 ± 1%.
+            for (s, ideal) in served.iter().zip([400.0, 800.0, 1600.0]) {
+                assert!((*s as f64 - ideal).abs() <= ideal * 0.01, "bits {bits}: {served:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tenant_leaving_ahead_keeps_its_debt_until_repaid() {
+        let f = 1i64 << 16;
+        let mut p = SeedFair::new(&[1, 1]);
+        p.enqueue(0);
+        for _ in 0..100 {
+            p.enqueue(1);
+        }
+        // W = 128 each; tie → tenant 0, which leaves. H0 = 128 − 8 + 16 = 136, S0 = −8,
+        // T0 = −8 + 16·(−8) = −136: the debt. H1 = 120, S1 = 8, T1 = 136.
+        assert_eq!(p.step(), Some(0));
+        p.enqueue(0);
+        assert_eq!((p.target(0), p.target(1)), (-136 * f, 136 * f));
+        assert_eq!(p.step(), Some(1));
+        assert_eq!(p.step(), Some(0));
+        // Leaving ahead again, then away 3 rounds: repaid by 3·W = 384 > its debt, so it comes back even.
+        for _ in 0..3 {
+            assert_eq!(p.step(), Some(1));
+        }
+        p.enqueue(0);
+        assert_eq!(p.target(0), 0);
+    }
+
+    #[test]
+    fn set_changes_reweigh_and_newcomers_start_even() {
+        let mut p = SeedFair::literal(&[1, 3]);
+        p.enqueue(0);
+        assert_eq!(p.state(0), (256, 16, 256));
+        p.enqueue(1);
+        // Tenant 0's W drops to 64 and its H with it (256 · 64/256); tenant 1 starts at H = W.
+        assert_eq!(p.state(0), (64, 16, 64));
+        assert_eq!(p.state(1), (192, 16, 192));
+        // Tie at T = 0 → the larger W. H0 = 64 − 4 = 60, H1 = 192 − 12 + 16 = 196.
+        assert_eq!(p.step(), Some(1));
+        // Tenant 1 left the set: tenant 0 alone again has W = 256, and H = 60 · 256/64.
+        assert_eq!(p.state(0), (256, 16, 240));
+        assert_eq!(p.choose(), Some(0));
+        p.served(0);
+        assert_eq!((p.choose(), p.pending()), (None, 0));
+    }
+}
