@@ -1,0 +1,168 @@
+//! The partitioning drivers.
+//!
+//! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
+//!   random assignment, random moves, then critical-gain refinement.
+//! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
+//!   relations contracted first) until the graph is small, partition the
+//!   coarsest graph with the seed's method (several tries, best kept), then
+//!   project back level by level, running the seed's refinement at each level.
+//!
+//! Both repeat `restarts` times with different random seeds and keep the best
+//! balanced result (critical cut, then total cut).
+
+use std::str::FromStr;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::clustering;
+use crate::coarsen;
+use crate::graph::Graph;
+use crate::metrics;
+use crate::refine::{self, RefineParams, State};
+
+/// Which driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// The seed's method on the full graph.
+    Seed,
+    /// Coarsen, partition, refine at each level.
+    #[default]
+    Multilevel,
+}
+
+impl FromStr for Scheme {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seed" => Ok(Scheme::Seed),
+            "multilevel" => Ok(Scheme::Multilevel),
+            _ => Err(format!("unknown scheme `{s}` (expected seed or multilevel)")),
+        }
+    }
+}
+
+/// Partitioner settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    pub k: usize,
+    /// Allowed imbalance: a part may carry `(1 + epsilon) * total / k`.
+    pub epsilon: f64,
+    pub scheme: Scheme,
+    pub refine: RefineParams,
+    /// Independent runs; the best is kept.
+    pub restarts: usize,
+    /// Initial partitions tried on the coarsest graph (multilevel).
+    pub initial_tries: usize,
+    /// Flow-cluster sets per part in the seed's initial clustering.
+    pub sets_per_part: usize,
+    pub seed: u64,
+}
+
+impl Params {
+    pub fn new(k: usize) -> Self {
+        Params {
+            k,
+            epsilon: 0.03,
+            scheme: Scheme::Multilevel,
+            refine: RefineParams::default(),
+            restarts: 1,
+            initial_tries: 8,
+            sets_per_part: 8,
+            seed: 1,
+        }
+    }
+}
+
+/// A partition and how it was found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub part: Vec<u32>,
+    pub cut: metrics::Cut,
+    pub imbalance: f64,
+    pub balanced: bool,
+    pub seconds: f64,
+    pub levels: usize,
+    pub moves: usize,
+}
+
+/// Partitions `g` into `p.k` parts.
+pub fn partition(g: &Graph, p: &Params) -> Outcome {
+    let start = Instant::now();
+    let cap = metrics::max_part_weight(g, p.k, p.epsilon);
+    let mut best: Option<(Vec<u32>, (bool, (i64, i64)), usize, usize)> = None;
+    for r in 0..p.restarts.max(1) {
+        let mut rng = StdRng::seed_from_u64(p.seed.wrapping_mul(0x9E37_79B9).wrapping_add(r as u64));
+        let (part, levels, moves) = match p.scheme {
+            Scheme::Seed => {
+                let init = clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng);
+                let mut s = State::new(g, p.k, cap, init);
+                let st = refine::refine(&mut s, &p.refine);
+                (s.part, 1, st.moves)
+            }
+            Scheme::Multilevel => multilevel(g, p, cap, &mut rng),
+        };
+        // Balanced runs first (false < true), then the lower cut.
+        let key = (!metrics::is_balanced(g, &part, p.k, p.epsilon), metrics::cut(g, &part).key());
+        if best.as_ref().is_none_or(|b| key < b.1) {
+            best = Some((part, key, levels, moves));
+        }
+    }
+    let (part, (unbalanced, _), levels, moves) = best.expect("at least one run");
+    Outcome {
+        cut: metrics::cut(g, &part),
+        imbalance: metrics::imbalance(g, &part, p.k),
+        balanced: !unbalanced,
+        part,
+        seconds: start.elapsed().as_secs_f64(),
+        levels,
+        moves,
+    }
+}
+
+fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
+    let coarsen_to = (30 * p.k).max(60);
+    let total = g.total_weight();
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    let mut graphs: Vec<Graph> = Vec::new();
+    loop {
+        let cur = graphs.last().unwrap_or(g);
+        if cur.n() <= coarsen_to {
+            break;
+        }
+        let (map, groups) = coarsen::heavy_matching(cur, max_vw, rng);
+        if groups as f64 > 0.95 * cur.n() as f64 {
+            break;
+        }
+        let next = coarsen::contract(cur, &map, groups);
+        maps.push(map);
+        graphs.push(next);
+    }
+    let levels = graphs.len() + 1;
+    let coarsest = graphs.last().unwrap_or(g);
+    let mut moves = 0;
+    // Several seed initial partitions of the coarsest graph, each refined.
+    let mut best: Option<(Vec<u32>, (bool, (i64, i64)))> = None;
+    for _ in 0..p.initial_tries.max(1) {
+        let init = clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng);
+        let mut s = State::new(coarsest, p.k, cap, init);
+        moves += refine::refine(&mut s, &p.refine).moves;
+        let key = (s.loads.iter().any(|&l| l > cap), s.cut);
+        if best.as_ref().is_none_or(|b| key < b.1) {
+            best = Some((s.part, key));
+        }
+    }
+    let mut part = best.expect("one try").0;
+    // Uncoarsen: project and refine at each finer level.
+    for lvl in (0..maps.len()).rev() {
+        let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
+        part = coarsen::project(&maps[lvl], &part);
+        let mut s = State::new(fine, p.k, cap, part);
+        moves += refine::refine(&mut s, &p.refine).moves;
+        part = s.part;
+    }
+    (part, levels, moves)
+}
