@@ -4,10 +4,16 @@
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
 //!   relations contracted first) until the graph is small, partition the
-//!   coarsest graph with the seed's method (several tries, best kept), then
+//!   coarsest graph with the seed's method (several tries, plus one try that
+//!   slices the flow order into k contiguous runs; best kept), then
 //!   project back level by level, running the seed's refinement at each level.
 //!
-//! Both repeat `restarts` times with different random seeds and keep the best
+//! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
+//!   (the seed starts from k graphs "partitioned by an existing method"); the
+//!   refinement keeps the best partition seen, so the critical cut is never
+//!   above METIS's.
+//!
+//! All repeat `restarts` times with different random seeds and keep the best
 //! balanced result (critical cut, then total cut).
 
 use std::str::FromStr;
@@ -30,6 +36,8 @@ pub enum Scheme {
     /// Coarsen, partition, refine at each level.
     #[default]
     Multilevel,
+    /// METIS's partition, then the seed's refinement.
+    MetisRefine,
 }
 
 impl FromStr for Scheme {
@@ -38,7 +46,8 @@ impl FromStr for Scheme {
         match s {
             "seed" => Ok(Scheme::Seed),
             "multilevel" => Ok(Scheme::Multilevel),
-            _ => Err(format!("unknown scheme `{s}` (expected seed or multilevel)")),
+            "metis-refine" => Ok(Scheme::MetisRefine),
+            _ => Err(format!("unknown scheme `{s}` (expected seed, multilevel or metis-refine)")),
         }
     }
 }
@@ -66,7 +75,7 @@ impl Params {
             k,
             epsilon: 0.03,
             scheme: Scheme::Multilevel,
-            refine: RefineParams::default(),
+            refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
             restarts: 1,
             initial_tries: 8,
             sets_per_part: 8,
@@ -102,6 +111,16 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
                 (s.part, 1, st.moves)
             }
             Scheme::Multilevel => multilevel(g, p, cap, &mut rng),
+            Scheme::MetisRefine => {
+                let seed = p.seed.wrapping_add(r as u64);
+                let init = match crate::metis_ref::partition(g, p.k, p.epsilon, true, seed) {
+                    Ok(m) => m.part,
+                    Err(_) => clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng),
+                };
+                let mut s = State::new(g, p.k, cap, init);
+                let st = refine::refine(&mut s, &p.refine);
+                (s.part, 1, st.moves)
+            }
         };
         // Balanced runs first (false < true), then the lower cut.
         let key = (!metrics::is_balanced(g, &part, p.k, p.epsilon), metrics::cut(g, &part).key());
@@ -146,8 +165,13 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
     let mut moves = 0;
     // Several seed initial partitions of the coarsest graph, each refined.
     let mut best: Option<(Vec<u32>, (bool, (i64, i64)))> = None;
-    for _ in 0..p.initial_tries.max(1) {
-        let init = clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng);
+    for t in 0..p.initial_tries.max(1) {
+        // The first try slices the flow order; the others follow the seed.
+        let init = if t == 0 {
+            clustering::flow_slices(coarsest, p.k)
+        } else {
+            clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng)
+        };
         let mut s = State::new(coarsest, p.k, cap, init);
         moves += refine::refine(&mut s, &p.refine).moves;
         let key = (s.loads.iter().any(|&l| l > cap), s.cut);

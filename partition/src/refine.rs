@@ -60,11 +60,16 @@ pub struct RefineParams {
     pub tie_break: bool,
     /// A bound on rounds (each round ends when no candidate passes).
     pub max_rounds: usize,
+    /// Beyond the seed: when > 0, the all-candidates pass also takes the best
+    /// move when it raises the cut (each subtask once per pass), for up to this
+    /// many moves past the best point, then rolls back to the best point
+    /// (Fiduccia–Mattheyses hill climbing). 0 keeps the seed's rule.
+    pub hill_climb: usize,
 }
 
 impl Default for RefineParams {
     fn default() -> Self {
-        RefineParams { variant: Variant::AllCandidates, threshold: 0, tie_break: true, max_rounds: 64 }
+        RefineParams { variant: Variant::AllCandidates, threshold: 0, tie_break: true, max_rounds: 64, hill_climb: 0 }
     }
 }
 
@@ -257,6 +262,57 @@ fn pass_all_candidates(s: &mut State, p: &RefineParams, stamp: &mut [u32]) -> us
     moves
 }
 
+/// One hill-climbing pass: best move first whatever its gain, each subtask
+/// once, stopping `p.hill_climb` moves past the best point; rolls back to it.
+/// Returns the number of moves kept.
+fn pass_hill_climb(s: &mut State, p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
+    let mut heap = BinaryHeap::new();
+    for v in s.boundary() {
+        if let Some(m) = s.best_move(v, false) {
+            heap.push((m.gain, Reverse(v), stamp[v as usize]));
+        }
+    }
+    let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
+    let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
+    while let Some((gain, Reverse(v), st)) = heap.pop() {
+        if locked[v as usize] || st != stamp[v as usize] {
+            continue;
+        }
+        let Some(m) = s.best_move(v, false) else { continue };
+        if m.gain != gain {
+            heap.push((m.gain, Reverse(v), st));
+            continue;
+        }
+        log.push((v, s.part[v as usize], m.gain));
+        s.move_to(v, m);
+        locked[v as usize] = true;
+        sum = (sum.0 + m.gain.0, sum.1 + m.gain.1);
+        if sum > best {
+            (best, best_len) = (sum, log.len());
+        } else if log.len() - best_len > p.hill_climb {
+            break;
+        }
+        for i in s.g.range(v) {
+            let u = s.g.adj[i];
+            if locked[u as usize] {
+                continue;
+            }
+            stamp[u as usize] += 1;
+            if let Some(m) = s.best_move(u, false) {
+                heap.push((m.gain, Reverse(u), stamp[u as usize]));
+            }
+        }
+    }
+    for &(v, from, gain) in log[best_len..].iter().rev() {
+        s.move_to(v, Move { to: from, gain: (-gain.0, -gain.1) });
+    }
+    for &(v, _, _) in &log {
+        locked[v as usize] = false;
+        stamp[v as usize] += 1;
+    }
+    best_len
+}
+
 /// One sweep over the boundary in flow order.
 fn pass_flow_order(s: &mut State, p: &RefineParams) -> usize {
     let mut cand = s.boundary();
@@ -282,9 +338,11 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
+    let mut locked = if p.hill_climb > 0 { vec![false; n] } else { Vec::new() };
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
+            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, p, &mut stamp, &mut locked),
             Variant::AllCandidates => pass_all_candidates(s, p, &mut stamp),
             Variant::FlowOrder => pass_flow_order(s, p),
         };

@@ -48,7 +48,7 @@ fn seed_example() -> (Graph, Vec<u32>) {
 }
 
 fn seed_params(variant: Variant) -> RefineParams {
-    RefineParams { variant, threshold: 0, tie_break: false, max_rounds: 64 }
+    RefineParams { variant, threshold: 0, tie_break: false, max_rounds: 64, hill_climb: 0 }
 }
 
 #[test]

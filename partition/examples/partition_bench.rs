@@ -1,0 +1,93 @@
+//! Benchmark: the critical-gain partitioner against METIS on the shipped models'
+//! operator graphs and on generated layered DAGs, for k = 2, 4, 8. Prints a
+//! markdown table.
+//!
+//! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
+//!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
+//!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]`
+//!
+//! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
+//! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
+
+use std::path::PathBuf;
+
+use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::graph::Graph;
+use baton_partition::multilevel::{self, Params, Scheme};
+use baton_partition::refine::Variant;
+use baton_partition::report::{self, Row};
+use baton_partition::{generate, metis_ref, onnx_graph};
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    match args.iter().position(|a| a == name) {
+        Some(i) => args.get(i + 1).unwrap_or_else(|| panic!("{name} needs a value")).parse().expect(name),
+        None => default,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let shapes: PathBuf = arg(&args, "--shapes", PathBuf::from(".cache/shapes"));
+    let sizes: String = arg(&args, "--sizes", "1000,10000,100000".to_string());
+    let restarts: usize = arg(&args, "--restarts", 1);
+    let scheme: Scheme = arg(&args, "--scheme", Scheme::Multilevel);
+    let variant: Variant = arg(&args, "--variant", Variant::AllCandidates);
+    let rule: CriticalRule = arg(&args, "--critical", CriticalRule::default());
+    let value: CriticalValue = arg(&args, "--value", CriticalValue::Unit);
+    let epsilon: f64 = arg(&args, "--epsilon", 0.03);
+
+    let mut graphs: Vec<(String, Graph)> = Vec::new();
+    for (label, file) in [
+        ("PP-OCRv4 det", "ch_PP-OCRv4_det_infer.onnx"),
+        ("PP-OCRv4 rec", "ch_PP-OCRv4_rec_infer.onnx"),
+        ("silero-vad", "silero_vad.onnx"),
+    ] {
+        match onnx_graph::read_file(&shapes.join(file)) {
+            Ok(g) => graphs.push((label.to_string(), g)),
+            Err(e) => eprintln!("skipping {label}: {e}"),
+        }
+    }
+    for n in sizes.split(',').filter(|s| !s.is_empty()) {
+        let n: usize = n.trim().parse().expect("--sizes");
+        graphs.push((format!("layered DAG {n}"), generate::layered_dag(n, 42)));
+    }
+    println!(
+        "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}\n"
+    );
+    println!("{}", report::TABLE_HEADER);
+    let (mut wins, mut ties, mut losses, mut time_ok, mut rows) = (0, 0, 0, 0, 0);
+    for (name, mut g) in graphs {
+        critical::mark(&mut g, rule, value);
+        for k in [2usize, 4, 8] {
+            if g.n() < 2 * k {
+                continue;
+            }
+            let mut p = Params::new(k);
+            p.epsilon = epsilon;
+            p.scheme = scheme;
+            p.restarts = restarts;
+            p.refine.variant = variant;
+            let o = multilevel::partition(&g, &p);
+            let ours = Row::from_outcome("critical", &g, k, &o);
+            let m = metis_ref::partition(&g, k, epsilon, true, 1).expect("METIS");
+            let theirs = Row::from_metis(&g, k, &m);
+            println!("{}", report::table_row(&name, &g, &ours, &theirs));
+            rows += 1;
+            match ours.cut.critical.cmp(&theirs.cut.critical) {
+                std::cmp::Ordering::Less => wins += 1,
+                std::cmp::Ordering::Equal => ties += 1,
+                std::cmp::Ordering::Greater => losses += 1,
+            }
+            if ours.seconds <= 2.0 * theirs.seconds.max(1e-4) {
+                time_ok += 1;
+            }
+        }
+    }
+    println!(
+        "\ncritical cut vs METIS: {wins} lower, {ties} equal, {losses} higher (of {rows}); within 2x METIS time: {time_ok} of {rows}"
+    );
+    println!("`!` marks a partition over the balance limit.");
+}
