@@ -6,10 +6,11 @@
 //! - readers: [`metis_format`], [`onnx_graph`], [`pipeline`]; [`generate`] makes layered DAGs.
 //! - [`clustering`]: the seed's initial partition (flow clusters, random assignment, random moves).
 //! - [`refine`]: the seed's boundary refinement by first/second critical gain.
-//! - [`coarsen`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
+//! - [`coarsen`], [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
 //! - [`metis_ref`]: METIS on the same graph, as the reference.
 //! - [`metrics`]: cuts and balance; [`report`]: text and JSON output.
 
+pub mod bisection;
 pub mod clustering;
 pub mod coarsen;
 pub mod critical;

@@ -5,7 +5,8 @@
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
 //!   relations contracted first) until the graph is small, partition the
 //!   coarsest graph with the seed's method (several tries, plus one try that
-//!   slices the flow order into k contiguous runs; best kept), then
+//!   slices the flow order into k contiguous runs and, for k a power of two,
+//!   one by recursive bisection; best kept), then
 //!   project back level by level, running the seed's refinement at each level.
 //!
 //! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
@@ -22,6 +23,7 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use crate::bisection;
 use crate::clustering;
 use crate::coarsen;
 use crate::graph::Graph;
@@ -169,6 +171,8 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
         // The first try slices the flow order; the others follow the seed.
         let init = if t == 0 {
             clustering::flow_slices(coarsest, p.k)
+        } else if t == 1 && p.k.is_power_of_two() {
+            bisection::recursive(coarsest, p.k, p.epsilon, 4, &p.refine, rng)
         } else {
             clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng)
         };

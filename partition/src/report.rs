@@ -76,27 +76,28 @@ pub fn parts_listing(g: &Graph, part: &[u32], k: usize) -> Vec<Vec<String>> {
     parts
 }
 
-/// Markdown table header for benchmark rows.
-pub const TABLE_HEADER: &str = "| graph | n | m | crit. rel. | k | crit. cut (ours) | crit. cut (METIS) | total cut (ours) | total cut (METIS) | imbalance ours / METIS | time ours / METIS (ms) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
-
-/// One markdown row comparing ours with METIS on one graph and k.
-pub fn table_row(name: &str, g: &Graph, ours: &Row, metis: &Row) -> String {
-    let flag = |b: bool| if b { "" } else { "!" };
+/// Markdown table header for benchmark rows (one column group per partitioner,
+/// named in `methods`).
+pub fn table_header(methods: &[&str]) -> String {
+    let m = methods.join(" / ");
     format!(
-        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}%{} / {:.1}%{} | {:.1} / {:.1} |",
+        "| graph | n | m | crit. rel. | k | crit. cut {m} | total cut {m} | imbalance {m} | time (ms) {m} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+}
+
+/// One markdown row comparing several partitioners on one graph and k.
+pub fn table_row(name: &str, g: &Graph, rows: &[Row]) -> String {
+    let join = |f: &dyn Fn(&Row) -> String| rows.iter().map(f).collect::<Vec<_>>().join(" / ");
+    let flag = |r: &Row| if r.balanced { "" } else { "!" };
+    format!(
+        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
         g.n(),
         g.m(),
         g.critical_edges(),
-        ours.k,
-        ours.cut.critical,
-        metis.cut.critical,
-        ours.cut.total,
-        metis.cut.total,
-        100.0 * ours.imbalance,
-        flag(ours.balanced),
-        100.0 * metis.imbalance,
-        flag(metis.balanced),
-        1000.0 * ours.seconds,
-        1000.0 * metis.seconds
+        rows.first().map_or(0, |r| r.k),
+        join(&|r| r.cut.critical.to_string()),
+        join(&|r| r.cut.total.to_string()),
+        join(&|r| format!("{:.1}%{}", 100.0 * r.imbalance, flag(r))),
+        join(&|r| format!("{:.1}", 1000.0 * r.seconds)),
     )
 }
