@@ -77,6 +77,11 @@ pub struct PlanArgs {
     /// Partition: a move needs second gain - first gain > THRESHOLD.
     #[arg(long, default_value_t = 0)]
     pub threshold: i64,
+    /// Partition: hill-climbing moves allowed past the best point in the
+    /// all-candidates refinement (0 = the seed's rule, improving moves only;
+    /// default 0 for `--scheme seed`, 64 otherwise).
+    #[arg(long)]
+    pub hill_climb: Option<usize>,
     /// Partition: independent runs, the best kept.
     #[arg(long, default_value_t = 1)]
     pub restarts: usize,

@@ -77,8 +77,9 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     p.seed = args.seed;
     p.refine.variant = variant;
     p.refine.threshold = args.threshold;
+    p.refine.hill_climb = args.hill_climb.unwrap_or(if scheme == Scheme::Seed { 0 } else { 64 });
     let o = multilevel::partition(&g, &p);
-    let mut rows = vec![Row::from_outcome(&format!("{}", args.scheme), &g, k, &o)];
+    let mut rows = vec![Row::from_outcome(&args.scheme, &g, k, &o)];
     if args.compare_metis {
         let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
         rows.push(Row::from_metis(&g, k, &m));

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use crate::clustering;
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
-use crate::refine::{self, RefineParams, State};
+use crate::refine::{self, RefineParams};
 
 /// The subgraph induced by the vertices with `keep[v]`, and the original id of
 /// each of its vertices.
@@ -47,21 +47,20 @@ pub fn induced(g: &Graph, keep: &[bool]) -> (Graph, Vec<Vertex>) {
 /// One balanced bisection of `g`, best of `tries`.
 fn bisect(g: &Graph, epsilon: f64, tries: usize, refine_p: &RefineParams, rng: &mut StdRng) -> Vec<u32> {
     let cap = metrics::max_part_weight(g, 2, epsilon);
-    let mut best: Option<(Vec<u32>, (bool, (i64, i64)))> = None;
-    for t in 0..tries.max(1) {
-        let init = if t == 0 { clustering::flow_slices(g, 2) } else { clustering::seed_initial(g, 2, cap, 8, rng) };
-        let mut s = State::new(g, 2, cap, init);
-        refine::refine(&mut s, refine_p);
-        let key = (s.loads.iter().any(|&l| l > cap), s.cut);
-        if best.as_ref().is_none_or(|b| key < b.1) {
-            best = Some((s.part, key));
-        }
-    }
-    best.expect("one try").0
+    let init =
+        |t: usize| if t == 0 { clustering::flow_slices(g, 2) } else { clustering::seed_initial(g, 2, cap, 8, rng) };
+    refine::best_of(g, 2, cap, tries, refine_p, init).0
 }
 
 /// A k-way partition of `g` by recursive bisection; `k` must be a power of two.
-pub fn recursive(g: &Graph, k: usize, epsilon: f64, tries: usize, refine_p: &RefineParams, rng: &mut StdRng) -> Vec<u32> {
+pub fn recursive(
+    g: &Graph,
+    k: usize,
+    epsilon: f64,
+    tries: usize,
+    refine_p: &RefineParams,
+    rng: &mut StdRng,
+) -> Vec<u32> {
     assert!(k.is_power_of_two(), "recursive bisection needs a power of two, got {k}");
     let levels = k.trailing_zeros() as i32;
     let eps = if levels > 0 { (1.0 + epsilon).powf(1.0 / levels as f64) - 1.0 } else { epsilon };

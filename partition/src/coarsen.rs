@@ -16,8 +16,8 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
     let mut node_w = vec![0i64; groups];
     let mut first = vec![u32::MAX; groups];
     let mut count = vec![0usize; groups + 1];
-    for v in 0..n {
-        let c = map[v] as usize;
+    for (v, &c) in map.iter().enumerate() {
+        let c = c as usize;
         node_w[c] += g.node_w[v];
         first[c] = first[c].min(g.rank[v]);
         count[c + 1] += 1;
@@ -27,10 +27,9 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
     }
     let mut members = vec![0 as Vertex; n];
     let mut fill = count.clone();
-    for v in 0..n {
-        let c = map[v] as usize;
-        members[fill[c]] = v as Vertex;
-        fill[c] += 1;
+    for (v, &c) in map.iter().enumerate() {
+        members[fill[c as usize]] = v as Vertex;
+        fill[c as usize] += 1;
     }
     // Flow order of groups: by their earliest member.
     let mut by_first: Vec<u32> = (0..groups as u32).collect();

@@ -85,11 +85,11 @@ pub fn mark(g: &mut Graph, rule: CriticalRule, value: CriticalValue) {
         CriticalRule::Path { slack } => on_long_paths(g, slack),
         CriticalRule::Top { percent } => heaviest(g, percent),
     };
-    for i in 0..g.adj.len() {
-        g.ec[i] = match (crit[i], value) {
+    for ((c, &w), &is_crit) in g.ec.iter_mut().zip(&g.ew).zip(&crit) {
+        *c = match (is_crit, value) {
             (false, _) => 0,
             (true, CriticalValue::Unit) => 1,
-            (true, CriticalValue::Weighted) => g.ew[i],
+            (true, CriticalValue::Weighted) => w,
         };
     }
 }

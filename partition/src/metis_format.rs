@@ -22,8 +22,11 @@ pub struct FormatError {
 }
 
 pub fn read_file(path: &Path) -> Result<Graph, FormatError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| FormatError { file: path.display().to_string(), line: 0, msg: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|e| FormatError {
+        file: path.display().to_string(),
+        line: 0,
+        msg: e.to_string(),
+    })?;
     parse(&text, &path.display().to_string())
 }
 
@@ -63,9 +66,9 @@ pub fn parse(text: &str, file: &str) -> Result<Graph, FormatError> {
     let mut entries = 0i64;
     let mut last_line = hline;
     for v in 0..n {
-        let (ln, line) = lines.next().ok_or_else(|| {
-            err(last_line + 1, format!("file ends after {v} vertex lines, header says {n} vertices"))
-        })?;
+        let (ln, line) = lines
+            .next()
+            .ok_or_else(|| err(last_line + 1, format!("file ends after {v} vertex lines, header says {n} vertices")))?;
         last_line = ln;
         let vals = nums(ln, line)?;
         let fixed = has_size as usize + ncon;
@@ -104,7 +107,10 @@ pub fn parse(text: &str, file: &str) -> Result<Graph, FormatError> {
         return Err(err(ln, format!("unexpected line after {n} vertices: `{}`", extra.trim())));
     }
     if entries != 2 * m {
-        return Err(err(hline, format!("header says {m} edges, the lists hold {entries} entries (expected {})", 2 * m)));
+        return Err(err(
+            hline,
+            format!("header says {m} edges, the lists hold {entries} entries (expected {})", 2 * m),
+        ));
     }
     let g = b.build();
     if g.m() as i64 != m {

@@ -38,13 +38,7 @@ pub fn metis_weights(g: &Graph, informed: bool) -> Vec<metis::Idx> {
         let max_w = g.ew.iter().copied().max().unwrap_or(0).max(1);
         g.ec.iter()
             .zip(&g.ew)
-            .map(|(&c, &w)| {
-                if c > 0 {
-                    CRITICAL_FACTOR + CRITICAL_FACTOR * c / max_c
-                } else {
-                    1 + 99 * w / max_w
-                }
-            })
+            .map(|(&c, &w)| if c > 0 { CRITICAL_FACTOR + CRITICAL_FACTOR * c / max_c } else { 1 + 99 * w / max_w })
             .collect()
     } else {
         g.ew.clone()

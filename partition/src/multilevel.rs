@@ -28,7 +28,7 @@ use crate::clustering;
 use crate::coarsen;
 use crate::graph::Graph;
 use crate::metrics;
-use crate::refine::{self, RefineParams, State};
+use crate::refine::{self, Rank, RefineParams, State};
 
 /// Which driver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -102,32 +102,32 @@ pub struct Outcome {
 pub fn partition(g: &Graph, p: &Params) -> Outcome {
     let start = Instant::now();
     let cap = metrics::max_part_weight(g, p.k, p.epsilon);
-    let mut best: Option<(Vec<u32>, (bool, (i64, i64)), usize, usize)> = None;
+    let mut best: Option<(Vec<u32>, Rank, usize, usize)> = None;
     for r in 0..p.restarts.max(1) {
         let mut rng = StdRng::seed_from_u64(p.seed.wrapping_mul(0x9E37_79B9).wrapping_add(r as u64));
-        let (part, levels, moves) = match p.scheme {
+        let one = |init: Vec<u32>| refine::best_of(g, p.k, cap, 1, &p.refine, |_| init.clone());
+        let (part, rank, levels, moves) = match p.scheme {
             Scheme::Seed => {
-                let init = clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng);
-                let mut s = State::new(g, p.k, cap, init);
-                let st = refine::refine(&mut s, &p.refine);
-                (s.part, 1, st.moves)
+                let (part, rank, moves) = one(clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng));
+                (part, rank, 1, moves)
             }
-            Scheme::Multilevel => multilevel(g, p, cap, &mut rng),
+            Scheme::Multilevel => {
+                let (part, levels, moves) = multilevel(g, p, cap, &mut rng);
+                let rank = (!metrics::is_balanced(g, &part, p.k, p.epsilon), metrics::cut(g, &part).key());
+                (part, rank, levels, moves)
+            }
             Scheme::MetisRefine => {
                 let seed = p.seed.wrapping_add(r as u64);
                 let init = match crate::metis_ref::partition(g, p.k, p.epsilon, true, seed) {
                     Ok(m) => m.part,
                     Err(_) => clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng),
                 };
-                let mut s = State::new(g, p.k, cap, init);
-                let st = refine::refine(&mut s, &p.refine);
-                (s.part, 1, st.moves)
+                let (part, rank, moves) = one(init);
+                (part, rank, 1, moves)
             }
         };
-        // Balanced runs first (false < true), then the lower cut.
-        let key = (!metrics::is_balanced(g, &part, p.k, p.epsilon), metrics::cut(g, &part).key());
-        if best.as_ref().is_none_or(|b| key < b.1) {
-            best = Some((part, key, levels, moves));
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((part, rank, levels, moves));
         }
     }
     let (part, (unbalanced, _), levels, moves) = best.expect("at least one run");
@@ -164,26 +164,19 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
     }
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
-    let mut moves = 0;
-    // Several seed initial partitions of the coarsest graph, each refined.
-    let mut best: Option<(Vec<u32>, (bool, (i64, i64)))> = None;
-    for t in 0..p.initial_tries.max(1) {
-        // The first try slices the flow order; the others follow the seed.
-        let init = if t == 0 {
+    // Several initial partitions of the coarsest graph, each refined: the first
+    // slices the flow order, the second bisects recursively (k a power of two),
+    // the others follow the seed.
+    let init = |t: usize| {
+        if t == 0 {
             clustering::flow_slices(coarsest, p.k)
         } else if t == 1 && p.k.is_power_of_two() {
             bisection::recursive(coarsest, p.k, p.epsilon, 4, &p.refine, rng)
         } else {
             clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng)
-        };
-        let mut s = State::new(coarsest, p.k, cap, init);
-        moves += refine::refine(&mut s, &p.refine).moves;
-        let key = (s.loads.iter().any(|&l| l > cap), s.cut);
-        if best.as_ref().is_none_or(|b| key < b.1) {
-            best = Some((s.part, key));
         }
-    }
-    let mut part = best.expect("one try").0;
+    };
+    let (mut part, _, mut moves) = refine::best_of(coarsest, p.k, cap, p.initial_tries, &p.refine, init);
     // Uncoarsen: project and refine at each finer level.
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };

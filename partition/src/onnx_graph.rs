@@ -121,10 +121,10 @@ pub struct Dimension {
 /// Bytes per element of an ONNX data type (unknown types count 4).
 fn elem_bytes(t: i32) -> i64 {
     match t {
-        2 | 3 | 9 => 1,       // uint8, int8, bool
-        4 | 5 | 10 | 16 => 2, // uint16, int16, float16, bfloat16
+        2 | 3 | 9 => 1,        // uint8, int8, bool
+        4 | 5 | 10 | 16 => 2,  // uint16, int16, float16, bfloat16
         7 | 11 | 13 | 14 => 8, // int64, double, uint64, complex64
-        15 => 16,             // complex128
+        15 => 16,              // complex128
         _ => 4,
     }
 }
@@ -132,7 +132,8 @@ fn elem_bytes(t: i32) -> i64 {
 /// Reads a model file and builds its operator graph.
 pub fn read_file(path: &Path) -> Result<Graph, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let model = ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{}: not an ONNX model: {e}", path.display()))?;
+    let model =
+        ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{}: not an ONNX model: {e}", path.display()))?;
     let graph = model.graph.ok_or_else(|| format!("{}: the model has no graph", path.display()))?;
     Ok(operator_graph(&graph))
 }
@@ -155,7 +156,8 @@ impl Builder {
     fn collect_sizes(&mut self, g: &GraphProto) {
         for vi in g.value_info.iter().chain(&g.input).chain(&g.output) {
             if let Some(tt) = vi.r#type.as_ref().and_then(|t| t.tensor_type.as_ref()) {
-                let elems: i64 = tt.shape.as_ref().map_or(1, |s| s.dim.iter().map(|d| d.dim_value.unwrap_or(1).max(1)).product());
+                let elems: i64 =
+                    tt.shape.as_ref().map_or(1, |s| s.dim.iter().map(|d| d.dim_value.unwrap_or(1).max(1)).product());
                 self.sizes.insert(vi.name.clone(), elems * elem_bytes(tt.elem_type));
             }
         }
@@ -196,7 +198,11 @@ impl Builder {
                 .map(|t| self.size_kib(t))
                 .sum();
             let load = node.output.iter().filter(|o| !o.is_empty()).map(|o| self.size_kib(o)).sum::<i64>() + body_kib;
-            let name = if node.name.is_empty() { format!("{}_{}", node.op_type, self.b.names.len()) } else { node.name.clone() };
+            let name = if node.name.is_empty() {
+                format!("{}_{}", node.op_type, self.b.names.len())
+            } else {
+                node.name.clone()
+            };
             let v = self.b.add_vertex(name, load.max(1));
             for o in node.output.iter().filter(|o| !o.is_empty()) {
                 self.producer.insert(o.clone(), v);
@@ -318,8 +324,7 @@ mod tests {
         assert_eq!(names, vec!["conv", "relu", "cmp", "t1", "t2", "out"]);
         // a is 1*8*32*32 f32 = 32 KiB.
         assert_eq!(og.node_w[0], 32);
-        let rel: Vec<(String, String, i64)> =
-            og.relations().map(|(u, v, w, _)| (og.name(u), og.name(v), w)).collect();
+        let rel: Vec<(String, String, i64)> = og.relations().map(|(u, v, w, _)| (og.name(u), og.name(v), w)).collect();
         assert!(rel.contains(&("conv".into(), "relu".into(), 32)));
         assert!(rel.contains(&("relu".into(), "t1".into(), 32)));
         assert!(rel.contains(&("t2".into(), "out".into(), 1)), "{rel:?}");

@@ -74,7 +74,8 @@ const LATENCY_FIELDS: [(&str, f64); 9] = [
 fn node_latencies(p: &Value) -> HashMap<String, f64> {
     let nodes = p.get("nodes").unwrap_or(p);
     let pick = |v: &Value| -> Option<f64> {
-        v.as_f64().or_else(|| LATENCY_FIELDS.iter().find_map(|(f, s)| v.get(*f).and_then(|x| x.as_f64()).map(|x| x * s)))
+        v.as_f64()
+            .or_else(|| LATENCY_FIELDS.iter().find_map(|(f, s)| v.get(*f).and_then(|x| x.as_f64()).map(|x| x * s)))
     };
     let mut out = HashMap::new();
     match nodes {
@@ -139,7 +140,8 @@ to = "join.b"
         let load = |g: &Graph, n: &str| g.node_w[g.names.iter().position(|x| x == n).unwrap()];
         assert_eq!(load(&g, "a"), 2000);
         assert_eq!(load(&g, "b"), 1000);
-        let prof: Value = serde_json::json!({"nodes": {"a": {"mean_us": 500.0}, "join": 3.0}, "edges": {"embed->a": 4096}});
+        let prof: Value =
+            serde_json::json!({"nodes": {"a": {"mean_us": 500.0}, "join": 3.0}, "edges": {"embed->a": 4096}});
         let g = parse(DIAMOND, Some(&prof)).unwrap();
         assert_eq!(load(&g, "a"), 500);
         assert_eq!(load(&g, "join"), 3000);

@@ -370,3 +370,31 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     stats
 }
+
+/// Rank of a partition: over the load limit or not (balanced first), then the
+/// (critical, total) cut.
+pub type Rank = (bool, (i64, i64));
+
+/// Refines each starting partition `init(t)` for `t` in `0..tries` and keeps
+/// the best. Returns the partition, its rank and the moves made in all.
+pub fn best_of(
+    g: &Graph,
+    k: usize,
+    cap: i64,
+    tries: usize,
+    p: &RefineParams,
+    mut init: impl FnMut(usize) -> Vec<u32>,
+) -> (Vec<u32>, Rank, usize) {
+    let mut best: Option<(Vec<u32>, Rank)> = None;
+    let mut moves = 0;
+    for t in 0..tries.max(1) {
+        let mut s = State::new(g, k, cap, init(t));
+        moves += refine(&mut s, p).moves;
+        let rank = (!s.balanced(), s.cut);
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((s.part, rank));
+        }
+    }
+    let (part, rank) = best.expect("at least one try");
+    (part, rank, moves)
+}

@@ -45,7 +45,12 @@ fn metis_seeded_refinement_is_never_worse_than_metis() {
             let o = multilevel::partition(&g, &p);
             if m.balanced {
                 assert!(o.balanced, "{name} k={k}");
-                assert!(o.cut.critical <= m.cut.critical, "{name} k={k}: {} > METIS {}", o.cut.critical, m.cut.critical);
+                assert!(
+                    o.cut.critical <= m.cut.critical,
+                    "{name} k={k}: {} > METIS {}",
+                    o.cut.critical,
+                    m.cut.critical
+                );
             }
             let ml = multilevel::partition(&g, &Params::new(k));
             assert!(ml.balanced, "{name} k={k}: multilevel imbalance {}", ml.imbalance);

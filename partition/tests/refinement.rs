@@ -43,7 +43,17 @@ fn seed_example() -> (Graph, Vec<u32>) {
     }
     let a = [2, 3, 4, 7];
     let bb = [6, 8, 9, 11];
-    let part = (1..=14u32).map(|id| if a.contains(&id) { 0 } else if bb.contains(&id) { 1 } else { 2 }).collect();
+    let part = (1..=14u32)
+        .map(|id| {
+            if a.contains(&id) {
+                0
+            } else if bb.contains(&id) {
+                1
+            } else {
+                2
+            }
+        })
+        .collect();
     (b.build(), part)
 }
 
