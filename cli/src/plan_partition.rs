@@ -82,7 +82,7 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     let mut rows = vec![Row::from_outcome(&args.scheme, &g, k, &o)];
     if args.compare_metis {
         let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
-        rows.push(Row::from_metis(&g, k, &m));
+        rows.push(Row::from_outcome("metis", &g, k, &m));
     }
     for r in &rows {
         println!("{}", r.line());

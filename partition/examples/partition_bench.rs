@@ -75,7 +75,7 @@ fn main() {
             let ml = multilevel::partition(&g, &p);
             let mr = multilevel::partition(&g, &Params { scheme: Scheme::MetisRefine, restarts: 1, ..p });
             let m = metis_ref::partition(&g, k, epsilon, true, 1).expect("METIS");
-            let theirs = Row::from_metis(&g, k, &m);
+            let theirs = Row::from_outcome("metis", &g, k, &m);
             let ours = [Row::from_outcome("multilevel", &g, k, &ml), Row::from_outcome("metis-refine", &g, k, &mr)];
             for (t, o) in tally.iter_mut().zip(&ours) {
                 let idx = match o.cut.critical.cmp(&theirs.cut.critical) {

@@ -15,19 +15,10 @@ use metis::option;
 
 use crate::graph::Graph;
 use crate::metrics;
+use crate::multilevel::Outcome;
 
 /// How much more a critical relation weighs than a non-critical one for METIS.
 pub const CRITICAL_FACTOR: i64 = 1000;
-
-/// A METIS result, measured with this crate's metrics.
-#[derive(Clone, Debug)]
-pub struct MetisOutcome {
-    pub part: Vec<u32>,
-    pub cut: metrics::Cut,
-    pub imbalance: f64,
-    pub balanced: bool,
-    pub seconds: f64,
-}
 
 /// The edge weights METIS is given (one per adjacency entry).
 pub fn metis_weights(g: &Graph, informed: bool) -> Vec<metis::Idx> {
@@ -51,16 +42,18 @@ pub fn metis_weights(g: &Graph, informed: bool) -> Vec<metis::Idx> {
 }
 
 /// Runs METIS k-way (recursive bisection for k = 2) on `g`.
-pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -> Result<MetisOutcome, String> {
+pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -> Result<Outcome, String> {
     let n = g.n();
     if k < 2 || n < k {
         let part = vec![0u32; n];
-        return Ok(MetisOutcome {
+        return Ok(Outcome {
             cut: metrics::cut(g, &part),
             imbalance: metrics::imbalance(g, &part, k.max(1)),
             balanced: k <= 1,
             part,
             seconds: 0.0,
+            levels: 0,
+            moves: 0,
         });
     }
     let xadj: Vec<metis::Idx> = g.xadj.iter().map(|&x| x as metis::Idx).collect();
@@ -80,11 +73,13 @@ pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -
     let seconds = start.elapsed().as_secs_f64();
     res.map_err(|e| format!("METIS failed: {e}"))?;
     let part: Vec<u32> = part.into_iter().map(|p| p as u32).collect();
-    Ok(MetisOutcome {
+    Ok(Outcome {
         cut: metrics::cut(g, &part),
         imbalance: metrics::imbalance(g, &part, k),
         balanced: metrics::is_balanced(g, &part, k, epsilon),
         part,
         seconds,
+        levels: 0,
+        moves: 0,
     })
 }

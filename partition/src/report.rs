@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use crate::graph::Graph;
-use crate::metis_ref::MetisOutcome;
 use crate::metrics::{self, Cut};
 use crate::multilevel::Outcome;
 
@@ -26,19 +25,6 @@ impl Row {
     pub fn from_outcome(method: &str, g: &Graph, k: usize, o: &Outcome) -> Row {
         Row {
             method: method.into(),
-            k,
-            cut: o.cut.clone(),
-            loads: metrics::part_weights(g, &o.part, k),
-            imbalance: o.imbalance,
-            balanced: o.balanced,
-            seconds: o.seconds,
-            part: o.part.clone(),
-        }
-    }
-
-    pub fn from_metis(g: &Graph, k: usize, o: &MetisOutcome) -> Row {
-        Row {
-            method: "metis".into(),
             k,
             cut: o.cut.clone(),
             loads: metrics::part_weights(g, &o.part, k),
