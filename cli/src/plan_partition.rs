@@ -70,14 +70,15 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
         g.critical_edges(),
         args.epsilon
     );
-    let mut p = Params::new(k);
+    let mut p = Params::for_scheme(k, scheme);
     p.epsilon = args.epsilon;
-    p.scheme = scheme;
     p.restarts = args.restarts.max(1);
     p.seed = args.seed;
     p.refine.variant = variant;
     p.refine.threshold = args.threshold;
-    p.refine.hill_climb = args.hill_climb.unwrap_or(if scheme == Scheme::Seed { 0 } else { 64 });
+    if let Some(h) = args.hill_climb {
+        p.refine.hill_climb = h;
+    }
     let o = multilevel::partition(&g, &p);
     let mut rows = vec![Row::from_outcome(&args.scheme, &g, k, &o)];
     if args.compare_metis {

@@ -27,13 +27,18 @@ impl Cut {
 
 pub fn cut(g: &Graph, part: &[u32]) -> Cut {
     let mut c = Cut::default();
-    for (u, v, w, cv) in g.relations() {
-        if part[u as usize] != part[v as usize] {
-            c.total += w;
-            c.edges += 1;
-            if cv > 0 {
-                c.critical += cv;
-                c.critical_edges += 1;
+    for v in 0..g.n() {
+        let pv = part[v];
+        for i in g.xadj[v]..g.xadj[v + 1] {
+            let u = g.adj[i] as usize;
+            // Each relation once (from its lower id), when it crosses parts.
+            if u > v && part[u] != pv {
+                c.total += g.ew[i];
+                c.edges += 1;
+                if g.ec[i] > 0 {
+                    c.critical += g.ec[i];
+                    c.critical_edges += 1;
+                }
             }
         }
     }

@@ -6,9 +6,8 @@
 //!   relations contracted first) until the graph is small, partition the
 //!   coarsest graph with the seed's method (several tries, plus one try that
 //!   slices the flow order into k contiguous runs and, for k a power of two,
-//!   one by recursive bisection; best kept), then
-//!   project back level by level, running the seed's refinement at each level.
-//!
+//!   one by recursive bisection; best kept), then project back level by level,
+//!   running the refinement at each level.
 //! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
 //!   (the seed starts from k graphs "partitioned by an existing method"); the
 //!   refinement keeps the best partition seen, so the critical cut is never
@@ -72,6 +71,18 @@ pub struct Params {
 }
 
 impl Params {
+    /// Settings for `scheme`: the seed's scheme refines by the seed's rule
+    /// (improving moves only), the others with hill climbing.
+    pub fn for_scheme(k: usize, scheme: Scheme) -> Self {
+        let mut p = Params::new(k);
+        p.scheme = scheme;
+        if scheme == Scheme::Seed {
+            p.refine.hill_climb = 0;
+        }
+        p
+    }
+
+    /// Defaults: multilevel, epsilon 3%, hill climbing 64, one run.
     pub fn new(k: usize) -> Self {
         Params {
             k,
@@ -155,7 +166,7 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
             break;
         }
         let (map, groups) = coarsen::heavy_matching(cur, max_vw, rng);
-        if groups as f64 > 0.95 * cur.n() as f64 {
+        if groups as f64 > 0.85 * cur.n() as f64 {
             break;
         }
         let next = coarsen::contract(cur, &map, groups);

@@ -230,10 +230,11 @@ pub fn rebalance(s: &mut State) -> usize {
     moves
 }
 
-/// One best-first pass: take the best passing candidate until none is left.
-fn pass_all_candidates(s: &mut State, p: &RefineParams, stamp: &mut [u32]) -> usize {
+/// One best-first pass over the boundary `bnd`: take the best passing
+/// candidate until none is left.
+fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32]) -> usize {
     let mut heap = BinaryHeap::new();
-    for v in s.boundary() {
+    for &v in bnd {
         if let Some(m) = s.best_move(v, false).filter(|m| passes(m, p)) {
             heap.push((m.gain, Reverse(v), stamp[v as usize]));
         }
@@ -265,9 +266,9 @@ fn pass_all_candidates(s: &mut State, p: &RefineParams, stamp: &mut [u32]) -> us
 /// One hill-climbing pass: best move first whatever its gain, each subtask
 /// once, stopping `p.hill_climb` moves past the best point; rolls back to it.
 /// Returns the number of moves kept.
-fn pass_hill_climb(s: &mut State, p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
+fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
     let mut heap = BinaryHeap::new();
-    for v in s.boundary() {
+    for &v in bnd {
         if let Some(m) = s.best_move(v, false) {
             heap.push((m.gain, Reverse(v), stamp[v as usize]));
         }
@@ -313,9 +314,9 @@ fn pass_hill_climb(s: &mut State, p: &RefineParams, stamp: &mut [u32], locked: &
     best_len
 }
 
-/// One sweep over the boundary in flow order.
-fn pass_flow_order(s: &mut State, p: &RefineParams) -> usize {
-    let mut cand = s.boundary();
+/// One sweep over the boundary `bnd` in flow order.
+fn pass_flow_order(s: &mut State, bnd: &[Vertex], p: &RefineParams) -> usize {
+    let mut cand = bnd.to_vec();
     cand.sort_unstable_by_key(|&v| s.g.rank[v as usize]);
     let mut moves = 0;
     for v in cand {
@@ -332,8 +333,9 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     let mut stats = RefineStats::default();
     stats.moves += rebalance(s);
     let n = s.g.n();
+    let mut bnd = s.boundary();
     let mut seen = vec![false; n];
-    for v in s.boundary() {
+    for &v in &bnd {
         seen[v as usize] = true;
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
@@ -342,22 +344,26 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
-            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, p, &mut stamp, &mut locked),
-            Variant::AllCandidates => pass_all_candidates(s, p, &mut stamp),
-            Variant::FlowOrder => pass_flow_order(s, p),
+            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, &bnd, p, &mut stamp, &mut locked),
+            Variant::AllCandidates => pass_all_candidates(s, &bnd, p, &mut stamp),
+            Variant::FlowOrder => pass_flow_order(s, &bnd, p),
         };
         stats.moves += moved;
         if s.balanced() && best.as_ref().is_none_or(|b| s.cut < b.1) {
             best = Some((s.part.clone(), s.cut));
         }
+        if moved == 0 {
+            break;
+        }
+        bnd = s.boundary();
         let mut fresh = false;
-        for v in s.boundary() {
+        for &v in &bnd {
             if !seen[v as usize] {
                 seen[v as usize] = true;
                 fresh = true;
             }
         }
-        if moved == 0 || !fresh {
+        if !fresh {
             break;
         }
     }
