@@ -70,14 +70,18 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
     Graph { names: vec![String::new(); groups], node_w, rank, xadj, adj, ew, ec }
 }
 
-/// Heavy-relation matching: each vertex, in random order, is paired with the
+/// Heavy-relation matching: each vertex, by increasing degree (random among
+/// equals), is paired with the
 /// unmatched neighbour it shares the most critical value with (then the most
 /// weight), when the pair stays under `max_weight`. Returns the map and the
 /// number of groups.
 pub fn heavy_matching(g: &Graph, max_weight: i64, rng: &mut impl Rng) -> (Vec<u32>, usize) {
     let n = g.n();
+    // Random order, then low degree first (as METIS's sorted heavy-edge matching):
+    // vertices with few neighbours find a partner before those are taken.
     let mut order: Vec<Vertex> = (0..n as Vertex).collect();
     order.shuffle(rng);
+    order.sort_by_key(|&v| g.xadj[v as usize + 1] - g.xadj[v as usize]);
     let mut mate = vec![u32::MAX; n];
     for &v in &order {
         if mate[v as usize] != u32::MAX {
