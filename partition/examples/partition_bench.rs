@@ -4,7 +4,8 @@
 //!
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
 //!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
-//!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]`
+//!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]
+//!  [--hill-climb N] [--tries N]` (the last two for our driver: hill climbing, initial tries)
 //!
 //! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
 //! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
@@ -43,6 +44,8 @@ fn main() {
     let rule: CriticalRule = arg(&args, "--critical", CriticalRule::default());
     let value: CriticalValue = arg(&args, "--value", CriticalValue::Unit);
     let epsilon: f64 = arg(&args, "--epsilon", 0.03);
+    let hill_climb: Option<usize> = args.iter().any(|a| a == "--hill-climb").then(|| arg(&args, "--hill-climb", 0));
+    let tries: Option<usize> = args.iter().any(|a| a == "--tries").then(|| arg(&args, "--tries", 0));
 
     let mut graphs: Vec<(String, Graph)> = Vec::new();
     for (label, file) in [
@@ -77,6 +80,12 @@ fn main() {
             p.epsilon = epsilon;
             p.restarts = restarts;
             p.refine.variant = variant;
+            if let Some(h) = hill_climb {
+                p.refine.hill_climb = h;
+            }
+            if let Some(t) = tries {
+                p.initial_tries = t;
+            }
             let ml = fastest(|| multilevel::partition(&g, &p));
             let mr_p = Params { epsilon, ..Params::for_scheme(k, Scheme::MetisRefine) };
             let mr = fastest(|| multilevel::partition(&g, &mr_p));
