@@ -79,7 +79,8 @@ pub fn parse(text: &str, file: &str) -> Result<Graph, FormatError> {
         if weight < 0 {
             return Err(err(ln, format!("vertex {} has negative weight {weight}", v + 1)));
         }
-        b.add_vertex("", weight);
+        // Named by their 1-based METIS ids.
+        b.add_vertex((v + 1).to_string(), weight);
         let rest = &vals[fixed..];
         let step = if has_ew { 2 } else { 1 };
         if rest.len() % step != 0 {
