@@ -1,11 +1,18 @@
 //! Initial k-way partitions by recursive bisection (for k a power of two): the
 //! graph is split in two, each half split again, and so on. Each bisection
-//! tries a flow-order slice and the seed's initial partition (flow clusters,
-//! random assignment, random moves), refines each with the critical-gain
-//! refinement and keeps the best. The balance limit of each bisection is chosen
+//! tries a flow-order slice, regions grown greedily from random vertices
+//! (graph growing: the frontier vertex that keeps the most critical value, then
+//! weight, inside joins next, until half the load), and the seed's initial
+//! partition; each is refined with the critical-gain refinement and the best
+//! kept. The balance limit of each bisection is chosen
 //! so that the product over the levels stays within the k-way limit.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::Rng;
 
 use crate::clustering;
 use crate::graph::{Graph, Vertex};
@@ -44,9 +51,63 @@ pub fn induced(g: &Graph, keep: &[bool]) -> (Graph, Vec<Vertex>) {
     (Graph { names, node_w, rank, xadj, adj, ew, ec }, old)
 }
 
+/// Grows part 0 from `start` until it holds half the load; the rest is part 1.
+pub fn grow_region(g: &Graph, start: Vertex, rng: &mut StdRng) -> Vec<u32> {
+    let n = g.n();
+    let half = g.total_weight() / 2;
+    let mut part = vec![1u32; n];
+    // Gain of moving v into part 0: its relations to part 0 minus those to part 1.
+    let gain = |part: &[u32], v: Vertex| -> (i64, i64) {
+        let mut d = (0, 0);
+        for i in g.range(v) {
+            let s = if part[g.adj[i] as usize] == 0 { 1 } else { -1 };
+            d = (d.0 + s * g.ec[i], d.1 + s * g.ew[i]);
+        }
+        d
+    };
+    let mut heap = BinaryHeap::new();
+    let mut load = 0i64;
+    heap.push((gain(&part, start), Reverse(start)));
+    while load < half {
+        let v = match heap.pop() {
+            Some((d, Reverse(v))) => {
+                if part[v as usize] == 0 || d != gain(&part, v) {
+                    if part[v as usize] != 0 {
+                        heap.push((gain(&part, v), Reverse(v)));
+                    }
+                    continue;
+                }
+                v
+            }
+            // A disconnected rest: start again from a random vertex outside.
+            None => {
+                let rest: Vec<Vertex> = (0..n as Vertex).filter(|&v| part[v as usize] == 1).collect();
+                match rest.choose(rng) {
+                    Some(&v) => v,
+                    None => break,
+                }
+            }
+        };
+        if load + g.node_w[v as usize] > half && load > 0 {
+            break;
+        }
+        part[v as usize] = 0;
+        load += g.node_w[v as usize];
+        for i in g.range(v) {
+            let u = g.adj[i];
+            if part[u as usize] == 1 {
+                heap.push((gain(&part, u), Reverse(u)));
+            }
+        }
+    }
+    part
+}
+
 /// One balanced bisection of `g`, best of `tries`.
 fn bisect(g: &Graph, epsilon: f64, tries: usize, refine_p: &RefineParams, rng: &mut StdRng) -> Vec<u32> {
-    let cap = metrics::max_part_weight(g, 2, epsilon);
+    // Room for at least one vertex past the average, so that heavy vertices can move.
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let cap = metrics::max_part_weight(g, 2, epsilon).max(g.total_weight() / 2 + heaviest);
     let init =
         |t: usize| if t == 0 { clustering::flow_slices(g, 2) } else { clustering::seed_initial(g, 2, cap, 8, rng) };
     refine::best_of(g, 2, cap, tries, refine_p, init).0

@@ -153,6 +153,14 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
     }
 }
 
+/// The load limit on a coarse level: the final limit, or the average load plus
+/// the level's heaviest vertex when that is larger, so that coarse vertices can
+/// still move; finer levels tighten it back (each refinement rebalances first).
+fn level_cap(g: &Graph, k: usize, cap: i64) -> i64 {
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    cap.max(g.total_weight() / k as i64 + heaviest)
+}
+
 fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
     let coarsen_to = (30 * p.k).max(60);
     let total = g.total_weight();
@@ -175,6 +183,7 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
     }
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
+    let coarse_cap = if graphs.is_empty() { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the first
     // slices the flow order, the second bisects recursively (k a power of two),
     // the others follow the seed.
@@ -182,17 +191,18 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
         } else if t == 1 && p.k.is_power_of_two() {
-            bisection::recursive(coarsest, p.k, p.epsilon, 4, &p.refine, rng)
+            bisection::recursive(coarsest, p.k, p.epsilon, 8, &p.refine, rng)
         } else {
-            clustering::seed_initial(coarsest, p.k, cap, p.sets_per_part, rng)
+            clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }
     };
-    let (mut part, _, mut moves) = refine::best_of(coarsest, p.k, cap, p.initial_tries, &p.refine, init);
+    let (mut part, _, mut moves) = refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init);
     // Uncoarsen: project and refine at each finer level.
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
         part = coarsen::project(&maps[lvl], &part);
-        let mut s = State::new(fine, p.k, cap, part);
+        let level = if lvl == 0 { cap } else { level_cap(fine, p.k, cap) };
+        let mut s = State::new(fine, p.k, level, part);
         moves += refine::refine(&mut s, &p.refine).moves;
         part = s.part;
     }
