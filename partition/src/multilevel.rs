@@ -162,7 +162,7 @@ fn level_cap(g: &Graph, k: usize, cap: i64) -> i64 {
 }
 
 fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
-    let coarsen_to = (30 * p.k).max(60);
+    let coarsen_to = (8 * p.k).max(16);
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
