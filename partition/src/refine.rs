@@ -89,6 +89,8 @@ pub struct State<'g> {
     pub loads: Vec<i64>,
     /// (critical cut, total cut), kept up to date by [`State::move_to`].
     pub cut: (i64, i64),
+    /// Vertices moved since the log was last drained (for boundary upkeep).
+    moved: Vec<Vertex>,
     scratch: Vec<(i64, i64)>,
     touched: Vec<u32>,
 }
@@ -104,7 +106,7 @@ impl<'g> State<'g> {
     pub fn new(g: &'g Graph, k: usize, cap: i64, part: Vec<u32>) -> Self {
         let loads = metrics::part_weights(g, &part, k);
         let c = metrics::cut(g, &part);
-        State { g, k, cap, part, loads, cut: c.key(), scratch: vec![(0, 0); k], touched: Vec::new() }
+        State { g, k, cap, part, loads, cut: c.key(), moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
     }
 
     /// Whether `v` has a relation to another part.
@@ -170,6 +172,7 @@ impl<'g> State<'g> {
         self.loads[self.part[v as usize] as usize] -= w;
         self.loads[m.to as usize] += w;
         self.part[v as usize] = m.to;
+        self.moved.push(v);
         self.cut.0 -= m.gain.0;
         self.cut.1 -= m.gain.1;
     }
@@ -180,6 +183,34 @@ impl<'g> State<'g> {
 
     fn boundary(&self) -> Vec<Vertex> {
         (0..self.g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect()
+    }
+
+    /// The boundary after moves: only the old boundary, the moved vertices and
+    /// their neighbours can be on it. Drains the move log; `mark` is all false
+    /// on entry and on return.
+    fn boundary_after_moves(&mut self, old: &[Vertex], mark: &mut [bool]) -> Vec<Vertex> {
+        let moved = std::mem::take(&mut self.moved);
+        let mut cand: Vec<Vertex> = Vec::with_capacity(old.len() + moved.len() * 4);
+        let mut add = |v: Vertex, cand: &mut Vec<Vertex>| {
+            if !mark[v as usize] {
+                mark[v as usize] = true;
+                cand.push(v);
+            }
+        };
+        for &v in old {
+            add(v, &mut cand);
+        }
+        for &v in &moved {
+            add(v, &mut cand);
+            for i in self.g.range(v) {
+                add(self.g.adj[i], &mut cand);
+            }
+        }
+        for &v in &cand {
+            mark[v as usize] = false;
+        }
+        cand.retain(|&v| self.is_boundary(v));
+        cand
     }
 }
 
@@ -333,7 +364,9 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     let mut stats = RefineStats::default();
     stats.moves += rebalance(s);
     let n = s.g.n();
+    s.moved.clear();
     let mut bnd = s.boundary();
+    let mut mark = vec![false; n];
     let mut seen = vec![false; n];
     for &v in &bnd {
         seen[v as usize] = true;
@@ -355,7 +388,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
         if moved == 0 {
             break;
         }
-        bnd = s.boundary();
+        bnd = s.boundary_after_moves(&bnd, &mut mark);
         let mut fresh = false;
         for &v in &bnd {
             if !seen[v as usize] {
