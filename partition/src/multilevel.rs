@@ -123,9 +123,23 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
                 (part, rank, 1, moves)
             }
             Scheme::Multilevel => {
-                let (part, levels, moves) = multilevel(g, p, cap, &mut rng);
-                let rank = (!metrics::is_balanced(g, &part, p.k, p.epsilon), metrics::cut(g, &part).key());
-                (part, rank, levels, moves)
+                let rank_of =
+                    |part: &[u32]| (!metrics::is_balanced(g, part, p.k, p.epsilon), metrics::cut(g, part).key());
+                let (part, levels, moves) = multilevel(g, p, cap, true, &mut rng);
+                let rank = rank_of(&part);
+                if rank.0 {
+                    // Relaxed coarse limits can leave heavy vertices where the final
+                    // limit cannot be met: run again with the final limit throughout.
+                    let (strict, levels2, moves2) = multilevel(g, p, cap, false, &mut rng);
+                    let rank2 = rank_of(&strict);
+                    if rank2 < rank {
+                        (strict, rank2, levels2, moves + moves2)
+                    } else {
+                        (part, rank, levels, moves + moves2)
+                    }
+                } else {
+                    (part, rank, levels, moves)
+                }
             }
             Scheme::MetisRefine => {
                 let seed = p.seed.wrapping_add(r as u64);
@@ -161,7 +175,7 @@ fn level_cap(g: &Graph, k: usize, cap: i64) -> i64 {
     cap.max(g.total_weight() / k as i64 + heaviest)
 }
 
-fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
+fn multilevel(g: &Graph, p: &Params, cap: i64, relax: bool, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
     let coarsen_to = (8 * p.k).max(16);
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
@@ -183,7 +197,7 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
     }
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
-    let coarse_cap = if graphs.is_empty() { cap } else { level_cap(coarsest, p.k, cap) };
+    let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the first
     // slices the flow order, the second bisects recursively (k a power of two),
     // the others follow the seed.
@@ -201,7 +215,7 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> (Vec<u32>, u
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
         part = coarsen::project(&maps[lvl], &part);
-        let level = if lvl == 0 { cap } else { level_cap(fine, p.k, cap) };
+        let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
         let mut s = State::new(fine, p.k, level, part);
         moves += refine::refine(&mut s, &p.refine).moves;
         part = s.part;
