@@ -82,6 +82,10 @@ pub struct PlanArgs {
     /// default 0 for `--scheme seed`, 64 otherwise).
     #[arg(long)]
     pub hill_climb: Option<usize>,
+    /// Partition: multilevel cycles (each further cycle coarsens within the
+    /// parts found so far and refines again).
+    #[arg(long, default_value_t = 1)]
+    pub vcycles: usize,
     /// Partition: independent runs, the best kept.
     #[arg(long, default_value_t = 1)]
     pub restarts: usize,

@@ -73,6 +73,7 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     let mut p = Params::for_scheme(k, scheme);
     p.epsilon = args.epsilon;
     p.restarts = args.restarts.max(1);
+    p.vcycles = args.vcycles.max(1);
     p.seed = args.seed;
     p.refine.variant = variant;
     p.refine.threshold = args.threshold;

@@ -12,7 +12,6 @@ use std::collections::BinaryHeap;
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
-use rand::Rng;
 
 use crate::clustering;
 use crate::graph::{Graph, Vertex};

@@ -75,7 +75,9 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
 /// unmatched neighbour it shares the most critical value with (then the most
 /// weight), when the pair stays under `max_weight`. Returns the map and the
 /// number of groups.
-pub fn heavy_matching(g: &Graph, max_weight: i64, rng: &mut impl Rng) -> (Vec<u32>, usize) {
+/// With `within`, only vertices of the same part are paired (the V-cycles of
+/// the multilevel driver coarsen an existing partition this way).
+pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &mut impl Rng) -> (Vec<u32>, usize) {
     let n = g.n();
     // Random order, then low degree first (as METIS's sorted heavy-edge matching):
     // vertices with few neighbours find a partner before those are taken.
@@ -92,6 +94,9 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, rng: &mut impl Rng) -> (Vec<u3
         for i in g.range(v) {
             let u = g.adj[i];
             if mate[u as usize] != u32::MAX || wv + g.node_w[u as usize] > max_weight {
+                continue;
+            }
+            if within.is_some_and(|part| part[u as usize] != part[v as usize]) {
                 continue;
             }
             let key = (g.ec[i], g.ew[i]);
@@ -159,12 +164,14 @@ mod tests {
         let g = b.build();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         for _ in 0..10 {
-            let (map, groups) = heavy_matching(&g, 2, &mut rng);
+            let (map, groups) = heavy_matching(&g, 2, None, &mut rng);
             assert_eq!(groups, 2);
             // Vertex 1 pairs with 2 (critical) unless 0 came first and took it.
             assert!(map[1] == map[2] || map[0] == map[1]);
         }
-        let (_, groups) = heavy_matching(&g, 1, &mut rng);
+        let (_, groups) = heavy_matching(&g, 1, None, &mut rng);
         assert_eq!(groups, 3, "no pair fits a weight limit of 1");
+        let (map, groups) = heavy_matching(&g, 2, Some(&[0, 0, 1]), &mut rng);
+        assert_eq!((groups, map[0] == map[1]), (2, true), "only 0-1 share a part");
     }
 }

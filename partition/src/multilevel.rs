@@ -65,6 +65,9 @@ pub struct Params {
     pub restarts: usize,
     /// Initial partitions tried on the coarsest graph (multilevel).
     pub initial_tries: usize,
+    /// Multilevel cycles: the first partitions the coarsest graph, each further
+    /// one coarsens within the parts of the best partition so far and refines it.
+    pub vcycles: usize,
     /// Flow-cluster sets per part in the seed's initial clustering.
     pub sets_per_part: usize,
     pub seed: u64,
@@ -91,6 +94,7 @@ impl Params {
             refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
             restarts: 1,
             initial_tries: 8,
+            vcycles: 1,
             sets_per_part: 8,
             seed: 1,
         }
@@ -125,12 +129,21 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
             Scheme::Multilevel => {
                 let rank_of =
                     |part: &[u32]| (!metrics::is_balanced(g, part, p.k, p.epsilon), metrics::cut(g, part).key());
-                let (part, levels, moves) = multilevel(g, p, cap, true, &mut rng);
-                let rank = rank_of(&part);
+                let (mut part, levels, mut moves) = multilevel(g, p, cap, true, None, &mut rng);
+                let mut rank = rank_of(&part);
+                // V-cycles: coarsen again within the parts and refine on the way back.
+                for _ in 1..p.vcycles.max(1) {
+                    let (next, _, m) = multilevel(g, p, cap, true, Some(&part), &mut rng);
+                    moves += m;
+                    let r = rank_of(&next);
+                    if r < rank {
+                        (part, rank) = (next, r);
+                    }
+                }
                 if rank.0 {
                     // Relaxed coarse limits can leave heavy vertices where the final
                     // limit cannot be met: run again with the final limit throughout.
-                    let (strict, levels2, moves2) = multilevel(g, p, cap, false, &mut rng);
+                    let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, &mut rng);
                     let rank2 = rank_of(&strict);
                     if rank2 < rank {
                         (strict, rank2, levels2, moves + moves2)
@@ -175,21 +188,39 @@ fn level_cap(g: &Graph, k: usize, cap: i64) -> i64 {
     cap.max(g.total_weight() / k as i64 + heaviest)
 }
 
-fn multilevel(g: &Graph, p: &Params, cap: i64, relax: bool, rng: &mut StdRng) -> (Vec<u32>, usize, usize) {
+/// One multilevel cycle. With `start`, coarsening pairs only vertices of the
+/// same part of `start`, which then is the coarsest graph's partition (a
+/// V-cycle improving `start`); otherwise the coarsest graph is partitioned anew.
+fn multilevel(
+    g: &Graph,
+    p: &Params,
+    cap: i64,
+    relax: bool,
+    start: Option<&[u32]>,
+    rng: &mut StdRng,
+) -> (Vec<u32>, usize, usize) {
     let coarsen_to = (8 * p.k).max(16);
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
     let mut maps: Vec<Vec<u32>> = Vec::new();
     let mut graphs: Vec<Graph> = Vec::new();
+    let mut start_part: Option<Vec<u32>> = start.map(|s| s.to_vec());
     loop {
         let cur = graphs.last().unwrap_or(g);
         if cur.n() <= coarsen_to {
             break;
         }
-        let (map, groups) = coarsen::heavy_matching(cur, max_vw, rng);
+        let (map, groups) = coarsen::heavy_matching(cur, max_vw, start_part.as_deref(), rng);
         if groups as f64 > 0.85 * cur.n() as f64 {
             break;
+        }
+        if let Some(sp) = start_part.as_mut() {
+            let mut coarse = vec![0u32; groups];
+            for (v, &c) in map.iter().enumerate() {
+                coarse[c as usize] = sp[v];
+            }
+            *sp = coarse;
         }
         let next = coarsen::contract(cur, &map, groups);
         maps.push(map);
@@ -210,7 +241,10 @@ fn multilevel(g: &Graph, p: &Params, cap: i64, relax: bool, rng: &mut StdRng) ->
             clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }
     };
-    let (mut part, _, mut moves) = refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init);
+    let (mut part, _, mut moves) = match start_part {
+        Some(sp) => refine::best_of(coarsest, p.k, coarse_cap, 1, &p.refine, |_| sp.clone()),
+        None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
+    };
     // Uncoarsen: project and refine at each finer level.
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
