@@ -12,9 +12,9 @@
 //! with the operator that reads it. Graph inputs and outputs are not vertices.
 //!
 //! Subgraphs: an `If` is inlined — the operators of its larger branch (by
-//! operator count) become vertices of the graph, reading outer tensors directly
-//! and standing in for the `If`'s outputs; the smaller branch is dropped (one
-//! branch runs per call). `Loop` and `Scan` stay single vertices whose load adds
+//! operator count; the then-branch on a tie) become vertices of the graph,
+//! reading outer tensors directly and standing in for the `If`'s outputs; the
+//! other branch is dropped (one branch runs per call). `Loop` and `Scan` stay single vertices whose load adds
 //! their body's outputs (a loop runs on one device).
 //!
 //! Only the needed subset of `onnx.proto` is decoded (hand-written prost types).
@@ -177,8 +177,13 @@ impl Builder {
                 continue;
             }
             if node.op_type == "If" {
-                let branches: Vec<&GraphProto> = node.attribute.iter().filter_map(|a| a.g.as_ref()).collect();
-                if let Some(big) = branches.iter().max_by_key(|b| b.node.len()) {
+                let branch = |name: &str| node.attribute.iter().find(|a| a.name == name).and_then(|a| a.g.as_ref());
+                // The larger branch; the then-branch on a tie.
+                let big = match (branch("then_branch"), branch("else_branch")) {
+                    (Some(t), Some(e)) => Some(if e.node.len() > t.node.len() { e } else { t }),
+                    (t, e) => t.or(e),
+                };
+                if let Some(big) = big {
                     // The branch's operators read the If's inputs (the condition's
                     // producer too) through outer names; the If's outputs become the
                     // branch's outputs.
