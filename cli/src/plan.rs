@@ -86,6 +86,10 @@ pub struct PlanArgs {
     /// parts found so far and refines again).
     #[arg(long, default_value_t = 1)]
     pub vcycles: usize,
+    /// Partition: multilevel cycles run on the graph coarsened to max(2000, 100 k)
+    /// vertices, each with its own coarsening, the best kept (quality for time).
+    #[arg(long, default_value_t = 1)]
+    pub coarse_restarts: usize,
     /// Partition: independent runs, the best kept.
     #[arg(long, default_value_t = 1)]
     pub restarts: usize,

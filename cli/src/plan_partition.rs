@@ -74,6 +74,7 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     p.epsilon = args.epsilon;
     p.restarts = args.restarts.max(1);
     p.vcycles = args.vcycles.max(1);
+    p.coarse_restarts = args.coarse_restarts.max(1);
     p.seed = args.seed;
     p.refine.variant = variant;
     p.refine.threshold = args.threshold;

@@ -5,8 +5,8 @@
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
 //!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
 //!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]
-//!  [--hill-climb N] [--tries N] [--vcycles N]` (the last three for our driver: hill climbing,
-//!  initial tries, multilevel cycles)
+//!  [--hill-climb N] [--tries N] [--vcycles N] [--coarse-restarts N]` (the last four for our
+//!  driver: hill climbing, initial tries, multilevel cycles, restarts on the coarse levels)
 //!
 //! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
 //! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
@@ -48,6 +48,8 @@ fn main() {
     let hill_climb: Option<usize> = args.iter().any(|a| a == "--hill-climb").then(|| arg(&args, "--hill-climb", 0));
     let tries: Option<usize> = args.iter().any(|a| a == "--tries").then(|| arg(&args, "--tries", 0));
     let vcycles: Option<usize> = args.iter().any(|a| a == "--vcycles").then(|| arg(&args, "--vcycles", 1));
+    let coarse_restarts: Option<usize> =
+        args.iter().any(|a| a == "--coarse-restarts").then(|| arg(&args, "--coarse-restarts", 1));
 
     let mut graphs: Vec<(String, Graph)> = Vec::new();
     for (label, file) in [
@@ -90,6 +92,9 @@ fn main() {
             }
             if let Some(c) = vcycles {
                 p.vcycles = c;
+            }
+            if let Some(c) = coarse_restarts {
+                p.coarse_restarts = c;
             }
             let ml = fastest(|| multilevel::partition(&g, &p));
             let mr_p = Params { epsilon, ..Params::for_scheme(k, Scheme::MetisRefine) };

@@ -68,6 +68,9 @@ pub struct Params {
     /// Multilevel cycles: the first partitions the coarsest graph, each further
     /// one coarsens within the parts of the best partition so far and refines it.
     pub vcycles: usize,
+    /// Multilevel cycles run on the graph coarsened to max(2000, 100 k)
+    /// vertices (different random coarsenings of the coarse levels), best kept.
+    pub coarse_restarts: usize,
     /// Flow-cluster sets per part in the seed's initial clustering.
     pub sets_per_part: usize,
     pub seed: u64,
@@ -95,6 +98,7 @@ impl Params {
             restarts: 1,
             initial_tries: 8,
             vcycles: 1,
+            coarse_restarts: 1,
             sets_per_part: 8,
             seed: 1,
         }
@@ -203,12 +207,17 @@ fn multilevel(
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
+    // Coarse restarts: coarsen once down to a mid-sized graph, then run the
+    // whole multilevel cycle on it several times (cheap there) and keep the best.
+    let mid = (100 * p.k).max(2000);
+    let inner = p.coarse_restarts > 1 && start.is_none();
+    let stop_at = if inner { mid } else { coarsen_to };
     let mut maps: Vec<Vec<u32>> = Vec::new();
     let mut graphs: Vec<Graph> = Vec::new();
     let mut start_part: Option<Vec<u32>> = start.map(|s| s.to_vec());
     loop {
         let cur = graphs.last().unwrap_or(g);
-        if cur.n() <= coarsen_to {
+        if cur.n() <= stop_at {
             break;
         }
         let (map, groups) = coarsen::heavy_matching(cur, max_vw, start_part.as_deref(), rng);
@@ -243,6 +252,22 @@ fn multilevel(
     };
     let (mut part, _, mut moves) = match start_part {
         Some(sp) => refine::best_of(coarsest, p.k, coarse_cap, 1, &p.refine, |_| sp.clone()),
+        None if inner => {
+            let once = Params { coarse_restarts: 1, ..*p };
+            let mut best: Option<(Vec<u32>, Rank)> = None;
+            let mut moves = 0;
+            for _ in 0..p.coarse_restarts {
+                let (part, _, m) = multilevel(coarsest, &once, coarse_cap, relax, None, rng);
+                moves += m;
+                let over = metrics::part_weights(coarsest, &part, p.k).iter().any(|&l| l > coarse_cap);
+                let rank = (over, metrics::cut(coarsest, &part).key());
+                if best.as_ref().is_none_or(|b| rank < b.1) {
+                    best = Some((part, rank));
+                }
+            }
+            let (part, rank) = best.expect("at least one restart");
+            (part, rank, moves)
+        }
         None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
     };
     // Uncoarsen: project and refine at each finer level.

@@ -194,3 +194,18 @@ fn balance_holds_and_refinement_never_raises_the_cut() {
         assert!(o.balanced && o.imbalance <= 0.03 + 1e-9, "k={k}: imbalance {}", o.imbalance);
     }
 }
+
+#[test]
+fn coarse_restarts_and_vcycles_stay_balanced_and_do_not_lose() {
+    let mut g = baton_partition::generate::layered_dag(5000, 21);
+    critical::mark(&mut g, CriticalRule::default(), CriticalValue::Unit);
+    for k in [2, 4] {
+        let one = multilevel::partition(&g, &Params::new(k));
+        for p in [Params { coarse_restarts: 6, ..Params::new(k) }, Params { vcycles: 3, ..Params::new(k) }] {
+            let o = multilevel::partition(&g, &p);
+            assert!(o.balanced, "k={k} {p:?}");
+            assert_eq!(o.cut, metrics::cut(&g, &o.part));
+            assert!(o.cut.critical <= one.cut.critical, "k={k} {p:?}: {} > {}", o.cut.critical, one.cut.critical);
+        }
+    }
+}
