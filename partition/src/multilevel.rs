@@ -7,7 +7,11 @@
 //!   coarsest graph with the seed's method (several tries, plus one try that
 //!   slices the flow order into k contiguous runs and, for k a power of two,
 //!   one by recursive bisection; best kept), then project back level by level,
-//!   running the refinement at each level.
+//!   running the refinement at each level. Coarse levels get one vertex of room
+//!   past the average load, tightened to the final limit at the finest level.
+//!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
+//!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
+//!   graph coarsened to a mid size, best kept).
 //! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
 //!   (the seed starts from k graphs "partitioned by an existing method"); the
 //!   refinement keeps the best partition seen, so the critical cut is never
