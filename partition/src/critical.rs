@@ -6,7 +6,8 @@
 //!   order — is at least `(1 - SLACK)` times the longest path of the graph. Slack 0
 //!   keeps only the relations on a longest path.
 //! - `top:PERCENT`: a relation is critical when its weight (tensor bytes) is
-//!   among the heaviest PERCENT percent (the size threshold).
+//!   among the heaviest PERCENT percent (the size threshold); relations tied
+//!   with the threshold count too, unless the threshold is the smallest weight.
 //!
 //! The value of a critical relation is 1 (`unit`, the seed's counting) or its
 //! weight (`weighted`: critical traffic in bytes). Undirected inputs get a flow
@@ -142,7 +143,11 @@ fn heaviest(g: &Graph, percent: f64) -> Vec<bool> {
     weights.sort_unstable_by(|a, b| b.cmp(a));
     let keep = ((weights.len() as f64 * percent / 100.0).ceil() as usize).clamp(1, weights.len());
     let bar = weights[keep - 1];
-    g.ew.iter().map(|&w| w >= bar).collect()
+    // Ties at the threshold count, except ties at the smallest weight (else a
+    // graph of mostly minimal tensors would be all critical) unless all are kept.
+    let min = *weights.last().expect("not empty");
+    let ties = bar > min || keep == weights.len();
+    g.ew.iter().map(|&w| if ties { w >= bar } else { w > bar }).collect()
 }
 
 #[cfg(test)]
@@ -183,6 +188,17 @@ mod tests {
         let crit: Vec<i64> = g.relations().map(|r| r.3).collect();
         assert_eq!(crit, vec![0, 400, 0, 200]);
         assert!("top:x".parse::<CriticalRule>().is_err());
+        // Mostly minimal weights: only the heavier ones, not the tied floor.
+        let mut b = GraphBuilder::new();
+        let v: Vec<u32> = (0..6).map(|i| b.add_vertex(format!("v{i}"), 1)).collect();
+        for (i, w) in [1, 1, 1, 1, 8].iter().enumerate() {
+            b.add_edge(v[i], v[i + 1], *w, 0);
+        }
+        let mut g = b.build();
+        mark(&mut g, CriticalRule::Top { percent: 50.0 }, CriticalValue::Unit);
+        assert_eq!(g.critical_edges(), 1);
+        mark(&mut g, CriticalRule::Top { percent: 100.0 }, CriticalValue::Unit);
+        assert_eq!(g.critical_edges(), 5);
         assert_eq!("path:0.2".parse::<CriticalRule>(), Ok(CriticalRule::Path { slack: 0.2 }));
     }
 }
