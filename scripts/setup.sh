@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Baton dev setup: Python venv (.venv), ONNX Runtime shared library (.cache/onnxruntime),
-# the ONNX test models (models/), the real pretrained models (models/real/), and the
+# the ONNX test models (models/), the real pretrained models (models/real/) and their
+# shape-annotated copies for the partitioner (.cache/shapes/), and the
 # serving tests' client venv (.venv-client, by scripts/setup-client.sh).
 # Idempotent and cached: safe to run any number of times.
 set -euo pipefail
@@ -82,6 +83,20 @@ if [[ $real_ok == 0 || "$(cat models/real/.stamp 2>/dev/null)" != "$real_sha" ]]
     echo "==> fetching real models into models/real/"
     "$PY" scripts/fetch_real_models.py models/real
     echo "$real_sha" > models/real/.stamp
+    did=1
+fi
+
+# c3. Shape-annotated copies of the real models for the graph partitioner (.cache/shapes);
+#     redone only when a copy is missing or annotate_shapes.py changed.
+shapes_sha=$(sha scripts/annotate_shapes.py)
+shapes_ok=1
+for f in ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx silero_vad.onnx; do
+    [[ -f .cache/shapes/$f ]] || shapes_ok=0
+done
+if [[ $shapes_ok == 0 || "$(cat .cache/shapes/.stamp 2>/dev/null)" != "$shapes_sha" ]]; then
+    echo "==> annotating model shapes into .cache/shapes/"
+    "$PY" scripts/annotate_shapes.py models/real .cache/shapes
+    echo "$shapes_sha" > .cache/shapes/.stamp
     did=1
 fi
 

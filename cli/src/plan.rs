@@ -57,6 +57,45 @@ pub struct PlanArgs {
     /// Write the plan here (JSON, plus a placement a pipeline config can use).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * total / k.
+    #[arg(long, default_value_t = 0.03)]
+    pub epsilon: f64,
+    /// Partition: which relations are critical, `path[:SLACK]` (near-longest flow
+    /// paths) or `top:PERCENT` (heaviest relations).
+    #[arg(long, default_value = "path:0.1")]
+    pub critical: String,
+    /// Partition: a critical relation counts `unit` (1) or `weighted` (its bytes).
+    #[arg(long, default_value = "unit")]
+    pub critical_value: String,
+    /// Partition: driver, `multilevel`, `seed` (the seed's method on the whole
+    /// graph) or `metis-refine` (the seed's refinement of METIS's partition).
+    #[arg(long, default_value = "multilevel")]
+    pub scheme: String,
+    /// Partition: refinement variant, `all` (all candidates, best first) or `flow` (flow order).
+    #[arg(long, default_value = "all")]
+    pub variant: String,
+    /// Partition: a move needs second gain - first gain > THRESHOLD.
+    #[arg(long, default_value_t = 0)]
+    pub threshold: i64,
+    /// Partition: hill-climbing moves allowed past the best point in the
+    /// all-candidates refinement (0 = the seed's rule, improving moves only;
+    /// default 0 for `--scheme seed`, 64 otherwise).
+    #[arg(long)]
+    pub hill_climb: Option<usize>,
+    /// Partition: multilevel cycles (each further cycle coarsens within the
+    /// parts found so far and refines again).
+    #[arg(long, default_value_t = 1)]
+    pub vcycles: usize,
+    /// Partition: multilevel cycles run on the graph coarsened to max(2000, 100 k)
+    /// vertices, each with its own coarsening, the best kept (quality for time).
+    #[arg(long, default_value_t = 1)]
+    pub coarse_restarts: usize,
+    /// Partition: independent runs, the best kept.
+    #[arg(long, default_value_t = 1)]
+    pub restarts: usize,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {

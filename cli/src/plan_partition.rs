@@ -1,8 +1,123 @@
-//! `baton plan --method partition`.
+//! `baton plan --method partition`: split a pipeline, an ONNX model's operator
+//! graph or a METIS-format graph into k balanced parts, keeping critical
+//! relations inside parts (seed 002's refinement, see `baton-partition`), and
+//! with `--compare-metis` run METIS on the same graph in the same call.
 
 use std::process::ExitCode;
 
-pub fn run(_args: crate::plan::PlanArgs) -> ExitCode {
-    eprintln!("error: the partitioner is not built yet");
-    ExitCode::from(2)
+use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::graph::Graph;
+use baton_partition::multilevel::{self, Params, Scheme};
+use baton_partition::refine::Variant;
+use baton_partition::report::{self, Row};
+use baton_partition::{metis_format, metis_ref, onnx_graph, pipeline};
+use serde_json::json;
+
+use crate::plan::PlanArgs;
+
+/// Graphs up to this size get their parts listed by vertex name.
+const LIST_PARTS_UP_TO: usize = 64;
+
+pub fn run(args: PlanArgs) -> ExitCode {
+    match plan(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(args: &PlanArgs) -> Result<(String, Graph), String> {
+    let given = [args.pipeline.is_some(), args.model.is_some(), args.graph.is_some()];
+    if given.iter().filter(|&&g| g).count() != 1 {
+        return Err("give exactly one of --pipeline, --model, --graph".into());
+    }
+    if let Some(p) = &args.pipeline {
+        return Ok((p.display().to_string(), pipeline::read_file(p, args.profile.as_deref())?));
+    }
+    if let Some(m) = &args.model {
+        return Ok((m.display().to_string(), onnx_graph::read_file(m)?));
+    }
+    let f = args.graph.as_ref().expect("checked above");
+    Ok((f.display().to_string(), metis_format::read_file(f).map_err(|e| e.to_string())?))
+}
+
+fn plan(args: &PlanArgs) -> Result<(), String> {
+    if args.parts < 1 {
+        return Err("-k must be at least 1".into());
+    }
+    if !(0.0..=10.0).contains(&args.epsilon) {
+        return Err(format!("--epsilon must be in [0, 10], got {}", args.epsilon));
+    }
+    if args.threshold < 0 {
+        return Err("--threshold must be >= 0".into());
+    }
+    let rule: CriticalRule = args.critical.parse()?;
+    let value: CriticalValue = args.critical_value.parse()?;
+    let scheme: Scheme = args.scheme.parse()?;
+    let variant: Variant = args.variant.parse()?;
+    let (source, mut g) = load(args)?;
+    if g.n() < args.parts {
+        return Err(format!("{source}: {} vertices cannot fill {} parts", g.n(), args.parts));
+    }
+    critical::mark(&mut g, rule, value);
+    let k = args.parts;
+    println!(
+        "{source}: {} vertices, {} relations, {} critical ({rule:?}, {value:?}); k = {k}, epsilon = {}",
+        g.n(),
+        g.m(),
+        g.critical_edges(),
+        args.epsilon
+    );
+    let mut p = Params::for_scheme(k, scheme);
+    p.epsilon = args.epsilon;
+    p.restarts = args.restarts.max(1);
+    p.vcycles = args.vcycles.max(1);
+    p.coarse_restarts = args.coarse_restarts.max(1);
+    p.seed = args.seed;
+    p.refine.variant = variant;
+    p.refine.threshold = args.threshold;
+    if let Some(h) = args.hill_climb {
+        p.refine.hill_climb = h;
+    }
+    let o = multilevel::partition(&g, &p);
+    let mut rows = vec![Row::from_outcome(&args.scheme, &g, k, &o)];
+    if args.compare_metis {
+        let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
+        rows.push(Row::from_outcome("metis", &g, k, &m));
+    }
+    for r in &rows {
+        println!("{}", r.line());
+        if g.n() <= LIST_PARTS_UP_TO {
+            for (i, names) in report::parts_listing(&g, &r.part, k).iter().enumerate() {
+                println!("    part {i}: {}", names.join(", "));
+            }
+        }
+    }
+    if let Some(out) = &args.out {
+        let results: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                let assignment: serde_json::Map<String, serde_json::Value> =
+                    (0..g.n()).map(|v| (g.name(v as u32), json!(r.part[v]))).collect();
+                json!({"result": r, "assignment": assignment})
+            })
+            .collect();
+        let doc = json!({
+            "source": source,
+            "k": k,
+            "epsilon": args.epsilon,
+            "critical": format!("{rule:?}"),
+            "critical_value": format!("{value:?}"),
+            "vertices": g.n(),
+            "relations": g.m(),
+            "critical_relations": g.critical_edges(),
+            "runs": results,
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
 }

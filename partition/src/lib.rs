@@ -1,2 +1,26 @@
 //! Graph partitioning: splitting a pipeline or a model's operator graph into
 //! k balanced parts while keeping critical relations inside parts.
+//!
+//! - [`graph`]: the graph model (loads, weighted relations, flow order, critical marks).
+//! - [`critical`]: which relations are critical (longest-path or size rule).
+//! - readers: [`metis_format`], [`onnx_graph`], [`pipeline`]; [`generate`] makes layered DAGs.
+//! - [`clustering`]: the seed's initial partition (flow clusters, random assignment, random moves).
+//! - [`refine`]: the seed's boundary refinement by first/second critical gain.
+//! - [`coarsen`], [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
+//! - [`metis_ref`]: METIS on the same graph, as the reference.
+//! - [`metrics`]: cuts and balance; [`report`]: text and JSON output.
+
+pub mod bisection;
+pub mod clustering;
+pub mod coarsen;
+pub mod critical;
+pub mod generate;
+pub mod graph;
+pub mod metis_format;
+pub mod metis_ref;
+pub mod metrics;
+pub mod multilevel;
+pub mod onnx_graph;
+pub mod pipeline;
+pub mod refine;
+pub mod report;

@@ -1,0 +1,60 @@
+//! `baton plan --method partition` end to end: a METIS-format graph in, both
+//! partitioners' results out (text and JSON), and a malformed file named with
+//! its line.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("baton-plan-partition-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Two triangles joined by one edge: the best bisection cuts only that edge.
+const TWO_TRIANGLES: &str = "6 7\n2 3\n1 3\n1 2 4\n3 5 6\n4 6\n4 5\n";
+
+#[test]
+fn partitions_a_graph_file_and_compares_with_metis() {
+    let graph = scratch("two.graph");
+    let out = scratch("plan.json");
+    std::fs::write(&graph, TWO_TRIANGLES).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["plan", "--method", "partition", "-k", "2", "--compare-metis", "--critical", "top:100"])
+        .arg("--graph")
+        .arg(&graph)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("multilevel k=2 critical cut 1 (1 relations)"), "{stdout}");
+    assert!(stdout.contains("metis      k=2 critical cut 1 (1 relations)"), "{stdout}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["result"]["balanced"], true);
+        assert_eq!(r["result"]["loads"], serde_json::json!([3, 3]));
+        let a = &r["assignment"];
+        // Vertices are named by their 1-based METIS ids.
+        assert_eq!(a["1"], a["2"]);
+        assert_eq!(a["1"], a["3"]);
+        assert_ne!(a["3"], a["4"]);
+    }
+}
+
+#[test]
+fn a_malformed_graph_file_is_named_with_its_line() {
+    let graph = scratch("bad.graph");
+    std::fs::write(&graph, "3 2\n2\n1 4\n2\n").unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["plan", "--method", "partition", "-k", "2", "--graph"])
+        .arg(&graph)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains(&format!("{}:3: neighbour 4 out of range 1..=3", graph.display())), "{stderr}");
+}

@@ -1,0 +1,177 @@
+//! Contracting a graph: vertex groups become single vertices, relations between
+//! groups are merged (weights and critical values summed), and the flow order of
+//! a group is that of its earliest member. Two ways to form groups:
+//! heavy-relation matching (pairs, critical relations first) for the multilevel
+//! driver, and clustering by flow relations (chains, the seed's initial
+//! clustering) in [`crate::clustering`].
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::graph::{Graph, Vertex};
+
+/// Contracts `g` by `map` (fine vertex → group id in `0..groups`).
+pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
+    let n = g.n();
+    let mut node_w = vec![0i64; groups];
+    let mut first = vec![u32::MAX; groups];
+    let mut count = vec![0usize; groups + 1];
+    for (v, &c) in map.iter().enumerate() {
+        let c = c as usize;
+        node_w[c] += g.node_w[v];
+        first[c] = first[c].min(g.rank[v]);
+        count[c + 1] += 1;
+    }
+    for c in 0..groups {
+        count[c + 1] += count[c];
+    }
+    let mut members = vec![0 as Vertex; n];
+    let mut fill = count.clone();
+    for (v, &c) in map.iter().enumerate() {
+        members[fill[c as usize]] = v as Vertex;
+        fill[c as usize] += 1;
+    }
+    // Flow order of groups: by their earliest member.
+    let mut by_first: Vec<u32> = (0..groups as u32).collect();
+    by_first.sort_unstable_by_key(|&c| first[c as usize]);
+    let mut rank = vec![0u32; groups];
+    for (r, &c) in by_first.iter().enumerate() {
+        rank[c as usize] = r as u32;
+    }
+    let mut xadj = Vec::with_capacity(groups + 1);
+    xadj.push(0);
+    let (mut adj, mut ew, mut ec) = (Vec::new(), Vec::new(), Vec::new());
+    let mut slot = vec![usize::MAX; groups];
+    for c in 0..groups {
+        let start = adj.len();
+        for &v in &members[count[c]..count[c + 1]] {
+            for i in g.range(v) {
+                let d = map[g.adj[i] as usize];
+                if d as usize == c {
+                    continue;
+                }
+                let s = slot[d as usize];
+                if s == usize::MAX {
+                    slot[d as usize] = adj.len();
+                    adj.push(d);
+                    ew.push(g.ew[i]);
+                    ec.push(g.ec[i]);
+                } else {
+                    ew[s] += g.ew[i];
+                    ec[s] += g.ec[i];
+                }
+            }
+        }
+        for &d in &adj[start..] {
+            slot[d as usize] = usize::MAX;
+        }
+        xadj.push(adj.len());
+    }
+    Graph { names: vec![String::new(); groups], node_w, rank, xadj, adj, ew, ec }
+}
+
+/// Heavy-relation matching: each vertex, by increasing degree (random among
+/// equals), is paired with the
+/// unmatched neighbour it shares the most critical value with (then the most
+/// weight), when the pair stays under `max_weight`. Returns the map and the
+/// number of groups.
+/// With `within`, only vertices of the same part are paired (the V-cycles of
+/// the multilevel driver coarsen an existing partition this way).
+pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &mut impl Rng) -> (Vec<u32>, usize) {
+    let n = g.n();
+    // Random order, then low degree first (as METIS's sorted heavy-edge matching):
+    // vertices with few neighbours find a partner before those are taken.
+    let mut order: Vec<Vertex> = (0..n as Vertex).collect();
+    order.shuffle(rng);
+    order.sort_by_key(|&v| g.xadj[v as usize + 1] - g.xadj[v as usize]);
+    let mut mate = vec![u32::MAX; n];
+    for &v in &order {
+        if mate[v as usize] != u32::MAX {
+            continue;
+        }
+        let wv = g.node_w[v as usize];
+        let mut best: Option<(Vertex, (i64, i64))> = None;
+        for i in g.range(v) {
+            let u = g.adj[i];
+            if mate[u as usize] != u32::MAX || wv + g.node_w[u as usize] > max_weight {
+                continue;
+            }
+            if within.is_some_and(|part| part[u as usize] != part[v as usize]) {
+                continue;
+            }
+            let key = (g.ec[i], g.ew[i]);
+            if best.is_none_or(|b| key > b.1) {
+                best = Some((u, key));
+            }
+        }
+        match best {
+            Some((u, _)) => {
+                mate[v as usize] = u;
+                mate[u as usize] = v;
+            }
+            None => mate[v as usize] = v,
+        }
+    }
+    let mut map = vec![u32::MAX; n];
+    let mut groups = 0u32;
+    for v in 0..n {
+        if map[v] == u32::MAX {
+            map[v] = groups;
+            map[mate[v] as usize] = groups;
+            groups += 1;
+        }
+    }
+    (map, groups as usize)
+}
+
+/// Maps a coarse partition back to the fine vertices.
+pub fn project(map: &[u32], coarse_part: &[u32]) -> Vec<u32> {
+    map.iter().map(|&c| coarse_part[c as usize]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::GraphBuilder;
+    use rand::SeedableRng;
+
+    #[test]
+    fn contraction_merges_weights_and_keeps_flow_order() {
+        // 0→1→2→3, critical 1→2; group {0,1} and {2,3}.
+        let mut b = GraphBuilder::new();
+        for i in 0..4 {
+            b.add_vertex(format!("v{i}"), i + 1);
+        }
+        b.add_edge(0, 1, 5, 0);
+        b.add_edge(1, 2, 7, 1);
+        b.add_edge(0, 3, 2, 0);
+        b.add_edge(2, 3, 1, 0);
+        let g = b.build();
+        let c = contract(&g, &[0, 0, 1, 1], 2);
+        assert_eq!(c.node_w, vec![3, 7]);
+        assert_eq!(c.relations().collect::<Vec<_>>(), vec![(0, 1, 9, 1)]);
+        assert!(c.rank[0] < c.rank[1]);
+    }
+
+    #[test]
+    fn matching_prefers_critical_relations_and_respects_weight() {
+        let mut b = GraphBuilder::new();
+        for _ in 0..3 {
+            b.add_vertex("", 1);
+        }
+        b.add_edge(0, 1, 100, 0);
+        b.add_edge(1, 2, 1, 1);
+        let g = b.build();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for _ in 0..10 {
+            let (map, groups) = heavy_matching(&g, 2, None, &mut rng);
+            assert_eq!(groups, 2);
+            // Vertex 1 pairs with 2 (critical) unless 0 came first and took it.
+            assert!(map[1] == map[2] || map[0] == map[1]);
+        }
+        let (_, groups) = heavy_matching(&g, 1, None, &mut rng);
+        assert_eq!(groups, 3, "no pair fits a weight limit of 1");
+        let (map, groups) = heavy_matching(&g, 2, Some(&[0, 0, 1]), &mut rng);
+        assert_eq!((groups, map[0] == map[1]), (2, true), "only 0-1 share a part");
+    }
+}

@@ -1,0 +1,75 @@
+//! Measures of a partition: critical cut, total cut, part loads and imbalance,
+//! and the balance limit every partitioner here treats as a hard constraint.
+
+use serde::Serialize;
+
+use crate::graph::Graph;
+
+/// What a partition costs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Cut {
+    /// Sum of critical values over relations between parts.
+    pub critical: i64,
+    /// Number of critical relations between parts.
+    pub critical_edges: usize,
+    /// Sum of weights over relations between parts.
+    pub total: i64,
+    /// Number of relations between parts.
+    pub edges: usize,
+}
+
+impl Cut {
+    /// The objective, compared lexicographically: critical cut first, then total cut.
+    pub fn key(&self) -> (i64, i64) {
+        (self.critical, self.total)
+    }
+}
+
+pub fn cut(g: &Graph, part: &[u32]) -> Cut {
+    let mut c = Cut::default();
+    for v in 0..g.n() {
+        let pv = part[v];
+        for i in g.xadj[v]..g.xadj[v + 1] {
+            let u = g.adj[i] as usize;
+            // Each relation once (from its lower id), when it crosses parts.
+            if u > v && part[u] != pv {
+                c.total += g.ew[i];
+                c.edges += 1;
+                if g.ec[i] > 0 {
+                    c.critical += g.ec[i];
+                    c.critical_edges += 1;
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Loads of the `k` parts.
+pub fn part_weights(g: &Graph, part: &[u32], k: usize) -> Vec<i64> {
+    let mut w = vec![0i64; k];
+    for (v, &p) in part.iter().enumerate() {
+        w[p as usize] += g.node_w[v];
+    }
+    w
+}
+
+/// `max load / (total / k) - 1`: 0 for perfect balance.
+pub fn imbalance(g: &Graph, part: &[u32], k: usize) -> f64 {
+    let w = part_weights(g, part, k);
+    let avg = g.total_weight() as f64 / k as f64;
+    w.iter().copied().max().unwrap_or(0) as f64 / avg - 1.0
+}
+
+/// The largest load a part may carry: `(1 + epsilon) * total / k`, but never less
+/// than the heaviest single vertex (a vertex cannot be split).
+pub fn max_part_weight(g: &Graph, k: usize, epsilon: f64) -> i64 {
+    let cap = ((1.0 + epsilon) * g.total_weight() as f64 / k as f64).floor() as i64;
+    cap.max(g.node_w.iter().copied().max().unwrap_or(1))
+}
+
+/// Whether every part is within the limit.
+pub fn is_balanced(g: &Graph, part: &[u32], k: usize, epsilon: f64) -> bool {
+    let cap = max_part_weight(g, k, epsilon);
+    part_weights(g, part, k).iter().all(|&w| w <= cap)
+}

@@ -1,0 +1,287 @@
+//! The partitioning drivers.
+//!
+//! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
+//!   random assignment, random moves, then critical-gain refinement.
+//! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
+//!   relations contracted first) until the graph is small, partition the
+//!   coarsest graph with the seed's method (several tries, plus one try that
+//!   slices the flow order into k contiguous runs and, for k a power of two,
+//!   one by recursive bisection; best kept), then project back level by level,
+//!   running the refinement at each level. Coarse levels get one vertex of room
+//!   past the average load, tightened to the final limit at the finest level.
+//!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
+//!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
+//!   graph coarsened to a mid size, best kept).
+//! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
+//!   (the seed starts from k graphs "partitioned by an existing method"); the
+//!   refinement keeps the best partition seen, so the critical cut is never
+//!   above METIS's.
+//!
+//! All repeat `restarts` times with different random seeds and keep the best
+//! balanced result (critical cut, then total cut).
+
+use std::str::FromStr;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::bisection;
+use crate::clustering;
+use crate::coarsen;
+use crate::graph::Graph;
+use crate::metrics;
+use crate::refine::{self, Rank, RefineParams, State};
+
+/// Which driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// The seed's method on the full graph.
+    Seed,
+    /// Coarsen, partition, refine at each level.
+    #[default]
+    Multilevel,
+    /// METIS's partition, then the seed's refinement.
+    MetisRefine,
+}
+
+impl FromStr for Scheme {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seed" => Ok(Scheme::Seed),
+            "multilevel" => Ok(Scheme::Multilevel),
+            "metis-refine" => Ok(Scheme::MetisRefine),
+            _ => Err(format!("unknown scheme `{s}` (expected seed, multilevel or metis-refine)")),
+        }
+    }
+}
+
+/// Partitioner settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    pub k: usize,
+    /// Allowed imbalance: a part may carry `(1 + epsilon) * total / k`.
+    pub epsilon: f64,
+    pub scheme: Scheme,
+    pub refine: RefineParams,
+    /// Independent runs; the best is kept.
+    pub restarts: usize,
+    /// Initial partitions tried on the coarsest graph (multilevel).
+    pub initial_tries: usize,
+    /// Multilevel cycles: the first partitions the coarsest graph, each further
+    /// one coarsens within the parts of the best partition so far and refines it.
+    pub vcycles: usize,
+    /// Multilevel cycles run on the graph coarsened to max(2000, 100 k)
+    /// vertices (different random coarsenings of the coarse levels), best kept.
+    pub coarse_restarts: usize,
+    /// Flow-cluster sets per part in the seed's initial clustering.
+    pub sets_per_part: usize,
+    pub seed: u64,
+}
+
+impl Params {
+    /// Settings for `scheme`: the seed's scheme refines by the seed's rule
+    /// (improving moves only), the others with hill climbing.
+    pub fn for_scheme(k: usize, scheme: Scheme) -> Self {
+        let mut p = Params::new(k);
+        p.scheme = scheme;
+        if scheme == Scheme::Seed {
+            p.refine.hill_climb = 0;
+        }
+        p
+    }
+
+    /// Defaults: multilevel, epsilon 3%, hill climbing 64, one run.
+    pub fn new(k: usize) -> Self {
+        Params {
+            k,
+            epsilon: 0.03,
+            scheme: Scheme::Multilevel,
+            refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
+            restarts: 1,
+            initial_tries: 8,
+            vcycles: 1,
+            coarse_restarts: 1,
+            sets_per_part: 8,
+            seed: 1,
+        }
+    }
+}
+
+/// A partition and how it was found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub part: Vec<u32>,
+    pub cut: metrics::Cut,
+    pub imbalance: f64,
+    pub balanced: bool,
+    pub seconds: f64,
+    pub levels: usize,
+    pub moves: usize,
+}
+
+/// Partitions `g` into `p.k` parts.
+pub fn partition(g: &Graph, p: &Params) -> Outcome {
+    let start = Instant::now();
+    let cap = metrics::max_part_weight(g, p.k, p.epsilon);
+    let mut best: Option<(Vec<u32>, Rank, usize, usize)> = None;
+    for r in 0..p.restarts.max(1) {
+        let mut rng = StdRng::seed_from_u64(p.seed.wrapping_mul(0x9E37_79B9).wrapping_add(r as u64));
+        let one = |init: Vec<u32>| refine::best_of(g, p.k, cap, 1, &p.refine, |_| init.clone());
+        let (part, rank, levels, moves) = match p.scheme {
+            Scheme::Seed => {
+                let (part, rank, moves) = one(clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng));
+                (part, rank, 1, moves)
+            }
+            Scheme::Multilevel => {
+                let rank_of =
+                    |part: &[u32]| (!metrics::is_balanced(g, part, p.k, p.epsilon), metrics::cut(g, part).key());
+                let (mut part, levels, mut moves) = multilevel(g, p, cap, true, None, &mut rng);
+                let mut rank = rank_of(&part);
+                // V-cycles: coarsen again within the parts and refine on the way back.
+                for _ in 1..p.vcycles.max(1) {
+                    let (next, _, m) = multilevel(g, p, cap, true, Some(&part), &mut rng);
+                    moves += m;
+                    let r = rank_of(&next);
+                    if r < rank {
+                        (part, rank) = (next, r);
+                    }
+                }
+                if rank.0 {
+                    // Relaxed coarse limits can leave heavy vertices where the final
+                    // limit cannot be met: run again with the final limit throughout.
+                    let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, &mut rng);
+                    let rank2 = rank_of(&strict);
+                    if rank2 < rank {
+                        (strict, rank2, levels2, moves + moves2)
+                    } else {
+                        (part, rank, levels, moves + moves2)
+                    }
+                } else {
+                    (part, rank, levels, moves)
+                }
+            }
+            Scheme::MetisRefine => {
+                let seed = p.seed.wrapping_add(r as u64);
+                let init = match crate::metis_ref::partition(g, p.k, p.epsilon, true, seed) {
+                    Ok(m) => m.part,
+                    Err(_) => clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng),
+                };
+                let (part, rank, moves) = one(init);
+                (part, rank, 1, moves)
+            }
+        };
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((part, rank, levels, moves));
+        }
+    }
+    let (part, (unbalanced, _), levels, moves) = best.expect("at least one run");
+    Outcome {
+        cut: metrics::cut(g, &part),
+        imbalance: metrics::imbalance(g, &part, p.k),
+        balanced: !unbalanced,
+        part,
+        seconds: start.elapsed().as_secs_f64(),
+        levels,
+        moves,
+    }
+}
+
+/// The load limit on a coarse level: the final limit, or the average load plus
+/// the level's heaviest vertex when that is larger, so that coarse vertices can
+/// still move; finer levels tighten it back (each refinement rebalances first).
+fn level_cap(g: &Graph, k: usize, cap: i64) -> i64 {
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    cap.max(g.total_weight() / k as i64 + heaviest)
+}
+
+/// One multilevel cycle. With `start`, coarsening pairs only vertices of the
+/// same part of `start`, which then is the coarsest graph's partition (a
+/// V-cycle improving `start`); otherwise the coarsest graph is partitioned anew.
+fn multilevel(
+    g: &Graph,
+    p: &Params,
+    cap: i64,
+    relax: bool,
+    start: Option<&[u32]>,
+    rng: &mut StdRng,
+) -> (Vec<u32>, usize, usize) {
+    let coarsen_to = (8 * p.k).max(16);
+    let total = g.total_weight();
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
+    // Coarse restarts: coarsen once down to a mid-sized graph, then run the
+    // whole multilevel cycle on it several times (cheap there) and keep the best.
+    let mid = (100 * p.k).max(2000);
+    let inner = p.coarse_restarts > 1 && start.is_none();
+    let stop_at = if inner { mid } else { coarsen_to };
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    let mut graphs: Vec<Graph> = Vec::new();
+    let mut start_part: Option<Vec<u32>> = start.map(|s| s.to_vec());
+    loop {
+        let cur = graphs.last().unwrap_or(g);
+        if cur.n() <= stop_at {
+            break;
+        }
+        let (map, groups) = coarsen::heavy_matching(cur, max_vw, start_part.as_deref(), rng);
+        if groups as f64 > 0.85 * cur.n() as f64 {
+            break;
+        }
+        if let Some(sp) = start_part.as_mut() {
+            let mut coarse = vec![0u32; groups];
+            for (v, &c) in map.iter().enumerate() {
+                coarse[c as usize] = sp[v];
+            }
+            *sp = coarse;
+        }
+        let next = coarsen::contract(cur, &map, groups);
+        maps.push(map);
+        graphs.push(next);
+    }
+    let levels = graphs.len() + 1;
+    let coarsest = graphs.last().unwrap_or(g);
+    let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
+    // Several initial partitions of the coarsest graph, each refined: the first
+    // slices the flow order, the second bisects recursively (k a power of two),
+    // the others follow the seed.
+    let init = |t: usize| {
+        if t == 0 {
+            clustering::flow_slices(coarsest, p.k)
+        } else if t == 1 && p.k.is_power_of_two() {
+            bisection::recursive(coarsest, p.k, p.epsilon, 8, &p.refine, rng)
+        } else {
+            clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
+        }
+    };
+    let (mut part, _, mut moves) = match start_part {
+        Some(sp) => refine::best_of(coarsest, p.k, coarse_cap, 1, &p.refine, |_| sp.clone()),
+        None if inner => {
+            let once = Params { coarse_restarts: 1, ..*p };
+            let mut best: Option<(Vec<u32>, Rank)> = None;
+            let mut moves = 0;
+            for _ in 0..p.coarse_restarts {
+                let (part, _, m) = multilevel(coarsest, &once, coarse_cap, relax, None, rng);
+                moves += m;
+                let over = metrics::part_weights(coarsest, &part, p.k).iter().any(|&l| l > coarse_cap);
+                let rank = (over, metrics::cut(coarsest, &part).key());
+                if best.as_ref().is_none_or(|b| rank < b.1) {
+                    best = Some((part, rank));
+                }
+            }
+            let (part, rank) = best.expect("at least one restart");
+            (part, rank, moves)
+        }
+        None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
+    };
+    // Uncoarsen: project and refine at each finer level.
+    for lvl in (0..maps.len()).rev() {
+        let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
+        part = coarsen::project(&maps[lvl], &part);
+        let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
+        let mut s = State::new(fine, p.k, level, part);
+        moves += refine::refine(&mut s, &p.refine).moves;
+        part = s.part;
+    }
+    (part, levels, moves)
+}

@@ -1,0 +1,439 @@
+//! Boundary refinement by critical-relation gain (seed 002), with the balance
+//! constraint held hard.
+//!
+//! For a boundary subtask v (one with a relation to another part) in part P:
+//! the *first gain* g1 is the critical value of v's relations inside P; the
+//! *second gain* g2(Q) is the critical value of v's relations to part Q, for each
+//! other part Q. v may move to Q when `g2(Q) - g1 > threshold` and Q stays within
+//! the load limit. `g2(Q) - g1` is exactly the drop in critical cut the move
+//! brings. Two ways to pick the moves:
+//! - [`Variant::AllCandidates`]: every candidate is weighed and the best one is
+//!   taken, repeatedly (candidates kept in a max-heap, gains updated
+//!   incrementally for the neighbours of each moved subtask), until none passes.
+//! - [`Variant::FlowOrder`]: candidates are taken in flow order, each re-checked
+//!   against the gains the earlier moves left (cheaper; possibly worse).
+//!
+//! A round of moves is repeated while it makes new boundary subtasks appear
+//! (ones never on the boundary before); the best partition seen — fewest
+//! critical cut, then least total cut, among balanced ones — is kept.
+//!
+//! Beyond the seed, `tie_break` also takes moves with `g2 - g1 = 0` that lower
+//! the total (non-critical) cut, so ties on critical relations are settled by
+//! traffic. Every move lowers the (critical, total) cut lexicographically, so the
+//! refinement ends.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::str::FromStr;
+
+use crate::graph::{Graph, Vertex};
+use crate::metrics;
+
+/// How candidate moves are picked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Variant {
+    /// Weigh all candidates; take the best first.
+    #[default]
+    AllCandidates,
+    /// Take candidates in flow order.
+    FlowOrder,
+}
+
+impl FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" | "all-candidates" => Ok(Variant::AllCandidates),
+            "flow" | "flow-order" => Ok(Variant::FlowOrder),
+            _ => Err(format!("unknown refinement variant `{s}` (expected all or flow)")),
+        }
+    }
+}
+
+/// Refinement settings.
+#[derive(Clone, Copy, Debug)]
+pub struct RefineParams {
+    pub variant: Variant,
+    /// A move needs `g2 - g1 > threshold` (the seed's preset threshold, >= 0).
+    pub threshold: i64,
+    /// Also take moves with equal critical gain that lower the total cut.
+    pub tie_break: bool,
+    /// A bound on rounds (each round ends when no candidate passes).
+    pub max_rounds: usize,
+    /// Beyond the seed: when > 0, the all-candidates pass also takes the best
+    /// move when it raises the cut (each subtask once per pass), for up to this
+    /// many moves past the best point, then rolls back to the best point
+    /// (Fiduccia–Mattheyses hill climbing). 0 keeps the seed's rule.
+    pub hill_climb: usize,
+}
+
+impl Default for RefineParams {
+    fn default() -> Self {
+        RefineParams { variant: Variant::AllCandidates, threshold: 0, tie_break: true, max_rounds: 64, hill_climb: 0 }
+    }
+}
+
+/// What a refinement did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefineStats {
+    pub rounds: usize,
+    pub moves: usize,
+}
+
+/// A partition under refinement: assignment, loads, and the running cut.
+pub struct State<'g> {
+    pub g: &'g Graph,
+    pub k: usize,
+    pub cap: i64,
+    pub part: Vec<u32>,
+    pub loads: Vec<i64>,
+    /// (critical cut, total cut), kept up to date by [`State::move_to`].
+    pub cut: (i64, i64),
+    /// Vertices moved since the log was last drained (for boundary upkeep).
+    moved: Vec<Vertex>,
+    scratch: Vec<(i64, i64)>,
+    touched: Vec<u32>,
+}
+
+/// The best move of one vertex: target part and the (critical, total) cut drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub to: u32,
+    pub gain: (i64, i64),
+}
+
+impl<'g> State<'g> {
+    pub fn new(g: &'g Graph, k: usize, cap: i64, part: Vec<u32>) -> Self {
+        let loads = metrics::part_weights(g, &part, k);
+        let c = metrics::cut(g, &part);
+        State { g, k, cap, part, loads, cut: c.key(), moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+    }
+
+    /// Whether `v` has a relation to another part.
+    pub fn is_boundary(&self, v: Vertex) -> bool {
+        let p = self.part[v as usize];
+        self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
+    }
+
+    /// g1 and g2 for `v`, then its best move to a part that has room. With
+    /// `any_part`, parts without a relation to `v` are targets too (gain -g1).
+    pub fn best_move(&mut self, v: Vertex, any_part: bool) -> Option<Move> {
+        let g = self.g;
+        let p = self.part[v as usize];
+        self.touched.clear();
+        let mut own = (0i64, 0i64);
+        for i in g.range(v) {
+            let q = self.part[g.adj[i] as usize];
+            if q == p {
+                own.0 += g.ec[i];
+                own.1 += g.ew[i];
+            } else {
+                let s = &mut self.scratch[q as usize];
+                if *s == (0, 0) {
+                    self.touched.push(q);
+                }
+                s.0 += g.ec[i];
+                s.1 += g.ew[i];
+            }
+        }
+        let w = g.node_w[v as usize];
+        let mut best: Option<(Move, i64)> = None;
+        let mut consider = |q: u32, to: (i64, i64), loads: &[i64]| {
+            if q == p || loads[q as usize] + w > self.cap {
+                return;
+            }
+            let gain = (to.0 - own.0, to.1 - own.1);
+            let better = match best {
+                None => true,
+                Some((m, load)) => gain > m.gain || (gain == m.gain && loads[q as usize] < load),
+            };
+            if better {
+                best = Some((Move { to: q, gain }, loads[q as usize]));
+            }
+        };
+        for &q in &self.touched {
+            consider(q, self.scratch[q as usize], &self.loads);
+        }
+        if any_part {
+            for q in 0..self.k as u32 {
+                if self.scratch[q as usize] == (0, 0) {
+                    consider(q, (0, 0), &self.loads);
+                }
+            }
+        }
+        for &q in &self.touched {
+            self.scratch[q as usize] = (0, 0);
+        }
+        best.map(|(m, _)| m)
+    }
+
+    pub fn move_to(&mut self, v: Vertex, m: Move) {
+        let w = self.g.node_w[v as usize];
+        self.loads[self.part[v as usize] as usize] -= w;
+        self.loads[m.to as usize] += w;
+        self.part[v as usize] = m.to;
+        self.moved.push(v);
+        self.cut.0 -= m.gain.0;
+        self.cut.1 -= m.gain.1;
+    }
+
+    fn balanced(&self) -> bool {
+        self.loads.iter().all(|&l| l <= self.cap)
+    }
+
+    fn boundary(&self) -> Vec<Vertex> {
+        (0..self.g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect()
+    }
+
+    /// The boundary after moves: only the old boundary, the moved vertices and
+    /// their neighbours can be on it. Drains the move log; `mark` is all false
+    /// on entry and on return.
+    fn boundary_after_moves(&mut self, old: &[Vertex], mark: &mut [bool]) -> Vec<Vertex> {
+        let moved = std::mem::take(&mut self.moved);
+        let mut cand: Vec<Vertex> = Vec::with_capacity(old.len() + moved.len() * 4);
+        let mut add = |v: Vertex, cand: &mut Vec<Vertex>| {
+            if !mark[v as usize] {
+                mark[v as usize] = true;
+                cand.push(v);
+            }
+        };
+        for &v in old {
+            add(v, &mut cand);
+        }
+        for &v in &moved {
+            add(v, &mut cand);
+            for i in self.g.range(v) {
+                add(self.g.adj[i], &mut cand);
+            }
+        }
+        for &v in &cand {
+            mark[v as usize] = false;
+        }
+        cand.retain(|&v| self.is_boundary(v));
+        cand
+    }
+}
+
+fn passes(m: &Move, p: &RefineParams) -> bool {
+    m.gain.0 > p.threshold || (p.tie_break && m.gain.0 == 0 && p.threshold == 0 && m.gain.1 > 0)
+}
+
+/// Moves vertices out of overloaded parts, least damage first, until every part
+/// is within the limit or nothing can move. Returns the number of moves.
+pub fn rebalance(s: &mut State) -> usize {
+    if s.balanced() {
+        return 0;
+    }
+    let mut heap = BinaryHeap::new();
+    let mut stamp = vec![0u32; s.g.n()];
+    for v in 0..s.g.n() as Vertex {
+        if s.loads[s.part[v as usize] as usize] > s.cap {
+            if let Some(m) = s.best_move(v, true) {
+                heap.push((m.gain, Reverse(v), 0u32));
+            }
+        }
+    }
+    let mut moves = 0;
+    while let Some((gain, Reverse(v), st)) = heap.pop() {
+        if s.balanced() {
+            break;
+        }
+        if st != stamp[v as usize] || s.loads[s.part[v as usize] as usize] <= s.cap {
+            continue;
+        }
+        let Some(m) = s.best_move(v, true) else { continue };
+        if m.gain != gain {
+            heap.push((m.gain, Reverse(v), st));
+            continue;
+        }
+        s.move_to(v, m);
+        moves += 1;
+        for i in s.g.range(v) {
+            let u = s.g.adj[i];
+            stamp[u as usize] += 1;
+            if s.loads[s.part[u as usize] as usize] > s.cap {
+                if let Some(m) = s.best_move(u, true) {
+                    heap.push((m.gain, Reverse(u), stamp[u as usize]));
+                }
+            }
+        }
+    }
+    moves
+}
+
+/// One best-first pass over the boundary `bnd`: take the best passing
+/// candidate until none is left.
+fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32]) -> usize {
+    let mut heap = BinaryHeap::new();
+    for &v in bnd {
+        if let Some(m) = s.best_move(v, false).filter(|m| passes(m, p)) {
+            heap.push((m.gain, Reverse(v), stamp[v as usize]));
+        }
+    }
+    let mut moves = 0;
+    while let Some((gain, Reverse(v), st)) = heap.pop() {
+        if st != stamp[v as usize] {
+            continue;
+        }
+        let Some(m) = s.best_move(v, false).filter(|m| passes(m, p)) else { continue };
+        if m.gain != gain {
+            heap.push((m.gain, Reverse(v), st));
+            continue;
+        }
+        s.move_to(v, m);
+        moves += 1;
+        stamp[v as usize] += 1;
+        for i in s.g.range(v) {
+            let u = s.g.adj[i];
+            stamp[u as usize] += 1;
+            if let Some(m) = s.best_move(u, false).filter(|m| passes(m, p)) {
+                heap.push((m.gain, Reverse(u), stamp[u as usize]));
+            }
+        }
+    }
+    moves
+}
+
+/// One hill-climbing pass: best move first whatever its gain, each subtask
+/// once, stopping `p.hill_climb` moves past the best point; rolls back to it.
+/// Returns the number of moves kept.
+fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
+    let mut heap = BinaryHeap::new();
+    for &v in bnd {
+        if let Some(m) = s.best_move(v, false) {
+            heap.push((m.gain, Reverse(v), stamp[v as usize]));
+        }
+    }
+    let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
+    let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
+    while let Some((gain, Reverse(v), st)) = heap.pop() {
+        if locked[v as usize] || st != stamp[v as usize] {
+            continue;
+        }
+        let Some(m) = s.best_move(v, false) else { continue };
+        if m.gain != gain {
+            heap.push((m.gain, Reverse(v), st));
+            continue;
+        }
+        log.push((v, s.part[v as usize], m.gain));
+        s.move_to(v, m);
+        locked[v as usize] = true;
+        sum = (sum.0 + m.gain.0, sum.1 + m.gain.1);
+        if sum > best {
+            (best, best_len) = (sum, log.len());
+        } else if log.len() - best_len > p.hill_climb {
+            break;
+        }
+        for i in s.g.range(v) {
+            let u = s.g.adj[i];
+            if locked[u as usize] {
+                continue;
+            }
+            stamp[u as usize] += 1;
+            if let Some(m) = s.best_move(u, false) {
+                heap.push((m.gain, Reverse(u), stamp[u as usize]));
+            }
+        }
+    }
+    for &(v, from, gain) in log[best_len..].iter().rev() {
+        s.move_to(v, Move { to: from, gain: (-gain.0, -gain.1) });
+    }
+    for &(v, _, _) in &log {
+        locked[v as usize] = false;
+        stamp[v as usize] += 1;
+    }
+    best_len
+}
+
+/// One sweep over the boundary `bnd` in flow order.
+fn pass_flow_order(s: &mut State, bnd: &[Vertex], p: &RefineParams) -> usize {
+    let mut cand = bnd.to_vec();
+    cand.sort_unstable_by_key(|&v| s.g.rank[v as usize]);
+    let mut moves = 0;
+    for v in cand {
+        if let Some(m) = s.best_move(v, false).filter(|m| passes(m, p)) {
+            s.move_to(v, m);
+            moves += 1;
+        }
+    }
+    moves
+}
+
+/// Refines `s` in place; leaves it at the best balanced partition seen.
+pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
+    let mut stats = RefineStats::default();
+    stats.moves += rebalance(s);
+    let n = s.g.n();
+    s.moved.clear();
+    let mut bnd = s.boundary();
+    let mut mark = vec![false; n];
+    let mut seen = vec![false; n];
+    for &v in &bnd {
+        seen[v as usize] = true;
+    }
+    let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
+    let mut stamp = vec![0u32; n];
+    let mut locked = if p.hill_climb > 0 { vec![false; n] } else { Vec::new() };
+    for _ in 0..p.max_rounds {
+        stats.rounds += 1;
+        let moved = match p.variant {
+            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, &bnd, p, &mut stamp, &mut locked),
+            Variant::AllCandidates => pass_all_candidates(s, &bnd, p, &mut stamp),
+            Variant::FlowOrder => pass_flow_order(s, &bnd, p),
+        };
+        stats.moves += moved;
+        if s.balanced() && best.as_ref().is_none_or(|b| s.cut < b.1) {
+            best = Some((s.part.clone(), s.cut));
+        }
+        if moved == 0 {
+            break;
+        }
+        bnd = s.boundary_after_moves(&bnd, &mut mark);
+        let mut fresh = false;
+        for &v in &bnd {
+            if !seen[v as usize] {
+                seen[v as usize] = true;
+                fresh = true;
+            }
+        }
+        if !fresh {
+            break;
+        }
+    }
+    if let Some((part, cut)) = best {
+        if part != s.part {
+            s.part = part;
+            s.loads = metrics::part_weights(s.g, &s.part, s.k);
+            s.cut = cut;
+        }
+    }
+    stats
+}
+
+/// Rank of a partition: over the load limit or not (balanced first), then the
+/// (critical, total) cut.
+pub type Rank = (bool, (i64, i64));
+
+/// Refines each starting partition `init(t)` for `t` in `0..tries` and keeps
+/// the best. Returns the partition, its rank and the moves made in all.
+pub fn best_of(
+    g: &Graph,
+    k: usize,
+    cap: i64,
+    tries: usize,
+    p: &RefineParams,
+    mut init: impl FnMut(usize) -> Vec<u32>,
+) -> (Vec<u32>, Rank, usize) {
+    let mut best: Option<(Vec<u32>, Rank)> = None;
+    let mut moves = 0;
+    for t in 0..tries.max(1) {
+        let mut s = State::new(g, k, cap, init(t));
+        moves += refine(&mut s, p).moves;
+        let rank = (!s.balanced(), s.cut);
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((s.part, rank));
+        }
+    }
+    let (part, rank) = best.expect("at least one try");
+    (part, rank, moves)
+}

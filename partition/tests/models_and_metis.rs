@@ -1,0 +1,93 @@
+//! The shipped models' operator graphs (shape-annotated copies made by
+//! `scripts/setup.sh`), and METIS on the same graphs.
+
+use std::path::PathBuf;
+
+use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::graph::Graph;
+use baton_partition::multilevel::{self, Params, Scheme};
+use baton_partition::{generate, metis_format, metis_ref, metrics, onnx_graph};
+
+fn model(file: &str) -> Graph {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.cache/shapes").join(file);
+    let mut g = onnx_graph::read_file(&path)
+        .unwrap_or_else(|e| panic!("{e} (scripts/setup.sh makes the shape-annotated models)"));
+    critical::mark(&mut g, CriticalRule::default(), CriticalValue::Unit);
+    g
+}
+
+#[test]
+fn operator_graphs_of_the_shipped_models() {
+    let det = model("ch_PP-OCRv4_det_infer.onnx");
+    let rec = model("ch_PP-OCRv4_rec_infer.onnx");
+    let vad = model("silero_vad.onnx");
+    // Operators without Constant nodes; silero's If is inlined (its 16 kHz branch).
+    assert!(det.n() > 300 && rec.n() > 400, "det {} rec {}", det.n(), rec.n());
+    assert!(vad.n() > 50, "the If branch is inlined: {} operators", vad.n());
+    for g in [&det, &rec, &vad] {
+        assert!(g.critical_edges() > 0);
+        // Shapes are known: some relations carry more than the 1 KiB floor.
+        assert!(g.ew.iter().any(|&w| w > 1));
+        for (u, v, _, _) in g.relations() {
+            assert!(g.rank[u as usize] < g.rank[v as usize]);
+        }
+    }
+}
+
+#[test]
+fn metis_seeded_refinement_is_never_worse_than_metis() {
+    let mut dag = generate::layered_dag(2000, 5);
+    critical::mark(&mut dag, CriticalRule::default(), CriticalValue::Unit);
+    for (name, g) in [("det", model("ch_PP-OCRv4_det_infer.onnx")), ("dag", dag)] {
+        for k in [2, 4, 8] {
+            let m = metis_ref::partition(&g, k, 0.03, true, 1).unwrap();
+            let p = Params { scheme: Scheme::MetisRefine, ..Params::new(k) };
+            let o = multilevel::partition(&g, &p);
+            if m.balanced {
+                assert!(o.balanced, "{name} k={k}");
+                assert!(
+                    o.cut.critical <= m.cut.critical,
+                    "{name} k={k}: {} > METIS {}",
+                    o.cut.critical,
+                    m.cut.critical
+                );
+            }
+            let ml = multilevel::partition(&g, &Params::new(k));
+            assert!(ml.balanced, "{name} k={k}: multilevel imbalance {}", ml.imbalance);
+        }
+    }
+}
+
+#[test]
+fn metis_format_graph_partitions_with_both() {
+    // A 20x20 grid: the undirected case, flow order by vertex id.
+    let side = 20u32;
+    let mut text = format!("{} {}\n", side * side, 2 * side * (side - 1));
+    for r in 0..side {
+        for c in 0..side {
+            let mut nb = Vec::new();
+            if r > 0 {
+                nb.push((r - 1) * side + c + 1);
+            }
+            if c > 0 {
+                nb.push(r * side + c);
+            }
+            if c + 1 < side {
+                nb.push(r * side + c + 2);
+            }
+            if r + 1 < side {
+                nb.push((r + 1) * side + c + 1);
+            }
+            text += &nb.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
+            text.push('\n');
+        }
+    }
+    let mut g = metis_format::parse(&text, "grid.graph").unwrap();
+    critical::mark(&mut g, CriticalRule::Top { percent: 100.0 }, CriticalValue::Unit);
+    let o = multilevel::partition(&g, &Params { restarts: 4, ..Params::new(2) });
+    let m = metis_ref::partition(&g, 2, 0.03, true, 1).unwrap();
+    assert!(o.balanced && metrics::is_balanced(&g, &o.part, 2, 0.03));
+    // The best bisection of a 20x20 grid cuts 20 edges; both land near it.
+    assert!(o.cut.edges >= 20 && o.cut.edges <= 30, "ours {}", o.cut.edges);
+    assert!(m.cut.edges >= 20 && m.cut.edges <= 30, "METIS {}", m.cut.edges);
+}
