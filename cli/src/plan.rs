@@ -57,6 +57,30 @@ pub struct PlanArgs {
     /// Write the plan here (JSON, plus a placement a pipeline config can use).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Periodic: most samples per period tried.
+    #[arg(long, default_value_t = 4)]
+    pub x_max: usize,
+    /// Periodic: stop growing the samples per period once utilization exceeds this.
+    #[arg(long, default_value_t = 0.99)]
+    pub threshold: f64,
+    /// ILP: minimize one run's `makespan`, or the `period` (bottleneck) of a pipelined stream.
+    #[arg(long, value_enum, default_value_t = Objective::Makespan)]
+    pub objective: Objective,
+    /// With --pipeline: the profiled batch size whose latencies are the node times.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// With --pipeline: write a copy of the pipeline with the plan's `cores`/`workers` here
+    /// (default: PIPELINE.placed.toml next to the pipeline).
+    #[arg(long)]
+    pub placed: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Objective {
+    /// Length of one run of the graph.
+    Makespan,
+    /// Steady-state period of a stream of runs (the busiest unit's load).
+    Period,
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
