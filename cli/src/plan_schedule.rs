@@ -36,7 +36,8 @@ fn load(args: &PlanArgs) -> Result<(Dag, Option<PathBuf>, &'static str), String>
             let prof = args.profile.as_ref().ok_or("--pipeline needs --profile (from `baton profile`)")?;
             let profile = Profile::load(prof)?;
             let graph = pipeline::node_graph(f)?;
-            let dag = pipeline::dag_from_pipeline(&graph, &profile, args.batch).map_err(|e| format!("{}: {e}", prof.display()))?;
+            let dag = pipeline::dag_from_pipeline(&graph, &profile, args.batch)
+                .map_err(|e| format!("{}: {e}", prof.display()))?;
             Ok((dag, Some(f.clone()), "µs"))
         }
         _ => Err("give exactly one of --stg, --dag, --pipeline".into()),
@@ -81,7 +82,8 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
             println!("status: {:?} ({:?}, {:.2} s)", r.status, r.formulation, r.seconds);
             let loads = ilp::loads(&dag, &p, &r.unit);
             for (u, load) in loads.iter().enumerate() {
-                let names: Vec<&str> = (0..dag.len()).filter(|&i| r.unit[i] == u).map(|i| dag.tasks[i].name.as_str()).collect();
+                let names: Vec<&str> =
+                    (0..dag.len()).filter(|&i| r.unit[i] == u).map(|i| dag.tasks[i].name.as_str()).collect();
                 println!("  unit {u}: load {load:.1}  {}", names.join(" "));
             }
             let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
@@ -101,7 +103,10 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
             for t in &plan.trials {
                 println!("  tried X={}: period {} U {:.4}", t.x, t.period, t.utilization);
             }
-            println!("  {:<16} {:>6} {:>4} {:>10} {:>6} {:>8}", "task", "sample", "unit", "offset", "stage", "retiming");
+            println!(
+                "  {:<16} {:>6} {:>4} {:>10} {:>6} {:>8}",
+                "task", "sample", "unit", "offset", "stage", "retiming"
+            );
             for i in &plan.instances {
                 println!(
                     "  {:<16} {:>6} {:>4} {:>10.2} {:>6} {:>8}",
@@ -126,7 +131,10 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     report["placement"] = json!(placement);
     if pipeline_file.is_some() {
         let per_s = args.batch as f64 * 1e6 / per_sample;
-        println!("predicted throughput: {per_s:.0} samples/s (batch {} every {per_sample:.1} µs per unit load)", args.batch);
+        println!(
+            "predicted throughput: {per_s:.0} samples/s (batch {} every {per_sample:.1} µs per unit load)",
+            args.batch
+        );
         report["predicted_samples_per_s"] = json!(per_s);
         report["batch"] = json!(args.batch);
     }
@@ -184,7 +192,9 @@ fn print_schedule(dag: &Dag, p: &Platform, s: &Schedule) {
         println!("  unit {u}: {}", cells.join(" "));
     }
     match baton_planners::simulate::verify(dag, p, s) {
-        Ok(_) => println!("verified: no unit overlap, every input (with its transfer time) arrives before its consumer starts"),
+        Ok(_) => println!(
+            "verified: no unit overlap, every input (with its transfer time) arrives before its consumer starts"
+        ),
         Err(v) => panic!("the planner produced an illegal schedule: {v}"),
     }
 }

@@ -112,27 +112,38 @@ fn main() {
     }
     if args.parts.iter().any(|p| p == "periodic") {
         println!("\n## Periodic planner (x_max 4, threshold 0.99), every plan simulator-verified");
-        println!("| h | U mean | U min | U >= 0.99 | X used (max) | period/sample vs bound (mean) | depth (mean) |");
-        println!("|---|---|---|---|---|---|---|");
+        println!(
+            "| h | U mean | U min | U >= 0.99 | X mean | X max | period/sample ÷ sum(c)/h | period/sample ÷ max(sum(c)/h, max c) (mean, min) | depth mean |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
         for h in 2..=16 {
             let opts = periodic::Options { x_max: 4, threshold: 0.99 };
-            let (mut us, mut ok, mut xmax, mut ratio, mut depth) = (Vec::new(), 0, 0, 0.0, 0.0);
+            let (mut us, mut ok, mut xmax, mut xsum, mut depth) = (Vec::new(), 0, 0, 0, 0.0);
+            let (mut load_ratio, mut ratio, mut ratio_min) = (0.0, 0.0, f64::INFINITY);
             for (_, dag) in &gs {
                 let plan = periodic::plan(dag, h, opts).expect("plan");
                 periodic::verify(dag, &plan).expect("legal");
                 ok += (plan.utilization >= 0.99) as usize;
                 xmax = xmax.max(plan.x);
-                ratio += (plan.period / plan.x as f64) / bounds::period_bound(dag, &Platform::identical(h));
+                xsum += plan.x;
+                let per_sample = plan.period / plan.x as f64;
+                load_ratio += per_sample / (dag.total_cost() / h as f64);
+                let r = per_sample / bounds::period_bound(dag, &Platform::identical(h));
+                ratio += r;
+                ratio_min = f64::min(ratio_min, r);
                 depth += plan.depth as f64;
                 us.push(plan.utilization);
             }
             let k = gs.len() as f64;
             println!(
-                "| {h} | {:.4} | {:.4} | {ok}/{} | {xmax} | {:.4} | {:.2} |",
+                "| {h} | {:.4} | {:.4} | {ok}/{} | {:.2} | {xmax} | {:.4} | {:.4}, {:.4} | {:.2} |",
                 us.iter().sum::<f64>() / k,
                 us.iter().copied().fold(1.0, f64::min),
                 gs.len(),
+                xsum as f64 / k,
+                load_ratio / k,
                 ratio / k,
+                ratio_min,
                 depth / k
             );
         }
@@ -140,7 +151,8 @@ fn main() {
     if args.parts.iter().any(|p| p == "ilp") {
         let mut csv = args.csv.as_ref().map(|f| std::fs::File::create(f).expect("--csv file"));
         if let Some(f) = csv.as_mut() {
-            writeln!(f, "file,processors,heuristic,makespan,lower_bound,status,formulation,seconds,opt,opt_proven").unwrap();
+            writeln!(f, "file,processors,heuristic,makespan,lower_bound,status,formulation,seconds,opt,opt_proven")
+                .unwrap();
         }
         println!("\n## MILP (HiGHS, 1 thread, {} s limit) vs optimum", args.time_limit);
         println!(

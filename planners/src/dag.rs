@@ -204,7 +204,14 @@ impl Dag {
 
 impl fmt::Display for Dag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} tasks, {} edges, total time {}, critical path {}", self.len(), self.edges.len(), self.total_cost(), self.critical_path())
+        write!(
+            f,
+            "{} tasks, {} edges, total time {}, critical path {}",
+            self.len(),
+            self.edges.len(),
+            self.total_cost(),
+            self.critical_path()
+        )
     }
 }
 

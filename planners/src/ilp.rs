@@ -4,12 +4,11 @@
 //!
 //! Two makespan formulations, chosen by the instance:
 //! - **time-indexed** (identical units, no transfer times, no memory limits,
-//!   integral times): binary `x[i][t]` = task `i` starts at `t` within its
-//!   window `[top level, horizon - bottom level]`; at most `h` tasks run in any
-//!   time slot; precedence in the strong (cumulative) form
-//!   `sum_{t<=T} x[j][t] <= sum_{t<=T-c_i} x[i][t]`; units are assigned after
-//!   solving by interval colouring. Its LP relaxation is tight enough to
-//!   certify STG optima.
+//!   integral times): binary `S[i][t]` = task `i` has started by time `t`
+//!   within its window `[top level, horizon - bottom level]` (the step form of
+//!   start-time variables); at most `h` tasks run in any time slot;
+//!   precedence `S[j][t] <= S[i][t - c_i]` (the strong, cumulative form);
+//!   units are assigned after solving by interval colouring.
 //! - **disjunctive** (the general model: per-unit durations, communication
 //!   delays between units, memory capacities): binaries `x[i][r]` (task on
 //!   unit), start times `s_i`, makespan `C`; precedence
@@ -27,7 +26,7 @@
 //! the warm start); when it meets the lower bound the solver is not called.
 //! Every result is checked by the simulator.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use good_lp::{highs, variable, Expression, ProblemVariables, SolverModel, Variable};
 use highs::HighsModelStatus;
@@ -92,6 +91,7 @@ pub struct Solved {
 /// Minimizes the makespan of one run of `dag` on `p`.
 pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, String> {
     let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(opts.time_limit.max(0.0));
     let start = list::best(dag, p, opts.random_starts).map_err(|e| e.to_string())?;
     let heuristic = verify(dag, p, &start).map_err(|v| format!("heuristic schedule illegal: {v}"))?;
     let simple = bounds::lower_bound(dag, p);
@@ -99,9 +99,9 @@ pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, 
     let (schedule, bound, formulation, status) = if heuristic <= simple + EPS {
         (start, simple, Formulation::None, Status::Optimal)
     } else if p.is_identical() && !dag.has_transfers() && integral {
-        time_indexed(dag, p.units(), heuristic, simple, opts.time_limit, &start)?
+        time_indexed(dag, p.units(), heuristic, simple, deadline, &start)?
     } else {
-        disjunctive(dag, p, heuristic, simple, opts.time_limit, &start, integral)?
+        disjunctive(dag, p, heuristic, simple, deadline, &start, integral)?
     };
     let makespan = verify(dag, p, &schedule).map_err(|v| format!("the MILP schedule is illegal: {v}"))?;
     let lower_bound = bound.max(simple).min(makespan);
@@ -140,9 +140,11 @@ fn run_highs(
     objective: Expression,
     constraints: Vec<good_lp::Constraint>,
     initial: &[f64],
-    time_limit: f64,
+    deadline: Instant,
     abs_gap: f64,
 ) -> Result<Run, String> {
+    // The limit covers building the model too: HiGHS gets what is left.
+    let time_limit = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
     let mut problem = vars.minimise(objective).using(highs);
     for c in constraints {
         problem.add_constraint(c);
@@ -181,84 +183,94 @@ fn integral_bound(bound: f64, integral: bool) -> f64 {
 
 type Outcome = (Schedule, f64, Formulation, Status);
 
-/// The time-indexed model for identical units (see the module docs).
-fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, time_limit: f64, start: &Schedule) -> Result<Outcome, String> {
+/// The time-indexed model for identical units, in its step form: binary
+/// `S[i][t]` = task `i` has started by time `t` (non-decreasing in `t`, 0
+/// before the task's window, 1 after it). A task runs in slot `t` when
+/// `S[i][t] - S[i][t - c_i] = 1`, so capacity and precedence
+/// (`S[j][t] <= S[i][t - c_i]`) take two non-zeros per task and slot; this is
+/// as tight as the cumulative start-variable form and much sparser.
+fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start: &Schedule) -> Result<Outcome, String> {
     let n = dag.len();
     let horizon = ub.round() as i64;
     let cost: Vec<i64> = dag.tasks.iter().map(|t| t.cost.round() as i64).collect();
     let head = dag.top_levels(|i| dag.tasks[i].cost);
     let tail = dag.bottom_levels(|i| dag.tasks[i].cost, false);
+    let window: Vec<(i64, i64)> = (0..n).map(|i| (head[i].round() as i64, horizon - tail[i].round() as i64)).collect();
     let mut vars = ProblemVariables::new();
     let mut initial = Vec::new();
-    let mut x: Vec<Vec<(i64, Variable)>> = Vec::with_capacity(n);
+    // steps[i][t - lo] for t in lo..hi; S = 1 from hi on.
+    let mut steps: Vec<Vec<Variable>> = Vec::with_capacity(n);
     for i in 0..n {
-        let (lo, hi) = (head[i].round() as i64, horizon - tail[i].round() as i64);
-        let s = start.start[i].round() as i64;
-        x.push(
-            (lo..=hi)
+        let (lo, hi) = window[i];
+        let s0 = start.start[i].round() as i64;
+        steps.push(
+            (lo..hi)
                 .map(|t| {
-                    initial.push(if t == s { 1.0 } else { 0.0 });
-                    (t, vars.add(variable().binary()))
+                    initial.push(if t >= s0 { 1.0 } else { 0.0 });
+                    vars.add(variable().binary())
                 })
                 .collect(),
         );
     }
     let c = vars.add(variable().min(lb).max(ub));
     initial.push(ub);
+    let started = |i: usize, t: i64| -> Expression {
+        let (lo, hi) = window[i];
+        if t < lo {
+            Expression::from(0.0)
+        } else if t >= hi {
+            Expression::from(1.0)
+        } else {
+            Expression::from(steps[i][(t - lo) as usize])
+        }
+    };
     let mut cons = Vec::new();
-    for xi in &x {
-        cons.push(xi.iter().map(|&(_, v)| v).sum::<Expression>().eq(1));
-    }
     for i in 0..n {
+        for w in steps[i].windows(2) {
+            cons.push(Expression::from(w[0]).leq(w[1]));
+        }
         if dag.out_edges(i).is_empty() {
-            let fin: Expression = x[i].iter().map(|&(t, v)| (t + cost[i]) as f64 * v).sum();
-            cons.push(fin.leq(c));
+            // Finish = start + c = hi + c - sum of S over the window.
+            let (_, hi) = window[i];
+            let sum: Expression = steps[i].iter().copied().sum();
+            cons.push(((hi + cost[i]) as f64 - sum).leq(c));
         }
     }
     for slot in 0..horizon {
-        let mut busy = Expression::default();
-        let mut terms = 0;
-        for i in 0..n {
-            for &(t, v) in &x[i] {
-                if t <= slot && slot < t + cost[i] {
-                    busy += v;
-                    terms += 1;
-                }
-            }
-        }
-        if terms > h {
+        let running: Vec<usize> =
+            (0..n).filter(|&i| cost[i] > 0 && window[i].0 <= slot && slot < window[i].1 + cost[i]).collect();
+        if running.len() > h {
+            let busy: Expression = running.iter().map(|&i| started(i, slot) - started(i, slot - cost[i])).sum();
             cons.push(busy.leq(h as f64));
         }
     }
+    let reach = dag.reachability();
     for e in &dag.edges {
         let (i, j) = (e.from, e.to);
-        let (jlo, jhi) = (x[j][0].0, x[j].last().map_or(-1, |l| l.0));
-        for tau in jlo..jhi {
-            let lhs: Expression = x[j].iter().filter(|&&(t, _)| t <= tau).map(|&(_, v)| v).sum();
-            let rhs: Expression = x[i].iter().filter(|&&(t, _)| t <= tau - cost[i]).map(|&(_, v)| v).sum();
-            cons.push(lhs.leq(rhs));
+        // An edge implied by a longer path adds nothing.
+        if dag.out_edges(i).iter().any(|&k| dag.edges[k].to != j && reach[dag.edges[k].to][j]) {
+            continue;
+        }
+        let (lo, hi) = window[j];
+        for t in lo..hi {
+            if t - cost[i] < window[i].1 {
+                cons.push(started(j, t).leq(started(i, t - cost[i])));
+            }
         }
     }
-    let run = run_highs(vars, c.into(), cons, &initial, time_limit, 0.999)?;
+    let run = run_highs(vars, c.into(), cons, &initial, deadline, 0.999)?;
+    // Columns were created task by task: count the steps still 0.
+    let mut col = 0;
     let mut starts = vec![0.0; n];
     for i in 0..n {
-        let (t, _) = x[i]
-            .iter()
-            .zip(x[i].iter().map(|&(_, v)| run.cols[var_index(&x, i, v, n)]))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(tv, _)| *tv)
-            .expect("non-empty window");
-        starts[i] = t as f64;
+        let zeros = steps[i].iter().filter(|_| {
+            col += 1;
+            run.cols[col - 1] < 0.5
+        });
+        starts[i] = (window[i].0 + zeros.count() as i64) as f64;
     }
     let schedule = colour(dag, h, starts);
     Ok((schedule, integral_bound(run.bound, true), Formulation::TimeIndexed, run.status))
-}
-
-/// Column index of variable `v` of task `i` (variables were created task by
-/// task, window by window).
-fn var_index(x: &[Vec<(i64, Variable)>], i: usize, v: Variable, _n: usize) -> usize {
-    let before: usize = x[..i].iter().map(Vec::len).sum();
-    before + x[i].iter().position(|&(_, w)| w == v).expect("variable of task i")
 }
 
 /// Assigns units to tasks with fixed start times (at most `h` at once):
@@ -293,7 +305,7 @@ fn disjunctive(
     p: &Platform,
     ub: f64,
     lb: f64,
-    time_limit: f64,
+    deadline: Instant,
     start: &Schedule,
     integral: bool,
 ) -> Result<Outcome, String> {
@@ -394,11 +406,9 @@ fn disjunctive(
         }
     }
     let abs_gap = if integral { 0.999 } else { 1e-6 };
-    let run = run_highs(vars, c.into(), cons, &initial, time_limit, abs_gap)?;
+    let run = run_highs(vars, c.into(), cons, &initial, deadline, abs_gap)?;
     let col = |v: Variable| run.cols[index_of(&x, &s, v, n, h)];
-    let unit = (0..n)
-        .map(|i| (0..h).max_by(|&a, &b| col(x[i][a]).total_cmp(&col(x[i][b]))).expect("h >= 1"))
-        .collect();
+    let unit = (0..n).map(|i| (0..h).max_by(|&a, &b| col(x[i][a]).total_cmp(&col(x[i][b]))).expect("h >= 1")).collect();
     let starts: Vec<f64> = (0..n).map(|i| col(s[i])).collect();
     let schedule = tighten(dag, p, Schedule { unit, start: starts });
     Ok((schedule, integral_bound(run.bound, integral), Formulation::Disjunctive, run.status))
@@ -492,7 +502,7 @@ pub fn verify_assignment(dag: &Dag, p: &Platform, unit: &[usize]) -> Result<f64,
 /// where the resulting load is smallest among those with memory left.
 fn greedy_period(dag: &Dag, p: &Platform) -> Result<Vec<usize>, String> {
     let mut order: Vec<usize> = (0..dag.len()).collect();
-    order.sort_by(|&a, &b| p.mean_duration(dag, b, ).total_cmp(&p.mean_duration(dag, a)).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| p.mean_duration(dag, b).total_cmp(&p.mean_duration(dag, a)).then(a.cmp(&b)));
     let mut load = vec![0.0f64; p.units()];
     let mut free: Vec<f64> = (0..p.units()).map(|u| p.capacity(u)).collect();
     let mut unit = vec![0; dag.len()];
@@ -513,6 +523,7 @@ fn greedy_period(dag: &Dag, p: &Platform) -> Result<Vec<usize>, String> {
 /// fallback; the bound is max(sum / units, longest task) (fastest units).
 pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolved, String> {
     let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(opts.time_limit.max(0.0));
     p.check(dag)?;
     let n = dag.len();
     let h = p.units();
@@ -566,7 +577,7 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
             }
         }
         let abs_gap = if integral { 0.999 } else { 1e-6 };
-        let run = run_highs(vars, period.into(), cons, &initial, opts.time_limit, abs_gap)?;
+        let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?;
         let unit: Vec<usize> = (0..n)
             .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
             .collect();

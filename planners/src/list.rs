@@ -149,11 +149,7 @@ pub fn best(dag: &Dag, p: &Platform, random: usize) -> Result<Schedule, ListErro
     let directions: &[bool] = if symmetric { &[false, true] } else { &[false] };
     for rule in rules {
         for &reverse in directions {
-            let s = if reverse {
-                schedule(&rev, p, rule).map(|s| mirror(dag, p, s))
-            } else {
-                schedule(dag, p, rule)
-            };
+            let s = if reverse { schedule(&rev, p, rule).map(|s| mirror(dag, p, s)) } else { schedule(dag, p, rule) };
             let s = match s {
                 Ok(s) => s,
                 Err(e) => {

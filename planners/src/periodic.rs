@@ -2,8 +2,10 @@
 //!
 //! One period holds `X` independent samples of the DAG. All `X * n` task
 //! instances are sorted by execution time, longest first, and each goes to the
-//! unit with the least finish time so far (ties to the lowest unit); the period
-//! is the largest finish and the utilization `U = X * sum(c) / (h * period)`.
+//! unit with the least finish time so far (ties to the lowest unit); then a
+//! local improvement moves or swaps instances off the most loaded unit while
+//! that lowers it. The period is the largest finish and the utilization
+//! `U = X * sum(c) / (h * period)`.
 //! `X` grows from 1 until `U` passes the threshold, else the `X <= x_max` of
 //! highest `U` is kept. Dependencies are then restored across periods by
 //! retiming ([`crate::retime`]). Steady state: `X` samples finish every period.
@@ -87,20 +89,74 @@ impl PeriodicPlan {
     }
 }
 
-/// Longest-processing-time-first packing of `x` copies onto `h` units:
-/// `(slots[sample][task], period)`.
+/// Longest-processing-time-first packing of `x` copies onto `h` units,
+/// then improved: `(slots[sample][task], period)`.
 fn pack(dag: &Dag, h: usize, x: usize) -> (Vec<Vec<Slot>>, f64) {
     let n = dag.len();
+    let cost = |&(_, t): &(usize, usize)| dag.tasks[t].cost;
     let mut order: Vec<(usize, usize)> = (0..x).flat_map(|k| (0..n).map(move |t| (k, t))).collect();
-    order.sort_by(|a, b| dag.tasks[b.1].cost.total_cmp(&dag.tasks[a.1].cost).then(a.cmp(b)));
+    order.sort_by(|a, b| cost(b).total_cmp(&cost(a)).then(a.cmp(b)));
     let mut load = vec![0.0f64; h];
-    let mut slots = vec![vec![Slot { unit: 0, offset: 0.0 }; n]; x];
-    for (k, t) in order {
+    let mut on: Vec<Vec<(usize, usize)>> = vec![Vec::new(); h];
+    for inst in order {
         let u = (0..h).min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b))).expect("h >= 1");
-        slots[k][t] = Slot { unit: u, offset: load[u] };
-        load[u] += dag.tasks[t].cost;
+        load[u] += cost(&inst);
+        on[u].push(inst);
+    }
+    improve(&mut on, &mut load, cost);
+    let mut slots = vec![vec![Slot { unit: 0, offset: 0.0 }; n]; x];
+    for (u, insts) in on.iter_mut().enumerate() {
+        // Longest first within a unit, as the list order placed them.
+        insts.sort_by(|a, b| cost(b).total_cmp(&cost(a)).then(a.cmp(b)));
+        let mut t = 0.0;
+        for &(k, task) in insts.iter() {
+            slots[k][task] = Slot { unit: u, offset: t };
+            t += dag.tasks[task].cost;
+        }
     }
     (slots, load.into_iter().fold(0.0, f64::max))
+}
+
+/// Local improvement of a packing: while some move of one instance off the
+/// most loaded unit, or swap of one of its instances with a shorter one
+/// elsewhere, lowers that unit's load without raising the other unit to it,
+/// apply the best such move. Each step lowers the sorted load vector, so this
+/// ends; it is bounded anyway.
+fn improve<I: Copy>(on: &mut [Vec<I>], load: &mut [f64], cost: impl Fn(&I) -> f64) {
+    let h = load.len();
+    for _ in 0..10_000 {
+        let top = (0..h).max_by(|&a, &b| load[a].total_cmp(&load[b]).then(b.cmp(&a))).expect("h >= 1");
+        // (new max of the two units, unit v, index on top, index on v or None for a move)
+        let mut best: Option<(f64, usize, usize, Option<usize>)> = None;
+        for v in (0..h).filter(|&v| v != top) {
+            for (a, ia) in on[top].iter().enumerate() {
+                let ca = cost(ia);
+                let mut consider = |delta: f64, b: Option<usize>| {
+                    let (nt, nv) = (load[top] - delta, load[v] + delta);
+                    let worst = nt.max(nv);
+                    if delta > EPS && worst < load[top] - EPS && best.is_none_or(|bb| worst < bb.0 - EPS) {
+                        best = Some((worst, v, a, b));
+                    }
+                };
+                consider(ca, None);
+                for (b, ib) in on[v].iter().enumerate() {
+                    consider(ca - cost(ib), Some(b));
+                }
+            }
+        }
+        let Some((_, v, a, b)) = best else { return };
+        let ia = on[top].swap_remove(a);
+        let ca = cost(&ia);
+        load[top] -= ca;
+        load[v] += ca;
+        if let Some(b) = b {
+            let ib = on[v].swap_remove(b);
+            load[v] -= cost(&ib);
+            load[top] += cost(&ib);
+            on[top].push(ib);
+        }
+        on[v].push(ia);
+    }
 }
 
 /// Plans `dag` repeated on `h` identical units.
@@ -132,7 +188,14 @@ pub fn plan(dag: &Dag, h: usize, opts: Options) -> Result<PeriodicPlan, String> 
         let st = stages(dag, row, period);
         for (t, slot) in row.iter().enumerate() {
             depth = depth.max(st[t] + 1);
-            instances.push(Instance { task: t, sample: k, unit: slot.unit, offset: slot.offset, stage: st[t], retiming: 0 });
+            instances.push(Instance {
+                task: t,
+                sample: k,
+                unit: slot.unit,
+                offset: slot.offset,
+                stage: st[t],
+                retiming: 0,
+            });
         }
     }
     for i in &mut instances {

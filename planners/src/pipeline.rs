@@ -79,7 +79,8 @@ pub fn node_graph(path: &Path) -> Result<NodeGraph, String> {
     }
     for e in table.get("edges").and_then(|e| e.as_array()).into_iter().flatten() {
         let end = |k: &str| -> Result<(String, String), String> {
-            let s = e.get(k).and_then(|v| v.as_str()).ok_or_else(|| format!("{}: an edge has no `{k}`", path.display()))?;
+            let s =
+                e.get(k).and_then(|v| v.as_str()).ok_or_else(|| format!("{}: an edge has no `{k}`", path.display()))?;
             let (node, tensor) =
                 s.split_once('.').ok_or_else(|| format!("{}: edge end `{s}` is not `node.tensor`", path.display()))?;
             Ok((node.to_string(), tensor.to_string()))
@@ -121,7 +122,12 @@ fn read_table(path: &Path) -> Result<toml::Table, String> {
 /// Writes a copy of the pipeline file `src` to `dst` with each node's
 /// `cores` (and `workers`, one per core) from `placement` (node -> cores).
 /// Model paths are rewritten to absolute ones when `dst` is in another folder.
-pub fn write_placed(src: &Path, dst: &Path, placement: &BTreeMap<String, Vec<usize>>, note: &str) -> Result<(), String> {
+pub fn write_placed(
+    src: &Path,
+    dst: &Path,
+    placement: &BTreeMap<String, Vec<usize>>,
+    note: &str,
+) -> Result<(), String> {
     let mut table = read_table(src)?;
     let src_dir = src.parent().map(Path::to_path_buf).unwrap_or_default();
     let same_dir = dst.parent().map(Path::to_path_buf).unwrap_or_default() == src_dir;
@@ -132,7 +138,10 @@ pub fn write_placed(src: &Path, dst: &Path, placement: &BTreeMap<String, Vec<usi
     for (name, node) in nodes.iter_mut() {
         let node = node.as_table_mut().ok_or_else(|| format!("{}: nodes.{name} is not a table", src.display()))?;
         let cores = placement.get(name).ok_or_else(|| format!("the plan places no node `{name}`"))?;
-        node.insert("cores".into(), toml::Value::Array(cores.iter().map(|&c| toml::Value::Integer(c as i64)).collect()));
+        node.insert(
+            "cores".into(),
+            toml::Value::Array(cores.iter().map(|&c| toml::Value::Integer(c as i64)).collect()),
+        );
         node.insert("workers".into(), toml::Value::Integer(cores.len() as i64));
         if same_dir {
             continue;

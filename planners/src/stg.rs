@@ -25,9 +25,8 @@ pub fn parse(text: &str, file: &Path) -> Result<Dag, ParseError> {
         .map(|(k, l)| (k + 1, l.split('#').next().unwrap_or("").trim()))
         .filter(|(_, l)| !l.is_empty());
     let (first, head) = lines.next().ok_or_else(|| ParseError::new(file, 0, "empty file: expected the task count"))?;
-    let n: usize = head
-        .parse()
-        .map_err(|_| ParseError::new(file, first, format!("expected the task count, found `{head}`")))?;
+    let n: usize =
+        head.parse().map_err(|_| ParseError::new(file, first, format!("expected the task count, found `{head}`")))?;
     let mut tasks = Vec::with_capacity(n);
     let mut edges = Vec::new();
     for want in 0..n + 2 {
@@ -54,7 +53,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Dag, ParseError> {
         }
         for &p in &nums[3..] {
             if p as usize >= id {
-                return Err(ParseError::new(file, line, format!("predecessor {p} of task {id} is not an earlier task")));
+                return Err(ParseError::new(
+                    file,
+                    line,
+                    format!("predecessor {p} of task {id} is not an earlier task"),
+                ));
             }
         }
         let dummy = id == 0 || id == n + 1;
@@ -100,9 +103,8 @@ pub fn load_optima(file: &Path) -> Result<BTreeMap<String, Optimum>, ParseError>
             continue;
         }
         let cols: Vec<&str> = line.split(',').map(str::trim).collect();
-        let num = |s: &str| {
-            s.parse::<f64>().map_err(|_| ParseError::new(file, k + 1, format!("`{s}` is not a number")))
-        };
+        let num =
+            |s: &str| s.parse::<f64>().map_err(|_| ParseError::new(file, k + 1, format!("`{s}` is not a number")));
         let opt = match cols.len() {
             3 => {
                 let v = num(cols[2])?;

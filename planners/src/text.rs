@@ -60,12 +60,17 @@ pub fn parse(text: &str, file: &Path) -> Result<Dag, ParseError> {
     }
     let mut edges = Vec::with_capacity(m);
     for k in 0..m {
-        let (line, tok) = it.next().ok_or_else(|| ParseError::new(file, 0, format!("expected {m} edges, found {k}")))?;
+        let (line, tok) =
+            it.next().ok_or_else(|| ParseError::new(file, 0, format!("expected {m} edges, found {k}")))?;
         let edge = edge(tok, n).map_err(|msg| ParseError::new(file, line, format!("edge `{tok}`: {msg}")))?;
         edges.push(edge);
     }
     if let Some((line, tok)) = it.next() {
-        return Err(ParseError::new(file, line, format!("unexpected token `{tok}` after {n} operations and {m} edges")));
+        return Err(ParseError::new(
+            file,
+            line,
+            format!("unexpected token `{tok}` after {n} operations and {m} edges"),
+        ));
     }
     Dag::new(tasks, edges).map_err(|e| ParseError::new(file, 0, e.to_string()))
 }

@@ -44,17 +44,28 @@ fn time_indexed_matches_enumeration_on_identical_units() {
         assert_eq!((got.status, got.makespan), (Status::Optimal, want), "round {round}");
         solver_calls += (got.formulation == Formulation::TimeIndexed) as usize;
     }
-    assert!(solver_calls >= 1, "the time-indexed model never ran");
+    // Instances whose optimum lies above max(ceil(work / h), critical path):
+    // only the solver can prove them.
+    let above_bound = [
+        dag_from(&[("a", 2.0), ("b", 2.0), ("c", 2.0)], &[]).unwrap(),
+        dag_from(&[("a", 3.0), ("b", 3.0), ("c", 3.0), ("d", 3.0), ("e", 3.0)], &[]).unwrap(),
+        dag_from(&[("a", 1.0), ("b", 2.0), ("c", 2.0), ("d", 2.0)], &[(0, 1, 0.0), (0, 2, 0.0), (0, 3, 0.0)]).unwrap(),
+    ];
+    for (k, dag) in above_bound.iter().enumerate() {
+        let p = Platform::identical(2);
+        let want = brute_makespan(dag, &p).unwrap();
+        assert!(want > baton_planners::bounds::lower_bound(dag, &p), "case {k}");
+        let got = ilp::solve_makespan(dag, &p, OPTS).unwrap();
+        assert_eq!((got.status, got.makespan, got.lower_bound), (Status::Optimal, want, want), "case {k}");
+        solver_calls += (got.formulation == Formulation::TimeIndexed) as usize;
+    }
+    assert!(solver_calls >= 3, "the time-indexed model ran only {solver_calls} times");
 }
 
 #[test]
 fn reports_bound_and_gap() {
     // Work 12 on 2 units and the chain a -> b of 6: the bound 6 is met.
-    let dag = dag_from(
-        &[("a", 3.0), ("b", 3.0), ("c", 2.0), ("d", 2.0), ("e", 2.0)],
-        &[(0, 1, 0.0)],
-    )
-    .unwrap();
+    let dag = dag_from(&[("a", 3.0), ("b", 3.0), ("c", 2.0), ("d", 2.0), ("e", 2.0)], &[(0, 1, 0.0)]).unwrap();
     let p = Platform::identical(2);
     let got = ilp::solve_makespan(&dag, &p, OPTS).unwrap();
     assert_eq!((got.makespan, got.lower_bound, got.gap), (6.0, 6.0, 0.0));
@@ -113,22 +124,27 @@ fn period_objective_matches_enumeration() {
 
 #[test]
 fn certifies_stg_optima_above_the_simple_bound() {
-    // The shipped subset holds instances whose optimum exceeds
-    // max(ceil(work / m), critical path): certifying them needs the solver.
-    let mut hard = 0;
-    for m in [2, 4] {
+    // rand0074 on 2 and rand0001 on 4 processors have optima above
+    // max(ceil(work / m), critical path): only the solver can certify them.
+    // The others are certified by list scheduling meeting the bound.
+    let cases = [
+        ("50/rand0074.stg", 2, true),
+        ("50/rand0001.stg", 4, true),
+        ("50/rand0000.stg", 2, false),
+        ("50/rand0002.stg", 4, false),
+    ];
+    for (key, m, hard) in cases {
         let p = Platform::identical(m);
-        for (key, dag, opt) in stg_subset(m) {
-            let opts = Options { time_limit: 30.0, random_starts: 32 };
-            let got = ilp::solve_makespan(&dag, &p, opts).unwrap();
-            verify(&dag, &p, &got.schedule).unwrap();
-            if opt.proven() {
-                assert_eq!((got.status, got.makespan), (Status::Optimal, opt.best_known), "{key} m={m}");
-            }
-            if opt.best_known > baton_planners::bounds::lower_bound(&dag, &p) {
-                hard += 1;
-            }
-        }
+        let (_, dag, opt) = stg_subset(m).into_iter().find(|(k, _, _)| k == key).unwrap();
+        assert!(opt.proven());
+        assert_eq!(opt.best_known > baton_planners::bounds::lower_bound(&dag, &p), hard, "{key} m={m}");
+        let got = ilp::solve_makespan(&dag, &p, Options { time_limit: 60.0, random_starts: 32 }).unwrap();
+        verify(&dag, &p, &got.schedule).unwrap();
+        assert_eq!(
+            (got.status, got.makespan, got.lower_bound),
+            (Status::Optimal, opt.best_known, opt.best_known),
+            "{key} m={m}"
+        );
+        assert_eq!(got.formulation == Formulation::TimeIndexed, hard, "{key} m={m}");
     }
-    assert!(hard >= 2, "the subset should hold instances above the simple bound ({hard})");
 }
