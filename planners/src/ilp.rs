@@ -126,7 +126,7 @@ fn gap(value: f64, bound: f64) -> f64 {
     }
 }
 
-/// Result of one HiGHS run: column values, objective, proven bound, status.
+/// Result of one HiGHS run: column values, proven bound, status.
 struct Run {
     cols: Vec<f64>,
     bound: f64,
@@ -134,7 +134,9 @@ struct Run {
 }
 
 /// Solves a good_lp model with HiGHS (one thread, quiet, fixed seed), warm
-/// started from `initial` (one value per variable, in creation order).
+/// started from `initial` (one value per variable, in creation order; empty:
+/// cold start). `None`: proven infeasible. `cols` is empty when the time
+/// limit came before any solution.
 fn run_highs(
     vars: ProblemVariables,
     objective: Expression,
@@ -142,7 +144,7 @@ fn run_highs(
     initial: &[f64],
     deadline: Instant,
     abs_gap: f64,
-) -> Result<Run, String> {
+) -> Result<Option<Run>, String> {
     // The limit covers building the model too: HiGHS gets what is left.
     let time_limit = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
     let mut problem = vars.minimise(objective).using(highs);
@@ -156,10 +158,13 @@ fn run_highs(
     model.set_option("time_limit", time_limit.max(0.01));
     model.set_option("mip_rel_gap", 0.0);
     model.set_option("mip_abs_gap", abs_gap);
-    model.try_set_solution(Some(initial), None, None, None).map_err(|e| format!("HiGHS warm start: {e:?}"))?;
+    if !initial.is_empty() {
+        model.try_set_solution(Some(initial), None, None, None).map_err(|e| format!("HiGHS warm start: {e:?}"))?;
+    }
     let solved = model.try_solve().map_err(|e| format!("HiGHS: {e:?}"))?;
     let status = match solved.status() {
         HighsModelStatus::Optimal => Status::Optimal,
+        HighsModelStatus::Infeasible => return Ok(None),
         HighsModelStatus::ReachedTimeLimit
         | HighsModelStatus::ReachedIterationLimit
         | HighsModelStatus::ReachedSolutionLimit
@@ -168,8 +173,9 @@ fn run_highs(
         other => return Err(format!("HiGHS ended with status {other:?}")),
     };
     let bound = solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY);
-    let cols = solved.get_solution().columns().to_vec();
-    Ok(Run { cols, bound, status })
+    let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+    let cols = if feasible { solved.get_solution().columns().to_vec() } else { Vec::new() };
+    Ok(Some(Run { cols, bound, status }))
 }
 
 /// Rounds a proven bound up to the next integer when the objective is integral.
@@ -189,31 +195,53 @@ type Outcome = (Schedule, f64, Formulation, Status);
 /// `S[i][t] - S[i][t - c_i] = 1`, so capacity and precedence
 /// (`S[j][t] <= S[i][t - c_i]`) take two non-zeros per task and slot; this is
 /// as tight as the cumulative start-variable form and much sparser.
+///
+/// The horizon is tightened from the bottom: for `T = lb, lb + 1, ...` below
+/// the list schedule's makespan, the model with every task finishing by `T`
+/// (narrow windows, a small model) is solved; the first feasible `T` is the
+/// optimum, each infeasible one raises the proven bound to `T + 1`.
 fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start: &Schedule) -> Result<Outcome, String> {
+    let mut bound = lb.round() as i64;
+    let ub = ub.round() as i64;
+    while bound < ub && Instant::now() + Duration::from_millis(20) < deadline {
+        match time_indexed_at(dag, h, bound, deadline)? {
+            None => bound += 1,
+            Some((Some(schedule), status)) => {
+                let b = if status == Status::Optimal { bound } else { lb.round() as i64 };
+                return Ok((schedule, b.max(bound) as f64, Formulation::TimeIndexed, status));
+            }
+            Some((None, _)) => break,
+        }
+    }
+    let status = if bound >= ub { Status::Optimal } else { Status::TimeLimit };
+    Ok((start.clone(), bound.min(ub) as f64, Formulation::TimeIndexed, status))
+}
+
+/// The time-indexed model with horizon `horizon`: `None` when proven
+/// infeasible, else the schedule found (if any) and the solver status.
+fn time_indexed_at(
+    dag: &Dag,
+    h: usize,
+    horizon: i64,
+    deadline: Instant,
+) -> Result<Option<(Option<Schedule>, Status)>, String> {
     let n = dag.len();
-    let horizon = ub.round() as i64;
+    let (ub, lb) = (horizon as f64, 0.0);
     let cost: Vec<i64> = dag.tasks.iter().map(|t| t.cost.round() as i64).collect();
     let head = dag.top_levels(|i| dag.tasks[i].cost);
     let tail = dag.bottom_levels(|i| dag.tasks[i].cost, false);
     let window: Vec<(i64, i64)> = (0..n).map(|i| (head[i].round() as i64, horizon - tail[i].round() as i64)).collect();
     let mut vars = ProblemVariables::new();
-    let mut initial = Vec::new();
     // steps[i][t - lo] for t in lo..hi; S = 1 from hi on.
     let mut steps: Vec<Vec<Variable>> = Vec::with_capacity(n);
     for i in 0..n {
         let (lo, hi) = window[i];
-        let s0 = start.start[i].round() as i64;
-        steps.push(
-            (lo..hi)
-                .map(|t| {
-                    initial.push(if t >= s0 { 1.0 } else { 0.0 });
-                    vars.add(variable().binary())
-                })
-                .collect(),
-        );
+        if hi < lo {
+            return Ok(None);
+        }
+        steps.push((lo..hi).map(|_| vars.add(variable().binary())).collect());
     }
     let c = vars.add(variable().min(lb).max(ub));
-    initial.push(ub);
     let started = |i: usize, t: i64| -> Expression {
         let (lo, hi) = window[i];
         if t < lo {
@@ -258,7 +286,12 @@ fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start:
             }
         }
     }
-    let run = run_highs(vars, c.into(), cons, &initial, deadline, 0.999)?;
+    let Some(run) = run_highs(vars, c.into(), cons, &[], deadline, 0.999)? else {
+        return Ok(None);
+    };
+    if run.cols.is_empty() {
+        return Ok(Some((None, run.status)));
+    }
     // Columns were created task by task: count the steps still 0.
     let mut col = 0;
     let mut starts = vec![0.0; n];
@@ -269,8 +302,7 @@ fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start:
         });
         starts[i] = (window[i].0 + zeros.count() as i64) as f64;
     }
-    let schedule = colour(dag, h, starts);
-    Ok((schedule, integral_bound(run.bound, true), Formulation::TimeIndexed, run.status))
+    Ok(Some((Some(colour(dag, h, starts)), run.status)))
 }
 
 /// Assigns units to tasks with fixed start times (at most `h` at once):
@@ -406,7 +438,11 @@ fn disjunctive(
         }
     }
     let abs_gap = if integral { 0.999 } else { 1e-6 };
-    let run = run_highs(vars, c.into(), cons, &initial, deadline, abs_gap)?;
+    let run = run_highs(vars, c.into(), cons, &initial, deadline, abs_gap)?
+        .ok_or("HiGHS found the model infeasible, but the list schedule is a solution")?;
+    if run.cols.is_empty() {
+        return Ok((start.clone(), integral_bound(run.bound, integral), Formulation::Disjunctive, run.status));
+    }
     let col = |v: Variable| run.cols[index_of(&x, &s, v, n, h)];
     let unit = (0..n).map(|i| (0..h).max_by(|&a, &b| col(x[i][a]).total_cmp(&col(x[i][b]))).expect("h >= 1")).collect();
     let starts: Vec<f64> = (0..n).map(|i| col(s[i])).collect();
@@ -577,7 +613,11 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
             }
         }
         let abs_gap = if integral { 0.999 } else { 1e-6 };
-        let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?;
+        let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?
+            .ok_or("HiGHS found the assignment model infeasible (memory capacities too small?)")?;
+        if run.cols.is_empty() {
+            return Err("no assignment found within the time limit".into());
+        }
         let unit: Vec<usize> = (0..n)
             .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
             .collect();
