@@ -138,9 +138,11 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
         report["predicted_samples_per_s"] = json!(per_s);
         report["batch"] = json!(args.batch);
     }
-    println!("placement (node -> units):");
-    for (node, units) in &placement {
-        println!("  {node}: {units:?}");
+    if pipeline_file.is_some() {
+        println!("placement (node -> units):");
+        for (node, units) in &placement {
+            println!("  {node}: {units:?}");
+        }
     }
     if let Some(out) = &args.out {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;

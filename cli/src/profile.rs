@@ -1,8 +1,8 @@
 //! `baton profile PIPELINE.toml --out profile.json`: measures each node's
 //! latency per batch size on this machine (engines created as the runtime
 //! creates them, warm-up runs first, then timed runs: median with p10/p90,
-//! min, max), and its memory (resident memory its engines added, model file
-//! sizes). The profile gives `baton plan --pipeline` its node times.
+//! min, max), and its memory (resident memory its engines added by the end
+//! of its runs, model file sizes). The profile gives `baton plan --pipeline` its node times.
 //!
 //! Inputs are zero tensors shaped by the model signature; a dynamic dim other
 //! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
@@ -69,6 +69,8 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut nodes = BTreeMap::new();
+    // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
+    let mut keep = Vec::new();
     for (name, node) in &cfg.nodes {
         let before = resident_bytes();
         let mut stages = Vec::new();
@@ -93,7 +95,6 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
             let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
             stages.push(Stage { engine, signature });
         }
-        let memory_bytes = resident_bytes().saturating_sub(before);
         let mut batches = Vec::new();
         for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
             let mut times = Vec::with_capacity(args.runs);
@@ -124,6 +125,9 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
             );
             batches.push(t);
         }
+        // Engines allocate their buffers on first runs: measured after all batch sizes ran.
+        let memory_bytes = resident_bytes().saturating_sub(before);
+        keep.push(stages);
         println!("{name:<16} memory: {} KiB resident, models {} KiB", memory_bytes / 1024, model_bytes / 1024);
         nodes.insert(name.clone(), NodeProfile { batches, memory_bytes, model_bytes });
     }
