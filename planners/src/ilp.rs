@@ -203,9 +203,16 @@ type Outcome = (Schedule, f64, Formulation, Status);
 fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start: &Schedule) -> Result<Outcome, String> {
     let mut bound = lb.round() as i64;
     let ub = ub.round() as i64;
-    while bound < ub && Instant::now() + Duration::from_millis(20) < deadline {
+    // A step is started only while the time left exceeds the last step's
+    // (building the model is not covered by HiGHS's own limit).
+    let mut last_step = Duration::from_millis(20);
+    while bound < ub && Instant::now() + last_step < deadline {
+        let step = Instant::now();
         match time_indexed_at(dag, h, bound, deadline)? {
-            None => bound += 1,
+            None => {
+                bound += 1;
+                last_step = step.elapsed();
+            }
             Some((Some(schedule), status)) => {
                 let b = if status == Status::Optimal { bound } else { lb.round() as i64 };
                 return Ok((schedule, b.max(bound) as f64, Formulation::TimeIndexed, status));
