@@ -65,8 +65,8 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
         }
         Method::Ilp if args.objective == Objective::Makespan => {
             let r = ilp::solve_makespan(&dag, &p, ilp::Options { time_limit: args.time_limit, random_starts: 32 })?;
-            print_makespan("ilp", r.makespan, r.lower_bound, r.heuristic, unit);
-            println!("status: {:?} ({:?}, {:.2} s)", r.status, r.formulation, r.seconds);
+            print_makespan("ilp", r.makespan, r.proof.lower_bound, r.proof.heuristic, unit);
+            println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
             print_schedule(&dag, &p, &r.schedule);
             let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
             j["method"] = json!("ilp");
@@ -76,10 +76,10 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
         Method::Ilp => {
             let r = ilp::solve_period(&dag, &p, ilp::Options { time_limit: args.time_limit, random_starts: 32 })?;
             println!("period: {} {unit}", r.period);
-            println!("lower bound: {} {unit}", r.lower_bound);
-            println!("gap: {:.3}%", 100.0 * r.gap);
-            println!("heuristic: {} {unit}", r.heuristic);
-            println!("status: {:?} ({:?}, {:.2} s)", r.status, r.formulation, r.seconds);
+            println!("lower bound: {} {unit}", r.proof.lower_bound);
+            println!("gap: {:.3}%", 100.0 * r.proof.gap);
+            println!("heuristic: {} {unit}", r.proof.heuristic);
+            println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
             let loads = ilp::loads(&dag, &p, &r.unit);
             for (u, load) in loads.iter().enumerate() {
                 let names: Vec<&str> =

@@ -169,33 +169,33 @@ fn main() {
                 let r = ilp::solve_makespan(dag, &p, opts).unwrap_or_else(|e| panic!("{key}: {e}"));
                 let opt = optima[key];
                 assert!(
-                    r.lower_bound <= opt.best_known + 1e-6 && r.makespan >= opt.lower_bound - 1e-6,
+                    r.proof.lower_bound <= opt.best_known + 1e-6 && r.makespan >= opt.lower_bound - 1e-6,
                     "{key} on {m}: solver claims [{}, {}] against known [{}, {}]",
-                    r.lower_bound,
+                    r.proof.lower_bound,
                     r.makespan,
                     opt.lower_bound,
                     opt.best_known
                 );
-                let certified = r.status == ilp::Status::Optimal;
+                let certified = r.proof.status == ilp::Status::Optimal;
                 cert += certified as usize;
-                calls += (r.formulation != ilp::Formulation::None) as usize;
+                calls += (r.proof.formulation != ilp::Formulation::None) as usize;
                 if opt.proven() {
                     proven += 1;
                     cert_p += certified as usize;
                     matched += (r.makespan == opt.best_known) as usize;
                     gaps.push((r.makespan - opt.best_known) / opt.best_known);
                 }
-                times.push(r.seconds);
+                times.push(r.proof.seconds);
                 if let Some(f) = csv.as_mut() {
                     writeln!(
                         f,
                         "{key},{m},{},{},{},{:?},{:?},{:.3},{},{}",
-                        r.heuristic,
+                        r.proof.heuristic,
                         r.makespan,
-                        r.lower_bound,
-                        r.status,
-                        r.formulation,
-                        r.seconds,
+                        r.proof.lower_bound,
+                        r.proof.status,
+                        r.proof.formulation,
+                        r.proof.seconds,
                         opt.best_known,
                         opt.proven()
                     )

@@ -191,10 +191,9 @@ impl Dag {
             for &k in &self.succs[i] {
                 let j = self.edges[k].to;
                 reach[i][j] = true;
-                for m in 0..n {
-                    if reach[j][m] {
-                        reach[i][m] = true;
-                    }
+                let below = reach[j].clone();
+                for (r, b) in reach[i].iter_mut().zip(below) {
+                    *r |= b;
                 }
             }
         }

@@ -26,6 +26,9 @@
 //! the warm start); when it meets the lower bound the solver is not called.
 //! Every result is checked by the simulator.
 
+// Constraints are written over task, unit and time indices, as in the formulations above.
+#![allow(clippy::needless_range_loop)]
+
 use std::time::{Duration, Instant};
 
 use good_lp::{highs, variable, Expression, ProblemVariables, SolverModel, Variable};
@@ -77,15 +80,41 @@ pub struct Solved {
     #[serde(skip)]
     pub schedule: Schedule,
     pub makespan: f64,
-    /// Proven lower bound on the optimal makespan.
+    #[serde(flatten)]
+    pub proof: Proof,
+}
+
+/// How good a solution is known to be.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Proof {
+    /// Proven lower bound on the optimal value.
     pub lower_bound: f64,
-    /// `(makespan - lower_bound) / makespan`.
+    /// `(value - lower_bound) / value`.
     pub gap: f64,
     pub status: Status,
     pub formulation: Formulation,
-    /// Makespan of the list-scheduling start.
+    /// Value of the heuristic start.
     pub heuristic: f64,
     pub seconds: f64,
+}
+
+impl Proof {
+    /// The proof for `value` given the solver's bound and the bound known
+    /// before solving; `Optimal` whenever the value meets the bound.
+    fn new(
+        value: f64,
+        bound: f64,
+        first: f64,
+        status: Status,
+        formulation: Formulation,
+        heuristic: f64,
+        t0: Instant,
+    ) -> Proof {
+        let lower_bound = bound.max(first).min(value);
+        let status = if value <= lower_bound + EPS { Status::Optimal } else { status };
+        let seconds = t0.elapsed().as_secs_f64();
+        Proof { lower_bound, gap: gap(value, lower_bound), status, formulation, heuristic, seconds }
+    }
 }
 
 /// Minimizes the makespan of one run of `dag` on `p`.
@@ -104,18 +133,8 @@ pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, 
         disjunctive(dag, p, heuristic, simple, deadline, &start, integral)?
     };
     let makespan = verify(dag, p, &schedule).map_err(|v| format!("the MILP schedule is illegal: {v}"))?;
-    let lower_bound = bound.max(simple).min(makespan);
-    let status = if makespan <= lower_bound + EPS { Status::Optimal } else { status };
-    Ok(Solved {
-        schedule,
-        makespan,
-        lower_bound,
-        gap: gap(makespan, lower_bound),
-        status,
-        formulation,
-        heuristic,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, t0);
+    Ok(Solved { schedule, makespan, proof })
 }
 
 fn gap(value: f64, bound: f64) -> f64 {
@@ -507,13 +526,9 @@ pub struct PeriodSolved {
     pub unit: Vec<usize>,
     /// Busiest unit's load: the steady-state period when samples overlap.
     pub period: f64,
-    pub lower_bound: f64,
-    pub gap: f64,
-    pub status: Status,
-    pub formulation: Formulation,
-    /// Period of the greedy start (longest task first onto the least loaded unit).
-    pub heuristic: f64,
-    pub seconds: f64,
+    /// The heuristic is the greedy start (longest task first onto the least loaded unit).
+    #[serde(flatten)]
+    pub proof: Proof,
 }
 
 /// Load of each unit under an assignment.
@@ -631,16 +646,6 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
         (unit, integral_bound(run.bound, integral), Formulation::Period, run.status)
     };
     let period = verify_assignment(dag, p, &unit).map_err(|e| format!("the MILP assignment is illegal: {e}"))?;
-    let lower_bound = bound.max(simple).min(period);
-    let status = if period <= lower_bound + EPS { Status::Optimal } else { status };
-    Ok(PeriodSolved {
-        unit,
-        period,
-        lower_bound,
-        gap: gap(period, lower_bound),
-        status,
-        formulation,
-        heuristic,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    let proof = Proof::new(period, bound, simple, status, formulation, heuristic, t0);
+    Ok(PeriodSolved { unit, period, proof })
 }

@@ -24,10 +24,10 @@ fn makespan_matches_enumeration_with_transfers_and_heterogeneous_units() {
         }
         let want = brute_makespan(&dag, &p).unwrap();
         let got = ilp::solve_makespan(&dag, &p, OPTS).unwrap();
-        assert_eq!(got.status, Status::Optimal, "round {round}");
+        assert_eq!(got.proof.status, Status::Optimal, "round {round}");
         assert_eq!(got.makespan, want, "round {round}: {got:?}");
         assert_eq!(verify(&dag, &p, &got.schedule), Ok(want));
-        solver_calls += (got.formulation == Formulation::Disjunctive) as usize;
+        solver_calls += (got.proof.formulation == Formulation::Disjunctive) as usize;
     }
     assert!(solver_calls >= 3, "the solver itself ran on only {solver_calls} instances");
 }
@@ -41,8 +41,8 @@ fn time_indexed_matches_enumeration_on_identical_units() {
         let p = Platform::identical(2 + round % 2);
         let want = brute_makespan(&dag, &p).unwrap();
         let got = ilp::solve_makespan(&dag, &p, OPTS).unwrap();
-        assert_eq!((got.status, got.makespan), (Status::Optimal, want), "round {round}");
-        solver_calls += (got.formulation == Formulation::TimeIndexed) as usize;
+        assert_eq!((got.proof.status, got.makespan), (Status::Optimal, want), "round {round}");
+        solver_calls += (got.proof.formulation == Formulation::TimeIndexed) as usize;
     }
     // Instances whose optimum lies above max(ceil(work / h), critical path):
     // only the solver can prove them.
@@ -56,8 +56,8 @@ fn time_indexed_matches_enumeration_on_identical_units() {
         let want = brute_makespan(dag, &p).unwrap();
         assert!(want > baton_planners::bounds::lower_bound(dag, &p), "case {k}");
         let got = ilp::solve_makespan(dag, &p, OPTS).unwrap();
-        assert_eq!((got.status, got.makespan, got.lower_bound), (Status::Optimal, want, want), "case {k}");
-        solver_calls += (got.formulation == Formulation::TimeIndexed) as usize;
+        assert_eq!((got.proof.status, got.makespan, got.proof.lower_bound), (Status::Optimal, want, want), "case {k}");
+        solver_calls += (got.proof.formulation == Formulation::TimeIndexed) as usize;
     }
     assert!(solver_calls >= 3, "the time-indexed model ran only {solver_calls} times");
 }
@@ -68,7 +68,7 @@ fn reports_bound_and_gap() {
     let dag = dag_from(&[("a", 3.0), ("b", 3.0), ("c", 2.0), ("d", 2.0), ("e", 2.0)], &[(0, 1, 0.0)]).unwrap();
     let p = Platform::identical(2);
     let got = ilp::solve_makespan(&dag, &p, OPTS).unwrap();
-    assert_eq!((got.makespan, got.lower_bound, got.gap), (6.0, 6.0, 0.0));
+    assert_eq!((got.makespan, got.proof.lower_bound, got.proof.gap), (6.0, 6.0, 0.0));
 }
 
 #[test]
@@ -115,9 +115,9 @@ fn period_objective_matches_enumeration() {
         }
         let want = brute_period(&dag, &p).unwrap();
         let got = ilp::solve_period(&dag, &p, OPTS).unwrap();
-        assert_eq!((got.status, got.period), (Status::Optimal, want), "round {round}: {got:?}");
+        assert_eq!((got.proof.status, got.period), (Status::Optimal, want), "round {round}: {got:?}");
         assert_eq!(ilp::verify_assignment(&dag, &p, &got.unit), Ok(want));
-        solver_calls += (got.formulation == Formulation::Period) as usize;
+        solver_calls += (got.proof.formulation == Formulation::Period) as usize;
     }
     assert!(solver_calls >= 3, "the solver itself ran on only {solver_calls} instances");
 }
@@ -144,6 +144,6 @@ fn certifies_stg_optima_above_the_simple_bound() {
         let got = ilp::solve_makespan(&dag, &p, Options { time_limit: 60.0, random_starts: 32 }).unwrap();
         verify(&dag, &p, &got.schedule).unwrap();
         let want = (Status::Optimal, opt.best_known, opt.best_known, formulation);
-        assert_eq!((got.status, got.makespan, got.lower_bound, got.formulation), want, "{key} m={m}");
+        assert_eq!((got.proof.status, got.makespan, got.proof.lower_bound, got.proof.formulation), want, "{key} m={m}");
     }
 }
