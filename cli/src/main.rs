@@ -9,6 +9,7 @@ mod inputs;
 mod plan;
 mod plan_partition;
 mod plan_schedule;
+mod profile;
 mod run;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ enum Command {
     BenchFairness(baton_bench::fairness::FairnessArgs),
     /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
     Plan(plan::PlanArgs),
+    /// Measure each node's latency per batch size and its memory, for the planners.
+    Profile(profile::ProfileArgs),
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -71,5 +74,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => baton_server::run_with(args, &engines()),
         Command::Plan(args) => plan::run(args),
         Command::BenchFairness(args) => baton_bench::fairness::run(args),
+        Command::Profile(args) => profile::run(args, &engines()),
     }
 }

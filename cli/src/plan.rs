@@ -74,9 +74,9 @@ pub struct PlanArgs {
     /// Partition: refinement variant, `all` (all candidates, best first) or `flow` (flow order).
     #[arg(long, default_value = "all")]
     pub variant: String,
-    /// Partition: a move needs second gain - first gain > THRESHOLD.
+    /// Partition: a move needs second gain - first gain > GAIN_THRESHOLD.
     #[arg(long, default_value_t = 0)]
-    pub threshold: i64,
+    pub gain_threshold: i64,
     /// Partition: hill-climbing moves allowed past the best point in the
     /// all-candidates refinement (0 = the seed's rule, improving moves only;
     /// default 0 for `--scheme seed`, 64 otherwise).
@@ -96,6 +96,30 @@ pub struct PlanArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Periodic: most samples per period tried.
+    #[arg(long, default_value_t = 4)]
+    pub x_max: usize,
+    /// Periodic: stop growing the samples per period once utilization exceeds this.
+    #[arg(long, default_value_t = 0.99)]
+    pub threshold: f64,
+    /// ILP: minimize one run's `makespan`, or the `period` (bottleneck) of a pipelined stream.
+    #[arg(long, value_enum, default_value_t = Objective::Makespan)]
+    pub objective: Objective,
+    /// With --pipeline: the profiled batch size whose latencies are the node times.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// With --pipeline: write a copy of the pipeline with the plan's `cores`/`workers` here
+    /// (default: PIPELINE.placed.toml next to the pipeline).
+    #[arg(long)]
+    pub placed: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Objective {
+    /// Length of one run of the graph.
+    Makespan,
+    /// Steady-state period of a stream of runs (the busiest unit's load).
+    Period,
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {

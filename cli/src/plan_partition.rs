@@ -50,8 +50,8 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     if !(0.0..=10.0).contains(&args.epsilon) {
         return Err(format!("--epsilon must be in [0, 10], got {}", args.epsilon));
     }
-    if args.threshold < 0 {
-        return Err("--threshold must be >= 0".into());
+    if args.gain_threshold < 0 {
+        return Err("--gain-threshold must be >= 0".into());
     }
     let rule: CriticalRule = args.critical.parse()?;
     let value: CriticalValue = args.critical_value.parse()?;
@@ -77,7 +77,7 @@ fn plan(args: &PlanArgs) -> Result<(), String> {
     p.coarse_restarts = args.coarse_restarts.max(1);
     p.seed = args.seed;
     p.refine.variant = variant;
-    p.refine.threshold = args.threshold;
+    p.refine.threshold = args.gain_threshold;
     if let Some(h) = args.hill_climb {
         p.refine.hill_climb = h;
     }

@@ -1,3 +1,26 @@
-//! Offline planners: where pipeline nodes run and how a repeated pipeline is
-//! laid out over time (list scheduling, periodic schedules with retiming,
-//! exact MILP scheduling).
+//! Offline planners for Baton: where pipeline nodes run (which unit) and how a
+//! repeated pipeline is laid out over time.
+//!
+//! - [`dag`]: the task graph; [`platform`]: the processing units.
+//! - [`stg`], [`text`]: graph file parsers (STG, the compact text format).
+//! - [`bounds`]: makespan and period lower bounds.
+//! - [`list`]: list scheduling on the critical path (the heuristic).
+//! - [`periodic`] + [`retime`]: periodic schedule of a repeated DAG with
+//!   retiming (software pipelining).
+//! - [`ilp`]: exact scheduling as a MILP (HiGHS), makespan and period.
+//! - [`simulate`]: the legality check every schedule passes.
+//! - [`pipeline`]: pipeline configs and profiles as planning inputs, and
+//!   placements written back as config overlays.
+
+pub mod bounds;
+pub mod dag;
+pub mod ilp;
+pub mod list;
+pub mod parse;
+pub mod periodic;
+pub mod pipeline;
+pub mod platform;
+pub mod retime;
+pub mod simulate;
+pub mod stg;
+pub mod text;

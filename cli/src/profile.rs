@@ -1,0 +1,172 @@
+//! `baton profile PIPELINE.toml --out profile.json`: measures each node's
+//! latency per batch size on this machine (engines created as the runtime
+//! creates them, warm-up runs first, then timed runs: median with p10/p90,
+//! min, max), and its memory (resident memory its engines added by the end
+//! of its runs, model file sizes). The profile gives `baton plan --pipeline` its node times.
+//!
+//! Inputs are zero tensors shaped by the model signature; a dynamic dim other
+//! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
+//! earlier stage of the node takes that stage's output, as in the runtime.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use baton::engine::Dim;
+use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
+use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile};
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// The pipeline file.
+    pub pipeline: PathBuf,
+    /// Where to write the profile (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Batch sizes to measure (each at most the node's max_batch).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub batches: Vec<usize>,
+    /// Timed runs per node and batch size.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Untimed warm-up runs before them.
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    /// Size of dynamic dims other than the batch dim.
+    #[arg(long, default_value_t = 1)]
+    pub dim: usize,
+}
+
+pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
+    match profile(&args, engines) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Resident memory of this process, bytes (0 where unknown).
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+struct Stage {
+    engine: Box<dyn baton::Engine>,
+    signature: baton::ModelSignature,
+}
+
+fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
+    // Full validation first: the same checks `baton check` makes.
+    baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
+    let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
+    let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut nodes = BTreeMap::new();
+    // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
+    let mut keep = Vec::new();
+    for (name, node) in &cfg.nodes {
+        let before = resident_bytes();
+        let mut stages = Vec::new();
+        let mut model_bytes = 0;
+        for (s, stage) in node.stages.iter().enumerate() {
+            let location = format!("nodes.{name}.stages[{s}]");
+            let provider = match &stage.function {
+                Some(f) => engines.function(f),
+                None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
+            }
+            .ok_or_else(|| format!("{location}: no engine for this stage"))?;
+            let model = stage.model.as_ref().map(|m| base.join(m));
+            model_bytes += model.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
+            let request = StageRequest {
+                location: location.clone(),
+                model,
+                params: stage.params.clone(),
+                intra_threads: node.intra_threads,
+                inter_threads: node.inter_threads,
+            };
+            let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
+            let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
+            stages.push(Stage { engine, signature });
+        }
+        let mut batches = Vec::new();
+        for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
+            let mut times = Vec::with_capacity(args.runs);
+            for k in 0..args.warmup + args.runs {
+                let t0 = Instant::now();
+                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} at batch {b}: {e}"))?;
+                if k >= args.warmup {
+                    times.push(t0.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
+            let t = BatchTiming {
+                batch: b,
+                runs: times.len(),
+                median_us: q(0.5),
+                p10_us: q(0.1),
+                p90_us: q(0.9),
+                min_us: times[0],
+                max_us: times[times.len() - 1],
+            };
+            println!(
+                "{name:<16} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
+                t.median_us,
+                t.p10_us,
+                t.p90_us,
+                b as f64 * 1e6 / t.median_us
+            );
+            batches.push(t);
+        }
+        // Engines allocate their buffers on first runs: measured after all batch sizes ran.
+        let memory_bytes = resident_bytes().saturating_sub(before);
+        keep.push(stages);
+        println!("{name:<16} memory: {} KiB resident, models {} KiB", memory_bytes / 1024, model_bytes / 1024);
+        nodes.insert(name.clone(), NodeProfile { batches, memory_bytes, model_bytes });
+    }
+    let profile = Profile { pipeline: args.pipeline.display().to_string(), cores, nodes };
+    let text = serde_json::to_string_pretty(&profile).map_err(|e| e.to_string())?;
+    std::fs::write(&args.out, text + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// One run of all the node's stages on a batch of `b` zero rows.
+fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
+    let mut produced: BTreeMap<String, Tensor> = BTreeMap::new();
+    for stage in stages.iter_mut() {
+        let mut inputs = Vec::new();
+        for spec in &stage.signature.inputs {
+            let t = match produced.get(&spec.name) {
+                Some(t) => t.clone(),
+                None => {
+                    let shape = spec
+                        .shape
+                        .iter()
+                        .enumerate()
+                        .map(|(k, d)| match d {
+                            _ if k == 0 => b,
+                            Dim::Fixed(n) => *n,
+                            Dim::Dynamic(_) => dim,
+                        })
+                        .collect();
+                    Tensor::zeros(spec.dtype, shape).map_err(|e| e.to_string())?
+                }
+            };
+            inputs.push(t);
+        }
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let outs = stage.engine.run(&refs)?;
+        for (spec, t) in stage.signature.outputs.iter().zip(outs) {
+            produced.insert(spec.name.clone(), t);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! Pipelines as planning inputs and placements as planning outputs.
+//!
+//! A [`Profile`] (written by `baton profile`) holds each node's measured
+//! latency per batch size and its memory. [`dag_from_pipeline`] turns a
+//! pipeline's node graph plus a profile into a DAG whose task times are the
+//! nodes' median latencies (µs) at one batch size. [`write_placed`] writes a
+//! complete copy of a pipeline file with every node's `workers` and `cores`
+//! set from a plan (unit `u` -> core `u`), model paths kept valid.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dag::{Dag, Edge, Task};
+
+/// Latency of one node at one batch size, µs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchTiming {
+    pub batch: usize,
+    pub runs: usize,
+    pub median_us: f64,
+    pub p10_us: f64,
+    pub p90_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+}
+
+/// One node's measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeProfile {
+    pub batches: Vec<BatchTiming>,
+    /// Resident memory the node's engines added when created, bytes.
+    pub memory_bytes: u64,
+    /// Size of the node's model files, bytes.
+    pub model_bytes: u64,
+}
+
+/// A profile of a pipeline on one machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub pipeline: String,
+    /// Cores the profiling machine had.
+    pub cores: usize,
+    pub nodes: BTreeMap<String, NodeProfile>,
+}
+
+impl Profile {
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a profile: {e}", path.display()))
+    }
+
+    /// Median latency of `node` at `batch`, µs.
+    pub fn cost(&self, node: &str, batch: usize) -> Result<f64, String> {
+        let np = self.nodes.get(node).ok_or_else(|| format!("the profile has no entry for node `{node}`"))?;
+        np.batches.iter().find(|b| b.batch == batch).map(|b| b.median_us).ok_or_else(|| {
+            let have: Vec<String> = np.batches.iter().map(|b| b.batch.to_string()).collect();
+            format!("the profile of node `{node}` has no batch size {batch} (has {})", have.join(", "))
+        })
+    }
+}
+
+/// A pipeline's node graph: node names and node-to-node edges.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeGraph {
+    pub nodes: Vec<String>,
+    /// `(from node, to node, tensor)`.
+    pub edges: Vec<(String, String, String)>,
+}
+
+/// Reads the node graph of a pipeline file (`[nodes.*]` and `[[edges]]`,
+/// `node.tensor` endpoints); write-back state edges are not dependencies.
+pub fn node_graph(path: &Path) -> Result<NodeGraph, String> {
+    let table = read_table(path)?;
+    let mut g = NodeGraph::default();
+    if let Some(nodes) = table.get("nodes").and_then(|n| n.as_table()) {
+        g.nodes = nodes.keys().cloned().collect();
+    }
+    for e in table.get("edges").and_then(|e| e.as_array()).into_iter().flatten() {
+        let end = |k: &str| -> Result<(String, String), String> {
+            let s =
+                e.get(k).and_then(|v| v.as_str()).ok_or_else(|| format!("{}: an edge has no `{k}`", path.display()))?;
+            let (node, tensor) =
+                s.split_once('.').ok_or_else(|| format!("{}: edge end `{s}` is not `node.tensor`", path.display()))?;
+            Ok((node.to_string(), tensor.to_string()))
+        };
+        let ((from, tensor), (to, _)) = (end("from")?, end("to")?);
+        if !g.edges.iter().any(|(f, t, _)| *f == from && *t == to) {
+            g.edges.push((from, to, tensor));
+        }
+    }
+    Ok(g)
+}
+
+/// The DAG of a pipeline with each node's median latency at `batch` (µs) and
+/// its memory from the profile; edges carry no transfer time (in-process).
+pub fn dag_from_pipeline(g: &NodeGraph, profile: &Profile, batch: usize) -> Result<Dag, String> {
+    let index: BTreeMap<&str, usize> = g.nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let tasks = g
+        .nodes
+        .iter()
+        .map(|n| {
+            let memory = profile.nodes.get(n).map_or(0, |p| p.memory_bytes) as f64;
+            Ok(Task { name: n.clone(), cost: profile.cost(n, batch)?, memory })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let node = |n: &str| index.get(n).copied().ok_or_else(|| format!("edge names unknown node `{n}`"));
+    let edges = g
+        .edges
+        .iter()
+        .map(|(f, t, d)| Ok(Edge { from: node(f)?, to: node(t)?, transfer: 0.0, data: d.clone() }))
+        .collect::<Result<Vec<_>, String>>()?;
+    Dag::new(tasks, edges).map_err(|e| e.to_string())
+}
+
+fn read_table(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    text.parse::<toml::Table>().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes a copy of the pipeline file `src` to `dst` with each node's
+/// `cores` (and `workers`, one per core) from `placement` (node -> cores).
+/// Model paths are rewritten to absolute ones when `dst` is in another folder.
+pub fn write_placed(
+    src: &Path,
+    dst: &Path,
+    placement: &BTreeMap<String, Vec<usize>>,
+    note: &str,
+) -> Result<(), String> {
+    let mut table = read_table(src)?;
+    let src_dir = src.parent().map(Path::to_path_buf).unwrap_or_default();
+    let same_dir = dst.parent().map(Path::to_path_buf).unwrap_or_default() == src_dir;
+    let nodes = table
+        .get_mut("nodes")
+        .and_then(|n| n.as_table_mut())
+        .ok_or_else(|| format!("{}: no [nodes]", src.display()))?;
+    for (name, node) in nodes.iter_mut() {
+        let node = node.as_table_mut().ok_or_else(|| format!("{}: nodes.{name} is not a table", src.display()))?;
+        let cores = placement.get(name).ok_or_else(|| format!("the plan places no node `{name}`"))?;
+        node.insert(
+            "cores".into(),
+            toml::Value::Array(cores.iter().map(|&c| toml::Value::Integer(c as i64)).collect()),
+        );
+        node.insert("workers".into(), toml::Value::Integer(cores.len() as i64));
+        if same_dir {
+            continue;
+        }
+        for stage in node.get_mut("stages").and_then(|s| s.as_array_mut()).into_iter().flatten() {
+            if let Some(model) = stage.get_mut("model") {
+                if let Some(m) = model.as_str() {
+                    let abs: PathBuf = src_dir.join(m);
+                    let abs = abs.canonicalize().unwrap_or(abs);
+                    *model = toml::Value::String(abs.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    let body = toml::to_string(&table).map_err(|e| e.to_string())?;
+    let header: String = note.lines().map(|l| format!("# {l}\n")).collect();
+    std::fs::write(dst, format!("{header}\n{body}")).map_err(|e| format!("{}: cannot write: {e}", dst.display()))
+}
