@@ -47,15 +47,7 @@ fn main() {
     println!("{dag}");
     println!("list scheduling: makespan {heuristic}");
     let r = ilp::solve_makespan(&dag, &p, Options { time_limit: 30.0, random_starts: 32 }).expect("solved");
-    println!(
-        "MILP: makespan {}, lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s)",
-        r.makespan,
-        r.proof.lower_bound,
-        100.0 * r.proof.gap,
-        r.proof.status,
-        r.proof.formulation,
-        r.proof.seconds
-    );
+    println!("MILP: makespan {}, {}", r.makespan, r.proof);
     for u in 0..p.units() {
         let mut on: Vec<usize> = (0..dag.len()).filter(|&i| r.schedule.unit[i] == u).collect();
         on.sort_by(|&a, &b| r.schedule.start[a].total_cmp(&r.schedule.start[b]));
@@ -67,12 +59,5 @@ fn main() {
         println!("  {:<6} memory {used}/{}: {}", p.names[u], p.capacity(u), cells.join(" "));
     }
     let r = ilp::solve_period(&dag, &p, Options { time_limit: 30.0, random_starts: 32 }).expect("solved");
-    println!(
-        "MILP period (pipelined steps): {}, lower bound {}, gap {:.2}%, greedy {}, {:?}",
-        r.period,
-        r.proof.lower_bound,
-        100.0 * r.proof.gap,
-        r.proof.heuristic,
-        r.proof.status
-    );
+    println!("MILP period (pipelined steps): {}, {}", r.period, r.proof);
 }
