@@ -98,6 +98,21 @@ pub struct Proof {
     pub seconds: f64,
 }
 
+impl std::fmt::Display for Proof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s; heuristic {})",
+            self.lower_bound,
+            100.0 * self.gap,
+            self.status,
+            self.formulation,
+            self.seconds,
+            self.heuristic
+        )
+    }
+}
+
 impl Proof {
     /// The proof for `value` given the solver's bound and the bound known
     /// before solving; `Optimal` whenever the value meets the bound.
