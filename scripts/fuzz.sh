@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Fuzzes Baton's hostile-input surfaces with cargo-fuzz (libFuzzer + AddressSanitizer).
+#
+#   scripts/fuzz.sh [TARGET|all] [SECONDS]   # default: all targets, 600 s each, one after another
+#   scripts/fuzz.sh replay                   # replay the committed corpus (stable, what `cargo test` runs)
+#
+# Targets: config_loader, v2_json_request, v2_binary_request, stitch_shapes (fuzz/targets/src/lib.rs).
+# Each run starts from fuzz/corpus/TARGET (committed) and fuzz/seeds/TARGET, adds what it finds
+# to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin`. A crash, a timeout
+# (-timeout), an allocation over -malloc_limit_mb or a resident size over -rss_limit_mb stops the
+# run and leaves the input in fuzz/artifacts/TARGET/; reproduce it with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...
+# then fix the product code and keep the input as fuzz/regressions/TARGET/NAME-OF-THE-BUG.
+#
+# cargo-fuzz needs nightly compiler flags (-Zsanitizer); RUSTC_BOOTSTRAP=1 lets the stable
+# toolchain accept them. One fuzzer process at a time (no -jobs/-workers): the machine is shared.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+TARGETS=(config_loader v2_json_request v2_binary_request stitch_shapes)
+target="${1:-all}"
+seconds="${2:-600}"
+
+if [[ "$target" == replay ]]; then
+    exec cargo test -p baton-fuzz-targets --locked
+fi
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --version 0.13.2 --locked
+fi
+export RUSTC_BOOTSTRAP=1
+
+# Libfuzzer flags shared by runs and minimization: inputs up to 8 KiB, 10 s per input,
+# 256 MiB per allocation, 512 MiB resident.
+LIMITS=(-max_len=8192 -timeout=10 -malloc_limit_mb=256 -rss_limit_mb=512)
+
+fuzz_one() {
+    local t="$1"
+    mkdir -p "fuzz/corpus/$t"
+    echo "== $t: ${seconds}s"
+    (cd fuzz && cargo fuzz run "$t" "corpus/$t" "seeds/$t" -- "${LIMITS[@]}" -max_total_time="$seconds" -print_final_stats=1)
+    echo "== $t: minimizing the corpus"
+    (cd fuzz && cargo fuzz cmin "$t" "corpus/$t" -- "${LIMITS[@]}")
+    echo "== $t: $(find "fuzz/corpus/$t" -type f | wc -l) corpus files, $(du -sh "fuzz/corpus/$t" | cut -f1)"
+}
+
+if [[ "$target" == all ]]; then
+    for t in "${TARGETS[@]}"; do fuzz_one "$t"; done
+elif [[ " ${TARGETS[*]} " == *" $target "* ]]; then
+    fuzz_one "$target"
+else
+    echo "unknown target \`$target\` (targets: ${TARGETS[*]}, all, replay)" >&2
+    exit 2
+fi
