@@ -748,6 +748,16 @@ impl Builder<'_> {
             routes[route].targets.push(Target::State(k));
             state.push(StateSpec { slot, output: write_back.output.clone(), initial });
         }
+        let state_bytes: usize = state.iter().map(|s| s.initial.as_bytes().len()).sum();
+        if state_bytes > self.config.streams.max_state_bytes {
+            return err(
+                at("state"),
+                format!(
+                    "one stream's state takes {state_bytes} bytes, over streams.max_state_bytes ({}): no stream could open",
+                    self.config.streams.max_state_bytes
+                ),
+            );
+        }
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
         Ok(NodeSpec {
             name: name.to_string(),
@@ -865,6 +875,17 @@ impl Builder<'_> {
         };
         let mut full = vec![1];
         full.extend(&shape);
+        // Checked before anything is allocated: a state no stream could hold is a config error.
+        let bytes = crate::tensor::checked_len(&full, input.dtype)
+            .map_err(|e| ConfigError::new(format!("{location}.shape"), e.to_string()))?
+            * input.dtype.size();
+        let limit = self.config.streams.max_state_bytes;
+        if bytes > limit {
+            return err(
+                location,
+                format!("one stream's state takes {bytes} bytes, over streams.max_state_bytes ({limit}): no stream could open"),
+            );
+        }
         match &cfg.initial {
             None => Tensor::zeros(input.dtype, full).map_err(|e| ConfigError::new(location, e.to_string())),
             Some(file) => {

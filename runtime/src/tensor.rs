@@ -389,10 +389,9 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
         if part.shape.is_empty() || part.shape[1..] != first.shape[1..] {
             return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
         }
-        rows = rows.checked_add(part.shape[0]).ok_or_else(|| TensorError::TooLarge {
-            shape: first.shape.clone(),
-            reason: "the parts' rows overflow",
-        })?;
+        rows = rows
+            .checked_add(part.shape[0])
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
     }
     let mut shape = first.shape.clone();
     shape[0] = rows;
@@ -522,10 +521,9 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
         if !agrees {
             return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
         }
-        shape[0] = shape[0].checked_add(part.shape[0]).ok_or_else(|| TensorError::TooLarge {
-            shape: first.shape.clone(),
-            reason: "the parts' rows overflow",
-        })?;
+        shape[0] = shape[0]
+            .checked_add(part.shape[0])
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
         for &a in axes {
             shape[a] = shape[a].max(part.shape[a]);
         }
