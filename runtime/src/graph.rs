@@ -969,15 +969,19 @@ fn topological_order(nodes: &[NodeSpec]) -> Result<Vec<usize>> {
         }
     }
     if order.len() < nodes.len() {
-        // Walk from any node left over along children that are also left over, until a node repeats.
+        // Walk from any node left over back along parents that are also left over, until a node
+        // repeats. A left-over node always has a left-over parent (that is why it was left over);
+        // it need not have a left-over child: it may sit downstream of the cycle.
         let left: Vec<bool> = indegree.iter().map(|&d| d > 0).collect();
         let mut path = vec![(0..nodes.len()).find(|&n| left[n]).expect("a node is left")];
         loop {
             let last = *path.last().expect("non-empty");
-            let next =
-                children[last].iter().copied().find(|&c| left[c]).expect("a left-over node has a left-over child");
+            let next = (0..nodes.len())
+                .find(|&p| left[p] && children[p].contains(&last))
+                .expect("a left-over node has a left-over parent");
             if let Some(start) = path.iter().position(|&n| n == next) {
-                let cycle: Vec<&str> = path[start..].iter().chain([&next]).map(|&n| nodes[n].name.as_str()).collect();
+                let cycle: Vec<&str> =
+                    path[start..].iter().chain([&next]).rev().map(|&n| nodes[n].name.as_str()).collect();
                 return err("edges", format!("the edges form a cycle: {}", cycle.join(" -> ")));
             }
             path.push(next);

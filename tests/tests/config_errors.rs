@@ -369,3 +369,18 @@ fn state_over_max_state_bytes_is_refused_before_allocating() {
     let fits = small.replace("max_state_bytes = 63", "max_state_bytes = 64");
     PipelineSpec::from_file(&write("state_fits", &fits), &registry()).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn cycle_with_a_node_downstream_is_named_not_a_panic() {
+    // p -> q -> p, and q feeds `a_sink`, which sorts first: the cycle search once started there,
+    // walked children (it has none) and panicked instead of naming the cycle.
+    let text = format!(
+        "[inputs.x]\nto = [\"p.x\"]\n[outputs.z]\nfrom = \"a_sink.z\"\n{}{}{}\n[[edges]]\nfrom = \"p.y\"\nto = \"q.y\"\n[[edges]]\nfrom = \"q.back\"\nto = \"p.back\"\n[[edges]]\nfrom = \"q.w\"\nto = \"a_sink.w\"\n",
+        cost_node("p", &[("x", "f32", F32_4), ("back", "f32", F32_4)], &[("y", "f32", F32_4)]),
+        cost_node("q", &[("y", "f32", F32_4)], &[("back", "f32", F32_4), ("w", "f32", F32_4)]),
+        cost_node("a_sink", &[("w", "f32", F32_4)], &[("z", "f32", F32_4)])
+    );
+    let shown = error("cycle_downstream", &text, &["edges: ", "cycle"]);
+    assert!(shown.contains("p -> q -> p") || shown.contains("q -> p -> q"), "{shown}");
+    assert!(!shown.contains("a_sink"), "the node downstream is not on the cycle: {shown}");
+}
