@@ -6,7 +6,8 @@
 #
 # Targets: config_loader, v2_json_request, v2_binary_request, stitch_shapes (fuzz/targets/src/lib.rs).
 # Each run starts from fuzz/corpus/TARGET (committed) and fuzz/seeds/TARGET, adds what it finds
-# to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin`. A crash, a timeout
+# to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin` (-set_cover_merge:
+# the fewest files that keep every feature, so the committed corpus stays small). A crash, a timeout
 # (-timeout), an allocation over -malloc_limit_mb or a resident size over -rss_limit_mb stops the
 # run and leaves the input in fuzz/artifacts/TARGET/; reproduce it with
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...
@@ -40,7 +41,7 @@ fuzz_one() {
     echo "== $t: ${seconds}s"
     (cd fuzz && cargo fuzz run "$t" "corpus/$t" "seeds/$t" -- "${LIMITS[@]}" -max_total_time="$seconds" -print_final_stats=1)
     echo "== $t: minimizing the corpus"
-    (cd fuzz && cargo fuzz cmin "$t" "corpus/$t" -- "${LIMITS[@]}")
+    (cd fuzz && cargo fuzz cmin "$t" "corpus/$t" -- "${LIMITS[@]}" -set_cover_merge=1)
     echo "== $t: $(find "fuzz/corpus/$t" -type f | wc -l) corpus files, $(du -sh "fuzz/corpus/$t" | cut -f1)"
 }
 
