@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   # default: all targets, 600 s each, one after another
 #   scripts/fuzz.sh replay                   # replay the committed corpus (stable, what `cargo test` runs)
 #
-# Targets: config_loader, v2_json_request, v2_binary_request, stitch_shapes (fuzz/targets/src/lib.rs).
+# Targets: config_loader, v2_json_request, v2_binary_request, v2_grpc_request, stitch_shapes (fuzz/targets/src/lib.rs).
 # Each run starts from fuzz/corpus/TARGET (committed) and fuzz/seeds/TARGET, adds what it finds
 # to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin` (-set_cover_merge:
 # the fewest files that keep every feature, so the committed corpus stays small). A crash, a timeout
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-TARGETS=(config_loader v2_json_request v2_binary_request stitch_shapes)
+TARGETS=(config_loader v2_json_request v2_binary_request v2_grpc_request stitch_shapes)
 target="${1:-all}"
 seconds="${2:-600}"
 

@@ -3,7 +3,7 @@
 
 Seeds are where the fuzzer starts: the shipped pipeline files plus cost-model
 pipelines using every config feature, valid and malformed KServe v2 infer
-bodies (JSON and binary), and stitch inputs in the byte layout that
+bodies (JSON, binary, protobuf for gRPC), and stitch inputs in the byte layout that
 `baton_fuzz_targets::stitch_shapes` reads. `scripts/fuzz.sh` copies them into
 the working corpus; the committed corpus in fuzz/corpus/ is the minimized result.
 """
@@ -153,6 +153,59 @@ def requests():
     out("v2_binary_request", "bad_header.bin", b" 1x\n{}")
 
 
+def varint(n):
+    n &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def ld(field, payload):
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def grpc_param(field, name, kind, value):
+    # map<string, InferParameter> entry; InferParameter: bool 1, int64 2, string 3, double 4, uint64 5.
+    inner = varint(kind << 3 | 0) + varint(value) if kind in (1, 2, 5) else ld(kind, value.encode())
+    return ld(field, ld(1, name.encode()) + ld(2, inner))
+
+
+def grpc_input(name, dt, shape, contents=None, params=b""):
+    body = ld(1, name.encode()) + ld(2, dt.encode()) + ld(3, b"".join(varint(d) for d in shape)) + params
+    if contents is not None:
+        body += ld(5, contents)
+    return ld(5, body)
+
+
+def grpc():
+    packers = {"FP32": (6, lambda v: struct.pack(f"<{len(v)}f", *v)), "FP64": (7, lambda v: struct.pack(f"<{len(v)}d", *v)),
+               "INT64": (3, lambda v: b"".join(varint(x) for x in v)), "INT32": (2, lambda v: b"".join(varint(x) for x in v)),
+               "INT16": (2, lambda v: b"".join(varint(x) for x in v)), "INT8": (2, lambda v: b"".join(varint(x) for x in v)),
+               "UINT8": (4, lambda v: b"".join(varint(x) for x in v)), "BOOL": (1, lambda v: b"".join(varint(x % 2) for x in v))}
+    for name, (dt, shape) in MODEL.items():
+        s = concrete(shape)
+        n = 1
+        for d in s:
+            n *= d
+        raw = bytes((i % 2) for i in range(n * SIZES[dt]))
+        out("v2_grpc_request", f"{name}_raw.pb", ld(1, b"fuzz") + grpc_input(name, dt, s) + ld(7, raw))
+        if dt in packers:
+            field, pack = packers[dt]
+            out("v2_grpc_request", f"{name}_contents.pb",
+                ld(1, b"fuzz") + grpc_input(name, dt, s, ld(field, pack(list(range(n))))))
+    params = grpc_param(4, "priority", 2, 1) + grpc_param(4, "sequence_id", 5, 7) + grpc_param(4, "sequence_start", 1, 1)
+    out("v2_grpc_request", "params.pb", ld(1, b"fuzz") + params + grpc_input("i8", "INT8", [2], ld(2, varint(300) + varint(-5))))
+    out("v2_grpc_request", "huge_shape.pb", grpc_input("x", "FP32", [1000000, 1000000, 4]) + ld(7, b"\0" * 16))
+    out("v2_grpc_request", "negative_dim.pb", grpc_input("ids", "INT64", [-3, 2], ld(3, varint(1) + varint(2))))
+    out("v2_grpc_request", "raw_count.pb", grpc_input("x", "FP32", [1, 4]) + grpc_input("i8", "INT8", [1]) + ld(7, b"\0" * 16))
+    out("v2_grpc_request", "half_contents.pb", grpc_input("half", "FP16", [1, 2], ld(6, struct.pack("<2f", 1, 2))))
+
+
 def stitches():
     # op, dtype, count, then per part: dtype byte, rank, dims, element bytes.
     def part(rank_dims, fill, dt=0):
@@ -173,8 +226,9 @@ def stitches():
 
 
 if __name__ == "__main__":
-    for t in ["config_loader", "v2_json_request", "v2_binary_request", "stitch_shapes"]:
+    for t in ["config_loader", "v2_json_request", "v2_binary_request", "v2_grpc_request", "stitch_shapes"]:
         shutil.rmtree(os.path.join(HERE, t), ignore_errors=True)
     configs()
     requests()
+    grpc()
     stitches()

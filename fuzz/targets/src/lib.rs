@@ -2,8 +2,8 @@
 //!
 //! Each function takes arbitrary bytes and feeds them to one surface that reads
 //! input Baton does not control: pipeline files ([`config_loader`]), KServe v2
-//! infer request bodies in JSON ([`v2_json_request`]) and with binary tensors
-//! ([`v2_binary_request`]), and batch stitching of tensors of odd shapes
+//! infer request bodies in JSON ([`v2_json_request`]), with binary tensors
+//! ([`v2_binary_request`]) and over gRPC ([`v2_grpc_request`]), and batch stitching of tensors of odd shapes
 //! ([`stitch_shapes`]). Errors are the expected answer to most inputs; a panic
 //! (including a failed invariant check here) is a finding, and so is an
 //! allocation out of proportion to the input, which the fuzzer catches with
@@ -29,7 +29,8 @@ use baton_server::http::decode_infer;
 use baton_server::model::{ErrorKind, TensorMeta};
 
 /// The fuzz targets by name, as `fuzz/fuzz_targets/` and `fuzz/corpus/` name them.
-pub const TARGETS: [&str; 4] = ["config_loader", "v2_json_request", "v2_binary_request", "stitch_shapes"];
+pub const TARGETS: [&str; 5] =
+    ["config_loader", "v2_json_request", "v2_binary_request", "v2_grpc_request", "stitch_shapes"];
 
 /// Runs target `name` on `data`. Panics on an unknown name.
 pub fn run(name: &str, data: &[u8]) {
@@ -37,6 +38,7 @@ pub fn run(name: &str, data: &[u8]) {
         "config_loader" => config_loader(data),
         "v2_json_request" => v2_json_request(data),
         "v2_binary_request" => v2_binary_request(data),
+        "v2_grpc_request" => v2_grpc_request(data),
         "stitch_shapes" => stitch_shapes(data),
         other => panic!("no fuzz target named `{other}` (targets: {})", TARGETS.join(", ")),
     }
@@ -172,15 +174,15 @@ fn model_inputs() -> &'static [TensorMeta] {
 /// Checks a decode's result: errors are bad requests with a message; decoded
 /// tensors fit the model's inputs, and all of them together hold at most 8
 /// bytes per body byte (no shape makes a small body allocate much).
-fn check_decoded(result: Result<baton_server::http::DecodedInfer, baton_server::model::ServeError>, body_len: usize) {
+fn check_decoded(result: Result<Vec<(String, Tensor)>, baton_server::model::ServeError>, body_len: usize) {
     match result {
         Err(e) => {
             assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.message);
             assert!(!e.message.is_empty());
         }
-        Ok(decoded) => {
+        Ok(inputs) => {
             let mut bytes = 0usize;
-            for (name, tensor) in &decoded.inputs {
+            for (name, tensor) in &inputs {
                 let meta = model_inputs().iter().find(|m| &m.name == name).expect("decoded inputs are model inputs");
                 assert_eq!(tensor.dtype(), meta.dtype, "input `{name}`");
                 assert_eq!(tensor.shape().len(), meta.shape.len(), "input `{name}`");
@@ -197,7 +199,7 @@ fn check_decoded(result: Result<baton_server::http::DecodedInfer, baton_server::
 
 /// A KServe v2 infer request body in JSON (no binary part).
 pub fn v2_json_request(data: &[u8]) {
-    check_decoded(decode_infer("fuzz", model_inputs(), None, data), data.len());
+    check_decoded(decode_infer("fuzz", model_inputs(), None, data).map(|d| d.inputs), data.len());
 }
 
 /// A KServe v2 infer request with binary tensors: the bytes up to the first
@@ -209,7 +211,15 @@ pub fn v2_binary_request(data: &[u8]) {
         Some(i) => (Some(&data[..i]), &data[i + 1..]),
         None => (None, data),
     };
-    check_decoded(decode_infer("fuzz", model_inputs(), header, body), body.len());
+    check_decoded(decode_infer("fuzz", model_inputs(), header, body).map(|d| d.inputs), body.len());
+}
+
+/// A KServe v2 gRPC ModelInfer request, protobuf-encoded: inputs from
+/// `raw_input_contents` or typed `contents`.
+pub fn v2_grpc_request(data: &[u8]) {
+    let Ok(request) = <baton_server::pb::ModelInferRequest as prost::Message>::decode(data) else { return };
+    let result = baton_server::grpc::decode_infer("fuzz", model_inputs(), &request);
+    check_decoded(result.map(|(_, inputs)| inputs), data.len());
 }
 
 // ---------------------------------------------------------------- stitching
@@ -389,6 +399,24 @@ mod tests {
             let decoded =
                 decode_infer("fuzz", model_inputs(), header, body).unwrap_or_else(|e| panic!("{name}: {}", e.message));
             assert!(!decoded.inputs.is_empty());
+        }
+    }
+
+    #[test]
+    fn grpc_seeds_decode_and_absurd_ones_are_refused() {
+        let decode = |name: &str| {
+            let request =
+                <baton_server::pb::ModelInferRequest as prost::Message>::decode(&seed("v2_grpc_request", name)[..])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            baton_server::grpc::decode_infer("fuzz", model_inputs(), &request)
+        };
+        for name in ["x_raw.pb", "ids_contents.pb", "image_contents.pb", "flag_raw.pb"] {
+            let (_, inputs) = decode(name).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+            assert_eq!(inputs.len(), 1, "{name}");
+        }
+        for name in ["huge_shape.pb", "negative_dim.pb", "raw_count.pb", "half_contents.pb", "params.pb"] {
+            let err = decode(name).err().unwrap_or_else(|| panic!("{name} decoded"));
+            assert_eq!(err.kind, ErrorKind::BadRequest, "{name}");
         }
     }
 
