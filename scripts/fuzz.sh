@@ -3,11 +3,13 @@
 #
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   # default: all targets, 600 s each, one after another
 #   scripts/fuzz.sh replay                   # replay the committed corpus (stable, what `cargo test` runs)
+#   scripts/fuzz.sh cmin                     # only minimize every target's corpus
 #
 # Targets: config_loader, v2_json_request, v2_binary_request, v2_grpc_request, stitch_shapes (fuzz/targets/src/lib.rs).
 # Each run starts from fuzz/corpus/TARGET (committed) and fuzz/seeds/TARGET, adds what it finds
-# to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin` (-set_cover_merge:
-# the fewest files that keep every feature, so the committed corpus stays small). A crash, a timeout
+# to fuzz/corpus/TARGET, then minimizes that folder with `cargo fuzz cmin` (-set_cover_merge with
+# -use_counters=0: the fewest files that keep every edge reached, so the committed corpus stays
+# small). A crash, a timeout
 # (-timeout), an allocation over -malloc_limit_mb or a resident size over -rss_limit_mb stops the
 # run and leaves the input in fuzz/artifacts/TARGET/; reproduce it with
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...
@@ -40,16 +42,23 @@ fuzz_one() {
     mkdir -p "fuzz/corpus/$t"
     echo "== $t: ${seconds}s"
     (cd fuzz && cargo fuzz run "$t" "corpus/$t" "seeds/$t" -- "${LIMITS[@]}" -max_total_time="$seconds" -print_final_stats=1)
-    echo "== $t: minimizing the corpus"
-    (cd fuzz && cargo fuzz cmin "$t" "corpus/$t" -- "${LIMITS[@]}" -set_cover_merge=1)
-    echo "== $t: $(find "fuzz/corpus/$t" -type f | wc -l) corpus files, $(du -sh "fuzz/corpus/$t" | cut -f1)"
+    minimize_one "$t"
 }
 
-if [[ "$target" == all ]]; then
+minimize_one() {
+    local t="$1"
+    echo "== $t: minimizing the corpus"
+    (cd fuzz && cargo fuzz cmin "$t" "corpus/$t" -- "${LIMITS[@]}" -set_cover_merge=1 -use_counters=0)
+    echo "== $t: $(find "fuzz/corpus/$t" -type f | wc -l) corpus files, $(cat "fuzz/corpus/$t"/* | wc -c) bytes"
+}
+
+if [[ "$target" == cmin ]]; then
+    for t in "${TARGETS[@]}"; do minimize_one "$t"; done
+elif [[ "$target" == all ]]; then
     for t in "${TARGETS[@]}"; do fuzz_one "$t"; done
 elif [[ " ${TARGETS[*]} " == *" $target "* ]]; then
     fuzz_one "$target"
 else
-    echo "unknown target \`$target\` (targets: ${TARGETS[*]}, all, replay)" >&2
+    echo "unknown target \`$target\` (targets: ${TARGETS[*]}, all, cmin, replay)" >&2
     exit 2
 fi
