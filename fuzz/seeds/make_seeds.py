@@ -8,6 +8,7 @@ bodies (JSON, binary, protobuf for gRPC), and stitch inputs in the byte layout t
 the working corpus; the committed corpus in fuzz/corpus/ is the minimized result.
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -101,17 +102,17 @@ MODEL = {"x": ("FP32", [-1, 4]), "f64": ("FP64", [-1, -1]), "half": ("FP16", [-1
 SIZES = {"FP32": 4, "FP64": 8, "FP16": 2, "INT64": 8, "INT32": 4, "INT16": 2, "INT8": 1, "UINT8": 1, "BOOL": 1}
 
 
-def concrete(shape):
-    return [2 if d < 0 else d for d in shape]
+def examples():
+    """Each model input with a concrete shape (dynamic dims 2), its element count and raw bytes."""
+    for name, (dt, shape) in MODEL.items():
+        s = [2 if d < 0 else d for d in shape]
+        n = math.prod(s)
+        yield name, dt, s, n, bytes((i % 2) for i in range(n * SIZES[dt]))
 
 
 def requests():
     # JSON bodies: one per input, nested and flat data, parameters, outputs.
-    for name, (dt, shape) in MODEL.items():
-        s = concrete(shape)
-        n = 1
-        for d in s:
-            n *= d
+    for name, dt, s, n, _ in examples():
         data = [True, False] * (n // 2) + [True] * (n % 2) if dt == "BOOL" else list(range(n))
         body = {"id": name, "inputs": [{"name": name, "datatype": dt, "shape": s, "data": data}]}
         out("v2_json_request", f"{name}.json", json.dumps(body))
@@ -130,12 +131,7 @@ def requests():
     out("v2_json_request", "sequence_string.json", json.dumps(
         {"parameters": {"sequence_id": "abc"}, "inputs": []}))
     # Binary bodies: header line, JSON, then tensor bytes.
-    for name, (dt, shape) in MODEL.items():
-        s = concrete(shape)
-        n = 1
-        for d in s:
-            n *= d
-        raw = bytes((i % 2) for i in range(n * SIZES[dt]))
+    for name, dt, s, n, raw in examples():
         header = json.dumps({"inputs": [{"name": name, "datatype": dt, "shape": s,
                                          "parameters": {"binary_data_size": len(raw)}}]}).encode()
         out("v2_binary_request", f"{name}.bin", str(len(header)).encode() + b"\n" + header + raw)
@@ -187,12 +183,7 @@ def grpc():
                "INT64": (3, lambda v: b"".join(varint(x) for x in v)), "INT32": (2, lambda v: b"".join(varint(x) for x in v)),
                "INT16": (2, lambda v: b"".join(varint(x) for x in v)), "INT8": (2, lambda v: b"".join(varint(x) for x in v)),
                "UINT8": (4, lambda v: b"".join(varint(x) for x in v)), "BOOL": (1, lambda v: b"".join(varint(x % 2) for x in v))}
-    for name, (dt, shape) in MODEL.items():
-        s = concrete(shape)
-        n = 1
-        for d in s:
-            n *= d
-        raw = bytes((i % 2) for i in range(n * SIZES[dt]))
+    for name, dt, s, n, raw in examples():
         out("v2_grpc_request", f"{name}_raw.pb", ld(1, b"fuzz") + grpc_input(name, dt, s) + ld(7, raw))
         if dt in packers:
             field, pack = packers[dt]
