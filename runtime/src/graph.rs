@@ -764,6 +764,16 @@ impl Builder<'_> {
             routes[route].targets.push(Target::State(k));
             state.push(StateSpec { slot, output: write_back.output.clone(), initial });
         }
+        let state_bytes: usize = state.iter().map(|s| s.initial.as_bytes().len()).sum();
+        if state_bytes > self.config.streams.max_state_bytes {
+            return err(
+                at("state"),
+                format!(
+                    "one stream's state takes {state_bytes} bytes, over streams.max_state_bytes ({}): no stream could open",
+                    self.config.streams.max_state_bytes
+                ),
+            );
+        }
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
         Ok(NodeSpec {
             name: name.to_string(),
@@ -883,6 +893,17 @@ impl Builder<'_> {
         };
         let mut full = vec![1];
         full.extend(&shape);
+        // Checked before anything is allocated: a state no stream could hold is a config error.
+        let bytes = crate::tensor::checked_len(&full, input.dtype)
+            .map_err(|e| ConfigError::new(format!("{location}.shape"), e.to_string()))?
+            * input.dtype.size();
+        let limit = self.config.streams.max_state_bytes;
+        if bytes > limit {
+            return err(
+                location,
+                format!("one stream's state takes {bytes} bytes, over streams.max_state_bytes ({limit}): no stream could open"),
+            );
+        }
         match &cfg.initial {
             None => Tensor::zeros(input.dtype, full).map_err(|e| ConfigError::new(location, e.to_string())),
             Some(file) => {
@@ -966,15 +987,19 @@ fn topological_order(nodes: &[NodeSpec]) -> Result<Vec<usize>> {
         }
     }
     if order.len() < nodes.len() {
-        // Walk from any node left over along children that are also left over, until a node repeats.
+        // Walk from any node left over back along parents that are also left over, until a node
+        // repeats. A left-over node always has a left-over parent (that is why it was left over);
+        // it need not have a left-over child: it may sit downstream of the cycle.
         let left: Vec<bool> = indegree.iter().map(|&d| d > 0).collect();
         let mut path = vec![(0..nodes.len()).find(|&n| left[n]).expect("a node is left")];
         loop {
             let last = *path.last().expect("non-empty");
-            let next =
-                children[last].iter().copied().find(|&c| left[c]).expect("a left-over node has a left-over child");
+            let next = (0..nodes.len())
+                .find(|&p| left[p] && children[p].contains(&last))
+                .expect("a left-over node has a left-over parent");
             if let Some(start) = path.iter().position(|&n| n == next) {
-                let cycle: Vec<&str> = path[start..].iter().chain([&next]).map(|&n| nodes[n].name.as_str()).collect();
+                let cycle: Vec<&str> =
+                    path[start..].iter().chain([&next]).rev().map(|&n| nodes[n].name.as_str()).collect();
                 return err("edges", format!("the edges form a cycle: {}", cycle.join(" -> ")));
             }
             path.push(next);

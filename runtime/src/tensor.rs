@@ -122,6 +122,8 @@ pub enum TensorError {
     StitchScalar,
     #[error("nothing to stitch")]
     StitchEmpty,
+    #[error("cannot pad axis {axis} of rank-{rank} tensors: padded axes are 1 to rank - 1")]
+    PadAxis { axis: usize, rank: usize },
 }
 
 /// Largest tensor Baton will allocate: 16 GiB. Guards against shapes that
@@ -129,17 +131,20 @@ pub enum TensorError {
 pub const MAX_TENSOR_BYTES: usize = 16 << 30;
 
 /// Number of elements of `shape`, or an error if it overflows or exceeds [`MAX_TENSOR_BYTES`].
+///
+/// A zero-size dim does not excuse the others: the shape must fit the limit
+/// with its zero dims counted as 1 (`[0, 10^12]` is refused), so that rows,
+/// strides and paddings computed from any of its dims stay in range.
 pub fn checked_len(shape: &[usize], dtype: DType) -> Result<usize, TensorError> {
     let too_large = |reason| TensorError::TooLarge { shape: shape.to_vec(), reason };
-    let elements = shape
+    let extent = shape
         .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| too_large("element count overflows"))?;
-    let bytes = elements.checked_mul(dtype.size()).ok_or_else(|| too_large("byte size overflows"))?;
-    if bytes > MAX_TENSOR_BYTES {
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d.max(1)))
+        .ok_or_else(|| too_large("byte size overflows"))?;
+    if extent > MAX_TENSOR_BYTES {
         return Err(too_large("over the 16 GiB limit"));
     }
-    Ok(elements)
+    Ok(shape.iter().product())
 }
 
 /// A 64-byte aligned, immutable-once-shared heap buffer.
@@ -384,7 +389,9 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
         if part.shape.is_empty() || part.shape[1..] != first.shape[1..] {
             return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
         }
-        rows += part.shape[0];
+        rows = rows
+            .checked_add(part.shape[0])
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
     }
     let mut shape = first.shape.clone();
     shape[0] = rows;
@@ -500,6 +507,9 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
     if first.shape.is_empty() {
         return Err(TensorError::StitchScalar);
     }
+    if let Some(&axis) = axes.iter().find(|&&a| a == 0 || a >= first.shape.len()) {
+        return Err(TensorError::PadAxis { axis, rank: first.shape.len() });
+    }
     let mut shape = first.shape.clone();
     shape[0] = 0;
     for part in parts {
@@ -511,7 +521,9 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
         if !agrees {
             return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
         }
-        shape[0] += part.shape[0];
+        shape[0] = shape[0]
+            .checked_add(part.shape[0])
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
         for &a in axes {
             shape[a] = shape[a].max(part.shape[a]);
         }
@@ -589,6 +601,28 @@ mod tests {
         assert!(matches!(err, TensorError::TooLarge { .. }), "{err}");
         let err = Tensor::zeros(DType::F32, vec![usize::MAX, 2]).unwrap_err();
         assert!(err.to_string().contains("overflows"), "{err}");
+    }
+
+    #[test]
+    fn zero_size_dims_cannot_hide_absurd_dims() {
+        // [0, 2^40, 2^40] holds no element but its row size overflows: refused, not a panic in `rows`.
+        let err = Tensor::zeros(DType::F32, vec![0, 1 << 40, 1 << 40]).unwrap_err();
+        assert!(matches!(err, TensorError::TooLarge { .. }), "{err}");
+        let err = Tensor::zeros(DType::U8, vec![0, 1_000_000_000_000]).unwrap_err();
+        assert_eq!(err.to_string(), "shape [0, 1000000000000] is too large (over the 16 GiB limit)");
+        assert!(checked_len(&[usize::MAX, 0], DType::U8).is_err());
+        let empty = Tensor::zeros(DType::F32, vec![0, 4]).unwrap();
+        assert_eq!((empty.len(), empty.rows(0..0).shape()), (0, &[0usize, 4][..]));
+        assert_eq!(checked_len(&[3, 0, 5], DType::I64), Ok(0));
+    }
+
+    #[test]
+    fn stitch_padded_refuses_axes_out_of_range() {
+        let a = Tensor::zeros(DType::U8, vec![1, 2]).unwrap();
+        let b = Tensor::zeros(DType::U8, vec![1, 3]).unwrap();
+        assert_eq!(stitch_padded(&[&a, &b], &[2], 0.0), Err(TensorError::PadAxis { axis: 2, rank: 2 }));
+        assert_eq!(stitch_padded(&[&a, &b], &[0], 0.0), Err(TensorError::PadAxis { axis: 0, rank: 2 }));
+        assert_eq!(stitch_padded(&[&a, &b], &[1], 0.0).unwrap().shape(), &[2, 3]);
     }
 
     #[test]

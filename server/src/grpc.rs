@@ -15,7 +15,7 @@ use bytes::Bytes;
 use tonic::{Code, Request, Response, Status};
 
 use crate::metrics::{count, infer_time};
-use crate::model::{self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, PLATFORM, VERSION};
+use crate::model::{self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION};
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
@@ -114,48 +114,61 @@ fn from_contents(
     result.map_err(|e| e.to_string())
 }
 
+/// Reads a ModelInfer request for a model `model` taking `model_inputs`: its
+/// parameters, and each input from its `raw_input_contents` entry or its typed
+/// `contents`. Every shape is checked against the bytes or values the request
+/// carries before any tensor is allocated.
+pub fn decode_infer(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    request: &pb::ModelInferRequest,
+) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
+    let options = CallOptions::from_params(
+        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
+    )?;
+    let raw = &request.raw_input_contents;
+    if !raw.is_empty() && raw.len() != request.inputs.len() {
+        return Err(ServeError::bad(format!(
+            "raw_input_contents has {} entries for {} inputs: give every input's bytes there, or none",
+            raw.len(),
+            request.inputs.len()
+        )));
+    }
+    let mut inputs = Vec::with_capacity(request.inputs.len());
+    for (i, input) in request.inputs.iter().enumerate() {
+        let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
+        let (meta, shape, elements) = model::check_input(model, model_inputs, &data)?;
+        let tensor = if let Some(bytes) = raw.get(i) {
+            let expected = elements * meta.dtype.size();
+            if bytes.len() != expected {
+                return Err(ServeError::bad(format!(
+                    "input `{}`: raw_input_contents holds {} bytes but shape {:?} of {} takes {expected}",
+                    input.name,
+                    bytes.len(),
+                    input.shape,
+                    input.datatype
+                )));
+            }
+            Tensor::from_bytes(meta.dtype, shape, bytes)
+                .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
+        } else if let Some(contents) = &input.contents {
+            from_contents(meta.dtype, shape, elements, contents)
+                .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
+        } else {
+            return Err(ServeError::bad(format!(
+                "input `{}` has no data (neither contents nor raw_input_contents)",
+                input.name
+            )));
+        };
+        inputs.push((input.name.clone(), tensor));
+    }
+    Ok((options, inputs))
+}
+
 impl Service {
     async fn infer(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, ServeError> {
         let model = self.models.find(&request.model_name, &request.model_version)?;
-        let options = CallOptions::from_params(
-            request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
-        )?;
-        let raw = &request.raw_input_contents;
-        if !raw.is_empty() && raw.len() != request.inputs.len() {
-            return Err(ServeError::bad(format!(
-                "raw_input_contents has {} entries for {} inputs: give every input's bytes there, or none",
-                raw.len(),
-                request.inputs.len()
-            )));
-        }
-        let mut inputs = Vec::with_capacity(request.inputs.len());
-        for (i, input) in request.inputs.iter().enumerate() {
-            let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
-            let (meta, shape, elements) = model.check_input(&data)?;
-            let tensor = if let Some(bytes) = raw.get(i) {
-                let expected = elements * meta.dtype.size();
-                if bytes.len() != expected {
-                    return Err(ServeError::bad(format!(
-                        "input `{}`: raw_input_contents holds {} bytes but shape {:?} of {} takes {expected}",
-                        input.name,
-                        bytes.len(),
-                        input.shape,
-                        input.datatype
-                    )));
-                }
-                Tensor::from_bytes(meta.dtype, shape, bytes)
-                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
-            } else if let Some(contents) = &input.contents {
-                from_contents(meta.dtype, shape, elements, contents)
-                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
-            } else {
-                return Err(ServeError::bad(format!(
-                    "input `{}` has no data (neither contents nor raw_input_contents)",
-                    input.name
-                )));
-            };
-            inputs.push((input.name.clone(), tensor));
-        }
+        let (options, inputs) = decode_infer(&model.name, &model.inputs, &request)?;
         let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
 
         let _admitted = self.models.admit()?;

@@ -20,7 +20,9 @@ use serde_json::json;
 
 use crate::json::{self, BinarySize, InferRequest, OutputTensor, TensorData};
 use crate::metrics::{count, http_code, infer_time};
-use crate::model::{CallOptions, ErrorKind, InputData, Models, Param, ServeError, PLATFORM, VERSION};
+use crate::model::{
+    check_input, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
+};
 
 /// The binary tensor data extension's header: bytes of JSON before the binary tensors.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";
@@ -204,39 +206,37 @@ async fn infer_v(
     counted("infer", model, response)
 }
 
-async fn run_infer(
-    app: &App,
-    name: &str,
-    version: &str,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ServeError> {
-    let model = app.models.find(name, version)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServeError::new(
-                ErrorKind::TooLarge,
-                format!("request body over the server's limit of {} bytes (--max-body-bytes)", app.max_body_bytes),
-            )
-        } else {
-            ServeError::bad(format!("could not read the request body: {}", rejection.body_text()))
-        }
-    })?;
-    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
-        if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") {
-            return Err(ServeError::bad(format!(
-                "Content-Encoding {encoding:?} is not supported: send the request uncompressed"
-            )));
-        }
-    }
-    let header_len = match headers.get(HEADER_LENGTH) {
+/// An infer request's body read into tensors, before anything runs.
+pub struct DecodedInfer {
+    request: InferRequest,
+    /// What the request's parameters ask of the runtime.
+    pub options: CallOptions,
+    /// The inputs, by name, in request order.
+    pub inputs: Vec<(String, Tensor)>,
+}
+
+/// Reads an infer request body for a model `model` taking `model_inputs`: the
+/// JSON (the whole body, or its first `header_length` bytes, the value of the
+/// Inference-Header-Content-Length header, when there is one), its parameters,
+/// and each input from its JSON `data` or from its `binary_data_size` bytes of
+/// the binary part after the JSON. Every size a request claims (shape, binary
+/// sizes, header length) is checked against the bytes it carries before any
+/// tensor is allocated, so a small body cannot make the server allocate much.
+pub fn decode_infer(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    header_length: Option<&[u8]>,
+    body: &[u8],
+) -> Result<DecodedInfer, ServeError> {
+    let header_len = match header_length {
         None => body.len(),
         Some(value) => {
-            let n = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .ok_or_else(|| ServeError::bad(format!("{HEADER_LENGTH} must be a byte count, got {value:?}")))?;
+            let n = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<usize>().ok()).ok_or_else(|| {
+                ServeError::bad(format!(
+                    "{HEADER_LENGTH} must be a byte count, got {:?}",
+                    String::from_utf8_lossy(value)
+                ))
+            })?;
             if n > body.len() {
                 return Err(ServeError::bad(format!(
                     "{HEADER_LENGTH} is {n} but the body has only {} bytes",
@@ -255,7 +255,7 @@ async fn run_infer(
     let mut inputs = Vec::with_capacity(request.inputs.len());
     for input in &request.inputs {
         let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
-        let (meta, shape, elements) = model.check_input(&data)?;
+        let (meta, shape, elements) = check_input(model, model_inputs, &data)?;
         let tensor = match (input.parameters.get("binary_data_size"), &input.data) {
             (Some(size), _) => {
                 let size = usize::try_from(size.0.as_u64("binary_data_size")?).unwrap_or(usize::MAX);
@@ -305,6 +305,36 @@ async fn run_infer(
             binary.len()
         )));
     }
+    Ok(DecodedInfer { request, options, inputs })
+}
+
+async fn run_infer(
+    app: &App,
+    name: &str,
+    version: &str,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ServeError> {
+    let model = app.models.find(name, version)?;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServeError::new(
+                ErrorKind::TooLarge,
+                format!("request body over the server's limit of {} bytes (--max-body-bytes)", app.max_body_bytes),
+            )
+        } else {
+            ServeError::bad(format!("could not read the request body: {}", rejection.body_text()))
+        }
+    })?;
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") {
+            return Err(ServeError::bad(format!(
+                "Content-Encoding {encoding:?} is not supported: send the request uncompressed"
+            )));
+        }
+    }
+    let decoded = decode_infer(&model.name, &model.inputs, headers.get(HEADER_LENGTH).map(|v| v.as_bytes()), &body)?;
+    let DecodedInfer { request, options, inputs } = decoded;
 
     // Outputs: the requested ones (all when none), each as JSON or binary.
     let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;

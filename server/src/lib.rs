@@ -30,7 +30,7 @@
 //! failure 500 / INTERNAL.
 
 pub mod cli;
-mod grpc;
+pub mod grpc;
 pub mod http;
 mod json;
 pub mod metrics;

@@ -213,7 +213,7 @@ pub struct TensorMeta {
 }
 
 impl TensorMeta {
-    fn new(spec: &TensorSpec) -> Self {
+    pub fn new(spec: &TensorSpec) -> Self {
         TensorMeta {
             name: spec.name.clone(),
             dtype: spec.dtype,
@@ -236,6 +236,44 @@ pub struct InputData<'a> {
     pub name: &'a str,
     pub datatype: &'a str,
     pub shape: &'a [i64],
+}
+
+/// Checks an input's name, datatype and shape against the inputs of model `model`;
+/// returns the model input, its concrete shape and the element count. A shape
+/// whose size overflows or passes [`baton::tensor::MAX_TENSOR_BYTES`] is refused
+/// here, before anything is allocated for it.
+pub fn check_input<'m>(
+    model: &str,
+    inputs: &'m [TensorMeta],
+    input: &InputData,
+) -> Result<(&'m TensorMeta, Vec<usize>, usize), ServeError> {
+    let Some(meta) = inputs.iter().find(|m| m.name == input.name) else {
+        let known: Vec<&str> = inputs.iter().map(|m| m.name.as_str()).collect();
+        return Err(ServeError::bad(format!(
+            "unknown input `{}` for model `{model}` (it takes: {})",
+            input.name,
+            known.join(", ")
+        )));
+    };
+    if input.datatype != meta.datatype {
+        let hint = if parse_datatype(input.datatype).is_none() { " (not a datatype Baton supports)" } else { "" };
+        return Err(ServeError::bad(format!(
+            "input `{}` has datatype {}{hint} but model `{model}` takes {}",
+            input.name, input.datatype, meta.datatype
+        )));
+    }
+    let shape = input.shape.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<usize>, _>>().map_err(|_| {
+        ServeError::bad(format!("input `{}` has a negative dimension in {:?}", input.name, input.shape))
+    })?;
+    if !meta.spec.accepts(&shape) {
+        return Err(ServeError::bad(format!(
+            "input `{}` has shape {:?} but model `{model}` takes {:?} (-1: any size)",
+            input.name, input.shape, meta.shape
+        )));
+    }
+    let elements = baton::tensor::checked_len(&shape, meta.dtype)
+        .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?;
+    Ok((meta, shape, elements))
 }
 
 /// A pipeline served as a model.
@@ -268,35 +306,7 @@ impl Model {
     /// Checks an input's name, datatype and shape against the model; returns the
     /// model input, its concrete shape and the element count.
     pub fn check_input(&self, input: &InputData) -> Result<(&TensorMeta, Vec<usize>, usize), ServeError> {
-        let Some(meta) = self.inputs.iter().find(|m| m.name == input.name) else {
-            let known: Vec<&str> = self.inputs.iter().map(|m| m.name.as_str()).collect();
-            return Err(ServeError::bad(format!(
-                "unknown input `{}` for model `{}` (it takes: {})",
-                input.name,
-                self.name,
-                known.join(", ")
-            )));
-        };
-        if input.datatype != meta.datatype {
-            let hint = if parse_datatype(input.datatype).is_none() { " (not a datatype Baton supports)" } else { "" };
-            return Err(ServeError::bad(format!(
-                "input `{}` has datatype {}{hint} but model `{}` takes {}",
-                input.name, input.datatype, self.name, meta.datatype
-            )));
-        }
-        let shape =
-            input.shape.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<usize>, _>>().map_err(|_| {
-                ServeError::bad(format!("input `{}` has a negative dimension in {:?}", input.name, input.shape))
-            })?;
-        if !meta.spec.accepts(&shape) {
-            return Err(ServeError::bad(format!(
-                "input `{}` has shape {:?} but model `{}` takes {:?} (-1: any size)",
-                input.name, input.shape, self.name, meta.shape
-            )));
-        }
-        let elements = baton::tensor::checked_len(&shape, meta.dtype)
-            .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?;
-        Ok((meta, shape, elements))
+        check_input(&self.name, &self.inputs, input)
     }
 
     /// Indices of the requested outputs (all, in model order, when none are named).

@@ -346,3 +346,41 @@ fn baton_check_exits_2_with_the_error_on_stderr_and_0_on_a_good_file() {
     assert_eq!(out.status.code(), Some(0), "exit 0 on diamond.toml; stderr:\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("pipeline `diamond`: 4 nodes") && stdout.trim_end().ends_with("ok"), "{stdout}");
 }
+
+#[test]
+fn state_over_max_state_bytes_is_refused_before_allocating() {
+    // A tiny file once made validation allocate the zeroed state of whatever shape it named
+    // (here 8 GiB); a state no stream could hold is now an error before anything is allocated.
+    let node = |shape: &str| {
+        cost_node(
+            "acc",
+            &[("x", "f32", F32_4), ("s", "f32", "[-1, -1]")],
+            &[("y", "f32", F32_4), ("s_out", "f32", "[-1, -1]")],
+        ) + &format!("[[nodes.acc.state]]\ninput = \"s\"\noutput = \"s_out\"\nshape = {shape}\n")
+    };
+    let text = format!("[inputs.x]\nto = [\"acc.x\"]\n[outputs.y]\nfrom = \"acc.y\"\n{}", node("[2147483648]"));
+    error(
+        "state_over_max_state_bytes",
+        &text,
+        &["nodes.acc.state[0]", "8589934592 bytes", "streams.max_state_bytes (268435456)"],
+    );
+    let small = text.replace("[2147483648]", "[16]") + "[streams]\nmax_state_bytes = 63\n";
+    error("state_over_small_max_state_bytes", &small, &["64 bytes", "streams.max_state_bytes (63)"]);
+    let fits = small.replace("max_state_bytes = 63", "max_state_bytes = 64");
+    PipelineSpec::from_file(&write("state_fits", &fits), &registry()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn cycle_with_a_node_downstream_is_named_not_a_panic() {
+    // p -> q -> p, and q feeds `a_sink`, which sorts first: the cycle search once started there,
+    // walked children (it has none) and panicked instead of naming the cycle.
+    let text = format!(
+        "[inputs.x]\nto = [\"p.x\"]\n[outputs.z]\nfrom = \"a_sink.z\"\n{}{}{}\n[[edges]]\nfrom = \"p.y\"\nto = \"q.y\"\n[[edges]]\nfrom = \"q.back\"\nto = \"p.back\"\n[[edges]]\nfrom = \"q.w\"\nto = \"a_sink.w\"\n",
+        cost_node("p", &[("x", "f32", F32_4), ("back", "f32", F32_4)], &[("y", "f32", F32_4)]),
+        cost_node("q", &[("y", "f32", F32_4)], &[("back", "f32", F32_4), ("w", "f32", F32_4)]),
+        cost_node("a_sink", &[("w", "f32", F32_4)], &[("z", "f32", F32_4)])
+    );
+    let shown = error("cycle_downstream", &text, &["edges: ", "cycle"]);
+    assert!(shown.contains("p -> q -> p") || shown.contains("q -> p -> q"), "{shown}");
+    assert!(!shown.contains("a_sink"), "the node downstream is not on the cycle: {shown}");
+}

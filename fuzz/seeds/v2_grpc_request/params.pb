@@ -1,0 +1,6 @@
+
+fuzz"
+priority"
+sequence_id("
+sequence_start*
+i8INT8*¬ûÿÿÿÿÿÿÿÿ
