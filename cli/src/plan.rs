@@ -123,8 +123,15 @@ pub enum Objective {
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    match args.method {
-        Method::Partition => crate::plan_partition::run(args),
-        Method::List | Method::Periodic | Method::Ilp => crate::plan_schedule::run(args),
+    let planned = match args.method {
+        Method::Partition => crate::plan_partition::plan(&args),
+        Method::List | Method::Periodic | Method::Ilp => crate::plan_schedule::plan(&args),
+    };
+    match planned {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -3,7 +3,6 @@
 //! relations inside parts (seed 002's refinement, see `baton-partition`), and
 //! with `--compare-metis` run METIS on the same graph in the same call.
 
-use std::process::ExitCode;
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
@@ -17,16 +16,6 @@ use crate::plan::PlanArgs;
 
 /// Graphs up to this size get their parts listed by vertex name.
 const LIST_PARTS_UP_TO: usize = 64;
-
-pub fn run(args: PlanArgs) -> ExitCode {
-    match plan(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
 
 fn load(args: &PlanArgs) -> Result<(String, Graph), String> {
     let given = [args.pipeline.is_some(), args.model.is_some(), args.graph.is_some()];
@@ -43,7 +32,7 @@ fn load(args: &PlanArgs) -> Result<(String, Graph), String> {
     Ok((f.display().to_string(), metis_format::read_file(f).map_err(|e| e.to_string())?))
 }
 
-fn plan(args: &PlanArgs) -> Result<(), String> {
+pub fn plan(args: &PlanArgs) -> Result<(), String> {
     if args.parts < 1 {
         return Err("-k must be at least 1".into());
     }

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use baton_planners::dag::Dag;
 use baton_planners::pipeline::{self, Profile};
@@ -16,16 +15,6 @@ use baton_planners::{bounds, ilp, list, periodic, stg, text};
 use serde_json::json;
 
 use crate::plan::{Method, Objective, PlanArgs};
-
-pub fn run(args: PlanArgs) -> ExitCode {
-    match plan(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
 
 /// The graph to plan and, for a pipeline, its file (for the placement).
 fn load(args: &PlanArgs) -> Result<(Dag, Option<PathBuf>, &'static str), String> {
@@ -44,7 +33,7 @@ fn load(args: &PlanArgs) -> Result<(Dag, Option<PathBuf>, &'static str), String>
     }
 }
 
-fn plan(args: &PlanArgs) -> Result<(), String> {
+pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let (dag, pipeline_file, unit) = load(args)?;
     let h = args.processors;
     if h == 0 {
