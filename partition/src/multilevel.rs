@@ -188,6 +188,17 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
     }
 }
 
+/// Tries per bisection when partitioning the coarsest graph.
+const BISECTION_TRIES: usize = 4;
+
+/// Coarsening stops at this many vertices per part.
+const COARSEN_TO_PER_PART: usize = 20;
+
+/// The heaviest coarse vertex may carry this share of `total / coarsen_to`
+/// (less than the average coarsest vertex: no vertex weight blowup, so that
+/// coarse partitions can be balanced by moving single vertices).
+const MAX_VERTEX_SHARE: f64 = 0.7;
+
 /// The load limit on a coarse level: the final limit, or the average load plus
 /// the level's heaviest vertex when that is larger, so that coarse vertices can
 /// still move; finer levels tighten it back (each refinement rebalances first).
@@ -207,10 +218,10 @@ fn multilevel(
     start: Option<&[u32]>,
     rng: &mut StdRng,
 ) -> (Vec<u32>, usize, usize) {
-    let coarsen_to = (8 * p.k).max(16);
+    let coarsen_to = (COARSEN_TO_PER_PART * p.k).max(16);
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
-    let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
+    let max_vw = ((MAX_VERTEX_SHARE * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
     // Coarse restarts: coarsen once down to a mid-sized graph, then run the
     // whole multilevel cycle on it several times (cheap there) and keep the best.
     let mid = (100 * p.k).max(2000);
@@ -243,13 +254,13 @@ fn multilevel(
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the first
-    // slices the flow order, the second bisects recursively (k a power of two),
-    // the others follow the seed.
+    // slices the flow order, the last follows the seed, the others bisect
+    // recursively (each bisection the best of graph growing tries).
     let init = |t: usize| {
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
-        } else if t == 1 && p.k.is_power_of_two() {
-            bisection::recursive(coarsest, p.k, p.epsilon, 8, &p.refine, rng)
+        } else if t + 1 < p.initial_tries {
+            bisection::recursive(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng)
         } else {
             clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }

@@ -84,7 +84,8 @@ pub struct RefineStats {
 pub struct State<'g> {
     pub g: &'g Graph,
     pub k: usize,
-    pub cap: i64,
+    /// Load limit of each part.
+    pub caps: Vec<i64>,
     pub part: Vec<u32>,
     pub loads: Vec<i64>,
     /// (critical cut, total cut), kept up to date by [`State::move_to`].
@@ -103,10 +104,34 @@ pub struct Move {
 }
 
 impl<'g> State<'g> {
+    /// A state where every part may carry `cap`.
     pub fn new(g: &'g Graph, k: usize, cap: i64, part: Vec<u32>) -> Self {
+        Self::with_caps(g, vec![cap; k], part)
+    }
+
+    /// A state with a load limit per part (uneven targets, as in recursive
+    /// bisection for k not a power of two).
+    pub fn with_caps(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>) -> Self {
+        let k = caps.len();
         let loads = metrics::part_weights(g, &part, k);
         let c = metrics::cut(g, &part);
-        State { g, k, cap, part, loads, cut: c.key(), moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+        State {
+            g,
+            k,
+            caps,
+            part,
+            loads,
+            cut: c.key(),
+            moved: Vec::new(),
+            scratch: vec![(0, 0); k],
+            touched: Vec::new(),
+        }
+    }
+
+    /// Whether part `q` is over its limit.
+    #[inline]
+    pub fn over(&self, q: u32) -> bool {
+        self.loads[q as usize] > self.caps[q as usize]
     }
 
     /// Whether `v` has a relation to another part.
@@ -137,9 +162,10 @@ impl<'g> State<'g> {
             }
         }
         let w = g.node_w[v as usize];
+        let caps = &self.caps;
         let mut best: Option<(Move, i64)> = None;
         let mut consider = |q: u32, to: (i64, i64), loads: &[i64]| {
-            if q == p || loads[q as usize] + w > self.cap {
+            if q == p || loads[q as usize] + w > caps[q as usize] {
                 return;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
@@ -178,7 +204,7 @@ impl<'g> State<'g> {
     }
 
     fn balanced(&self) -> bool {
-        self.loads.iter().all(|&l| l <= self.cap)
+        self.loads.iter().zip(&self.caps).all(|(l, c)| l <= c)
     }
 
     fn boundary(&self) -> Vec<Vertex> {
@@ -227,7 +253,7 @@ pub fn rebalance(s: &mut State) -> usize {
     let mut heap = BinaryHeap::new();
     let mut stamp = vec![0u32; s.g.n()];
     for v in 0..s.g.n() as Vertex {
-        if s.loads[s.part[v as usize] as usize] > s.cap {
+        if s.over(s.part[v as usize]) {
             if let Some(m) = s.best_move(v, true) {
                 heap.push((m.gain, Reverse(v), 0u32));
             }
@@ -238,7 +264,7 @@ pub fn rebalance(s: &mut State) -> usize {
         if s.balanced() {
             break;
         }
-        if st != stamp[v as usize] || s.loads[s.part[v as usize] as usize] <= s.cap {
+        if st != stamp[v as usize] || !s.over(s.part[v as usize]) {
             continue;
         }
         let Some(m) = s.best_move(v, true) else { continue };
@@ -251,7 +277,7 @@ pub fn rebalance(s: &mut State) -> usize {
         for i in s.g.range(v) {
             let u = s.g.adj[i];
             stamp[u as usize] += 1;
-            if s.loads[s.part[u as usize] as usize] > s.cap {
+            if s.over(s.part[u as usize]) {
                 if let Some(m) = s.best_move(u, true) {
                     heap.push((m.gain, Reverse(u), stamp[u as usize]));
                 }
