@@ -100,7 +100,7 @@ impl Params {
             scheme: Scheme::Multilevel,
             refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
             restarts: 1,
-            initial_tries: 8,
+            initial_tries: 6,
             vcycles: 1,
             coarse_restarts: 1,
             sets_per_part: 8,
@@ -189,7 +189,7 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
 }
 
 /// Tries per bisection when partitioning the coarsest graph.
-const BISECTION_TRIES: usize = 4;
+const BISECTION_TRIES: usize = 8;
 
 /// Coarsening stops at this many vertices per part.
 const COARSEN_TO_PER_PART: usize = 20;
@@ -285,14 +285,16 @@ fn multilevel(
         }
         None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
     };
+    let (mut loads, mut cut) = (metrics::part_weights(coarsest, &part, p.k), metrics::cut(coarsest, &part).key());
     // Uncoarsen: project and refine at each finer level.
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
         part = coarsen::project(&maps[lvl], &part);
         let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
-        let mut s = State::new(fine, p.k, level, part);
+        // Loads and cuts carry over unchanged from the coarser level.
+        let mut s = State::projected(fine, vec![level; p.k], part, std::mem::take(&mut loads), cut);
         moves += refine::refine(&mut s, &p.refine).moves;
-        part = s.part;
+        (part, loads, cut) = (s.part, s.loads, s.cut);
     }
     (part, levels, moves)
 }

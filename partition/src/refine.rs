@@ -128,6 +128,15 @@ impl<'g> State<'g> {
         }
     }
 
+    /// A state whose loads and (critical, total) cut are known already: a
+    /// partition projected from a coarser graph keeps both.
+    pub fn projected(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>, loads: Vec<i64>, cut: (i64, i64)) -> Self {
+        let k = caps.len();
+        debug_assert_eq!(loads, metrics::part_weights(g, &part, k));
+        debug_assert_eq!(cut, metrics::cut(g, &part).key());
+        State { g, k, caps, part, loads, cut, moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+    }
+
     /// Whether part `q` is over its limit.
     #[inline]
     pub fn over(&self, q: u32) -> bool {
