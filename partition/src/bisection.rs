@@ -237,3 +237,143 @@ fn split(
         split(&sub, &sub_ids, ks, first + offset as u32, eps, tries, refine_p, rng, part);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate;
+    use crate::graph::GraphBuilder;
+    use crate::metrics;
+    use rand::SeedableRng;
+
+    /// A path 0 - 1 - ... - (n-1) of unit loads; relation i - (i+1) is critical
+    /// with value `crit[i]`.
+    fn path(crit: &[i64]) -> Graph {
+        let mut b = GraphBuilder::new();
+        for i in 0..=crit.len() {
+            b.add_vertex(format!("v{i}"), 1);
+        }
+        for (i, &c) in crit.iter().enumerate() {
+            b.add_edge(i as Vertex, i as Vertex + 1, 1, c);
+        }
+        b.build()
+    }
+
+    #[test]
+    fn side_targets_follow_the_part_counts() {
+        let (t, c) = side_limits(900, 1, 2, 0.1, 1);
+        assert_eq!(t, [300, 600]);
+        assert_eq!(c, [330, 660]);
+        // A heavy vertex widens the limit to target plus that vertex.
+        let (t, c) = side_limits(900, 2, 3, 0.0, 40);
+        assert_eq!(t, [360, 540]);
+        assert_eq!(c, [400, 580]);
+        assert_eq!(side_parts(5), (2, 3));
+        assert_eq!(side_parts(8), (4, 4));
+    }
+
+    #[test]
+    fn growing_stops_at_the_target_within_the_limit() {
+        let g = path(&[1; 9]);
+        let part = grow(&g, 0, 4, 4);
+        assert_eq!(part, vec![0, 0, 0, 0, 1, 1, 1, 1, 1, 1]);
+        // From the middle, part 0 stays one connected run of 3.
+        let part = grow(&g, 5, 3, 3);
+        let zeros: Vec<usize> = (0..10).filter(|&v| part[v] == 0).collect();
+        assert_eq!(zeros.len(), 3);
+        assert_eq!(zeros[2] - zeros[0], 2);
+        assert!(zeros.contains(&5));
+    }
+
+    #[test]
+    fn growing_prefers_critical_relations() {
+        // 0 -c- 1 - 2 and 0 - 3: from 0, the critical neighbour 1 joins first.
+        let mut b = GraphBuilder::new();
+        for _ in 0..4 {
+            b.add_vertex("", 1);
+        }
+        b.add_edge(0, 1, 1, 1);
+        b.add_edge(1, 2, 1, 0);
+        b.add_edge(0, 3, 50, 0);
+        let g = b.build();
+        assert_eq!(grow(&g, 0, 2, 2), vec![0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn peripheral_vertex_of_a_path_is_an_end() {
+        let g = path(&[0; 11]);
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..5 {
+            let v = peripheral(&g, &mut rng);
+            assert!(v == 0 || v == 11, "got {v}");
+        }
+    }
+
+    #[test]
+    fn flow_cut_takes_the_flow_prefix() {
+        let g = path(&[0; 9]);
+        assert_eq!(flow_cut(&g, 3), vec![0, 0, 0, 1, 1, 1, 1, 1, 1, 1]);
+    }
+
+    /// The best critical cut over all bisections whose sides fit `caps`.
+    fn enumerate_bisection(g: &Graph, caps: [i64; 2]) -> i64 {
+        let n = g.n();
+        let mut best = i64::MAX;
+        for code in 0u32..(1 << n) {
+            let part: Vec<u32> = (0..n).map(|v| (code >> v) & 1).collect();
+            let loads = metrics::part_weights(g, &part, 2);
+            if loads[0] <= caps[0] && loads[1] <= caps[1] {
+                best = best.min(metrics::cut(g, &part).critical);
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn bisection_reaches_the_enumerated_optimum_on_small_graphs() {
+        let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
+        for seed in 0..8u64 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let n = 10 + (seed % 4) as usize;
+            let mut b = GraphBuilder::new();
+            for i in 0..n {
+                b.add_vertex(format!("v{i}"), rng.random_range(1..=3));
+            }
+            for v in 1..n {
+                for _ in 0..rng.random_range(1..=3) {
+                    let u = rng.random_range(0..v);
+                    b.add_edge(u as Vertex, v as Vertex, rng.random_range(1..=9), rng.random_range(0..=2));
+                }
+            }
+            let g = b.build();
+            // Even and uneven sides (one part against two).
+            for (k0, k1) in [(1, 1), (1, 2)] {
+                let heaviest = g.node_w.iter().copied().max().unwrap();
+                let (_, caps) = side_limits(g.total_weight(), k0, k1, 0.1, heaviest);
+                let (part, (over, cut)) = bisect(&g, k0, k1, 0.1, 8, &p, &mut rng);
+                let loads = metrics::part_weights(&g, &part, 2);
+                assert!(!over && loads[0] <= caps[0] && loads[1] <= caps[1], "seed {seed}: loads {loads:?} caps {caps:?}");
+                assert_eq!(cut.0, metrics::cut(&g, &part).critical);
+                assert_eq!(cut.0, enumerate_bisection(&g, caps), "seed {seed}, sides {k0}:{k1}");
+            }
+        }
+    }
+
+    #[test]
+    fn recursive_bisection_balances_any_k() {
+        let g = generate::layered_dag(2000, 7);
+        let total = g.total_weight() as f64;
+        let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
+        for k in [2usize, 3, 5, 6, 8] {
+            let mut rng = StdRng::seed_from_u64(k as u64);
+            let part = recursive(&g, k, 0.03, 4, &p, &mut rng);
+            let loads = metrics::part_weights(&g, &part, k);
+            assert!(part.iter().all(|&q| (q as usize) < k));
+            // Within the k-way limit, up to rounding at each level.
+            let limit = 1.03 * total / k as f64 + 3.0;
+            for (q, &l) in loads.iter().enumerate() {
+                assert!(l > 0 && (l as f64) <= limit, "k={k}: part {q} carries {l}, limit {limit:.0}");
+            }
+        }
+    }
+}
