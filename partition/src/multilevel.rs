@@ -3,12 +3,15 @@
 //! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
-//!   relations contracted first) until the graph is small, partition the
-//!   coarsest graph with the seed's method (several tries, plus one try that
-//!   slices the flow order into k contiguous runs and, for k a power of two,
-//!   one by recursive bisection; best kept), then project back level by level,
-//!   running the refinement at each level. Coarse levels get one vertex of room
-//!   past the average load, tightened to the final limit at the finest level.
+//!   relations contracted first, the heaviest coarse vertex bounded) down to
+//!   about 20 vertices per part, partition the coarsest graph several times —
+//!   a slice of the flow order, recursive bisection for any k (each bisection
+//!   the best of a flow cut and greedy graph growing from a peripheral and a
+//!   random vertex, with per-side load targets for uneven splits, see
+//!   [`crate::bisection`]) and the seed's initial partition — each refined,
+//!   keep the best, then project back level by level, running the refinement
+//!   at each level. Coarse levels get one vertex of room past the average
+//!   load, tightened to the final limit at the finest level.
 //!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
 //!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
 //!   graph coarsened to a mid size, best kept).
@@ -100,7 +103,7 @@ impl Params {
             scheme: Scheme::Multilevel,
             refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
             restarts: 1,
-            initial_tries: 6,
+            initial_tries: 4,
             vcycles: 1,
             coarse_restarts: 1,
             sets_per_part: 8,
@@ -189,7 +192,7 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
 }
 
 /// Tries per bisection when partitioning the coarsest graph.
-const BISECTION_TRIES: usize = 8;
+const BISECTION_TRIES: usize = 3;
 
 /// Coarsening stops at this many vertices per part.
 const COARSEN_TO_PER_PART: usize = 20;

@@ -152,6 +152,12 @@ impl<'g> State<'g> {
     /// g1 and g2 for `v`, then its best move to a part that has room. With
     /// `any_part`, parts without a relation to `v` are targets too (gain -g1).
     pub fn best_move(&mut self, v: Vertex, any_part: bool) -> Option<Move> {
+        self.weigh(v, any_part).0
+    }
+
+    /// The best move of `v` to a part with room, and the part its best move
+    /// would go to if every part had room, when that part is full now.
+    fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         let g = self.g;
         let p = self.part[v as usize];
         self.touched.clear();
@@ -172,18 +178,24 @@ impl<'g> State<'g> {
         }
         let w = g.node_w[v as usize];
         let caps = &self.caps;
+        // (move, load of its target) with room, and regardless of room.
         let mut best: Option<(Move, i64)> = None;
+        let mut free: Option<(Move, i64)> = None;
+        let better = |m: &Option<(Move, i64)>, gain: (i64, i64), load: i64| match m {
+            None => true,
+            Some((m, l)) => gain > m.gain || (gain == m.gain && load < *l),
+        };
         let mut consider = |q: u32, to: (i64, i64), loads: &[i64]| {
-            if q == p || loads[q as usize] + w > caps[q as usize] {
+            if q == p {
                 return;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
-            let better = match best {
-                None => true,
-                Some((m, load)) => gain > m.gain || (gain == m.gain && loads[q as usize] < load),
-            };
-            if better {
-                best = Some((Move { to: q, gain }, loads[q as usize]));
+            let load = loads[q as usize];
+            if better(&free, gain, load) {
+                free = Some((Move { to: q, gain }, load));
+            }
+            if load + w <= caps[q as usize] && better(&best, gain, load) {
+                best = Some((Move { to: q, gain }, load));
             }
         };
         for &q in &self.touched {
@@ -199,7 +211,8 @@ impl<'g> State<'g> {
         for &q in &self.touched {
             self.scratch[q as usize] = (0, 0);
         }
-        best.map(|(m, _)| m)
+        let blocked = free.filter(|(m, load)| load + w > caps[m.to as usize]).map(|(m, _)| m.to);
+        (best.map(|(m, _)| m), blocked)
     }
 
     pub fn move_to(&mut self, v: Vertex, m: Move) {
@@ -332,12 +345,25 @@ fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &
 /// One hill-climbing pass: best move first whatever its gain, each subtask
 /// once, stopping `p.hill_climb` moves past the best point; rolls back to it.
 /// Returns the number of moves kept.
+///
+/// Subtasks whose best move is blocked by a full part wait in a heap per
+/// part, lightest first, and are weighed again when a move frees enough room
+/// there (so that a pair of moves can swap subtasks between full parts).
 fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
+    type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
     let mut heap = BinaryHeap::new();
-    for &v in bnd {
-        if let Some(m) = s.best_move(v, false) {
-            heap.push((m.gain, Reverse(v), stamp[v as usize]));
+    let mut blocked: Blocked = vec![BinaryHeap::new(); s.k];
+    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
+        let (best, wait) = s.weigh(v, false);
+        if let Some(m) = best {
+            heap.push((m.gain, Reverse(v), st));
         }
+        if let Some(q) = wait {
+            blocked[q as usize].push((Reverse(s.g.node_w[v as usize]), Reverse(v), st));
+        }
+    };
+    for &v in bnd {
+        weigh(s, v, stamp[v as usize], &mut heap, &mut blocked);
     }
     let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
@@ -350,7 +376,8 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
             heap.push((m.gain, Reverse(v), st));
             continue;
         }
-        log.push((v, s.part[v as usize], m.gain));
+        let from = s.part[v as usize];
+        log.push((v, from, m.gain));
         s.move_to(v, m);
         locked[v as usize] = true;
         sum = (sum.0 + m.gain.0, sum.1 + m.gain.1);
@@ -365,8 +392,18 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
                 continue;
             }
             stamp[u as usize] += 1;
-            if let Some(m) = s.best_move(u, false) {
-                heap.push((m.gain, Reverse(u), stamp[u as usize]));
+            weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+        }
+        // Room in `from`: weigh again the subtasks that waited for it and fit now.
+        let room = s.caps[from as usize] - s.loads[from as usize];
+        while let Some(&(Reverse(w), Reverse(u), st)) = blocked[from as usize].peek() {
+            if w > room {
+                break;
+            }
+            blocked[from as usize].pop();
+            if !locked[u as usize] && st == stamp[u as usize] {
+                stamp[u as usize] += 1;
+                weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
             }
         }
     }
