@@ -17,6 +17,10 @@
 //! (ones never on the boundary before); the best partition seen — fewest
 //! critical cut, then least total cut, among balanced ones — is kept.
 //!
+//! Balance is per part (`caps`: equal for k-way, in proportion for the uneven
+//! sides of a recursive bisection). With hill climbing, a subtask whose best
+//! move is blocked by a full part waits for room there (see `pass_hill_climb`).
+//!
 //! Beyond the seed, `tie_break` also takes moves with `g2 - g1 = 0` that lower
 //! the total (non-critical) cut, so ties on critical relations are settled by
 //! traffic. Every move lowers the (critical, total) cut lexicographically, so the
@@ -112,28 +116,17 @@ impl<'g> State<'g> {
     /// A state with a load limit per part (uneven targets, as in recursive
     /// bisection for k not a power of two).
     pub fn with_caps(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>) -> Self {
-        let k = caps.len();
-        let loads = metrics::part_weights(g, &part, k);
-        let c = metrics::cut(g, &part);
-        State {
-            g,
-            k,
-            caps,
-            part,
-            loads,
-            cut: c.key(),
-            moved: Vec::new(),
-            scratch: vec![(0, 0); k],
-            touched: Vec::new(),
-        }
+        let loads = metrics::part_weights(g, &part, caps.len());
+        let cut = metrics::cut(g, &part).key();
+        Self::projected(g, caps, part, loads, cut)
     }
 
     /// A state whose loads and (critical, total) cut are known already: a
     /// partition projected from a coarser graph keeps both.
     pub fn projected(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>, loads: Vec<i64>, cut: (i64, i64)) -> Self {
         let k = caps.len();
-        debug_assert_eq!(loads, metrics::part_weights(g, &part, k));
-        debug_assert_eq!(cut, metrics::cut(g, &part).key());
+        debug_assert_eq!(loads, metrics::part_weights(g, &part, k), "loads of the projected partition");
+        debug_assert_eq!(cut, metrics::cut(g, &part).key(), "cut of the projected partition");
         State { g, k, caps, part, loads, cut, moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
     }
 
