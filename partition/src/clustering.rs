@@ -103,7 +103,7 @@ pub fn random_moves(s: &mut State, tries: usize, rng: &mut impl Rng) -> usize {
         let p = s.part[v as usize];
         let q = (p + rng.random_range(1..s.k as u32)) % s.k as u32;
         let w = s.g.node_w[v as usize];
-        if s.loads[q as usize] + w > s.cap {
+        if s.loads[q as usize] + w > s.caps[q as usize] {
             continue;
         }
         gain_to.iter_mut().for_each(|x| *x = (0, 0));

@@ -14,12 +14,10 @@ use crate::graph::{Graph, Vertex};
 pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
     let n = g.n();
     let mut node_w = vec![0i64; groups];
-    let mut first = vec![u32::MAX; groups];
     let mut count = vec![0usize; groups + 1];
     for (v, &c) in map.iter().enumerate() {
         let c = c as usize;
         node_w[c] += g.node_w[v];
-        first[c] = first[c].min(g.rank[v]);
         count[c + 1] += 1;
     }
     for c in 0..groups {
@@ -31,12 +29,15 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
         members[fill[c as usize]] = v as Vertex;
         fill[c as usize] += 1;
     }
-    // Flow order of groups: by their earliest member.
-    let mut by_first: Vec<u32> = (0..groups as u32).collect();
-    by_first.sort_unstable_by_key(|&c| first[c as usize]);
-    let mut rank = vec![0u32; groups];
-    for (r, &c) in by_first.iter().enumerate() {
-        rank[c as usize] = r as u32;
+    // Flow order of groups: by their earliest member (one walk of the fine order).
+    let mut rank = vec![u32::MAX; groups];
+    let mut next = 0u32;
+    for v in g.flow_order() {
+        let c = map[v as usize] as usize;
+        if rank[c] == u32::MAX {
+            rank[c] = next;
+            next += 1;
+        }
     }
     let mut xadj = Vec::with_capacity(groups + 1);
     xadj.push(0);
@@ -81,9 +82,24 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &
     let n = g.n();
     // Random order, then low degree first (as METIS's sorted heavy-edge matching):
     // vertices with few neighbours find a partner before those are taken.
-    let mut order: Vec<Vertex> = (0..n as Vertex).collect();
-    order.shuffle(rng);
-    order.sort_by_key(|&v| g.xadj[v as usize + 1] - g.xadj[v as usize]);
+    let mut shuffled: Vec<Vertex> = (0..n as Vertex).collect();
+    shuffled.shuffle(rng);
+    // Stable counting sort by degree (keeps the random order among equals).
+    let degree = |v: Vertex| g.xadj[v as usize + 1] - g.xadj[v as usize];
+    let max_deg = (0..n as Vertex).map(degree).max().unwrap_or(0);
+    let mut start = vec![0usize; max_deg + 2];
+    for v in 0..n as Vertex {
+        start[degree(v) + 1] += 1;
+    }
+    for d in 0..=max_deg {
+        start[d + 1] += start[d];
+    }
+    let mut order = vec![0 as Vertex; n];
+    for &v in &shuffled {
+        let d = degree(v);
+        order[start[d]] = v;
+        start[d] += 1;
+    }
     let mut mate = vec![u32::MAX; n];
     for &v in &order {
         if mate[v as usize] != u32::MAX {

@@ -3,12 +3,15 @@
 //! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
-//!   relations contracted first) until the graph is small, partition the
-//!   coarsest graph with the seed's method (several tries, plus one try that
-//!   slices the flow order into k contiguous runs and, for k a power of two,
-//!   one by recursive bisection; best kept), then project back level by level,
-//!   running the refinement at each level. Coarse levels get one vertex of room
-//!   past the average load, tightened to the final limit at the finest level.
+//!   relations contracted first, the heaviest coarse vertex bounded) down to
+//!   about 20 vertices per part, partition the coarsest graph several times —
+//!   a slice of the flow order, recursive bisection for any k (each bisection
+//!   the best of a flow cut and greedy graph growing from a peripheral and a
+//!   random vertex, with per-side load targets for uneven splits, see
+//!   [`crate::bisection`]) and the seed's initial partition — each refined,
+//!   keep the best, then project back level by level, running the refinement
+//!   at each level. Coarse levels get one vertex of room past the average
+//!   load, tightened to the final limit at the finest level.
 //!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
 //!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
 //!   graph coarsened to a mid size, best kept).
@@ -100,7 +103,7 @@ impl Params {
             scheme: Scheme::Multilevel,
             refine: RefineParams { hill_climb: 64, ..RefineParams::default() },
             restarts: 1,
-            initial_tries: 8,
+            initial_tries: 4,
             vcycles: 1,
             coarse_restarts: 1,
             sets_per_part: 8,
@@ -188,6 +191,17 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
     }
 }
 
+/// Tries per bisection when partitioning the coarsest graph.
+const BISECTION_TRIES: usize = 3;
+
+/// Coarsening stops at this many vertices per part.
+const COARSEN_TO_PER_PART: usize = 20;
+
+/// The heaviest coarse vertex may carry this share of `total / coarsen_to`
+/// (less than the average coarsest vertex: no vertex weight blowup, so that
+/// coarse partitions can be balanced by moving single vertices).
+const MAX_VERTEX_SHARE: f64 = 0.7;
+
 /// The load limit on a coarse level: the final limit, or the average load plus
 /// the level's heaviest vertex when that is larger, so that coarse vertices can
 /// still move; finer levels tighten it back (each refinement rebalances first).
@@ -207,10 +221,10 @@ fn multilevel(
     start: Option<&[u32]>,
     rng: &mut StdRng,
 ) -> (Vec<u32>, usize, usize) {
-    let coarsen_to = (8 * p.k).max(16);
+    let coarsen_to = (COARSEN_TO_PER_PART * p.k).max(16);
     let total = g.total_weight();
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
-    let max_vw = ((1.5 * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
+    let max_vw = ((MAX_VERTEX_SHARE * total as f64 / coarsen_to as f64) as i64).max(heaviest).min(cap);
     // Coarse restarts: coarsen once down to a mid-sized graph, then run the
     // whole multilevel cycle on it several times (cheap there) and keep the best.
     let mid = (100 * p.k).max(2000);
@@ -243,13 +257,13 @@ fn multilevel(
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the first
-    // slices the flow order, the second bisects recursively (k a power of two),
-    // the others follow the seed.
+    // slices the flow order, the last follows the seed, the others bisect
+    // recursively (each bisection the best of graph growing tries).
     let init = |t: usize| {
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
-        } else if t == 1 && p.k.is_power_of_two() {
-            bisection::recursive(coarsest, p.k, p.epsilon, 8, &p.refine, rng)
+        } else if t + 1 < p.initial_tries {
+            bisection::recursive(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng)
         } else {
             clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }
@@ -274,14 +288,16 @@ fn multilevel(
         }
         None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
     };
+    let (mut loads, mut cut) = (metrics::part_weights(coarsest, &part, p.k), metrics::cut(coarsest, &part).key());
     // Uncoarsen: project and refine at each finer level.
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
         part = coarsen::project(&maps[lvl], &part);
         let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
-        let mut s = State::new(fine, p.k, level, part);
+        // Loads and cuts carry over unchanged from the coarser level.
+        let mut s = State::projected(fine, vec![level; p.k], part, std::mem::take(&mut loads), cut);
         moves += refine::refine(&mut s, &p.refine).moves;
-        part = s.part;
+        (part, loads, cut) = (s.part, s.loads, s.cut);
     }
     (part, levels, moves)
 }

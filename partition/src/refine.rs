@@ -17,6 +17,10 @@
 //! (ones never on the boundary before); the best partition seen — fewest
 //! critical cut, then least total cut, among balanced ones — is kept.
 //!
+//! Balance is per part (`caps`: equal for k-way, in proportion for the uneven
+//! sides of a recursive bisection). With hill climbing, a subtask whose best
+//! move is blocked by a full part waits for room there (see `pass_hill_climb`).
+//!
 //! Beyond the seed, `tie_break` also takes moves with `g2 - g1 = 0` that lower
 //! the total (non-critical) cut, so ties on critical relations are settled by
 //! traffic. Every move lowers the (critical, total) cut lexicographically, so the
@@ -84,7 +88,8 @@ pub struct RefineStats {
 pub struct State<'g> {
     pub g: &'g Graph,
     pub k: usize,
-    pub cap: i64,
+    /// Load limit of each part.
+    pub caps: Vec<i64>,
     pub part: Vec<u32>,
     pub loads: Vec<i64>,
     /// (critical cut, total cut), kept up to date by [`State::move_to`].
@@ -103,10 +108,32 @@ pub struct Move {
 }
 
 impl<'g> State<'g> {
+    /// A state where every part may carry `cap`.
     pub fn new(g: &'g Graph, k: usize, cap: i64, part: Vec<u32>) -> Self {
-        let loads = metrics::part_weights(g, &part, k);
-        let c = metrics::cut(g, &part);
-        State { g, k, cap, part, loads, cut: c.key(), moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+        Self::with_caps(g, vec![cap; k], part)
+    }
+
+    /// A state with a load limit per part (uneven targets, as in recursive
+    /// bisection for k not a power of two).
+    pub fn with_caps(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>) -> Self {
+        let loads = metrics::part_weights(g, &part, caps.len());
+        let cut = metrics::cut(g, &part).key();
+        Self::projected(g, caps, part, loads, cut)
+    }
+
+    /// A state whose loads and (critical, total) cut are known already: a
+    /// partition projected from a coarser graph keeps both.
+    pub fn projected(g: &'g Graph, caps: Vec<i64>, part: Vec<u32>, loads: Vec<i64>, cut: (i64, i64)) -> Self {
+        let k = caps.len();
+        debug_assert_eq!(loads, metrics::part_weights(g, &part, k), "loads of the projected partition");
+        debug_assert_eq!(cut, metrics::cut(g, &part).key(), "cut of the projected partition");
+        State { g, k, caps, part, loads, cut, moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+    }
+
+    /// Whether part `q` is over its limit.
+    #[inline]
+    pub fn over(&self, q: u32) -> bool {
+        self.loads[q as usize] > self.caps[q as usize]
     }
 
     /// Whether `v` has a relation to another part.
@@ -118,6 +145,12 @@ impl<'g> State<'g> {
     /// g1 and g2 for `v`, then its best move to a part that has room. With
     /// `any_part`, parts without a relation to `v` are targets too (gain -g1).
     pub fn best_move(&mut self, v: Vertex, any_part: bool) -> Option<Move> {
+        self.weigh(v, any_part).0
+    }
+
+    /// The best move of `v` to a part with room, and the part its best move
+    /// would go to if every part had room, when that part is full now.
+    fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         let g = self.g;
         let p = self.part[v as usize];
         self.touched.clear();
@@ -137,18 +170,25 @@ impl<'g> State<'g> {
             }
         }
         let w = g.node_w[v as usize];
+        let caps = &self.caps;
+        // (move, load of its target) with room, and regardless of room.
         let mut best: Option<(Move, i64)> = None;
+        let mut free: Option<(Move, i64)> = None;
+        let better = |m: &Option<(Move, i64)>, gain: (i64, i64), load: i64| match m {
+            None => true,
+            Some((m, l)) => gain > m.gain || (gain == m.gain && load < *l),
+        };
         let mut consider = |q: u32, to: (i64, i64), loads: &[i64]| {
-            if q == p || loads[q as usize] + w > self.cap {
+            if q == p {
                 return;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
-            let better = match best {
-                None => true,
-                Some((m, load)) => gain > m.gain || (gain == m.gain && loads[q as usize] < load),
-            };
-            if better {
-                best = Some((Move { to: q, gain }, loads[q as usize]));
+            let load = loads[q as usize];
+            if better(&free, gain, load) {
+                free = Some((Move { to: q, gain }, load));
+            }
+            if load + w <= caps[q as usize] && better(&best, gain, load) {
+                best = Some((Move { to: q, gain }, load));
             }
         };
         for &q in &self.touched {
@@ -164,7 +204,8 @@ impl<'g> State<'g> {
         for &q in &self.touched {
             self.scratch[q as usize] = (0, 0);
         }
-        best.map(|(m, _)| m)
+        let blocked = free.filter(|(m, load)| load + w > caps[m.to as usize]).map(|(m, _)| m.to);
+        (best.map(|(m, _)| m), blocked)
     }
 
     pub fn move_to(&mut self, v: Vertex, m: Move) {
@@ -178,7 +219,7 @@ impl<'g> State<'g> {
     }
 
     fn balanced(&self) -> bool {
-        self.loads.iter().all(|&l| l <= self.cap)
+        self.loads.iter().zip(&self.caps).all(|(l, c)| l <= c)
     }
 
     fn boundary(&self) -> Vec<Vertex> {
@@ -227,7 +268,7 @@ pub fn rebalance(s: &mut State) -> usize {
     let mut heap = BinaryHeap::new();
     let mut stamp = vec![0u32; s.g.n()];
     for v in 0..s.g.n() as Vertex {
-        if s.loads[s.part[v as usize] as usize] > s.cap {
+        if s.over(s.part[v as usize]) {
             if let Some(m) = s.best_move(v, true) {
                 heap.push((m.gain, Reverse(v), 0u32));
             }
@@ -238,7 +279,7 @@ pub fn rebalance(s: &mut State) -> usize {
         if s.balanced() {
             break;
         }
-        if st != stamp[v as usize] || s.loads[s.part[v as usize] as usize] <= s.cap {
+        if st != stamp[v as usize] || !s.over(s.part[v as usize]) {
             continue;
         }
         let Some(m) = s.best_move(v, true) else { continue };
@@ -251,7 +292,7 @@ pub fn rebalance(s: &mut State) -> usize {
         for i in s.g.range(v) {
             let u = s.g.adj[i];
             stamp[u as usize] += 1;
-            if s.loads[s.part[u as usize] as usize] > s.cap {
+            if s.over(s.part[u as usize]) {
                 if let Some(m) = s.best_move(u, true) {
                     heap.push((m.gain, Reverse(u), stamp[u as usize]));
                 }
@@ -297,12 +338,25 @@ fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &
 /// One hill-climbing pass: best move first whatever its gain, each subtask
 /// once, stopping `p.hill_climb` moves past the best point; rolls back to it.
 /// Returns the number of moves kept.
+///
+/// Subtasks whose best move is blocked by a full part wait in a heap per
+/// part, lightest first, and are weighed again when a move frees enough room
+/// there (so that a pair of moves can swap subtasks between full parts).
 fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
+    type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
     let mut heap = BinaryHeap::new();
-    for &v in bnd {
-        if let Some(m) = s.best_move(v, false) {
-            heap.push((m.gain, Reverse(v), stamp[v as usize]));
+    let mut blocked: Blocked = vec![BinaryHeap::new(); s.k];
+    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
+        let (best, wait) = s.weigh(v, false);
+        if let Some(m) = best {
+            heap.push((m.gain, Reverse(v), st));
         }
+        if let Some(q) = wait {
+            blocked[q as usize].push((Reverse(s.g.node_w[v as usize]), Reverse(v), st));
+        }
+    };
+    for &v in bnd {
+        weigh(s, v, stamp[v as usize], &mut heap, &mut blocked);
     }
     let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
@@ -315,7 +369,8 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
             heap.push((m.gain, Reverse(v), st));
             continue;
         }
-        log.push((v, s.part[v as usize], m.gain));
+        let from = s.part[v as usize];
+        log.push((v, from, m.gain));
         s.move_to(v, m);
         locked[v as usize] = true;
         sum = (sum.0 + m.gain.0, sum.1 + m.gain.1);
@@ -330,8 +385,18 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
                 continue;
             }
             stamp[u as usize] += 1;
-            if let Some(m) = s.best_move(u, false) {
-                heap.push((m.gain, Reverse(u), stamp[u as usize]));
+            weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+        }
+        // Room in `from`: weigh again the subtasks that waited for it and fit now.
+        let room = s.caps[from as usize] - s.loads[from as usize];
+        while let Some(&(Reverse(w), Reverse(u), st)) = blocked[from as usize].peek() {
+            if w > room {
+                break;
+            }
+            blocked[from as usize].pop();
+            if !locked[u as usize] && st == stamp[u as usize] {
+                stamp[u as usize] += 1;
+                weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
             }
         }
     }

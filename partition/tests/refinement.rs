@@ -210,3 +210,26 @@ fn coarse_restarts_and_vcycles_stay_balanced_and_do_not_lose() {
         }
     }
 }
+
+#[test]
+fn hill_climbing_swaps_between_full_parts_in_one_pass() {
+    // a = 0 (part 0) belongs with 3, 4 (part 1); b = 5 (part 1) belongs with 1, 2
+    // (part 0). Part 1 is full, so a can move only after b has left it; a and b
+    // are not neighbours, so only the wait for room brings a back into play.
+    let mut b = GraphBuilder::new();
+    for i in 0..7 {
+        b.add_vertex(format!("v{i}"), 1);
+    }
+    for (u, v) in [(0, 3), (0, 4), (5, 1), (5, 2)] {
+        b.add_edge(u, v, 1, 1);
+    }
+    b.add_edge(3, 6, 1, 0);
+    let g = b.build();
+    let mut s = State::new(&g, 2, 4, vec![0, 0, 0, 1, 1, 1, 1]);
+    assert_eq!(s.cut.0, 4);
+    let p = RefineParams { hill_climb: 8, max_rounds: 1, ..RefineParams::default() };
+    refine::refine(&mut s, &p);
+    assert_eq!(s.cut.0, 0);
+    assert_eq!(s.part, vec![1, 0, 0, 1, 1, 0, 1]);
+    assert!(s.loads.iter().all(|&l| l <= 4));
+}
