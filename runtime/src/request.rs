@@ -45,6 +45,9 @@ pub struct Request {
     /// The tenant (or class) whose share of the nodes this request uses
     /// (`[fairness] tenants`); `None`: the `default` tenant.
     pub tenant: Option<String>,
+    /// The kind of worker the request needs (`[[nodes.NAME.worker_groups]] kind`)
+    /// at the nodes that have workers of that kind; `None`: any worker that fits its rows.
+    pub worker_kind: Option<String>,
 }
 
 /// Which stream a request belongs to, and where in it.
@@ -96,6 +99,14 @@ impl Request {
     /// Names the tenant the request belongs to (see [`crate::fairness`]).
     pub fn tenant(mut self, name: impl Into<String>) -> Self {
         self.tenant = Some(name.into());
+        self
+    }
+
+    /// Asks for workers of group kind `kind` at every node that has such a group
+    /// (see [`crate::config::WorkerGroupConfig`]). A kind no node has is refused
+    /// as invalid input, naming it.
+    pub fn worker_kind(mut self, kind: impl Into<String>) -> Self {
+        self.worker_kind = Some(kind.into());
         self
     }
 }
@@ -384,6 +395,8 @@ pub(crate) struct RequestState {
     pub completion: Arc<Completion>,
     /// Index of its tenant in the pipeline's [`crate::fairness::Tenants`].
     pub tenant: usize,
+    /// Index of the worker kind it asks for in [`crate::graph::PipelineSpec::worker_kinds`].
+    pub worker_kind: Option<usize>,
     outputs: Mutex<Vec<Option<Tensor>>>,
     remaining: std::sync::atomic::AtomicUsize,
     /// Claimed by the one resolution that counts, before its bookkeeping and
@@ -414,6 +427,7 @@ impl RequestState {
             submitted: Instant::now(),
             completion,
             tenant: 0,
+            worker_kind: None,
             outputs: Mutex::new(vec![None; outputs]),
             remaining: std::sync::atomic::AtomicUsize::new(remaining),
             claimed: AtomicBool::new(false),

@@ -159,6 +159,23 @@ impl SeedFair {
         (t.w, t.h)
     }
 
+    /// The eligible waiting tenant with the largest `T` (ties: larger `W`, then lower index).
+    fn best(&self, mut eligible: impl FnMut(usize) -> bool) -> Option<usize> {
+        let mut best: Option<(i64, u64, usize)> = None;
+        for &i in &self.backlog.active {
+            if !eligible(i) {
+                continue;
+            }
+            let target = self.target(i);
+            let t = &self.tenants[i];
+            // Largest T, then larger W; the lower index wins what is left (iteration order).
+            if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
+                best = Some((target, t.w, i));
+            }
+        }
+        best.map(|(_, _, i)| i)
+    }
+
     /// Recomputes every member's `W` and `d` after the set changed, and
     /// rescales each member's `H` by its new `W` over its old one (a newcomer,
     /// whose old `W` is 0, starts at `H = W`).
@@ -193,16 +210,11 @@ impl FairPolicy for SeedFair {
     }
 
     fn choose(&mut self) -> Option<usize> {
-        let mut best: Option<(i64, u64, usize)> = None;
-        for &i in &self.backlog.active {
-            let target = self.target(i);
-            let t = &self.tenants[i];
-            // Largest T, then larger W; the lower index wins what is left (iteration order).
-            if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
-                best = Some((target, t.w, i));
-            }
-        }
-        best.map(|(_, _, i)| i)
+        self.best(|_| true)
+    }
+
+    fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
+        self.best(eligible)
     }
 
     fn served(&mut self, tenant: usize) {
