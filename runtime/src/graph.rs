@@ -580,7 +580,8 @@ impl Builder<'_> {
         let topo_order = topological_order(&nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = crate::fairness::FairnessSpec::build(&cfg.fairness, &nodes)?;
-        let mut worker_kinds: Vec<String> = nodes.iter().flat_map(|n| n.groups.iter().map(|g| g.kind.clone())).collect();
+        let mut worker_kinds: Vec<String> =
+            nodes.iter().flat_map(|n| n.groups.iter().map(|g| g.kind.clone())).collect();
         worker_kinds.sort();
         worker_kinds.dedup();
         for node in &mut nodes {
@@ -982,7 +983,10 @@ fn worker_groups(name: &str, cfg: &NodeConfig) -> Result<Vec<GroupSpec>> {
         );
     }
     if cfg.worker_groups.len() > MAX_GROUPS {
-        return err(at("worker_groups"), format!("{} groups; a node may have at most {MAX_GROUPS}", cfg.worker_groups.len()));
+        return err(
+            at("worker_groups"),
+            format!("{} groups; a node may have at most {MAX_GROUPS}", cfg.worker_groups.len()),
+        );
     }
     if cfg.placement_timeout_us == Some(0) {
         return err(at("placement_timeout_us"), "must be at least 1 µs (leave it out for no retries)");
@@ -999,9 +1003,12 @@ fn worker_groups(name: &str, cfg: &NodeConfig) -> Result<Vec<GroupSpec>> {
         let intra_threads = g.intra_threads.unwrap_or(cfg.intra_threads);
         let inter_threads = g.inter_threads.unwrap_or(cfg.inter_threads);
         let max_rows = g.max_rows.unwrap_or(cfg.max_batch);
-        for (field, value) in
-            [("workers", g.workers), ("intra_threads", intra_threads), ("inter_threads", inter_threads), ("max_rows", max_rows)]
-        {
+        for (field, value) in [
+            ("workers", g.workers),
+            ("intra_threads", intra_threads),
+            ("inter_threads", inter_threads),
+            ("max_rows", max_rows),
+        ] {
             if value == 0 {
                 return err(at(field), "must be at least 1");
             }
@@ -1009,7 +1016,10 @@ fn worker_groups(name: &str, cfg: &NodeConfig) -> Result<Vec<GroupSpec>> {
         if max_rows > cfg.max_batch {
             return err(
                 at("max_rows"),
-                format!("{max_rows} is more than the node's max_batch ({}); a group's capacity is within it", cfg.max_batch),
+                format!(
+                    "{max_rows} is more than the node's max_batch ({}); a group's capacity is within it",
+                    cfg.max_batch
+                ),
             );
         }
         check_cores(&at("cores"), &g.cores)?;

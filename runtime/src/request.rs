@@ -18,7 +18,10 @@
 //! never crowds the workers under load), then sleep on the condvar; an
 //! async waiter leaves its waker in the slot instead. Dropping a ticket that
 //! has not resolved marks the request cancelled, so tasks not yet run are
-//! skipped by the node that would run them.
+//! skipped by the node that would run them. A job of a split request
+//! ([`crate::split`]) counts as cancelled once the request it belongs to is
+//! answered or cancelled: its tasks not yet run are skipped, and it resolves
+//! (with [`RequestError::Cancelled`], dropped by the assembly) as any cancelled request.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -208,6 +211,9 @@ pub(crate) struct Completion {
     ready: Condvar,
     /// How long a blocking waiter spins before sleeping (about the expected answer time).
     spin: Duration,
+    /// A job's completion: the split request's, whose end (answered, or its ticket
+    /// dropped) cancels the job too (see [`crate::split`]).
+    parent: Option<Arc<Completion>>,
 }
 
 /// Spin bounds of a blocking waiter.
@@ -256,13 +262,22 @@ impl Completion {
         completion
     }
 
-    /// Resolved, or its ticket was dropped: nothing more should run for it.
-    pub(crate) fn is_finished(&self) -> bool {
-        self.done.load(Ordering::Acquire) || self.cancelled.load(Ordering::Acquire)
+    /// A job's completion, handing its result to `callback`: cancelled once `parent` is
+    /// resolved or cancelled (a dropped ticket, or another job failed).
+    pub(crate) fn job(callback: Callback, parent: Arc<Completion>) -> Self {
+        let completion = Completion { parent: Some(parent), ..Completion::default() };
+        completion.slot.lock().callback = Some(callback);
+        completion
     }
 
+    /// Resolved, or its ticket was dropped: nothing more should run for it.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.done.load(Ordering::Acquire) || self.is_cancelled()
+    }
+
+    /// Its ticket was dropped, or (a job) its split request ended before it did.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.cancelled.load(Ordering::Acquire) || self.parent.as_ref().is_some_and(|p| p.is_finished())
     }
 
     fn take(&self) -> Option<RequestResult> {

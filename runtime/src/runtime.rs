@@ -380,7 +380,14 @@ impl Shared {
         }
         if let Some(granule) = self.spec.fairness.granule {
             if crate::split::is_oversized(&request, self.row_limit.0) {
-                // Each job is admitted (and counted) on its own; see `split`.
+                // Each job is admitted (and counted) on its own; the request is refused whole
+                // when its jobs would not all fit under max_in_flight (see `split`).
+                let jobs = crate::split::job_count(&request, self.row_limit.0, granule);
+                let limit = self.spec.max_in_flight;
+                if self.in_flight.load(Ordering::Acquire) + jobs > limit {
+                    refuse(RequestError::QueueFull { limit });
+                    return;
+                }
                 let submit = |job, completion| self.admit(job, completion);
                 crate::split::submit_jobs(request, completion, self.row_limit.0, granule, submit);
                 return;

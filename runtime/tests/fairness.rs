@@ -233,7 +233,8 @@ fn one_failed_job_fails_the_split_request_naming_the_job_and_every_job_resolves(
     }
     assert!(error.to_string().starts_with("job 2 (rows 8..12) failed: node `n` failed"), "{error}");
     recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
-    assert_eq!(recorder.log.lock().len(), 16, "every job ran");
+    // One batch per job, in order: once job 2 failed the request, job 3 was cancelled, not run.
+    assert_eq!(recorder.log.lock().len(), 12, "jobs 0..=2 ran, job 3 did not");
     // The node keeps serving.
     assert_eq!(
         runtime.submit(Request::new().input("x", rows(&[3.0]))).wait().unwrap().get("y").unwrap().to_f64_vec(),
@@ -287,5 +288,38 @@ fn stress_split_requests_from_many_threads_resolve_once_in_order_or_naming_their
     // Most good requests do not share a batch with a bad job.
     assert!(collateral.load(Ordering::Relaxed) < 40, "{collateral:?}");
     recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
+    runtime.shutdown();
+}
+
+#[test]
+fn dropping_a_split_requests_ticket_cancels_its_jobs_not_yet_run() {
+    let recorder = Recorder::default();
+    let runtime = start(&recorder, &pipeline("granule = 2", 4)).unwrap();
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    // 16 rows: 4 jobs of 4 rows, one batch each; the first holds the node at the gate.
+    let ticket = runtime.submit(Request::new().input("x", rows(&x)));
+    recorder.wait_until("the first job runs", || !recorder.log.lock().is_empty());
+    recorder.wait_until("the other jobs wait", || runtime.pending(0).0 == 3);
+    drop(ticket);
+    recorder.open();
+    recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
+    assert_eq!(*recorder.log.lock(), [0.0, 1.0, 2.0, 3.0], "only the job already running ran");
+    assert_eq!(runtime.node_stats()[0].tasks, 1);
+    runtime.shutdown();
+}
+
+#[test]
+fn a_split_request_whose_jobs_would_pass_max_in_flight_is_refused_whole() {
+    let recorder = Recorder::default();
+    recorder.open();
+    let toml = format!("[pipeline]\nmax_in_flight = 3\n{}", pipeline("granule = 2", 4));
+    let runtime = start(&recorder, &toml).unwrap();
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let error = runtime.submit(Request::new().input("x", rows(&x))).wait().unwrap_err();
+    assert_eq!(error, RequestError::QueueFull { limit: 3 });
+    assert!(recorder.log.lock().is_empty(), "no job ran");
+    // Three jobs fit.
+    let y = runtime.submit(Request::new().input("x", rows(&x[..12]))).wait().unwrap();
+    assert_eq!(y.get("y").unwrap().to_f64_vec().len(), 12);
     runtime.shutdown();
 }

@@ -221,7 +221,9 @@ impl NodeState {
         let mut best: Option<(usize, usize)> = None;
         for (g, group) in self.groups.iter().enumerate() {
             let fitting = self.buffer.fit_pending(g);
-            if fitting > 0 && group.busy.load(Ordering::Acquire) < group.workers && best.is_none_or(|(_, f)| fitting > f)
+            if fitting > 0
+                && group.busy.load(Ordering::Acquire) < group.workers
+                && best.is_none_or(|(_, f)| fitting > f)
             {
                 best = Some((g, fitting));
             }
