@@ -27,6 +27,11 @@
 //! from = "embed.h"
 //! to = "join.h"
 //!
+//! [[nodes.embed.worker_groups]]   # optional: workers of different kinds (see WorkerGroupConfig)
+//! kind = "wide"
+//! workers = 1
+//! intra_threads = 4
+//!
 //! [fairness]               # optional: tenants' shares of each node's batches
 //! policy = "weighted"      # "fifo" (default), "weighted" (seed 004) or "stride"
 //! tenants = { alice = 1, bob = 2 }
