@@ -6,10 +6,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
-use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
+mod common;
+
+use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::{PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
 /// An engine that logs every row it runs (in order), doubles it, fails a batch
@@ -27,11 +28,7 @@ impl Recorder {
     }
 
     fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
-        let until = Instant::now() + Duration::from_secs(10);
-        while !done() {
-            assert!(Instant::now() < until, "timed out waiting until {what}");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        common::wait_until(what, done)
     }
 }
 
@@ -53,12 +50,7 @@ impl Engine for Recorder {
 
 impl EngineProvider for Recorder {
     fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
-        let spec = |name: &str| TensorSpec {
-            name: name.into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
-        };
-        Ok(ModelSignature { inputs: vec![spec("x")], outputs: vec![spec("y")] })
+        Ok(common::column_signature())
     }
     fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, String> {
         Ok(Box::new(self.clone()))
@@ -86,9 +78,7 @@ fn start(recorder: &Recorder, toml: &str) -> Result<Runtime, baton::StartError> 
     Runtime::from_config(&config, None, &EngineRegistry::new().with("rec", recorder.clone()))
 }
 
-fn rows(values: &[f32]) -> Tensor {
-    Tensor::from_vec(vec![values.len(), 1], values.to_vec()).unwrap()
-}
+use common::rows;
 
 /// Tenant of a logged row: rows of tenant `a` are 1000 + i, of `b` 2000 + i.
 fn tenant_of(x: f32) -> char {

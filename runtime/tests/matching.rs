@@ -6,10 +6,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
-use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
+mod common;
+
+use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::{PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
 /// Engines that log which group ran each row (a group is told apart by its
@@ -37,11 +39,7 @@ impl Groups {
     }
 
     fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
-        let until = Instant::now() + Duration::from_secs(10);
-        while !done() {
-            assert!(Instant::now() < until, "timed out waiting until {what}");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        common::wait_until(what, done)
     }
 }
 
@@ -66,12 +64,7 @@ impl Engine for GroupEngine {
 
 impl EngineProvider for Groups {
     fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
-        let spec = |name: &str| TensorSpec {
-            name: name.into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
-        };
-        Ok(ModelSignature { inputs: vec![spec("x")], outputs: vec![spec("y")] })
+        Ok(common::column_signature())
     }
     fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
         Ok(Box::new(GroupEngine { groups: self.clone(), threads: stage.intra_threads }))
@@ -114,9 +107,7 @@ fn start(groups: &Groups, toml: &str) -> Result<Runtime, baton::StartError> {
     Runtime::from_config(&config, None, &EngineRegistry::new().with("g", groups.clone()))
 }
 
-fn rows(values: &[f32]) -> Tensor {
-    Tensor::from_vec(vec![values.len(), 1], values.to_vec()).unwrap()
-}
+use common::rows;
 
 fn doubled(result: baton::RequestResult) -> Vec<f64> {
     result.unwrap().get("y").unwrap().to_f64_vec()
