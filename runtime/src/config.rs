@@ -27,6 +27,11 @@
 //! from = "embed.h"
 //! to = "join.h"
 //!
+//! [[nodes.embed.worker_groups]]   # optional: workers of different kinds (see WorkerGroupConfig)
+//! kind = "wide"
+//! workers = 1
+//! intra_threads = 4
+//!
 //! [fairness]               # optional: tenants' shares of each node's batches
 //! policy = "weighted"      # "fifo" (default), "weighted" (seed 004) or "stride"
 //! tenants = { alice = 1, bob = 2 }
@@ -242,9 +247,9 @@ pub struct NodeConfig {
     /// Compute this node holds against the scheduler's budget while it runs.
     #[serde(default = "defaults::one")]
     pub cost: f64,
-    /// Worker threads, each owning its own engine sessions.
-    #[serde(default = "defaults::one_usize")]
-    pub workers: usize,
+    /// Worker threads, each owning its own engine sessions (default 1). Leave
+    /// it out when the node has `worker_groups` (their `workers` add up instead).
+    pub workers: Option<usize>,
     /// Cores to pin workers to: worker i runs on `cores[i % len]`. Empty: not pinned.
     #[serde(default)]
     pub cores: Vec<usize>,
@@ -271,6 +276,62 @@ pub struct NodeConfig {
     pub max_queue: Option<usize>,
     /// Fault injection for drills and tests (off unless given).
     pub faults: Option<FaultConfig>,
+    /// Workers of different kinds instead of `workers` identical ones (see
+    /// [`WorkerGroupConfig`]). Empty: every worker is alike, as without groups.
+    #[serde(default)]
+    pub worker_groups: Vec<WorkerGroupConfig>,
+    /// With `worker_groups`: a task that waited this long for a worker of a
+    /// group that fits it without being taken *fails its round*: it goes to
+    /// the back of its queue to be retried, and the retry is counted
+    /// (`baton_placement_retries_total`, [`crate::NodeStats::placement_retries`]).
+    /// Checked every scheduler tick. Unset: tasks wait without retries.
+    pub placement_timeout_us: Option<u64>,
+}
+
+/// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.
+///
+/// ```toml
+/// [nodes.embed]
+/// stages = [{ model = "embed.onnx" }]
+/// max_batch = 32
+/// placement_timeout_us = 2000      # a task not placed within 2 ms is retried (counted)
+/// [[nodes.embed.worker_groups]]
+/// kind = "narrow"                  # a name requests can ask for
+/// workers = 2
+/// intra_threads = 1
+/// max_rows = 8                     # capacity: most rows per batch, so a larger task never runs here
+/// [[nodes.embed.worker_groups]]
+/// kind = "wide"
+/// workers = 1
+/// intra_threads = 4
+/// cores = [2, 3]
+/// ```
+///
+/// A task may run on a worker of a group when the group's capacity holds it
+/// (`max_rows`) and, if its request asks for a kind ([`crate::Request::worker_kind`])
+/// that this node has, the group is of that kind. A request asking for a kind
+/// this node lacks runs on any group here (kinds are per node: a pipeline may
+/// give only some nodes a "wide" group); a kind no node has is refused as
+/// invalid input, naming it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerGroupConfig {
+    /// The group's kind: unique within the node.
+    pub kind: String,
+    /// Worker threads in the group.
+    #[serde(default = "defaults::one_usize")]
+    pub workers: usize,
+    /// Engine intra-op threads per worker of this group (default: the node's `intra_threads`).
+    pub intra_threads: Option<usize>,
+    /// Engine inter-op threads per worker of this group (default: the node's `inter_threads`).
+    pub inter_threads: Option<usize>,
+    /// Cores to pin this group's workers to: its worker i runs on `cores[i % len]`
+    /// (default: the node's `cores`, by the worker's index in the node).
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    /// Capacity: most rows one batch of this group holds (default: the node's
+    /// `max_batch`); a task with more rows is never placed here.
+    pub max_rows: Option<usize>,
 }
 
 /// `[nodes.NAME.faults]`: makes a share of this node's stage runs fail on purpose,
@@ -422,7 +483,8 @@ mod tests {
     fn defaults_fill_what_is_left_out() {
         let cfg = PipelineConfig::parse("[nodes.a]\nstages = [{ model = \"m.onnx\" }]\n").unwrap();
         let node = &cfg.nodes["a"];
-        assert_eq!((node.max_batch, node.workers, node.intra_threads), (32, 1, 1));
+        assert_eq!((node.max_batch, node.workers, node.intra_threads), (32, None, 1));
+        assert!(node.worker_groups.is_empty() && node.placement_timeout_us.is_none());
         assert_eq!(node.stages[0].engine, None);
         assert_eq!(cfg.scheduler.tick_us, 1000);
         assert_eq!(cfg.scheduler.selection, Selection::Budget);

@@ -113,9 +113,37 @@ pub struct NodeSpec {
     pub max_queue: Option<usize>,
     /// Injected faults, when configured (validated rates).
     pub faults: Option<FaultConfig>,
+    /// Worker groups (`worker_groups`), in file order; empty: `workers` alike workers.
+    pub groups: Vec<GroupSpec>,
+    /// With groups: how long a task may wait for a fitting worker before its round fails, ns.
+    pub placement_timeout_ns: Option<u64>,
 }
 
+/// A validated worker group of a node (see [`crate::config::WorkerGroupConfig`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSpec {
+    pub kind: String,
+    /// Index of `kind` in [`PipelineSpec::worker_kinds`].
+    pub kind_index: usize,
+    pub workers: usize,
+    /// Index in the node of the group's first worker (groups' workers are numbered in file order).
+    pub first_worker: usize,
+    pub intra_threads: usize,
+    pub inter_threads: usize,
+    pub cores: Vec<usize>,
+    /// Most rows per batch (capacity): the node's `max_batch` when not given.
+    pub max_rows: usize,
+}
+
+/// Most worker groups a node may have (a task's fitting groups are a 64-bit mask).
+pub const MAX_GROUPS: usize = 64;
+
 impl NodeSpec {
+    /// The group worker `index` of this node belongs to (`None` without groups).
+    pub fn group_of(&self, index: usize) -> Option<usize> {
+        self.groups.iter().position(|g| (g.first_worker..g.first_worker + g.workers).contains(&index))
+    }
+
     /// Padded axes of each input slot (empty for slots that are not padded).
     pub fn pad_axes(&self) -> Vec<Vec<usize>> {
         let mut axes = vec![Vec::new(); self.inputs.len()];
@@ -161,6 +189,8 @@ pub struct PipelineSpec {
     pub streams: StreamsConfig,
     /// Request-level fairness and decomposition (`[fairness]`).
     pub fairness: crate::fairness::FairnessSpec,
+    /// Every worker-group kind of every node, sorted: what [`crate::Request::worker_kind`] may name.
+    pub worker_kinds: Vec<String>,
 }
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -550,6 +580,15 @@ impl Builder<'_> {
         let topo_order = topological_order(&nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = crate::fairness::FairnessSpec::build(&cfg.fairness, &nodes)?;
+        let mut worker_kinds: Vec<String> =
+            nodes.iter().flat_map(|n| n.groups.iter().map(|g| g.kind.clone())).collect();
+        worker_kinds.sort();
+        worker_kinds.dedup();
+        for node in &mut nodes {
+            for group in &mut node.groups {
+                group.kind_index = worker_kinds.binary_search(&group.kind).expect("collected above");
+            }
+        }
         Ok(PipelineSpec {
             name: cfg.pipeline.name.clone(),
             file: None,
@@ -562,6 +601,7 @@ impl Builder<'_> {
             topo_order,
             streams: cfg.streams.clone(),
             fairness,
+            worker_kinds,
         })
     }
 
@@ -602,7 +642,7 @@ impl Builder<'_> {
         }
         for (field, value) in [
             ("max_batch", cfg.max_batch),
-            ("workers", cfg.workers),
+            ("workers", cfg.workers.unwrap_or(1)),
             ("intra_threads", cfg.intra_threads),
             ("inter_threads", cfg.inter_threads),
         ] {
@@ -622,13 +662,8 @@ impl Builder<'_> {
         if !(cfg.cost.is_finite() && cfg.cost > 0.0) {
             return err(at("cost"), format!("{} is not a positive number", cfg.cost));
         }
-        if !cfg.cores.is_empty() {
-            let available: Vec<usize> =
-                core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
-            if let Some(core) = cfg.cores.iter().find(|c| !available.contains(c)) {
-                return err(at("cores"), format!("core {core} does not exist on this machine (cores: {available:?})"));
-            }
-        }
+        check_cores(&at("cores"), &cfg.cores)?;
+        let groups = worker_groups(name, cfg)?;
 
         let mut stages: Vec<StageSpec> = Vec::new();
         let mut inputs: Vec<TensorSpec> = Vec::new();
@@ -783,13 +818,15 @@ impl Builder<'_> {
             max_batch: cfg.max_batch,
             weight: cfg.weight,
             cost: cfg.cost,
-            workers: cfg.workers,
+            workers: if groups.is_empty() { cfg.workers.unwrap_or(1) } else { groups.iter().map(|g| g.workers).sum() },
             cores: cfg.cores.clone(),
             idle_spin_us: cfg.idle_spin_us,
             pad,
             state,
             max_queue: cfg.max_queue,
             faults: cfg.faults.clone(),
+            placement_timeout_ns: cfg.placement_timeout_us.map(|us| us.saturating_mul(1000)),
+            groups,
         })
     }
 
@@ -934,6 +971,92 @@ fn output_spec(node: &NodeSpec, route: usize) -> &TensorSpec {
 
 fn join(names: &[&String]) -> String {
     names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks that every core in `cores` exists on this machine.
+fn check_cores(location: &str, cores: &[usize]) -> Result<()> {
+    if cores.is_empty() {
+        return Ok(());
+    }
+    let available: Vec<usize> = core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
+    match cores.iter().find(|c| !available.contains(c)) {
+        Some(core) => err(location, format!("core {core} does not exist on this machine (cores: {available:?})")),
+        None => Ok(()),
+    }
+}
+
+/// Validates a node's `worker_groups` and `placement_timeout_us` (kind indices are set later, pipeline-wide).
+fn worker_groups(name: &str, cfg: &NodeConfig) -> Result<Vec<GroupSpec>> {
+    let at = |field: &str| format!("nodes.{name}.{field}");
+    if cfg.worker_groups.is_empty() {
+        if cfg.placement_timeout_us.is_some() {
+            return err(
+                at("placement_timeout_us"),
+                "applies to nodes with `worker_groups` only (every worker of this node fits every task)",
+            );
+        }
+        return Ok(Vec::new());
+    }
+    if let Some(workers) = cfg.workers {
+        return err(
+            at("workers"),
+            format!("leave it out: the node's worker_groups give its workers ({workers} given here)"),
+        );
+    }
+    if cfg.worker_groups.len() > MAX_GROUPS {
+        return err(
+            at("worker_groups"),
+            format!("{} groups; a node may have at most {MAX_GROUPS}", cfg.worker_groups.len()),
+        );
+    }
+    if cfg.placement_timeout_us == Some(0) {
+        return err(at("placement_timeout_us"), "must be at least 1 µs (leave it out for no retries)");
+    }
+    let mut groups: Vec<GroupSpec> = Vec::new();
+    for (k, g) in cfg.worker_groups.iter().enumerate() {
+        let at = |field: &str| format!("nodes.{name}.worker_groups[{k}].{field}");
+        if g.kind.is_empty() {
+            return err(at("kind"), "give the group a name, e.g. `kind = \"wide\"`");
+        }
+        if groups.iter().any(|other| other.kind == g.kind) {
+            return err(at("kind"), format!("node `{name}` already has a worker group `{}`", g.kind));
+        }
+        let intra_threads = g.intra_threads.unwrap_or(cfg.intra_threads);
+        let inter_threads = g.inter_threads.unwrap_or(cfg.inter_threads);
+        let max_rows = g.max_rows.unwrap_or(cfg.max_batch);
+        for (field, value) in [
+            ("workers", g.workers),
+            ("intra_threads", intra_threads),
+            ("inter_threads", inter_threads),
+            ("max_rows", max_rows),
+        ] {
+            if value == 0 {
+                return err(at(field), "must be at least 1");
+            }
+        }
+        if max_rows > cfg.max_batch {
+            return err(
+                at("max_rows"),
+                format!(
+                    "{max_rows} is more than the node's max_batch ({}); a group's capacity is within it",
+                    cfg.max_batch
+                ),
+            );
+        }
+        check_cores(&at("cores"), &g.cores)?;
+        let first_worker = groups.last().map_or(0, |p| p.first_worker + p.workers);
+        groups.push(GroupSpec {
+            kind: g.kind.clone(),
+            kind_index: 0,
+            workers: g.workers,
+            first_worker,
+            intra_threads,
+            inter_threads,
+            cores: g.cores.clone(),
+            max_rows,
+        });
+    }
+    Ok(groups)
 }
 
 fn list_or_none(names: &[&str]) -> String {

@@ -41,6 +41,10 @@ pub const INJECTED_FAULTS: &str = "baton_injected_faults_total";
 /// Requests refused at admission because a node they enter at had `max_queue` tasks waiting.
 pub const NODE_REFUSALS: &str = "baton_node_refusals_total";
 
+/// Tasks at a node with worker groups not placed on a fitting worker within
+/// `placement_timeout_us`, sent back to wait for another round.
+pub const PLACEMENT_RETRIES: &str = "baton_placement_retries_total";
+
 /// Handles for one node.
 #[derive(Clone)]
 pub(crate) struct NodeMetrics {
@@ -54,6 +58,7 @@ pub(crate) struct NodeMetrics {
     pub batch_failures: Counter,
     pub picks: Counter,
     pub refusals: Counter,
+    pub placement_retries: Counter,
     /// Labels, for the rarely used per-kind counters.
     labels: [(&'static str, String); 2],
 }
@@ -72,6 +77,7 @@ impl NodeMetrics {
             batch_failures: counter!(BATCH_FAILURES, &labels),
             picks: counter!(PICKS, &labels),
             refusals: counter!(NODE_REFUSALS, &labels),
+            placement_retries: counter!(PLACEMENT_RETRIES, &labels),
             labels,
         }
     }

@@ -18,7 +18,10 @@
 //! never crowds the workers under load), then sleep on the condvar; an
 //! async waiter leaves its waker in the slot instead. Dropping a ticket that
 //! has not resolved marks the request cancelled, so tasks not yet run are
-//! skipped by the node that would run them.
+//! skipped by the node that would run them. A job of a split request
+//! ([`crate::split`]) counts as cancelled once the request it belongs to is
+//! answered or cancelled: its tasks not yet run are skipped, and it resolves
+//! (with [`RequestError::Cancelled`], dropped by the assembly) as any cancelled request.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -45,6 +48,9 @@ pub struct Request {
     /// The tenant (or class) whose share of the nodes this request uses
     /// (`[fairness] tenants`); `None`: the `default` tenant.
     pub tenant: Option<String>,
+    /// The kind of worker the request needs (`[[nodes.NAME.worker_groups]] kind`)
+    /// at the nodes that have workers of that kind; `None`: any worker that fits its rows.
+    pub worker_kind: Option<String>,
 }
 
 /// Which stream a request belongs to, and where in it.
@@ -96,6 +102,14 @@ impl Request {
     /// Names the tenant the request belongs to (see [`crate::fairness`]).
     pub fn tenant(mut self, name: impl Into<String>) -> Self {
         self.tenant = Some(name.into());
+        self
+    }
+
+    /// Asks for workers of group kind `kind` at every node that has such a group
+    /// (see [`crate::config::WorkerGroupConfig`]). A kind no node has is refused
+    /// as invalid input, naming it.
+    pub fn worker_kind(mut self, kind: impl Into<String>) -> Self {
+        self.worker_kind = Some(kind.into());
         self
     }
 }
@@ -197,6 +211,9 @@ pub(crate) struct Completion {
     ready: Condvar,
     /// How long a blocking waiter spins before sleeping (about the expected answer time).
     spin: Duration,
+    /// A job's completion: the split request's, whose end (answered, or its ticket
+    /// dropped) cancels the job too (see [`crate::split`]).
+    parent: Option<Arc<Completion>>,
 }
 
 /// Spin bounds of a blocking waiter.
@@ -245,13 +262,22 @@ impl Completion {
         completion
     }
 
-    /// Resolved, or its ticket was dropped: nothing more should run for it.
-    pub(crate) fn is_finished(&self) -> bool {
-        self.done.load(Ordering::Acquire) || self.cancelled.load(Ordering::Acquire)
+    /// A job's completion, handing its result to `callback`: cancelled once `parent` is
+    /// resolved or cancelled (a dropped ticket, or another job failed).
+    pub(crate) fn job(callback: Callback, parent: Arc<Completion>) -> Self {
+        let completion = Completion { parent: Some(parent), ..Completion::default() };
+        completion.slot.lock().callback = Some(callback);
+        completion
     }
 
+    /// Resolved, or its ticket was dropped: nothing more should run for it.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.done.load(Ordering::Acquire) || self.is_cancelled()
+    }
+
+    /// Its ticket was dropped, or (a job) its split request ended before it did.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.cancelled.load(Ordering::Acquire) || self.parent.as_ref().is_some_and(|p| p.is_finished())
     }
 
     fn take(&self) -> Option<RequestResult> {
@@ -384,6 +410,8 @@ pub(crate) struct RequestState {
     pub completion: Arc<Completion>,
     /// Index of its tenant in the pipeline's [`crate::fairness::Tenants`].
     pub tenant: usize,
+    /// Index of the worker kind it asks for in [`crate::graph::PipelineSpec::worker_kinds`].
+    pub worker_kind: Option<usize>,
     outputs: Mutex<Vec<Option<Tensor>>>,
     remaining: std::sync::atomic::AtomicUsize,
     /// Claimed by the one resolution that counts, before its bookkeeping and
@@ -414,6 +442,7 @@ impl RequestState {
             submitted: Instant::now(),
             completion,
             tenant: 0,
+            worker_kind: None,
             outputs: Mutex::new(vec![None; outputs]),
             remaining: std::sync::atomic::AtomicUsize::new(remaining),
             claimed: AtomicBool::new(false),

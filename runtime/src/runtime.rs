@@ -124,8 +124,9 @@ impl Runtime {
         let metrics = PipelineMetrics::new(&spec.name);
         let mut nodes: Vec<NodeState> =
             spec.nodes.iter().map(|n| NodeState::new(&spec.name, n, spec.streams.max_state_bytes)).collect();
-        for node in &mut nodes {
+        for (node, node_spec) in nodes.iter_mut().zip(&spec.nodes) {
             node.buffer.set_fairness(&spec.fairness);
+            node.buffer.set_groups(node_spec.groups.len());
         }
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         let shared = Arc::new(Shared {
@@ -200,6 +201,7 @@ impl Runtime {
             while !shared.stop_ticker.load(Ordering::Acquire) {
                 std::thread::park_timeout(shared.scheduler.sleep_before_next_tick());
                 shared.scheduler.poke(Reason::Tick, &shared.nodes);
+                shared.retry_unplaced();
                 if last_sweep.elapsed() >= sweep_every {
                     last_sweep = std::time::Instant::now();
                     let closed = shared.expire_streams();
@@ -314,8 +316,15 @@ impl Runtime {
             let _ = ticker.join();
         }
         for (state, node) in shared.nodes.iter().zip(&shared.spec.nodes) {
-            for _ in 0..node.workers {
-                let _ = state.instructions.send(Instruction::Exit);
+            if state.groups.is_empty() {
+                for _ in 0..node.workers {
+                    let _ = state.instructions.send(Instruction::Exit);
+                }
+            }
+            for group in &state.groups {
+                for _ in 0..group.workers {
+                    let _ = group.instructions.send(Instruction::Exit);
+                }
             }
         }
         for worker in self.workers.drain(..) {
@@ -371,7 +380,14 @@ impl Shared {
         }
         if let Some(granule) = self.spec.fairness.granule {
             if crate::split::is_oversized(&request, self.row_limit.0) {
-                // Each job is admitted (and counted) on its own; see `split`.
+                // Each job is admitted (and counted) on its own; the request is refused whole
+                // when its jobs would not all fit under max_in_flight (see `split`).
+                let jobs = crate::split::job_count(&request, self.row_limit.0, granule);
+                let limit = self.spec.max_in_flight;
+                if self.in_flight.load(Ordering::Acquire) + jobs > limit {
+                    refuse(RequestError::QueueFull { limit });
+                    return;
+                }
                 let submit = |job, completion| self.admit(job, completion);
                 crate::split::submit_jobs(request, completion, self.row_limit.0, granule, submit);
                 return;
@@ -379,6 +395,13 @@ impl Shared {
         }
         let tenant = match self.spec.fairness.tenants.index(request.tenant.as_deref()) {
             Ok(tenant) => tenant,
+            Err(message) => {
+                refuse(RequestError::InvalidInput(message));
+                return;
+            }
+        };
+        let worker_kind = match request.worker_kind.as_deref().map(|kind| self.worker_kind(kind)).transpose() {
+            Ok(kind) => kind,
             Err(message) => {
                 refuse(RequestError::InvalidInput(message));
                 return;
@@ -433,6 +456,7 @@ impl Shared {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut state = RequestState::new(id, &request, self.spec.outputs.len(), expected, runs, completion);
         state.tenant = tenant;
+        state.worker_kind = worker_kind;
         let state = Arc::new(state);
         let mut poke = None;
         for (input, tensor) in self.spec.inputs.iter().zip(inputs) {
@@ -447,6 +471,59 @@ impl Shared {
         }
         if let Some(reason) = poke {
             self.scheduler.poke(reason, &self.nodes);
+        }
+    }
+
+    /// The index of worker kind `kind` in the pipeline's kinds, or an error naming it.
+    fn worker_kind(&self, kind: &str) -> Result<usize, String> {
+        let kinds = &self.spec.worker_kinds;
+        kinds.binary_search_by(|k| k.as_str().cmp(kind)).map_err(|_| {
+            if kinds.is_empty() {
+                format!("unknown worker kind `{kind}`: no node of this pipeline has worker_groups")
+            } else {
+                format!("unknown worker kind `{kind}` (the pipeline's worker groups are: {})", kinds.join(", "))
+            }
+        })
+    }
+
+    /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
+    fn fitting_groups(&self, node: usize, task: &Task) -> Result<u64, String> {
+        let spec = &self.spec.nodes[node];
+        // A kind this node has narrows the groups to it; a kind it lacks does not apply here.
+        let kind = task.request.worker_kind.filter(|&k| spec.groups.iter().any(|g| g.kind_index == k));
+        let mask = spec.groups.iter().enumerate().fold(0u64, |mask, (g, group)| {
+            let fits = task.rows <= group.max_rows && kind.is_none_or(|k| k == group.kind_index);
+            mask | (u64::from(fits) << g)
+        });
+        if mask != 0 {
+            return Ok(mask);
+        }
+        let groups: Vec<String> = spec.groups.iter().map(|g| format!("{} (max_rows {})", g.kind, g.max_rows)).collect();
+        let asked = kind.map_or(String::new(), |k| format!(" of kind `{}`", self.spec.worker_kinds[k]));
+        Err(format!(
+            "no worker group of node `{}` fits a task of {} rows{asked} (its groups: {})",
+            spec.name,
+            task.rows,
+            groups.join(", ")
+        ))
+    }
+
+    /// Placement timeout, every tick: at each node with `placement_timeout_us`, tasks
+    /// whose round ran out go to the back of their queues, each counted as a retry.
+    fn retry_unplaced(&self) {
+        let now_ns = crate::clock::now_ns();
+        for (state, spec) in self.nodes.iter().zip(&self.spec.nodes) {
+            let Some(timeout) = spec.placement_timeout_ns else { continue };
+            // A round begins at or after its task arrived: none is overdue while the oldest task is younger.
+            if state.buffer.oldest_wait_ns(now_ns) < timeout {
+                continue;
+            }
+            let retried = state.buffer.requeue_overdue(now_ns - timeout, now_ns) as u64;
+            if retried > 0 {
+                state.counters.placement_retries.fetch_add(retried, Ordering::Relaxed);
+                state.metrics.placement_retries.increment(retried);
+                tracing::debug!(node = %spec.name, retried, "tasks not placed within the placement timeout: retried");
+            }
         }
     }
 
@@ -588,9 +665,18 @@ impl Shared {
     }
 
     /// Puts a task that may run now (admitted by its stream, if any) into node `node`'s buffer.
-    pub(crate) fn push(&self, node: usize, task: Task) -> Option<Reason> {
+    pub(crate) fn push(&self, node: usize, mut task: Task) -> Option<Reason> {
         let state = &self.nodes[node];
         let priority = task.priority;
+        if !state.groups.is_empty() {
+            match self.fitting_groups(node, &task) {
+                Ok(mask) => task.groups = mask,
+                Err(message) => {
+                    self.resolve(&task.request, Err(RequestError::InvalidInput(message)));
+                    return None;
+                }
+            }
+        }
         if self.stopping.load(Ordering::SeqCst) {
             self.resolve(&task.request, Err(RequestError::ShuttingDown));
             return None;

@@ -20,8 +20,18 @@
 //! the parent's [`Completion`] keeps only the first resolution, so later
 //! results (successes or failures of other jobs) are dropped. Every job is
 //! counted in flight on its own; the parent is not (it is answered from the
-//! thread that finishes its last job). Dropping the parent's ticket does not
-//! cancel jobs already submitted: they run, and their results are dropped.
+//! thread that finishes its last job).
+//!
+//! ## Cancellation and admission
+//! A job's completion points at the parent's: once the parent is answered
+//! (say a job failed) or cancelled (its ticket dropped), every job counts as
+//! cancelled, so the nodes skip its tasks not yet run (each such job resolves
+//! with `Cancelled`, which the parent, already finished, ignores); batches
+//! already running finish and their results are dropped. Admission: a split
+//! request is refused as a whole with `QueueFull` when its jobs would take
+//! the in-flight count past `max_in_flight` (checked once before the jobs
+//! are submitted; a concurrent submitter can still fill the gap, and a job
+//! then refused fails the request, naming the job).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,6 +65,11 @@ fn rows_of(request: &Request) -> Option<usize> {
     let mut rows = request.inputs.iter().map(|(_, t)| t.batch_rows());
     let first = rows.next()?;
     rows.all(|r| r == first).then_some(first)
+}
+
+/// How many jobs `request` (oversized) is split into.
+pub(crate) fn job_count(request: &Request, limit: usize, granule: usize) -> usize {
+    rows_of(request).map_or(0, |rows| plan(rows, limit, granule).len())
 }
 
 /// Whether `request` is to be split: it has more rows than `limit` (its
@@ -97,8 +112,10 @@ pub(crate) fn submit_jobs(
             stream: None,
             ..request.clone()
         };
+        let parent = Arc::clone(&assembly.parent);
         let assembly = Arc::clone(&assembly);
-        submit(job, Arc::new(Completion::with_callback(Box::new(move |result| assembly.finish(index, result)))));
+        let finish = Box::new(move |result| assembly.finish(index, result));
+        submit(job, Arc::new(Completion::job(finish, parent)));
     }
 }
 

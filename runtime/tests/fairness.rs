@@ -6,10 +6,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
-use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
+mod common;
+
+use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::{PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
 /// An engine that logs every row it runs (in order), doubles it, fails a batch
@@ -27,11 +28,7 @@ impl Recorder {
     }
 
     fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
-        let until = Instant::now() + Duration::from_secs(10);
-        while !done() {
-            assert!(Instant::now() < until, "timed out waiting until {what}");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        common::wait_until(what, done)
     }
 }
 
@@ -53,12 +50,7 @@ impl Engine for Recorder {
 
 impl EngineProvider for Recorder {
     fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
-        let spec = |name: &str| TensorSpec {
-            name: name.into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
-        };
-        Ok(ModelSignature { inputs: vec![spec("x")], outputs: vec![spec("y")] })
+        Ok(common::column_signature())
     }
     fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, String> {
         Ok(Box::new(self.clone()))
@@ -86,9 +78,7 @@ fn start(recorder: &Recorder, toml: &str) -> Result<Runtime, baton::StartError> 
     Runtime::from_config(&config, None, &EngineRegistry::new().with("rec", recorder.clone()))
 }
 
-fn rows(values: &[f32]) -> Tensor {
-    Tensor::from_vec(vec![values.len(), 1], values.to_vec()).unwrap()
-}
+use common::rows;
 
 /// Tenant of a logged row: rows of tenant `a` are 1000 + i, of `b` 2000 + i.
 fn tenant_of(x: f32) -> char {
@@ -233,7 +223,8 @@ fn one_failed_job_fails_the_split_request_naming_the_job_and_every_job_resolves(
     }
     assert!(error.to_string().starts_with("job 2 (rows 8..12) failed: node `n` failed"), "{error}");
     recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
-    assert_eq!(recorder.log.lock().len(), 16, "every job ran");
+    // One batch per job, in order: once job 2 failed the request, job 3 was cancelled, not run.
+    assert_eq!(recorder.log.lock().len(), 12, "jobs 0..=2 ran, job 3 did not");
     // The node keeps serving.
     assert_eq!(
         runtime.submit(Request::new().input("x", rows(&[3.0]))).wait().unwrap().get("y").unwrap().to_f64_vec(),
@@ -287,5 +278,38 @@ fn stress_split_requests_from_many_threads_resolve_once_in_order_or_naming_their
     // Most good requests do not share a batch with a bad job.
     assert!(collateral.load(Ordering::Relaxed) < 40, "{collateral:?}");
     recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
+    runtime.shutdown();
+}
+
+#[test]
+fn dropping_a_split_requests_ticket_cancels_its_jobs_not_yet_run() {
+    let recorder = Recorder::default();
+    let runtime = start(&recorder, &pipeline("granule = 2", 4)).unwrap();
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    // 16 rows: 4 jobs of 4 rows, one batch each; the first holds the node at the gate.
+    let ticket = runtime.submit(Request::new().input("x", rows(&x)));
+    recorder.wait_until("the first job runs", || !recorder.log.lock().is_empty());
+    recorder.wait_until("the other jobs wait", || runtime.pending(0).0 == 3);
+    drop(ticket);
+    recorder.open();
+    recorder.wait_until("every job resolved", || runtime.in_flight() == 0);
+    assert_eq!(*recorder.log.lock(), [0.0, 1.0, 2.0, 3.0], "only the job already running ran");
+    assert_eq!(runtime.node_stats()[0].tasks, 1);
+    runtime.shutdown();
+}
+
+#[test]
+fn a_split_request_whose_jobs_would_pass_max_in_flight_is_refused_whole() {
+    let recorder = Recorder::default();
+    recorder.open();
+    let toml = format!("[pipeline]\nmax_in_flight = 3\n{}", pipeline("granule = 2", 4));
+    let runtime = start(&recorder, &toml).unwrap();
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let error = runtime.submit(Request::new().input("x", rows(&x))).wait().unwrap_err();
+    assert_eq!(error, RequestError::QueueFull { limit: 3 });
+    assert!(recorder.log.lock().is_empty(), "no job ran");
+    // Three jobs fit.
+    let y = runtime.submit(Request::new().input("x", rows(&x[..12]))).wait().unwrap();
+    assert_eq!(y.get("y").unwrap().to_f64_vec().len(), 12);
     runtime.shutdown();
 }

@@ -359,8 +359,14 @@ impl Model {
 
     /// Runs one request. Awaiting the answer; dropping the future cancels the request.
     pub async fn infer(&self, inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
-        let mut request =
-            Request { inputs, priority: options.priority, deadline: None, stream: options.sequence, tenant: None };
+        let mut request = Request {
+            inputs,
+            priority: options.priority,
+            deadline: None,
+            stream: options.sequence,
+            tenant: None,
+            worker_kind: None,
+        };
         if let Some(timeout) = options.timeout {
             request = request.timeout(timeout);
         }

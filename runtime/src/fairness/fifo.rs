@@ -25,9 +25,17 @@ impl FairPolicy for Fifo {
         self.order.front().copied()
     }
 
+    fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
+        self.order.iter().copied().find(|&t| eligible(t))
+    }
+
     fn served(&mut self, tenant: usize) {
-        let front = self.order.pop_front();
-        debug_assert_eq!(front, Some(tenant), "fifo serves the oldest job");
+        // The oldest job of `tenant` (the front, unless a choice skipped ineligible tenants).
+        let at = self.order.iter().position(|&t| t == tenant);
+        debug_assert!(at.is_some(), "served a tenant with no jobs");
+        if let Some(at) = at {
+            self.order.remove(at);
+        }
     }
 
     fn pending(&self) -> usize {

@@ -53,6 +53,10 @@ pub trait FairPolicy: Send {
     fn enqueue(&mut self, tenant: usize);
     /// The tenant whose job should run next, or `None` when no jobs wait.
     fn choose(&mut self) -> Option<usize>;
+    /// Like [`choose`](FairPolicy::choose), among the waiting tenants for which
+    /// `eligible` holds (a worker group takes only the jobs it fits; the
+    /// policy's order among those tenants is kept).
+    fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize>;
     /// A job of `tenant` was taken: the round ends.
     fn served(&mut self, tenant: usize);
     /// Jobs waiting, all tenants together.

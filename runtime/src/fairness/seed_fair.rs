@@ -45,6 +45,15 @@
 //! picks `d` from the table. [`SeedFair::literal`] is the seed's integers
 //! with `T = W − H`; the tests check both by hand-computed rounds.
 //!
+//! **(choice)** When the set changes, each member's `T` is kept as it was
+//! (its `S` absorbs the change of `d·(W − H)`): the identity above holds for
+//! a constant `W`, and without this every arrival or departure of another
+//! tenant would shift a member's target by `d·ΔW·(W − H)/W`, a drift that
+//! adds up when light tenants come and go every batch. Kept, `T` moves by
+//! `W − 256` when the tenant is served and by `W` when not (less the round's
+//! change of `H`, a bounded term) — its lag against the generalized processor
+//! sharing of the set, as stride scheduling's pass measures against virtual time.
+//!
 //! **(choice)** `H` starts at `W` when a tenant enters the set (the seed
 //! starts `H` at the configured weight; on the 1..256 scale that is `W`),
 //! and `S` at 0 or at what is left of its debt, so a newcomer is not owed
@@ -159,14 +168,34 @@ impl SeedFair {
         (t.w, t.h)
     }
 
+    /// The eligible waiting tenant with the largest `T` (ties: larger `W`, then lower index).
+    fn best(&self, mut eligible: impl FnMut(usize) -> bool) -> Option<usize> {
+        let mut best: Option<(i64, u64, usize)> = None;
+        for &i in &self.backlog.active {
+            if !eligible(i) {
+                continue;
+            }
+            let target = self.target(i);
+            let t = &self.tenants[i];
+            // Largest T, then larger W; the lower index wins what is left (iteration order).
+            if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
+                best = Some((target, t.w, i));
+            }
+        }
+        best.map(|(_, _, i)| i)
+    }
+
     /// Recomputes every member's `W` and `d` after the set changed, and
     /// rescales each member's `H` by its new `W` over its old one (a newcomer,
     /// whose old `W` is 0, starts at `H = W`).
     fn reweigh(&mut self) {
         let total = self.backlog.weight;
         let frac = self.frac_bits;
+        let integral = self.rule == TargetRule::Integral;
         for &i in &self.backlog.active {
             let t = &mut self.tenants[i];
+            // Integral rule: a member's target (its lag) before the change, kept through it.
+            let kept = (t.w != 0).then(|| t.t + t.d as i64 * (t.w as i64 - t.h as i64));
             let w = if frac == 0 {
                 quantize(t.configured, total)
             } else {
@@ -181,6 +210,9 @@ impl SeedFair {
             }
             t.w = w;
             t.d = delay_factor(w >> frac);
+            if let Some(target) = kept.filter(|_| integral) {
+                t.t = target - t.d as i64 * (t.w as i64 - t.h as i64);
+            }
         }
     }
 }
@@ -193,16 +225,11 @@ impl FairPolicy for SeedFair {
     }
 
     fn choose(&mut self) -> Option<usize> {
-        let mut best: Option<(i64, u64, usize)> = None;
-        for &i in &self.backlog.active {
-            let target = self.target(i);
-            let t = &self.tenants[i];
-            // Largest T, then larger W; the lower index wins what is left (iteration order).
-            if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
-                best = Some((target, t.w, i));
-            }
-        }
-        best.map(|(_, _, i)| i)
+        self.best(|_| true)
+    }
+
+    fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
+        self.best(eligible)
     }
 
     fn served(&mut self, tenant: usize) {
@@ -407,6 +434,34 @@ mod tests {
         }
         p.enqueue(0);
         assert_eq!(p.target(0), 0);
+    }
+
+    #[test]
+    fn set_changes_keep_members_targets() {
+        let mut p = SeedFair::new(&[1, 2, 4]);
+        for _ in 0..50 {
+            p.enqueue(0);
+            p.enqueue(1);
+        }
+        for _ in 0..7 {
+            p.step();
+        }
+        let before = (p.target(0), p.target(1));
+        // Tenant 2 arrives: W of 0 and 1 fall from 1/3, 2/3 to 1/7, 2/7, their targets stay.
+        p.enqueue(2);
+        assert_eq!((p.target(0), p.target(1), p.target(2)), (before.0, before.1, 0));
+        // One round: T moves by W − 256 for the served tenant, W for the others, less
+        // the change of H (S adds W − H with H after the round), within H/d's truncation.
+        let raw = |p: &SeedFair| (0..3).map(|i| (p.raw_state(i), p.target(i))).collect::<Vec<_>>();
+        let before = raw(&p);
+        let served = p.step().unwrap();
+        let after = raw(&p);
+        for i in 0..3 {
+            let ((w, h0), t0) = before[i];
+            let ((_, h1), t1) = after[i];
+            let step = w as i64 - if i == served { 256 << 16 } else { 0 } - (h1 as i64 - h0 as i64);
+            assert!((t1 - t0 - step).abs() < 256, "tenant {i}: T moved {} for {step}", t1 - t0);
+        }
     }
 
     #[test]

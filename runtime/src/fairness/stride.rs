@@ -50,14 +50,11 @@ impl FairPolicy for Stride {
     }
 
     fn choose(&mut self) -> Option<usize> {
-        let mut best: Option<(u64, u64, usize)> = None;
-        for &i in &self.backlog.active {
-            let t = &self.tenants[i];
-            if best.is_none_or(|(bp, bw, _)| t.pass < bp || (t.pass == bp && t.weight > bw)) {
-                best = Some((t.pass, t.weight, i));
-            }
-        }
-        best.map(|(_, _, i)| i)
+        self.best(|_| true)
+    }
+
+    fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
+        self.best(eligible)
     }
 
     fn served(&mut self, tenant: usize) {
@@ -73,6 +70,20 @@ impl FairPolicy for Stride {
 
     fn clear(&mut self) {
         self.backlog.clear();
+    }
+}
+
+impl Stride {
+    /// The eligible waiting tenant with the least pass (ties: larger weight, then lower index).
+    fn best(&self, mut eligible: impl FnMut(usize) -> bool) -> Option<usize> {
+        let mut best: Option<(u64, u64, usize)> = None;
+        for &i in self.backlog.active.iter().filter(|&&i| eligible(i)) {
+            let t = &self.tenants[i];
+            if best.is_none_or(|(bp, bw, _)| t.pass < bp || (t.pass == bp && t.weight > bw)) {
+                best = Some((t.pass, t.weight, i));
+            }
+        }
+        best.map(|(_, _, i)| i)
     }
 }
 

@@ -12,6 +12,14 @@
 //! lives under the same lock as the queues, so its job counts always equal
 //! the tenant queues' lengths.
 //!
+//! At a node with worker groups (see [`super`]'s module docs) a worker takes
+//! only the tasks its group fits ([`BatchBuffer::take_for`]): it skips the
+//! others, which keep their places; under a fairness policy, the policy
+//! chooses among the tenants that have a task the group fits. The buffer
+//! keeps per group the count of waiting tasks that fit it (`fit_pending`),
+//! and [`BatchBuffer::requeue_overdue`] sends tasks whose placement round ran
+//! out to the back of their queues.
+//!
 //! Protocol: the counts are changed under the queue lock, together with the
 //! queues, so a reader never sees a count below what the queues hold after a
 //! push returns. Readers outside the lock get a value that was true at some
@@ -40,6 +48,22 @@ struct TenantQueues {
 }
 
 impl TenantQueues {
+    /// Like [`take`](Self::take), taking only tasks that group `bit` fits (the policy chooses
+    /// among the tenants that have one; within a tenant, its oldest such task).
+    fn take_for(&mut self, bit: u64, max_rows: usize, pad_axes: &[Vec<usize>], rows: &mut usize, out: &mut Vec<Task>) {
+        let TenantQueues { queues, policy } = self;
+        while let Some(tenant) = policy.choose_where(&mut |t| queues[t].iter().any(|task| task.groups & bit != 0)) {
+            let queue = &mut queues[tenant];
+            let at = queue.iter().position(|task| task.groups & bit != 0).expect("the tenant is eligible");
+            if !fits(out, *rows, max_rows, &queue[at], pad_axes) {
+                break;
+            }
+            *rows += queue[at].rows;
+            out.push(queue.remove(at).expect("index found"));
+            policy.served(tenant);
+        }
+    }
+
     /// Takes tasks tenant by tenant as the policy chooses, while they fit (see [`BatchBuffer::take`]).
     fn take(&mut self, max_rows: usize, pad_axes: &[Vec<usize>], rows: &mut usize, out: &mut Vec<Task>) {
         while let Some(tenant) = self.policy.choose() {
@@ -66,6 +90,8 @@ pub(crate) struct BatchBuffer {
     priority_pending: AtomicUsize,
     /// When the oldest waiting task arrived ([`crate::clock::now_ns`]), or `u64::MAX` when empty.
     oldest_ns: AtomicU64,
+    /// Per worker group: waiting tasks that fit it (empty without groups).
+    fit_pending: Box<[AtomicUsize]>,
 }
 
 impl Default for BatchBuffer {
@@ -75,6 +101,7 @@ impl Default for BatchBuffer {
             pending: AtomicUsize::new(0),
             priority_pending: AtomicUsize::new(0),
             oldest_ns: AtomicU64::new(u64::MAX),
+            fit_pending: Box::default(),
         }
     }
 }
@@ -99,9 +126,36 @@ impl BatchBuffer {
         });
     }
 
+    /// Makes the buffer count, per worker group, the waiting tasks that fit it. Call before any push.
+    pub fn set_groups(&mut self, groups: usize) {
+        self.fit_pending = (0..groups).map(|_| AtomicUsize::new(0)).collect();
+    }
+
+    /// Waiting tasks that worker group `group` fits.
+    pub fn fit_pending(&self, group: usize) -> usize {
+        self.fit_pending[group].load(Ordering::Acquire)
+    }
+
+    /// Adds or removes tasks with fitting-group mask `groups` to the per-group counts (under the lock).
+    fn count_fits(&self, groups: u64, add: bool) {
+        let mut bits = groups;
+        while bits != 0 {
+            let g = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if add {
+                self.fit_pending[g].fetch_add(1, Ordering::Release);
+            } else {
+                self.fit_pending[g].fetch_sub(1, Ordering::Release);
+            }
+        }
+    }
+
     /// Adds a task; returns the pending count after it.
     pub fn push(&self, task: Task) -> usize {
         let mut q = self.queues.lock();
+        if task.groups != 0 {
+            self.count_fits(task.groups, true);
+        }
         // `pending` changes only under this lock: 0 means every queue is empty.
         if self.pending.load(Ordering::Relaxed) == 0 {
             self.oldest_ns.store(task.enqueued_ns, Ordering::Release);
@@ -165,6 +219,65 @@ impl BatchBuffer {
         self.pending.fetch_sub(out.len(), Ordering::Release);
     }
 
+    /// Like [`take`](Self::take), at a node with worker groups, for a worker of group `group`:
+    /// takes only tasks the group fits, priority ones first, skipping the rest (which keep
+    /// their places); `max_rows` is the group's capacity.
+    pub fn take_for(&self, group: usize, max_rows: usize, pad_axes: &[Vec<usize>], out: &mut Vec<Task>) {
+        let bit = 1u64 << group;
+        let mut guard = self.queues.lock();
+        let q = &mut *guard;
+        let mut rows = 0;
+        let mut taken_priority = 0;
+        for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {
+            let mut at = 0;
+            while at < queue.len() && rows < max_rows {
+                let task = &queue[at];
+                if task.groups & bit == 0 {
+                    at += 1;
+                    continue;
+                }
+                if !fits(out, rows, max_rows, task, pad_axes) {
+                    break;
+                }
+                rows += task.rows;
+                out.push(queue.remove(at).expect("index in range"));
+                taken_priority += usize::from(is_priority);
+            }
+        }
+        if let Some(fair) = q.fair.as_mut().filter(|_| rows < max_rows) {
+            fair.take_for(bit, max_rows, pad_axes, &mut rows, out);
+        }
+        for task in out.iter() {
+            self.count_fits(task.groups, false);
+        }
+        self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
+        self.priority_pending.fetch_sub(taken_priority, Ordering::Relaxed);
+        self.pending.fetch_sub(out.len(), Ordering::Release);
+    }
+
+    /// Placement timeout: moves every task whose round began at or before `due_ns`
+    /// to the back of its queue (keeping their order), starting a new round at `now_ns`.
+    /// Returns how many were moved (retries). A tenant's tasks stay its own, so the
+    /// fairness policy's counts do not change.
+    pub fn requeue_overdue(&self, due_ns: u64, now_ns: u64) -> usize {
+        let mut guard = self.queues.lock();
+        let q = &mut *guard;
+        let mut moved = 0;
+        let fair = q.fair.as_mut().map(|f| f.queues.iter_mut());
+        for queue in [&mut q.priority, &mut q.normal].into_iter().chain(fair.into_iter().flatten()) {
+            if !queue.iter().any(|t| t.round_ns <= due_ns) {
+                continue;
+            }
+            let (mut overdue, stay): (VecDeque<Task>, VecDeque<Task>) =
+                queue.drain(..).partition(|t| t.round_ns <= due_ns);
+            moved += overdue.len();
+            overdue.iter_mut().for_each(|t| t.round_ns = now_ns);
+            *queue = stay;
+            queue.append(&mut overdue);
+        }
+        moved
+    }
+
     /// Removes every task (shutdown).
     pub fn drain(&self) -> Vec<Task> {
         let mut guard = self.queues.lock();
@@ -175,6 +288,7 @@ impl BatchBuffer {
             fair.policy.clear();
         }
         self.oldest_ns.store(u64::MAX, Ordering::Release);
+        self.fit_pending.iter().for_each(|f| f.store(0, Ordering::Release));
         self.priority_pending.store(0, Ordering::Relaxed);
         self.pending.store(0, Ordering::Release);
         tasks

@@ -5,6 +5,35 @@
 //! node only through [`NodeState`]: its pending counts and how many of its
 //! workers are busy; it tells a node to run by sending one instruction on the
 //! node's channel, which one idle worker receives (see [`worker`]).
+//!
+//! ## Worker groups: who gets told to run
+//! A node with `worker_groups` has workers of several kinds, and a task may
+//! run only on a group that fits it (its rows within the group's `max_rows`;
+//! the group's kind, when its request asks for a kind this node has). The
+//! protocol that keeps such a node from stranding a task:
+//! - When a task enters the buffer, the set of groups that fit it is computed
+//!   once (a bit mask on the task, [`Task::groups`]); a task that fits no group
+//!   is answered at once with an error naming the node and why, and never waits.
+//! - The buffer keeps, per group, how many waiting tasks fit it
+//!   (`fit_pending`), changed under the buffer lock with the queues.
+//! - Each group has its own instruction channel and busy count
+//!   ([`GroupState`]); the node's `busy` is their sum. The scheduler counts the
+//!   node as able to start when some group has an idle worker and a waiting
+//!   task that fits it; when it picks the node it marks busy (node and group)
+//!   and sends `RunBatch` on the channel of the group, among those, with the
+//!   most fitting tasks. A worker takes only tasks its group fits.
+//! - A task that fits group G, all of whose workers are idle, therefore makes
+//!   the node a candidate at every decision until a G worker takes it: it
+//!   cannot be stranded behind tasks for other groups, nor behind a
+//!   `RunBatch` sent to a worker that cannot take it. (A worker that finds
+//!   nothing for it, because another group took the tasks first, finishes an
+//!   empty batch and pokes the scheduler, as any worker does.)
+//! - Placement timeout: every scheduler tick, a node with
+//!   `placement_timeout_us` moves tasks whose current round began longer ago
+//!   to the back of their queue, starting a new round, and counts a retry
+//!   (`baton_placement_retries_total`, [`NodeStats::placement_retries`]).
+//!   A retried task stays in the buffer: it resolves as any task does (run,
+//!   deadline, cancel, shutdown), exactly once.
 
 pub(crate) mod buffer;
 pub(crate) mod fault;
@@ -33,6 +62,10 @@ pub(crate) struct Task {
     pub priority: bool,
     /// `enqueued` on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
     pub enqueued_ns: u64,
+    /// At a node with worker groups: bit `g` set when group `g` fits the task (0 elsewhere).
+    pub groups: u64,
+    /// When the task's current placement round began (process clock): `enqueued_ns`, or its last retry.
+    pub round_ns: u64,
 }
 
 /// An empty tensor standing in for an input slot not filled yet (a state slot before admission).
@@ -43,13 +76,16 @@ pub(crate) fn placeholder() -> Tensor {
 
 impl Task {
     pub fn new(request: Arc<RequestState>, inputs: Vec<Tensor>, rows: usize) -> Self {
+        let now_ns = crate::clock::now_ns();
         Task {
             priority: request.priority,
             request,
             inputs,
             rows,
             enqueued: Instant::now(),
-            enqueued_ns: crate::clock::now_ns(),
+            enqueued_ns: now_ns,
+            groups: 0,
+            round_ns: now_ns,
         }
     }
 
@@ -81,6 +117,7 @@ pub(crate) struct NodeCounters {
     pub failed_batches: AtomicU64,
     pub queue_ns: AtomicU64,
     pub compute_ns: AtomicU64,
+    pub placement_retries: AtomicU64,
 }
 
 /// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
@@ -99,6 +136,9 @@ pub struct NodeStats {
     pub queue_ns: u64,
     /// Sum over batches of the time spent stitching and running the stages, ns.
     pub compute_ns: u64,
+    /// Placement rounds failed: tasks not taken by a fitting worker within
+    /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
+    pub placement_retries: u64,
 }
 
 impl NodeCounters {
@@ -112,6 +152,7 @@ impl NodeCounters {
             failed_batches: get(&self.failed_batches),
             queue_ns: get(&self.queue_ns),
             compute_ns: get(&self.compute_ns),
+            placement_retries: get(&self.placement_retries),
         }
     }
 }
@@ -129,13 +170,33 @@ pub(crate) struct NodeState {
     pub counters: NodeCounters,
     /// Per-stream state, for nodes with write-back edges.
     pub streams: Option<stream::StreamStates>,
+    /// Worker groups' channels and busy counts (empty without groups; see the module docs).
+    pub groups: Vec<GroupState>,
+}
+
+/// One worker group of a node: its own instruction channel and busy count.
+pub(crate) struct GroupState {
+    /// Workers of the group running a batch (or told to): +1 by the scheduler, -1 by the worker.
+    pub busy: AtomicUsize,
+    pub workers: usize,
+    pub instructions: Sender<Instruction>,
+    pub receiver: Receiver<Instruction>,
 }
 
 impl NodeState {
     pub fn new(pipeline: &str, spec: &crate::graph::NodeSpec, max_state_bytes: usize) -> Self {
         let (name, workers) = (spec.name.as_str(), spec.workers);
         let (instructions, receiver) = crossbeam_channel::bounded(workers);
+        let groups = spec
+            .groups
+            .iter()
+            .map(|g| {
+                let (instructions, receiver) = crossbeam_channel::bounded(g.workers);
+                GroupState { busy: AtomicUsize::new(0), workers: g.workers, instructions, receiver }
+            })
+            .collect();
         NodeState {
+            groups,
             buffer: buffer::BatchBuffer::default(),
             joins: join::JoinTable::new(
                 (0..spec.inputs.len()).map(|i| spec.state.iter().all(|s| s.slot != i)).collect(),
@@ -152,5 +213,26 @@ impl NodeState {
 
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::Acquire)
+    }
+
+    /// With groups: the group to tell to run, the one with an idle worker and
+    /// the most waiting tasks that fit it (`None`: no group can start now).
+    pub fn group_to_run(&self) -> Option<usize> {
+        let mut best: Option<(usize, usize)> = None;
+        for (g, group) in self.groups.iter().enumerate() {
+            let fitting = self.buffer.fit_pending(g);
+            if fitting > 0
+                && group.busy.load(Ordering::Acquire) < group.workers
+                && best.is_none_or(|(_, f)| fitting > f)
+            {
+                best = Some((g, fitting));
+            }
+        }
+        best.map(|(g, _)| g)
+    }
+
+    /// The channel worker `g`'s group (or the node's, without groups) listens on.
+    pub fn receiver(&self, group: Option<usize>) -> &Receiver<Instruction> {
+        group.map_or(&self.receiver, |g| &self.groups[g].receiver)
     }
 }

@@ -21,8 +21,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
-use crate::engine::Engine;
-use crate::engine::StageOutput;
+use crate::engine::{Engine, StageOutput, StageRequest};
 use crate::graph::PadSpec;
 use crate::graph::{NodeSpec, StageSource, Target};
 use crate::request::RequestError;
@@ -40,16 +39,35 @@ pub(crate) fn spawn(
     let name = format!("baton-{}-{index}", shared.spec.nodes[node].name);
     std::thread::Builder::new().name(name).spawn(move || {
         let spec = &shared.spec.nodes[node];
-        if !spec.cores.is_empty() {
-            let core = spec.cores[index % spec.cores.len()];
+        let group = spec.group_of(index);
+        // A group's own cores, by the worker's index in the group; else the node's, by its index in the node.
+        let cores = match group.map(|g| &spec.groups[g]) {
+            Some(g) if !g.cores.is_empty() => Some((&g.cores, index - g.first_worker)),
+            _ => (!spec.cores.is_empty()).then_some((&spec.cores, index)),
+        };
+        if let Some((cores, i)) = cores {
+            let core = cores[i % cores.len()];
             if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
                 tracing::warn!(node = %spec.name, worker = index, core, "could not pin worker to core");
             }
         }
+        let requests: Vec<StageRequest> = spec
+            .stages
+            .iter()
+            .map(|stage| match group.map(|g| &spec.groups[g]) {
+                Some(g) => StageRequest {
+                    intra_threads: g.intra_threads,
+                    inter_threads: g.inter_threads,
+                    ..stage.request.clone()
+                },
+                None => stage.request.clone(),
+            })
+            .collect();
         let engines: Result<Vec<Box<dyn Engine>>, String> = spec
             .stages
             .iter()
-            .map(|stage| stage.provider.create(&stage.request).map_err(|e| format!("{}: {e}", stage.request.location)))
+            .zip(&requests)
+            .map(|(stage, request)| stage.provider.create(request).map_err(|e| format!("{}: {e}", request.location)))
             .collect();
         let engines = match engines {
             Ok(engines) => {
@@ -89,8 +107,13 @@ pub(crate) fn spawn(
             state_outputs,
             cuts,
             pad_axes: spec.pad_axes(),
+            batch_rows: group.map_or(shared.scheduler.batch_rows[node], |g| {
+                shared.scheduler.batch_rows[node].min(spec.groups[g].max_rows)
+            }),
+            group,
+            requests,
         };
-        worker.serve(&shared.nodes[node].receiver.clone());
+        worker.serve(&shared.nodes[node].receiver(group).clone());
     })
 }
 
@@ -107,6 +130,12 @@ struct Worker {
     cuts: Vec<Option<(PadSpec, Vec<usize>)>>,
     /// Per input slot: the axes that may differ between tasks of one batch.
     pad_axes: Vec<Vec<usize>>,
+    /// The worker group it belongs to (nodes with `worker_groups`).
+    group: Option<usize>,
+    /// Most rows per batch: the node's (1 without batching), within the group's capacity.
+    batch_rows: usize,
+    /// Per stage: what its engine was created from (threads as the worker's group says).
+    requests: Vec<StageRequest>,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -134,6 +163,9 @@ impl Worker {
         while let Instruction::RunBatch = next_instruction(receiver, spin) {
             self.run_batch();
             let state = &self.shared.nodes[self.node];
+            if let Some(g) = self.group {
+                state.groups[g].busy.fetch_sub(1, Ordering::AcqRel);
+            }
             state.busy.fetch_sub(1, Ordering::AcqRel);
             self.shared.scheduler.poke(Reason::NodeFinished, &self.shared.nodes);
         }
@@ -145,7 +177,10 @@ impl Worker {
         let state = &shared.nodes[self.node];
         let spec = &shared.spec.nodes[self.node];
         let mut tasks = std::mem::take(&mut self.tasks);
-        state.buffer.take(shared.scheduler.batch_rows[self.node], &self.pad_axes, &mut tasks);
+        match self.group {
+            None => state.buffer.take(self.batch_rows, &self.pad_axes, &mut tasks),
+            Some(g) => state.buffer.take_for(g, self.batch_rows, &self.pad_axes, &mut tasks),
+        }
         state.metrics.queue_depth.set(state.buffer.pending() as f64);
         state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         let now = Instant::now();
@@ -302,7 +337,7 @@ impl Worker {
             Ok(Err(e)) => Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
             Err(panic) => {
                 let what = panic_message(&panic);
-                match stage.provider.create(&stage.request) {
+                match stage.provider.create(&self.requests[s]) {
                     Ok(fresh) => self.engines[s] = fresh,
                     Err(e) => {
                         tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")

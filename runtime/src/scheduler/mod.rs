@@ -3,7 +3,9 @@
 //! A decision reads every node's pending counts and busy workers, asks the
 //! [`policy::SelectionPolicy`] for target nodes (seed 003), marks each target
 //! busy (so it holds its cost against the budget until its worker finishes)
-//! and sends it one [`Instruction::RunBatch`].
+//! and sends it one [`Instruction::RunBatch`] (at a node with worker groups,
+//! on the channel of a group that has an idle worker and waiting tasks it
+//! fits: see [`crate::node`]'s module docs).
 //!
 //! Decisions are made on the scheduler thread every `tick_us`, and at once on
 //! events: a priority task arrives, a node finishes a batch, or (with
@@ -178,7 +180,9 @@ impl Scheduler {
             load.pending = state.buffer.pending();
             load.priority_pending = state.buffer.priority_pending();
             load.waited_ns = state.buffer.oldest_wait_ns(now_ns);
-            load.can_start = busy < self.workers[n];
+            // With worker groups: some group has an idle worker and a waiting task it fits.
+            load.can_start =
+                if state.groups.is_empty() { busy < self.workers[n] } else { state.group_to_run().is_some() };
             in_use += busy as f64 * load.cost;
             running += busy;
             load.boost = 0.0;
@@ -200,11 +204,21 @@ impl Scheduler {
             Policy::None => policy::unbatched(loads, picked),
         }
         for &n in picked.iter() {
-            nodes[n].busy.fetch_add(1, Ordering::AcqRel);
-            nodes[n].metrics.picks.increment(1);
-            // Cannot be full: the channel holds at most `workers` instructions and
-            // `busy` (which counts them) was below `workers` for a picked node.
-            let _ = nodes[n].instructions.try_send(Instruction::RunBatch);
+            let state = &nodes[n];
+            let channel = if state.groups.is_empty() {
+                &state.instructions
+            } else {
+                // The group with an idle worker and the most tasks it fits (see `node`'s
+                // module docs); group counts change only under this lock (+1) or by its workers (-1).
+                let Some(g) = state.group_to_run() else { continue };
+                state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
+                &state.groups[g].instructions
+            };
+            state.busy.fetch_add(1, Ordering::AcqRel);
+            state.metrics.picks.increment(1);
+            // Cannot be full: the channel holds at most `workers` instructions (of the node,
+            // or of the group) and `busy` (which counts them) was below that for a picked node.
+            let _ = channel.try_send(Instruction::RunBatch);
         }
         self.metrics.decisions.increment(1);
         self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
