@@ -311,7 +311,16 @@ mod tests {
     use super::*;
 
     fn stats(name: &str, executions: u64, rows: u64, tasks: u64, queue_ns: u64, compute_ns: u64) -> NodeStats {
-        NodeStats { name: name.into(), executions, rows, tasks, failed_batches: 0, queue_ns, compute_ns, placement_retries: 0 }
+        NodeStats {
+            name: name.into(),
+            executions,
+            rows,
+            tasks,
+            failed_batches: 0,
+            queue_ns,
+            compute_ns,
+            placement_retries: 0,
+        }
     }
 
     #[test]

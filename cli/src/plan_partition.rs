@@ -3,7 +3,6 @@
 //! relations inside parts (seed 002's refinement, see `baton-partition`), and
 //! with `--compare-metis` run METIS on the same graph in the same call.
 
-
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
 use baton_partition::multilevel::{self, Params, Scheme};
