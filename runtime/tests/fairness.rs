@@ -58,19 +58,7 @@ impl EngineProvider for Recorder {
 }
 
 fn pipeline(fairness: &str, max_batch: usize) -> String {
-    format!(
-        r#"
-[inputs.x]
-to = ["n.x"]
-[outputs.y]
-from = "n.y"
-[nodes.n]
-stages = [{{ engine = "rec" }}]
-max_batch = {max_batch}
-[fairness]
-{fairness}
-"#
-    )
+    common::one_node_pipeline("rec", &format!("max_batch = {max_batch}\n[fairness]\n{fairness}"))
 }
 
 fn start(recorder: &Recorder, toml: &str) -> Result<Runtime, baton::StartError> {

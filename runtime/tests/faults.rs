@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+mod common;
+
+use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
 use baton::{PipelineConfig, PipelineSpec, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
@@ -41,12 +43,7 @@ impl Engine for DoublerEngine {
 
 impl EngineProvider for Doubler {
     fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
-        let spec = |name: &str| TensorSpec {
-            name: name.into(),
-            dtype: baton::DType::F32,
-            shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
-        };
-        Ok(ModelSignature { inputs: vec![spec("x")], outputs: vec![spec("y")] })
+        Ok(common::column_signature())
     }
     fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, String> {
         self.created.fetch_add(1, Ordering::SeqCst);
@@ -67,17 +64,7 @@ impl Doubler {
 }
 
 fn pipeline(extra: &str) -> String {
-    format!(
-        r#"
-[inputs.x]
-to = ["n.x"]
-[outputs.y]
-from = "n.y"
-[nodes.n]
-stages = [{{ engine = "double" }}]
-{extra}
-"#
-    )
+    common::one_node_pipeline("double", extra)
 }
 
 fn start(engine: &Doubler, toml: &str) -> Runtime {
@@ -152,10 +139,7 @@ fn a_full_node_refuses_requests_entering_at_it_at_once_naming_itself() {
     let engine = Doubler::default(); // gate closed: the first batch holds the worker
     let runtime = start(&engine, &pipeline("max_batch = 1\nmax_queue = 2"));
     let first = runtime.submit(Request::new().input("x", value(0.0)));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while runtime.pending(0).0 != 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    common::wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0);
     let queued: Vec<_> = (1..=2).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
     let refused = runtime.submit(Request::new().input("x", value(9.0)));
     assert!(refused.is_ready(), "the refusal is immediate");
@@ -198,16 +182,10 @@ fn a_ticket_dropped_while_its_batch_runs_lets_the_work_finish_and_leaks_nothing(
     let engine = Doubler::default(); // gate closed: the batch waits inside the engine
     let runtime = start(&engine, &pipeline("max_batch = 4"));
     let ticket = runtime.submit(Request::new().input("x", value(3.0)));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while runtime.pending(0).0 != 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    common::wait_until("the worker holds the batch", || runtime.pending(0).0 == 0);
     drop(ticket); // the request is running: it cannot be removed any more
     engine.release();
-    while runtime.in_flight() != 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(runtime.in_flight(), 0, "the dropped request finished and was let go");
+    common::wait_until("the dropped request finished and was let go", || runtime.in_flight() == 0);
     assert_eq!(runtime.node_stats()[0].tasks, 1, "its work ran to the end");
     assert_eq!(runtime.partial_joins(), 0);
     let answer = runtime.submit(Request::new().input("x", value(5.0))).wait().expect("the node serves on");

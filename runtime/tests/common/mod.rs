@@ -1,5 +1,8 @@
 //! Helpers shared by the runtime's integration tests with recording engines.
 
+// Each test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
 use std::time::{Duration, Instant};
 
 use baton::engine::{Dim, ModelSignature, TensorSpec};
@@ -13,6 +16,12 @@ pub fn column_signature() -> ModelSignature {
         shape: vec![Dim::Dynamic(Some("N".into())), Dim::Fixed(1)],
     };
     ModelSignature { inputs: vec![spec("x")], outputs: vec![spec("y")] }
+}
+
+/// A pipeline of one node `n` whose stage is the registered engine `engine`:
+/// input `x` in, output `y` out; `extra` lines follow the node's table.
+pub fn one_node_pipeline(engine: &str, extra: &str) -> String {
+    format!("[inputs.x]\nto = [\"n.x\"]\n[outputs.y]\nfrom = \"n.y\"\n[nodes.n]\nstages = [{{ engine = \"{engine}\" }}]\n{extra}\n")
 }
 
 /// A `[len, 1]` tensor of `values`.
