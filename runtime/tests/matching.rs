@@ -277,16 +277,8 @@ fn bad_worker_group_settings_are_config_errors_naming_the_key() {
     let e = error("[[nodes.n.worker_groups]]\nkind = \"none\"\nworkers = 0");
     assert!(e.contains("worker_groups[0].workers") && e.contains("at least 1"), "{e}");
     // The timeout without groups.
-    let plain = r#"
-[inputs.x]
-to = ["n.x"]
-[outputs.y]
-from = "n.y"
-[nodes.n]
-stages = [{ engine = "g" }]
-placement_timeout_us = 100
-"#;
-    let e = start(&groups, plain).err().expect("refused").to_string();
+    let plain = common::one_node_pipeline("g", "placement_timeout_us = 100");
+    let e = start(&groups, &plain).err().expect("refused").to_string();
     assert!(e.contains("nodes.n.placement_timeout_us") && e.contains("worker_groups"), "{e}");
 }
 
