@@ -2,7 +2,8 @@
 # Baton dev setup: Python venv (.venv), ONNX Runtime shared library (.cache/onnxruntime),
 # the ONNX test models (models/), the real pretrained models (models/real/) and their
 # shape-annotated copies for the partitioner (.cache/shapes/), and the
-# serving tests' client venv (.venv-client, by scripts/setup-client.sh).
+# serving tests' client venv (.venv-client, by scripts/setup-client.sh) and Triton's perf_analyzer
+# (.cache/perf_analyzer, by scripts/setup-perf-analyzer.sh).
 # Idempotent and cached: safe to run any number of times.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -109,6 +110,7 @@ done
 
 # e. The serving tests' client venv (.venv-client: tritonclient, numpy, onnxruntime); its own script.
 scripts/setup-client.sh
+scripts/setup-perf-analyzer.sh
 
 [[ $did == 1 ]] || echo "everything is up to date"
 echo "ONNX Runtime library: $ROOT/$ORT_LIB"
