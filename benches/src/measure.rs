@@ -320,6 +320,7 @@ mod tests {
             queue_ns,
             compute_ns,
             placement_retries: 0,
+            batch_sizes: Vec::new(),
         }
     }
 

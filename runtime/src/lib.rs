@@ -24,6 +24,7 @@ pub mod request;
 pub mod runtime;
 pub mod scheduler;
 pub mod split;
+pub mod stats;
 pub mod tensor;
 mod wakeup;
 

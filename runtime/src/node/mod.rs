@@ -118,6 +118,8 @@ pub(crate) struct NodeCounters {
     pub queue_ns: AtomicU64,
     pub compute_ns: AtomicU64,
     pub placement_retries: AtomicU64,
+    /// Executed batches by size.
+    pub batch_sizes: crate::stats::BatchSizes,
 }
 
 /// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
@@ -139,6 +141,8 @@ pub struct NodeStats {
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
     pub placement_retries: u64,
+    /// Executed batches by batch size (rows), by increasing size.
+    pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
 }
 
 impl NodeCounters {
@@ -153,6 +157,7 @@ impl NodeCounters {
             queue_ns: get(&self.queue_ns),
             compute_ns: get(&self.compute_ns),
             placement_retries: get(&self.placement_retries),
+            batch_sizes: self.batch_sizes.snapshot(),
         }
     }
 }

@@ -228,6 +228,7 @@ impl Worker {
             counters.rows.fetch_add(rows as u64, Ordering::Relaxed);
             counters.tasks.fetch_add(tasks.len() as u64, Ordering::Relaxed);
             counters.compute_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
+            counters.batch_sizes.record(rows, compute);
             match result {
                 Ok(executed) => self.route(&tasks, &executed),
                 Err(message) => {
