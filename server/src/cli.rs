@@ -14,8 +14,12 @@ use crate::{install_recorder, Server, ServerConfig};
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
     /// Pipeline files; each is served as a model named by its pipeline name, version 1.
-    #[arg(required = true, value_name = "PIPELINE.toml")]
+    #[arg(required_unless_present = "model_repository", value_name = "PIPELINE.toml")]
     pub pipelines: Vec<PathBuf>,
+    /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`,
+    /// all loaded at start; the model repository extension loads and unloads them.
+    #[arg(long, value_name = "DIR")]
+    pub model_repository: Option<PathBuf>,
     /// HTTP (KServe v2 REST) address: HOST:PORT, a bare PORT (on 127.0.0.1), or `off`.
     #[arg(long, default_value = "127.0.0.1:8000", value_parser = parse_addr, value_name = "ADDR")]
     pub http: ListenAddr,
@@ -38,6 +42,18 @@ pub struct ServeArgs {
     /// Seconds a graceful shutdown waits for accepted requests.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub shutdown_grace: u64,
+    /// HTTP connections open at once past which new ones get 503 and are closed.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// Seconds an HTTP request's head may take to arrive, from its first byte.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub header_read_timeout: f64,
+    /// Seconds an HTTP request's body may take to arrive, from its head (408 past it).
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub body_read_timeout: f64,
+    /// Seconds an HTTP connection may sit idle (no request in flight or arriving) before it is closed.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub keep_alive_timeout: f64,
 }
 
 /// A listen address, or none (`off`).
@@ -73,8 +89,17 @@ impl ServeArgs {
             max_body_bytes: self.max_body_bytes,
             max_in_flight: self.max_in_flight,
             shutdown_grace: Duration::from_secs(self.shutdown_grace),
+            max_connections: self.max_connections,
+            header_read_timeout: seconds(self.header_read_timeout),
+            body_read_timeout: seconds(self.body_read_timeout),
+            keep_alive_timeout: seconds(self.keep_alive_timeout),
         }
     }
+}
+
+/// A timeout flag's seconds (a negative or non-number one: none, i.e. very long).
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(u64::from(u32::MAX)))
 }
 
 /// Runs `baton serve` with the standard engines (`onnx`, `cost_model`).
@@ -102,8 +127,13 @@ pub fn run_with(args: ServeArgs, engines: &EngineRegistry) -> ExitCode {
             }
         }
     }
-    let started = Server::new(args.config()).models(runtimes).run_blocking(args.threads, |running| {
-        let names: Vec<&str> = running.models().iter().map(|m| m.name.as_str()).collect();
+    let mut server = Server::new(args.config()).models(runtimes);
+    if let Some(dir) = &args.model_repository {
+        server = server.repository(dir, engines.clone());
+    }
+    let started = server.run_blocking(args.threads, |running| {
+        let models = running.models().list();
+        let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
         let show = |a: Option<SocketAddr>, prefix: &str, suffix: &str| {
             a.map_or_else(|| "off".to_string(), |a| format!("{prefix}{a}{suffix}"))
         };

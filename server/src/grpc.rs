@@ -1,10 +1,23 @@
 //! The Open Inference Protocol (KServe v2) over gRPC, with tonic:
 //! `inference.GRPCInferenceService`'s ServerLive, ServerReady, ModelReady,
-//! ServerMetadata, ModelMetadata and ModelInfer (proto/grpc_service.proto,
-//! Triton's field numbers). Inputs come as `raw_input_contents` (as
-//! tritonclient sends them) or typed `contents`; outputs go back as
-//! `raw_output_contents`, sharing the runtime's output buffers (no copy).
+//! ServerMetadata, ModelMetadata, ModelInfer and ModelStreamInfer, and
+//! Triton's ModelConfig, ModelStatistics and model repository calls
+//! (proto/grpc_service.proto, Triton's field numbers). Inputs come as
+//! `raw_input_contents` (as tritonclient sends them) or typed `contents`;
+//! outputs go back as `raw_output_contents`, sharing the runtime's output
+//! buffers (no copy). Triton's other calls (shared memory, trace and log
+//! settings) answer UNIMPLEMENTED with a message naming the call.
+//!
+//! ModelStreamInfer's protocol: one reader task takes the stream's requests
+//! in arrival order and starts a task per request, so requests run
+//! concurrently; a request of a sequence (`sequence_id`) first waits until
+//! the previous request of its sequence has been answered on the stream, so
+//! each sequence's requests reach the runtime, and their answers the client,
+//! in the order sent. Every request gets exactly one answer on the stream
+//! (an error goes in `error_message`); the response stream ends when the
+//! client's stream has ended and every answer is sent.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -15,12 +28,16 @@ use bytes::Bytes;
 use tonic::{Code, Request, Response, Status};
 
 use crate::metrics::{count, infer_time};
-use crate::model::{self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION};
+use crate::model::{
+    self, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
+};
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
+use crate::stats::{Report, RequestTimes};
 
 /// The service implementation.
+#[derive(Clone)]
 pub(crate) struct Service {
     pub models: Arc<Models>,
 }
@@ -33,6 +50,7 @@ fn status(error: ServeError) -> Status {
         ErrorKind::Deadline => Code::DeadlineExceeded,
         ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Internal => Code::Internal,
+        ErrorKind::Unsupported => Code::Unimplemented,
     };
     Status::new(code, error.message)
 }
@@ -47,6 +65,8 @@ fn code_name(code: Code) -> &'static str {
         Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
         Code::Unavailable => "UNAVAILABLE",
         Code::Internal => "INTERNAL",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Cancelled => "CANCELLED",
         _ => "OTHER",
     }
 }
@@ -166,13 +186,37 @@ pub fn decode_infer(
 }
 
 impl Service {
-    async fn infer(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, ServeError> {
+    async fn infer(
+        &self,
+        request: pb::ModelInferRequest,
+        started: Instant,
+    ) -> Result<pb::ModelInferResponse, ServeError> {
         let model = self.models.find(&request.model_name, &request.model_version)?;
+        let mut times = RequestTimes::default();
+        let result = self.infer_model(&model, request, &mut times).await;
+        match &result {
+            Ok(_) => model.stats.success(started.elapsed(), times),
+            Err(_) => model.stats.fail(started.elapsed()),
+        }
+        result
+    }
+
+    /// Runs one request on `model`, noting its decode and encode times in `times`.
+    async fn infer_model(
+        &self,
+        model: &Model,
+        request: pb::ModelInferRequest,
+        times: &mut RequestTimes,
+    ) -> Result<pb::ModelInferResponse, ServeError> {
+        let decoding = Instant::now();
         let (options, inputs) = decode_infer(&model.name, &model.inputs, &request)?;
         let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
+        times.rows = model.rows(&inputs);
+        times.input = decoding.elapsed();
 
         let _admitted = self.models.admit()?;
         let answer = model.infer(inputs, &options).await?;
+        let encoding = Instant::now();
         let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
         drop(answer);
 
@@ -188,6 +232,7 @@ impl Service {
             });
             raw_output_contents.push(Bytes::from_owner(TensorBytes(tensor)));
         }
+        times.output = encoding.elapsed();
         Ok(pb::ModelInferResponse {
             model_name: model.name.clone(),
             model_version: VERSION.to_string(),
@@ -205,7 +250,7 @@ impl Service {
         model: &str,
         result: Result<T, Status>,
     ) -> Result<Response<T>, Status> {
-        let label = if self.models.get(model).is_some() { model } else { "" };
+        let label = if self.models.knows(model) { model } else { "" };
         let code = result.as_ref().map_or_else(|s| s.code(), |_| Code::Ok);
         count("grpc", endpoint, label, code_name(code));
         result.map(Response::new)
@@ -230,11 +275,8 @@ impl GrpcInferenceService for Service {
         request: Request<pb::ModelReadyRequest>,
     ) -> Result<Response<pb::ModelReadyResponse>, Status> {
         let r = request.into_inner();
-        let result = self
-            .models
-            .find(&r.name, &r.version)
-            .map(|_| pb::ModelReadyResponse { ready: self.models.ready() })
-            .map_err(status);
+        let result =
+            self.models.model_ready(&r.name, &r.version).map(|ready| pb::ModelReadyResponse { ready }).map_err(status);
         self.counted("ready", &r.name, result)
     }
 
@@ -282,14 +324,234 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<pb::ModelInferRequest>,
     ) -> Result<Response<pb::ModelInferResponse>, Status> {
+        self.infer_counted(request.into_inner()).await.map(Response::new)
+    }
+
+    type ModelStreamInferStream = Pin<
+        Box<
+            dyn tonic::codegen::tokio_stream::Stream<Item = Result<pb::ModelStreamInferResponse, Status>>
+                + Send
+                + 'static,
+        >,
+    >;
+
+    async fn model_stream_infer(
+        &self,
+        request: Request<tonic::Streaming<pb::ModelInferRequest>>,
+    ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
+        let inbound = request.into_inner();
+        let (answers, receiver) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(self.clone().serve_stream(inbound, answers));
+        let stream = tonic::codegen::tokio_stream::wrappers::ReceiverStream::new(receiver);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn model_config(
+        &self,
+        request: Request<pb::ModelConfigRequest>,
+    ) -> Result<Response<pb::ModelConfigResponse>, Status> {
+        let r = request.into_inner();
+        let result = self
+            .models
+            .find(&r.name, &r.version)
+            .map(|m| pb::ModelConfigResponse { config: Some(m.config.to_pb()) })
+            .map_err(status);
+        self.counted("config", &r.name, result)
+    }
+
+    async fn model_statistics(
+        &self,
+        request: Request<pb::ModelStatisticsRequest>,
+    ) -> Result<Response<pb::ModelStatisticsResponse>, Status> {
+        let r = request.into_inner();
+        let models = if r.name.is_empty() {
+            Ok(self.models.list())
+        } else {
+            self.models.find(&r.name, &r.version).map(|m| vec![m])
+        };
+        let result = models
+            .map(|models| pb::ModelStatisticsResponse {
+                model_stats: models.iter().map(|m| Report::of(m).to_pb()).collect(),
+            })
+            .map_err(status);
+        self.counted("stats", &r.name, result)
+    }
+
+    async fn repository_index(
+        &self,
+        request: Request<pb::RepositoryIndexRequest>,
+    ) -> Result<Response<pb::RepositoryIndexResponse>, Status> {
+        let r = request.into_inner();
+        let result = self
+            .models
+            .index()
+            .map(|index| pb::RepositoryIndexResponse {
+                models: index
+                    .into_iter()
+                    .filter(|e| !r.ready || e.state == "READY")
+                    .map(|e| pb::repository_index_response::ModelIndex {
+                        name: e.name,
+                        version: VERSION.into(),
+                        state: e.state.into(),
+                        reason: e.reason,
+                    })
+                    .collect(),
+            })
+            .map_err(status);
+        self.counted("repository", "", result)
+    }
+
+    async fn repository_model_load(
+        &self,
+        request: Request<pb::RepositoryModelLoadRequest>,
+    ) -> Result<Response<pb::RepositoryModelLoadResponse>, Status> {
+        let r = request.into_inner();
+        let result = match r.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            Some(key) => Err(ServeError::unsupported(&format!(
+                "loading a model with the `{key}` parameter (a config or files sent with the call)"
+            ))),
+            None => self.models.load(&r.model_name).await,
+        };
+        self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        request: Request<pb::RepositoryModelUnloadRequest>,
+    ) -> Result<Response<pb::RepositoryModelUnloadResponse>, Status> {
+        let r = request.into_inner();
+        let result = self.models.unload(&r.model_name).await;
+        self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelUnloadResponse {}).map_err(status))
+    }
+
+    async fn system_shared_memory_status(
+        &self,
+        _: Request<pb::SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryStatusResponse>, Status> {
+        self.unsupported("SystemSharedMemoryStatus (system shared memory)")
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        _: Request<pb::SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryRegisterResponse>, Status> {
+        self.unsupported("SystemSharedMemoryRegister (system shared memory)")
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        _: Request<pb::SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::SystemSharedMemoryUnregisterResponse>, Status> {
+        self.unsupported("SystemSharedMemoryUnregister (system shared memory)")
+    }
+
+    async fn cuda_shared_memory_status(
+        &self,
+        _: Request<pb::CudaSharedMemoryStatusRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryStatusResponse>, Status> {
+        self.unsupported("CudaSharedMemoryStatus (CUDA shared memory)")
+    }
+
+    async fn cuda_shared_memory_register(
+        &self,
+        _: Request<pb::CudaSharedMemoryRegisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryRegisterResponse>, Status> {
+        self.unsupported("CudaSharedMemoryRegister (CUDA shared memory)")
+    }
+
+    async fn cuda_shared_memory_unregister(
+        &self,
+        _: Request<pb::CudaSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<pb::CudaSharedMemoryUnregisterResponse>, Status> {
+        self.unsupported("CudaSharedMemoryUnregister (CUDA shared memory)")
+    }
+
+    async fn trace_setting(
+        &self,
+        _: Request<pb::TraceSettingRequest>,
+    ) -> Result<Response<pb::TraceSettingResponse>, Status> {
+        self.unsupported("TraceSetting (trace settings)")
+    }
+
+    async fn log_settings(
+        &self,
+        _: Request<pb::LogSettingsRequest>,
+    ) -> Result<Response<pb::LogSettingsResponse>, Status> {
+        self.unsupported("LogSettings (log settings)")
+    }
+}
+
+/// The `sequence_id` of a request, when it has a non-zero one, and whether it ends its sequence.
+fn sequence_of(request: &pb::ModelInferRequest) -> Option<(u64, bool)> {
+    let options = CallOptions::from_params(
+        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
+    )
+    .ok()?;
+    options.sequence.map(|chunk| (chunk.id, chunk.end))
+}
+
+type StreamAnswers = tokio::sync::mpsc::Sender<Result<pb::ModelStreamInferResponse, Status>>;
+
+impl Service {
+    /// One inference, timed, counted and answered as ModelInfer answers it.
+    async fn infer_counted(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, Status> {
         let started = Instant::now();
-        let request = request.into_inner();
         let name = request.model_name.clone();
-        let result = self.infer(request).await.map_err(status);
-        if self.models.get(&name).is_some() {
+        let result = self.infer(request, started).await.map_err(status);
+        if self.models.knows(&name) {
             infer_time("grpc", &name, started.elapsed());
         }
-        self.counted("infer", &name, result)
+        self.counted("infer", &name, result).map(Response::into_inner)
+    }
+
+    /// Answers a call Baton does not support, naming it.
+    fn unsupported<T>(&self, call: &str) -> Result<Response<T>, Status> {
+        self.counted("unsupported", "", Err(status(ServeError::unsupported(call))))
+    }
+
+    /// ModelStreamInfer's reader (see the module docs for the protocol).
+    async fn serve_stream(self, mut inbound: tonic::Streaming<pb::ModelInferRequest>, answers: StreamAnswers) {
+        // Per open sequence: resolves once its latest request has been answered.
+        let mut previous: HashMap<u64, tokio::sync::oneshot::Receiver<()>> = HashMap::new();
+        loop {
+            let request = match inbound.message().await {
+                Ok(Some(request)) => request,
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = answers.send(Err(e)).await;
+                    break;
+                }
+            };
+            let (answered, answered_rx) = tokio::sync::oneshot::channel::<()>();
+            let before = match sequence_of(&request) {
+                Some((id, end)) => {
+                    let before = previous.remove(&id);
+                    if !end {
+                        previous.insert(id, answered_rx);
+                    }
+                    before
+                }
+                None => None,
+            };
+            let (service, answers) = (self.clone(), answers.clone());
+            tokio::spawn(async move {
+                if let Some(before) = before {
+                    let _ = before.await;
+                }
+                let id = request.id.clone();
+                let answer = match service.infer_counted(request).await {
+                    Ok(response) => {
+                        pb::ModelStreamInferResponse { error_message: String::new(), infer_response: Some(response) }
+                    }
+                    Err(e) => pb::ModelStreamInferResponse {
+                        error_message: e.message().to_string(),
+                        infer_response: Some(pb::ModelInferResponse { id, ..Default::default() }),
+                    },
+                };
+                let _ = answers.send(Ok(answer)).await;
+                drop(answered);
+            });
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 //! The Open Inference Protocol (KServe v2) over HTTP/1.1, with axum: health,
 //! server and model metadata, readiness, inference with JSON tensors and
-//! Triton's binary tensor data extension, and a minimal statistics endpoint.
+//! Triton's binary tensor data extension, and Triton's statistics, model
+//! configuration and model repository extensions. Triton's other calls
+//! (shared memory, trace and log settings, generate) answer 501 with a
+//! message naming the call; any other path 404 naming the method and path.
 //!
 //! Errors are answered as the protocol says, `{"error": "..."}` with the
 //! status of [`crate::model::ErrorKind::http_status`].
@@ -21,14 +24,35 @@ use serde_json::json;
 use crate::json::{self, BinarySize, InferRequest, OutputTensor, TensorData};
 use crate::metrics::{count, http_code, infer_time};
 use crate::model::{
-    check_input, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
+    check_input, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
 };
+use crate::stats::{Report, RequestTimes};
 
 /// The binary tensor data extension's header: bytes of JSON before the binary tensors.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";
 
-/// Protocol extensions Baton implements.
-pub const EXTENSIONS: [&str; 4] = ["binary_tensor_data", "parameters", "sequence", "statistics"];
+/// Protocol extensions Baton implements (over both protocols).
+pub const EXTENSIONS: [&str; 6] =
+    ["binary_tensor_data", "parameters", "sequence", "statistics", "model_configuration", "model_repository"];
+
+/// Calls of Triton's HTTP API Baton does not support (path, method, the call's name):
+/// each answers 501 with a message naming it.
+const UNSUPPORTED: [(&str, &str, &str); 14] = [
+    ("/v2/systemsharedmemory/status", "GET", "system shared memory status"),
+    ("/v2/systemsharedmemory/region/{region}/status", "GET", "system shared memory status"),
+    ("/v2/systemsharedmemory/region/{region}/register", "POST", "system shared memory register"),
+    ("/v2/systemsharedmemory/unregister", "POST", "system shared memory unregister"),
+    ("/v2/systemsharedmemory/region/{region}/unregister", "POST", "system shared memory unregister"),
+    ("/v2/cudasharedmemory/status", "GET", "CUDA shared memory status"),
+    ("/v2/cudasharedmemory/region/{region}/status", "GET", "CUDA shared memory status"),
+    ("/v2/cudasharedmemory/region/{region}/register", "POST", "CUDA shared memory register"),
+    ("/v2/cudasharedmemory/unregister", "POST", "CUDA shared memory unregister"),
+    ("/v2/cudasharedmemory/region/{region}/unregister", "POST", "CUDA shared memory unregister"),
+    ("/v2/trace/setting", "GET POST", "trace settings"),
+    ("/v2/models/{name}/trace/setting", "GET POST", "trace settings"),
+    ("/v2/logging", "GET POST", "log settings"),
+    ("/v2/models/{name}/generate", "POST", "the generate extension"),
+];
 
 /// What every handler shares.
 pub(crate) struct App {
@@ -51,8 +75,15 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_v))
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_v))
+        .route("/v2/models/stats", get(all_stats))
         .route("/v2/models/{name}/stats", get(model_stats))
         .route("/v2/models/{name}/versions/{version}/stats", get(model_stats_v))
+        .route("/v2/models/{name}/config", get(model_config))
+        .route("/v2/models/{name}/versions/{version}/config", get(model_config_v))
+        .route("/v2/repository/index", post(repository_index))
+        .route("/v2/repository/models/{name}/load", post(repository_load))
+        .route("/v2/repository/models/{name}/unload", post(repository_unload))
+        .merge(unsupported_routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -76,7 +107,7 @@ fn counted(endpoint: &'static str, model: &str, response: Response) -> Response 
 
 /// The model label of a request: its name when the model exists, else empty.
 fn label<'a>(app: &App, name: &'a str) -> &'a str {
-    if app.models.get(name).is_some() {
+    if app.models.knows(name) {
         name
     } else {
         ""
@@ -89,12 +120,13 @@ async fn server_metadata() -> Response {
 }
 
 async fn live() -> Response {
-    counted("health", "", StatusCode::OK.into_response())
+    counted("health", "", json_body(StatusCode::OK, &json!({ "live": true })))
 }
 
 async fn ready(State(app): AppState) -> Response {
-    let status = if app.models.ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    counted("health", "", status.into_response())
+    let ready = app.models.ready();
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    counted("health", "", json_body(status, &json!({ "ready": ready })))
 }
 
 async fn model_metadata(state: AppState, Path(name): Path<String>) -> Response {
@@ -128,9 +160,11 @@ async fn model_ready(state: AppState, Path(name): Path<String>) -> Response {
 }
 
 async fn model_ready_v(State(app): AppState, Path((name, version)): Path<(String, String)>) -> Response {
-    let response = match app.models.find(&name, &version) {
-        Ok(_) if app.models.ready() => StatusCode::OK.into_response(),
-        Ok(_) => error_response(&ServeError::new(ErrorKind::Unavailable, "the server is shutting down")),
+    let response = match app.models.model_ready(&name, &version) {
+        Ok(ready) => {
+            let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            json_body(status, &json!({ "name": name, "ready": ready }))
+        }
         Err(e) => error_response(&e),
     };
     counted("ready", label(&app, &name), response)
@@ -140,37 +174,111 @@ async fn model_stats(state: AppState, Path(name): Path<String>) -> Response {
     model_stats_v(state, Path((name, String::new()))).await
 }
 
-/// Triton's statistics extension, minimally: inference (rows) and execution
-/// (batches) counts summed over the pipeline's nodes (their ratio is the mean
-/// batch size), queue and compute time, and the per-node figures.
+/// Triton's statistics extension for one model (see [`crate::stats`]).
 async fn model_stats_v(State(app): AppState, Path((name, version)): Path<(String, String)>) -> Response {
     let response = match app.models.find(&name, &version) {
-        Ok(model) => {
-            let nodes = model.runtime().node_stats();
-            let sum = |f: fn(&baton::NodeStats) -> u64| nodes.iter().map(f).sum::<u64>();
-            let body = json!({ "model_stats": [{
-                "name": model.name,
-                "version": VERSION,
-                "inference_count": sum(|n| n.rows),
-                "execution_count": sum(|n| n.executions),
-                "inference_stats": {
-                    "queue": { "count": sum(|n| n.tasks), "ns": sum(|n| n.queue_ns) },
-                    "compute_infer": { "count": sum(|n| n.executions), "ns": sum(|n| n.compute_ns) },
-                },
-                "nodes": nodes.iter().map(|n| json!({
-                    "name": n.name, "executions": n.executions, "rows": n.rows, "tasks": n.tasks,
-                    "failed_batches": n.failed_batches, "queue_ns": n.queue_ns, "compute_ns": n.compute_ns,
-                })).collect::<Vec<_>>(),
-            }]});
-            json_body(StatusCode::OK, &body)
-        }
+        Ok(model) => json_body(StatusCode::OK, &json!({ "model_stats": [Report::of(&model).to_json()] })),
         Err(e) => error_response(&e),
     };
     counted("stats", label(&app, &name), response)
 }
 
-async fn not_found() -> Response {
-    let error = ServeError::new(ErrorKind::NotFound, "no such endpoint (see the KServe v2 protocol: /v2/...)");
+/// Triton's statistics extension for every loaded model.
+async fn all_stats(State(app): AppState) -> Response {
+    let stats: Vec<_> = app.models.list().iter().map(|m| Report::of(m).to_json()).collect();
+    counted("stats", "", json_body(StatusCode::OK, &json!({ "model_stats": stats })))
+}
+
+async fn model_config(state: AppState, Path(name): Path<String>) -> Response {
+    model_config_v(state, Path((name, String::new()))).await
+}
+
+/// The model configuration extension: the pipeline's config, Triton-shaped.
+async fn model_config_v(State(app): AppState, Path((name, version)): Path<(String, String)>) -> Response {
+    let response = match app.models.find(&name, &version) {
+        Ok(model) => json_body(StatusCode::OK, &model.config.to_json()),
+        Err(e) => error_response(&e),
+    };
+    counted("config", label(&app, &name), response)
+}
+
+/// The body of a repository call: optional JSON (`ready` of index, `parameters` of load and unload).
+fn repository_body(body: &Bytes) -> Result<serde_json::Value, ServeError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| ServeError::bad(format!("malformed JSON in the repository request: {e}")))
+}
+
+/// The model repository extension's index: every model, its state and why.
+async fn repository_index(State(app): AppState, body: Bytes) -> Response {
+    let response = repository_body(&body).and_then(|request| {
+        let ready_only = request.get("ready").and_then(|r| r.as_bool()).unwrap_or(false);
+        let index = app.models.index()?;
+        Ok(index
+            .into_iter()
+            .filter(|e| !ready_only || e.state == "READY")
+            .map(|e| json!({ "name": e.name, "version": VERSION, "state": e.state, "reason": e.reason }))
+            .collect::<Vec<_>>())
+    });
+    let response = match response {
+        Ok(index) => json_body(StatusCode::OK, &serde_json::Value::Array(index)),
+        Err(e) => error_response(&e),
+    };
+    counted("repository", "", response)
+}
+
+/// Load parameters Baton cannot honour (a config or model files sent with the call).
+fn check_load_parameters(request: &serde_json::Value) -> Result<(), ServeError> {
+    if let Some(params) = request.get("parameters").and_then(|p| p.as_object()) {
+        if let Some(key) = params.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            return Err(ServeError::unsupported(&format!(
+                "loading a model with the `{key}` parameter (a config or files sent with the call)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+async fn repository_load(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
+    let result = match repository_body(&body).and_then(|r| check_load_parameters(&r)) {
+        Ok(()) => app.models.load(&name).await,
+        Err(e) => Err(e),
+    };
+    let response = match result {
+        Ok(()) => json_body(StatusCode::OK, &json!({})),
+        Err(e) => error_response(&e),
+    };
+    counted("repository", label(&app, &name), response)
+}
+
+async fn repository_unload(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
+    let result = match repository_body(&body) {
+        Ok(_) => app.models.unload(&name).await,
+        Err(e) => Err(e),
+    };
+    let response = match result {
+        Ok(()) => json_body(StatusCode::OK, &json!({})),
+        Err(e) => error_response(&e),
+    };
+    counted("repository", if app.models.knows(&name) { name.as_str() } else { "" }, response)
+}
+
+/// The calls of [`UNSUPPORTED`], each answering 501 with a message naming it.
+fn unsupported_routes() -> Router<Arc<App>> {
+    UNSUPPORTED.iter().fold(Router::new(), |router, &(path, methods, call)| {
+        let answer = move || async move { counted("unsupported", "", error_response(&ServeError::unsupported(call))) };
+        let route = if methods.contains("GET") { get(answer) } else { post(answer) };
+        let route = if methods.contains("GET") && methods.contains("POST") { route.post(answer) } else { route };
+        router.route(path, route)
+    })
+}
+
+async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let error = ServeError::new(
+        ErrorKind::NotFound,
+        format!("no such endpoint: {method} {} (see server/README.md for the calls Baton answers)", uri.path()),
+    );
     counted("other", "", error_response(&error))
 }
 
@@ -195,7 +303,7 @@ async fn infer_v(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let response = match run_infer(&app, &name, &version, &headers, body).await {
+    let response = match run_infer(&app, &name, &version, &headers, body, started).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
     };
@@ -314,8 +422,27 @@ async fn run_infer(
     version: &str,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
+    started: Instant,
 ) -> Result<Response, ServeError> {
     let model = app.models.find(name, version)?;
+    let mut times = RequestTimes::default();
+    let result = infer_model(app, &model, headers, body, &mut times).await;
+    match &result {
+        Ok(_) => model.stats.success(started.elapsed(), times),
+        Err(_) => model.stats.fail(started.elapsed()),
+    }
+    result
+}
+
+/// Runs one infer request on `model`, noting its decode and encode times in `times`.
+async fn infer_model(
+    app: &App,
+    model: &Model,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    times: &mut RequestTimes,
+) -> Result<Response, ServeError> {
+    let decoding = Instant::now();
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServeError::new(
@@ -335,6 +462,7 @@ async fn run_infer(
     }
     let decoded = decode_infer(&model.name, &model.inputs, headers.get(HEADER_LENGTH).map(|v| v.as_bytes()), &body)?;
     let DecodedInfer { request, options, inputs } = decoded;
+    times.rows = model.rows(&inputs);
 
     // Outputs: the requested ones (all when none), each as JSON or binary.
     let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
@@ -361,8 +489,11 @@ async fn run_infer(
         }
     }
 
+    times.input = decoding.elapsed();
+
     let _admitted = app.models.admit()?;
     let answer = model.infer(inputs, &options).await?;
+    let encoding = Instant::now();
     let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
     let outputs: Vec<(&str, &Tensor, bool)> = picked
         .iter()
@@ -388,6 +519,7 @@ async fn run_infer(
     };
     let mut body = serde_json::to_vec(&response).expect("the response serializes");
     if !outputs.iter().any(|o| o.2) {
+        times.output = encoding.elapsed();
         return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
     }
     let json_len = body.len();
@@ -397,5 +529,6 @@ async fn run_infer(
     }
     let mut response = ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response();
     response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(json_len));
+    times.output = encoding.elapsed();
     Ok(response)
 }

@@ -30,18 +30,22 @@
 //! failure 500 / INTERNAL.
 
 pub mod cli;
+pub mod config;
+pub mod conn;
 pub mod grpc;
 pub mod http;
 mod json;
 pub mod metrics;
 pub mod model;
+pub mod models;
+pub mod stats;
 
-use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::Runtime;
+use baton::{EngineRegistry, Runtime};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -49,6 +53,7 @@ use tokio::task::JoinHandle;
 pub use cli::{run, run_with, ServeArgs};
 pub use metrics::install_recorder;
 pub use model::{ErrorKind, Model, Models};
+pub use models::Repository;
 
 /// The generated protobuf messages and service of proto/grpc_service.proto.
 #[allow(clippy::all, missing_docs)]
@@ -70,8 +75,17 @@ pub struct ServerConfig {
     /// Inferences in flight server-wide past which requests are refused at once
     /// (429 / RESOURCE_EXHAUSTED); each pipeline's `max_in_flight` applies too.
     pub max_in_flight: Option<usize>,
-    /// How long a graceful shutdown waits for accepted requests before closing anyway.
+    /// How long a graceful shutdown waits for accepted requests before closing anyway
+    /// (and how long a reloaded or unloaded model's requests get to finish).
     pub shutdown_grace: Duration,
+    /// HTTP connections open at once past which new ones get 503 and are closed.
+    pub max_connections: usize,
+    /// Longest an HTTP request's head may take to arrive, from its first byte.
+    pub header_read_timeout: Duration,
+    /// Longest an HTTP request's body may take to arrive, from its head (408 past it).
+    pub body_read_timeout: Duration,
+    /// Longest an HTTP connection may sit idle (no request in flight or arriving).
+    pub keep_alive_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -83,11 +97,26 @@ impl Default for ServerConfig {
             max_body_bytes: 64 << 20,
             max_in_flight: None,
             shutdown_grace: Duration::from_secs(30),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
         }
     }
 }
 
 impl ServerConfig {
+    /// The HTTP connection limits of this config.
+    pub fn conn_limits(&self) -> conn::ConnLimits {
+        conn::ConnLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            keep_alive_timeout: self.keep_alive_timeout,
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+
     /// All three endpoints on 127.0.0.1 with ports the OS picks (for tests).
     pub fn ephemeral() -> Self {
         let any = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -110,11 +139,20 @@ pub enum StartError {
 pub struct Server {
     config: ServerConfig,
     models: Vec<Model>,
+    repository: Option<Repository>,
 }
 
 impl Server {
     pub fn new(config: ServerConfig) -> Self {
-        Server { config, models: Vec::new() }
+        Server { config, models: Vec::new(), repository: None }
+    }
+
+    /// Serves the model repository `dir` too: each pipeline file `NAME.toml`
+    /// there is model `NAME`, loaded at start and loadable and unloadable
+    /// while the server runs (the model repository extension).
+    pub fn repository(mut self, dir: impl Into<PathBuf>, engines: EngineRegistry) -> Self {
+        self.repository = Some(Repository { dir: dir.into(), engines });
+        self
     }
 
     /// Serves `runtime` as the model named by its pipeline name.
@@ -150,7 +188,20 @@ impl Server {
     /// On error the runtimes are shut down gracefully (dropped).
     pub async fn start(self) -> Result<RunningServer, StartError> {
         let config = self.config;
-        let models = Arc::new(Models::new(self.models, config.max_in_flight).map_err(StartError::Models)?);
+        let models = Models::new(self.models, config.max_in_flight)
+            .map_err(StartError::Models)?
+            .with_repository(self.repository, config.shutdown_grace);
+        if let Some(repository) = models.repository() {
+            for name in repository.names().map_err(|e| StartError::Models(e.message))? {
+                if models.knows(&name) {
+                    return Err(StartError::Models(format!(
+                        "model `{name}` is both on the command line and in the model repository"
+                    )));
+                }
+                models.load(&name).await.map_err(|e| StartError::Models(e.message))?;
+            }
+        }
+        let models = Arc::new(models);
         let bind = |what: &'static str, addr: SocketAddr| async move {
             TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
         };
@@ -179,7 +230,13 @@ impl Server {
         let mut tasks: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
         if let Some(listener) = http {
             let app = Arc::new(http::App { models: Arc::clone(&models), max_body_bytes: config.max_body_bytes });
-            tasks.push(("http", spawn_axum(listener, http::router(app), signal())));
+            let limits = config.conn_limits();
+            let router = http::router(app).layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    conn::read_body(limits, request, next)
+                },
+            ));
+            tasks.push(("http", tokio::spawn(conn::serve_http(listener, router, limits, signal()))));
         }
         if let Some(listener) = grpc {
             let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service {
@@ -220,26 +277,12 @@ impl Server {
                     }
                 }),
             ));
-            tasks.push(("metrics", spawn_axum(listener, metrics::router(handle), signal())));
+            let limits = config.conn_limits();
+            tasks
+                .push(("metrics", tokio::spawn(conn::serve_http(listener, metrics::router(handle), limits, signal()))));
         }
         Ok(RunningServer { http_addr, grpc_addr, metrics_addr, models, stop, tasks, grace: config.shutdown_grace })
     }
-}
-
-fn spawn_axum(
-    listener: TcpListener,
-    router: axum::Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> JoinHandle<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
-            tracing::error!("HTTP server failed: {e}");
-        }
-    })
 }
 
 /// A started server. Dropping it without [`RunningServer::shutdown`] leaves the

@@ -18,7 +18,8 @@ use metrics::{counter, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Requests the server answered, by `protocol` (`http`, `grpc`), `endpoint`
-/// (`infer`, `metadata`, `ready`, `health`, `stats`, `other`), `model` (empty
+/// (`infer`, `metadata`, `config`, `ready`, `health`, `stats`,
+/// `repository`, `unsupported`, `other`), `model` (empty
 /// when none or unknown) and `code` (HTTP status, or gRPC code name).
 pub const SERVER_REQUESTS: &str = "baton_server_requests_total";
 /// Seconds from an infer request's arrival (body read) to its answer, by `protocol` and `model`.
@@ -92,8 +93,11 @@ pub(crate) fn http_code(status: StatusCode) -> &'static str {
         413 => "413",
         429 => "429",
         500 => "500",
+        501 => "501",
         503 => "503",
         504 => "504",
+        408 => "408",
+        431 => "431",
         _ => "other",
     }
 }

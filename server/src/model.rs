@@ -3,8 +3,6 @@
 //! go through: request parameters, input checks in the protocol's terms,
 //! bounded admission, and the mapping of runtime errors to protocol errors.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use baton::request::StreamChunk;
@@ -53,6 +51,9 @@ pub enum ErrorKind {
     Unavailable,
     /// A node failed running the batch: HTTP 500, gRPC INTERNAL.
     Internal,
+    /// A call of the protocol (or of Triton's extensions) Baton does not
+    /// support: HTTP 501, gRPC UNIMPLEMENTED, with a message naming the call.
+    Unsupported,
 }
 
 impl ErrorKind {
@@ -65,6 +66,7 @@ impl ErrorKind {
             ErrorKind::Deadline => 504,
             ErrorKind::Unavailable => 503,
             ErrorKind::Internal => 500,
+            ErrorKind::Unsupported => 501,
         }
     }
 }
@@ -83,6 +85,11 @@ impl ServeError {
 
     pub fn bad(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::BadRequest, message)
+    }
+
+    /// The call `call` (as the protocol names it) is not supported.
+    pub fn unsupported(call: &str) -> Self {
+        Self::new(ErrorKind::Unsupported, format!("{call} is not supported by Baton"))
     }
 }
 
@@ -281,6 +288,10 @@ pub struct Model {
     pub name: String,
     pub inputs: Vec<TensorMeta>,
     pub outputs: Vec<TensorMeta>,
+    /// Its Triton-shaped configuration (derived from the pipeline).
+    pub config: crate::config::ModelConfig,
+    /// The server's own statistics of it (Triton's statistics extension).
+    pub stats: crate::stats::ModelStats,
     runtime: Runtime,
 }
 
@@ -291,6 +302,8 @@ impl Model {
             name: spec.name.clone(),
             inputs: spec.inputs.iter().map(|i| TensorMeta::new(&i.spec)).collect(),
             outputs: spec.outputs.iter().map(|o| TensorMeta::new(&o.spec)).collect(),
+            config: crate::config::ModelConfig::of(spec),
+            stats: crate::stats::ModelStats::default(),
             runtime,
         }
     }
@@ -301,6 +314,15 @@ impl Model {
 
     pub fn into_runtime(self) -> Runtime {
         self.runtime
+    }
+
+    /// Rows a request's inputs carry: the first input's first dimension when the
+    /// model batches, else 1.
+    pub fn rows(&self, inputs: &[(String, Tensor)]) -> u64 {
+        match inputs.first() {
+            Some((_, t)) if self.config.max_batch_size > 0 => t.shape().first().map_or(1, |&n| n as u64),
+            _ => 1,
+        }
     }
 
     /// Checks an input's name, datatype and shape against the model; returns the
@@ -374,98 +396,7 @@ impl Model {
     }
 }
 
-/// The models of a server, by name, with the server-wide admission bound.
-pub struct Models {
-    models: Vec<Model>,
-    by_name: HashMap<String, usize>,
-    accepting: AtomicBool,
-    in_flight: AtomicUsize,
-    limit: usize,
-}
-
-/// One admitted inference; releases its place in the server-wide bound when dropped.
-pub struct Admitted<'a>(&'a AtomicUsize);
-
-impl Drop for Admitted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Models {
-    /// Fails on two models of one name.
-    pub fn new(models: Vec<Model>, limit: Option<usize>) -> Result<Models, String> {
-        let mut by_name = HashMap::new();
-        for (i, model) in models.iter().enumerate() {
-            if by_name.insert(model.name.clone(), i).is_some() {
-                return Err(format!("two pipelines are named `{}`: model names must be unique", model.name));
-            }
-        }
-        Ok(Models {
-            models,
-            by_name,
-            accepting: AtomicBool::new(true),
-            in_flight: AtomicUsize::new(0),
-            limit: limit.unwrap_or(usize::MAX),
-        })
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &Model> {
-        self.models.iter()
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Model> {
-        self.by_name.get(name).map(|&i| &self.models[i])
-    }
-
-    /// The model `name` at `version` ("" or [`VERSION`]), or a not-found error.
-    pub fn find(&self, name: &str, version: &str) -> Result<&Model, ServeError> {
-        let model =
-            self.get(name).ok_or_else(|| ServeError::new(ErrorKind::NotFound, format!("unknown model `{name}`")))?;
-        if !version.is_empty() && version != VERSION {
-            return Err(ServeError::new(
-                ErrorKind::NotFound,
-                format!("unknown version `{version}` of model `{name}` (it has version {VERSION})"),
-            ));
-        }
-        Ok(model)
-    }
-
-    /// Ready: accepting requests (not shutting down).
-    pub fn ready(&self) -> bool {
-        self.accepting.load(Ordering::Acquire)
-    }
-
-    /// Stops admitting: later inferences are answered "unavailable", readiness turns false.
-    pub fn stop_accepting(&self) {
-        self.accepting.store(false, Ordering::Release);
-    }
-
-    /// Takes a place under the server-wide bound, or says why not (at once).
-    pub fn admit(&self) -> Result<Admitted<'_>, ServeError> {
-        if !self.ready() {
-            return Err(ServeError::new(ErrorKind::Unavailable, "the server is shutting down"));
-        }
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.limit {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return Err(ServeError::new(
-                ErrorKind::Overloaded,
-                format!("server busy: {} inferences already in flight (--max-in-flight)", self.limit),
-            ));
-        }
-        Ok(Admitted(&self.in_flight))
-    }
-
-    /// Inferences admitted and not yet answered, server-wide.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
-    }
-
-    /// Takes the runtimes out (to shut them down).
-    pub fn into_runtimes(self) -> Vec<Runtime> {
-        self.models.into_iter().map(Model::into_runtime).collect()
-    }
-}
+pub use crate::models::{Admitted, Models};
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_server::ServerConfig;
-use common::{repo_root, TestServer};
+use common::{repo_root, scratch_dir, TestServer};
 
 /// How long one script may run.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
@@ -28,16 +28,25 @@ fn python() -> PathBuf {
     python
 }
 
+/// The serving tests' config: a 4 MB body limit.
+fn config() -> ServerConfig {
+    ServerConfig { max_body_bytes: 4_000_000, ..ServerConfig::ephemeral() }
+}
+
 /// Serves `pipelines` (with a 4 MB body limit) and runs `server/tests/python/SCRIPT` against it.
 fn run_script(script: &str, pipelines: &[&str]) {
+    run_script_on(script, &TestServer::start_with(pipelines, config()), &[]);
+}
+
+/// Runs `server/tests/python/SCRIPT` against `server`, with `extra` arguments.
+fn run_script_on(script: &str, server: &TestServer, extra: &[&str]) {
     let python = python();
-    let config = ServerConfig { max_body_bytes: 4_000_000, ..ServerConfig::ephemeral() };
-    let server = TestServer::start_with(pipelines, config);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
     let mut child = Command::new(&python)
         .arg(&path)
         .args(["--http", &server.http.to_string(), "--grpc", &server.grpc.to_string()])
         .args(["--metrics", &server.metrics.to_string()])
+        .args(extra)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,4 +109,31 @@ fn tritonclient_overload_gets_429_and_resource_exhausted() {
 #[test]
 fn tritonclient_metrics_consistent_with_traffic() {
     run_script("test_metrics.py", &["mlp_metrics.toml"]);
+}
+
+#[test]
+fn tritonclient_health_bodies_config_statistics_stream_and_unsupported_calls() {
+    run_script("test_extensions.py", &["mlp.toml", "stateful.toml"]);
+}
+
+/// A model repository pipeline: models/slow.onnx one request a batch, every run
+/// slowed 100-fold (~0.1 s), so requests are in flight while the test reloads it.
+fn slow_repository_pipeline() -> String {
+    let model = repo_root().join("models/slow.onnx");
+    format!(
+        "[pipeline]\nname = \"slowrepo\"\n\n[inputs.x]\nto = [\"slow.x\"]\n\n[outputs.y]\nfrom = \"slow.y\"\n\n\
+         [nodes.slow]\nstages = [{{ model = {:?} }}]\nmax_batch = 1\nintra_threads = 1\n\n\
+         [nodes.slow.faults]\nslow = 1.0\nslow_factor = 100.0\n",
+        model.display().to_string()
+    )
+}
+
+#[test]
+fn tritonclient_model_repository_index_load_swap_unload() {
+    let dir = scratch_dir("repository");
+    std::fs::write(dir.join("slowrepo.toml"), slow_repository_pipeline()).unwrap();
+    let server = TestServer::start_with_repository(&["mlp.toml"], Some(&dir), config());
+    run_script_on("test_repository.py", &server, &["--repo", dir.to_str().unwrap()]);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }

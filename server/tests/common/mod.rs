@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton_server::{RunningServer, Server, ServerConfig};
@@ -39,6 +39,11 @@ pub struct TestServer {
 impl TestServer {
     /// Serves the named pipelines (see [`pipeline`]) with `config`'s limits on ephemeral ports.
     pub fn start_with(pipelines: &[&str], config: ServerConfig) -> TestServer {
+        Self::start_with_repository(pipelines, None, config)
+    }
+
+    /// [`TestServer::start_with`], serving the model repository `repository` too.
+    pub fn start_with_repository(pipelines: &[&str], repository: Option<&Path>, config: ServerConfig) -> TestServer {
         baton_server::install_recorder();
         let engines = baton_engines::standard_registry();
         let runtimes = pipelines.iter().map(|p| {
@@ -46,7 +51,10 @@ impl TestServer {
             baton::Runtime::from_file(&path, &engines)
                 .unwrap_or_else(|e| panic!("{}: {e} (has scripts/setup.sh run?)", path.display()))
         });
-        let server = Server::new(config).models(runtimes.collect::<Vec<_>>());
+        let mut server = Server::new(config).models(runtimes.collect::<Vec<_>>());
+        if let Some(dir) = repository {
+            server = server.repository(dir, engines.clone());
+        }
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let running = rt.block_on(server.start()).expect("the server starts");
         TestServer {
@@ -155,6 +163,14 @@ fn parse_response(raw: &[u8]) -> HttpResponse {
         body.truncate(len);
     }
     HttpResponse { status, headers, body }
+}
+
+/// A fresh empty directory under the system's temporary one, for test `what`.
+pub fn scratch_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("baton-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// `/metrics` text of the server.

@@ -22,6 +22,7 @@ def args():
     p.add_argument("--http", required=True)
     p.add_argument("--grpc", required=True)
     p.add_argument("--metrics", required=True)
+    p.add_argument("--repo", help="the server's model repository directory, when it has one")
     return p.parse_args()
 
 

@@ -1,0 +1,300 @@
+//! HTTP connection hygiene: a slow or idle client cannot hold the server's
+//! resources for ever.
+//!
+//! - At most `max_connections` connections at once; past it a new connection
+//!   is answered 503 (`Connection: close`) and closed at once.
+//! - A request's head must arrive within `header_read_timeout` of its first
+//!   byte; a connection with no request in flight and no byte of a new one is
+//!   closed after `keep_alive_timeout` (a new connection counts as idle until
+//!   its first byte).
+//! - A request's body must arrive within `body_read_timeout` of its head
+//!   (else 408, connection closed); a `Content-Length` over the body limit is
+//!   answered 413 at once, before any of the body is read.
+//!
+//! Concurrency: each connection is served by one task, which owns the hyper
+//! connection and a watchdog timer. The connection's reads and its service
+//! calls note their times in a shared [`Activity`] (atomics: the reader and
+//! the service may run on other threads than the watchdog); the watchdog
+//! wakes at the earliest deadline the activity allows, re-reads it, and drops
+//! the connection (closing the socket) once a deadline has passed with no
+//! request in flight. A request in flight is never cut by the watchdog: its
+//! body is bounded by the body read timeout, and its run by the request's
+//! own deadline.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::metrics::{count, http_code};
+
+/// The connection limits of an HTTP endpoint.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnLimits {
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub keep_alive_timeout: Duration,
+    pub max_body_bytes: usize,
+}
+
+/// No time noted.
+const NONE: u64 = u64::MAX;
+
+/// What a connection's reads and requests tell its watchdog (ms since its start).
+struct Activity {
+    start: Instant,
+    /// Requests being served (from their head to their response).
+    in_flight: AtomicUsize,
+    /// When the connection last had no request in flight.
+    idle_since: AtomicU64,
+    /// The first byte read while no request was in flight ([`NONE`]: none since).
+    head_started: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            start: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            head_started: AtomicU64::new(NONE),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn read_some(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            let _ = self.head_started.compare_exchange(NONE, self.now(), Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    fn request_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.head_started.store(NONE, Ordering::Release);
+    }
+
+    fn request_done(&self) {
+        self.idle_since.store(self.now(), Ordering::Release);
+        self.head_started.store(NONE, Ordering::Release);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// When the watchdog should close the connection (ms since its start), if nothing happens first;
+    /// `None` while a request is in flight.
+    fn deadline(&self, limits: &ConnLimits) -> Option<u64> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let ms = |d: Duration| d.as_millis() as u64;
+        Some(match self.head_started.load(Ordering::Acquire) {
+            NONE => self.idle_since.load(Ordering::Acquire) + ms(limits.keep_alive_timeout),
+            started => started + ms(limits.header_read_timeout),
+        })
+    }
+}
+
+/// A connection's socket, noting its reads in its [`Activity`].
+struct Tracked {
+    io: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.io).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.activity.read_some();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// Marks a request in flight on its connection until dropped.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.request_done();
+    }
+}
+
+/// Serves `router` on `listener` under `limits` until `shutdown` resolves; then
+/// stops accepting, lets open connections finish their requests, and returns.
+pub(crate) async fn serve_http(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off a little rather than spin.
+                    tracing::warn!("HTTP accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let _ = tcp.set_nodelay(true);
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            connections.spawn(refuse(tcp, limits.max_connections));
+            continue;
+        };
+        let (router, mut closed) = (router.clone(), closed.clone());
+        connections.spawn(async move {
+            let activity = Arc::new(Activity::new());
+            let tracked = Tracked { io: tcp, activity: Arc::clone(&activity) };
+            let on_request = Arc::clone(&activity);
+            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                on_request.request_started();
+                let in_flight = InFlight(Arc::clone(&on_request));
+                let router = router.clone();
+                async move {
+                    let response = tower::ServiceExt::oneshot(router, request.map(Body::new)).await;
+                    drop(in_flight);
+                    response
+                }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(TokioTimer::new()).header_read_timeout(None::<Duration>).keep_alive(true);
+            let conn = builder.serve_connection(TokioIo::new(tracked), service);
+            tokio::pin!(conn);
+            let mut shutting = false;
+            loop {
+                let wake = match activity.deadline(&limits) {
+                    Some(ms) => activity.start + Duration::from_millis(ms),
+                    // A request is in flight: look again after the shortest timeout.
+                    None => Instant::now() + limits.header_read_timeout.min(limits.keep_alive_timeout),
+                };
+                tokio::select! {
+                    _ = &mut conn => break,
+                    _ = tokio::time::sleep_until(wake) => {
+                        if activity.deadline(&limits).is_some_and(|ms| activity.now() >= ms) {
+                            break; // dropping the connection closes the socket
+                        }
+                    }
+                    _ = closed.wait_for(|&c| c), if !shutting => {
+                        shutting = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+    let _ = closing.send(true);
+    while connections.join_next().await.is_some() {}
+}
+
+/// Answers a connection over the limit 503 and closes it.
+async fn refuse(mut tcp: TcpStream, limit: usize) {
+    let body = json!({ "error": format!("server busy: {limit} connections open (--max-connections)") }).to_string();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    count("http", "connection", "", "503");
+    let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(response.as_bytes())).await;
+    let _ = tcp.shutdown().await;
+}
+
+fn closing_answer(status: StatusCode, message: String) -> Response {
+    count("http", "connection", "", http_code(status));
+    let mut response =
+        (status, [(header::CONTENT_TYPE, "application/json")], json!({ "error": message }).to_string()).into_response();
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Middleware: reads the whole body within the body read timeout (408 past it),
+/// refusing a declared or actual body over the limit (413) before reading on.
+pub(crate) async fn read_body(limits: ConnLimits, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    let limit = limits.max_body_bytes;
+    if declared.is_some_and(|n| n > limit as u64) {
+        return closing_answer(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request body of {} bytes is over the server's limit of {limit} bytes (--max-body-bytes)",
+                declared.unwrap_or(0)
+            ),
+        );
+    }
+    let bytes = match tokio::time::timeout(limits.body_read_timeout, axum::body::to_bytes(body, limit)).await {
+        Err(_) => {
+            return closing_answer(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("request body not received within {:?} (--body-read-timeout)", limits.body_read_timeout),
+            );
+        }
+        Ok(Err(e)) => {
+            let source = std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default();
+            if format!("{e} {source}").contains("length limit") {
+                return closing_answer(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body over the server's limit of {limit} bytes (--max-body-bytes)"),
+                );
+            }
+            return closing_answer(StatusCode::BAD_REQUEST, format!("could not read the request body: {e}"));
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}

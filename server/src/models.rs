@@ -1,0 +1,358 @@
+//! The models a server holds, by name: those given when it started and those
+//! of its model repository (a directory of pipeline files, `NAME.toml` each
+//! one model `NAME`), which the repository extension loads and unloads while
+//! the server runs; and the server-wide admission bound.
+//!
+//! Concurrency: the table is behind a read-write lock, held only to look a
+//! model up or to swap one (never across an await or a runtime's start or
+//! shutdown). A request takes its own `Arc<Model>` out of the table and
+//! holds it until answered, so a swapped-out or unloaded model keeps running
+//! what it accepted. Loads and unloads are serialized by an async mutex; each
+//! swaps the table entry first (new requests see the new state at once),
+//! then retires the old model: waits until no request holds it (polling its
+//! reference count, bounded by the drain limit), then shuts its runtime down
+//! (draining) on a blocking thread, and only then answers.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use baton::{EngineRegistry, Runtime};
+
+use crate::model::{ErrorKind, Model, ServeError, VERSION};
+
+/// A model repository: pipeline files `NAME.toml` in `dir`, and the engines they load with.
+#[derive(Clone)]
+pub struct Repository {
+    pub dir: PathBuf,
+    pub engines: EngineRegistry,
+}
+
+impl Repository {
+    /// The model names of the repository's pipeline files, sorted.
+    pub fn names(&self) -> Result<Vec<String>, ServeError> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| {
+            ServeError::new(
+                ErrorKind::Internal,
+                format!("cannot read the model repository {}: {e}", self.dir.display()),
+            )
+        })?;
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+            .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Starts the pipeline of model `name` (blocking: engines load their models).
+    fn start(&self, name: &str) -> Result<Model, ServeError> {
+        let path = self.dir.join(format!("{name}.toml"));
+        if name.is_empty() || name.contains(['/', '\\']) || !path.is_file() {
+            return Err(ServeError::new(
+                ErrorKind::NotFound,
+                format!("no pipeline file {} in the model repository", path.display()),
+            ));
+        }
+        let runtime = Runtime::from_file(&path, &self.engines)
+            .map_err(|e| ServeError::bad(format!("failed to load model `{name}` from {}: {e}", path.display())))?;
+        if runtime.spec().name != name {
+            let found = runtime.spec().name.clone();
+            drop(runtime);
+            return Err(ServeError::bad(format!(
+                "{} names its pipeline `{found}`: a model repository's file NAME.toml must hold pipeline `NAME`",
+                path.display()
+            )));
+        }
+        Ok(Model::new(runtime))
+    }
+}
+
+/// One model name's entry.
+struct Slot {
+    /// `None`: unloaded (or its last load failed).
+    model: Option<Arc<Model>>,
+    /// From the model repository (loadable and unloadable), or given at start.
+    from_repository: bool,
+    /// Why it is not loaded, when it is not.
+    reason: String,
+}
+
+/// One row of the repository index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub name: String,
+    /// `READY` or `UNAVAILABLE`.
+    pub state: &'static str,
+    pub reason: String,
+}
+
+/// The models of a server, by name, with the server-wide admission bound.
+pub struct Models {
+    table: RwLock<BTreeMap<String, Slot>>,
+    repository: Option<Repository>,
+    changes: tokio::sync::Mutex<()>,
+    drain_limit: Duration,
+    accepting: AtomicBool,
+    in_flight: AtomicUsize,
+    limit: usize,
+}
+
+/// One admitted inference; releases its place in the server-wide bound when dropped.
+pub struct Admitted<'a>(&'a AtomicUsize);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn unknown(name: &str) -> ServeError {
+    ServeError::new(ErrorKind::NotFound, format!("unknown model `{name}`"))
+}
+
+impl Models {
+    /// Fails on two models of one name.
+    pub fn new(models: Vec<Model>, limit: Option<usize>) -> Result<Models, String> {
+        let mut table = BTreeMap::new();
+        for model in models {
+            let name = model.name.clone();
+            let slot = Slot { model: Some(Arc::new(model)), from_repository: false, reason: String::new() };
+            if table.insert(name.clone(), slot).is_some() {
+                return Err(format!("two pipelines are named `{name}`: model names must be unique"));
+            }
+        }
+        Ok(Models {
+            table: RwLock::new(table),
+            repository: None,
+            changes: tokio::sync::Mutex::new(()),
+            drain_limit: Duration::from_secs(30),
+            accepting: AtomicBool::new(true),
+            in_flight: AtomicUsize::new(0),
+            limit: limit.unwrap_or(usize::MAX),
+        })
+    }
+
+    /// Serves the models of `repository` too (load them with [`Models::load`]);
+    /// a retired model's requests get `drain_limit` to finish.
+    pub fn with_repository(mut self, repository: Option<Repository>, drain_limit: Duration) -> Self {
+        self.repository = repository;
+        self.drain_limit = drain_limit;
+        self
+    }
+
+    pub fn repository(&self) -> Option<&Repository> {
+        self.repository.as_ref()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Slot>> {
+        self.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Slot>> {
+        self.table.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The loaded models, by name.
+    pub fn list(&self) -> Vec<Arc<Model>> {
+        self.read().values().filter_map(|s| s.model.clone()).collect()
+    }
+
+    /// The loaded model `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Model>> {
+        self.read().get(name).and_then(|s| s.model.clone())
+    }
+
+    /// Whether `name` is a model the server knows (loaded or not).
+    pub fn knows(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
+    /// The model `name` at `version` ("" or [`VERSION`]), or a not-found error.
+    pub fn find(&self, name: &str, version: &str) -> Result<Arc<Model>, ServeError> {
+        let model = {
+            let table = self.read();
+            let slot = table.get(name).ok_or_else(|| unknown(name))?;
+            slot.model.clone().ok_or_else(|| {
+                ServeError::new(ErrorKind::NotFound, format!("model `{name}` is not loaded ({})", slot.reason))
+            })?
+        };
+        check_version(name, version)?;
+        Ok(model)
+    }
+
+    /// Whether model `name` at `version` is ready: known, loaded, and the server accepting.
+    pub fn model_ready(&self, name: &str, version: &str) -> Result<bool, ServeError> {
+        let loaded = self.read().get(name).map(|s| s.model.is_some()).ok_or_else(|| unknown(name))?;
+        check_version(name, version)?;
+        Ok(loaded && self.ready())
+    }
+
+    /// Every model of the server and of its repository, with its state.
+    pub fn index(&self) -> Result<Vec<IndexEntry>, ServeError> {
+        let mut entries: BTreeMap<String, IndexEntry> = self
+            .read()
+            .iter()
+            .map(|(name, slot)| {
+                let state = if slot.model.is_some() { "READY" } else { "UNAVAILABLE" };
+                (name.clone(), IndexEntry { name: name.clone(), state, reason: slot.reason.clone() })
+            })
+            .collect();
+        if let Some(repository) = &self.repository {
+            for name in repository.names()? {
+                entries.entry(name.clone()).or_insert(IndexEntry {
+                    name,
+                    state: "UNAVAILABLE",
+                    reason: "not loaded".into(),
+                });
+            }
+        }
+        Ok(entries.into_values().collect())
+    }
+
+    /// The repository of model `name`, or why it cannot be loaded or unloaded.
+    fn repository_of(&self, name: &str) -> Result<&Repository, ServeError> {
+        let Some(repository) = &self.repository else {
+            return Err(ServeError::bad(
+                "the server has no model repository (start it with --model-repository DIR to load and unload models)",
+            ));
+        };
+        if self.read().get(name).is_some_and(|s| !s.from_repository) {
+            return Err(ServeError::bad(format!(
+                "model `{name}` was given on the command line: only model repository models load and unload"
+            )));
+        }
+        Ok(repository)
+    }
+
+    /// Loads (or reloads) model `name` from the repository's `name.toml`: the new
+    /// pipeline starts, takes the name's new requests, and the old one (if any)
+    /// drains what it accepted before this answers. On failure the old one stays.
+    pub async fn load(&self, name: &str) -> Result<(), ServeError> {
+        let repository = self.repository_of(name)?.clone();
+        let _one_at_a_time = self.changes.lock().await;
+        let owned = name.to_string();
+        let started = tokio::task::spawn_blocking(move || repository.start(&owned))
+            .await
+            .map_err(|e| ServeError::new(ErrorKind::Internal, format!("loading model `{name}` panicked: {e}")))?;
+        let model = match started {
+            Ok(model) => model,
+            Err(e) => {
+                // A model that is serving keeps serving; one that is not notes why.
+                let mut table = self.write();
+                let slot = table.entry(name.to_string()).or_insert(Slot {
+                    model: None,
+                    from_repository: true,
+                    reason: String::new(),
+                });
+                if slot.model.is_none() {
+                    slot.reason = e.message.clone();
+                }
+                return Err(e);
+            }
+        };
+        let old = {
+            let mut table = self.write();
+            let slot = table.entry(name.to_string()).or_insert(Slot {
+                model: None,
+                from_repository: true,
+                reason: String::new(),
+            });
+            slot.reason.clear();
+            slot.model.replace(Arc::new(model))
+        };
+        if let Some(old) = old {
+            self.retire(old).await;
+        }
+        Ok(())
+    }
+
+    /// Unloads model `name`: it takes no new requests at once, and this answers
+    /// once what it accepted is done and its runtime is shut down.
+    pub async fn unload(&self, name: &str) -> Result<(), ServeError> {
+        self.repository_of(name)?;
+        let _one_at_a_time = self.changes.lock().await;
+        let old = {
+            let mut table = self.write();
+            let slot = table.get_mut(name).ok_or_else(|| unknown(name))?;
+            slot.reason = "unloaded".into();
+            slot.model.take()
+        };
+        if let Some(old) = old {
+            self.retire(old).await;
+        }
+        Ok(())
+    }
+
+    /// Waits (up to the drain limit) until no request holds `old`, then shuts
+    /// its runtime down on a blocking thread. Past the limit the last holder's
+    /// drop shuts it down instead (a dropped runtime drains too).
+    async fn retire(&self, old: Arc<Model>) {
+        let deadline = tokio::time::Instant::now() + self.drain_limit;
+        while Arc::strong_count(&old) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let name = old.name.clone();
+        let _ = tokio::task::spawn_blocking(move || match Arc::try_unwrap(old) {
+            Ok(model) => model.into_runtime().shutdown(),
+            Err(_) => tracing::warn!("model `{name}` still has requests past the drain limit: it drains when they end"),
+        })
+        .await;
+    }
+
+    /// Ready: accepting requests (not shutting down).
+    pub fn ready(&self) -> bool {
+        self.accepting.load(Ordering::Acquire)
+    }
+
+    /// Stops admitting: later inferences are answered "unavailable", readiness turns false.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::Release);
+    }
+
+    /// Takes a place under the server-wide bound, or says why not (at once).
+    pub fn admit(&self) -> Result<Admitted<'_>, ServeError> {
+        if !self.ready() {
+            return Err(ServeError::new(ErrorKind::Unavailable, "the server is shutting down"));
+        }
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.limit {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return Err(ServeError::new(
+                ErrorKind::Overloaded,
+                format!("server busy: {} inferences already in flight (--max-in-flight)", self.limit),
+            ));
+        }
+        Ok(Admitted(&self.in_flight))
+    }
+
+    /// Inferences admitted and not yet answered, server-wide.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Takes the runtimes out (to shut them down); a model a request still
+    /// holds is left to its last holder, whose drop drains it.
+    pub fn into_runtimes(self) -> Vec<Runtime> {
+        let table = self.table.into_inner().unwrap_or_else(|e| e.into_inner());
+        table
+            .into_values()
+            .filter_map(|s| s.model)
+            .filter_map(|m| Arc::try_unwrap(m).ok())
+            .map(Model::into_runtime)
+            .collect()
+    }
+}
+
+fn check_version(name: &str, version: &str) -> Result<(), ServeError> {
+    if !version.is_empty() && version != VERSION {
+        return Err(ServeError::new(
+            ErrorKind::NotFound,
+            format!("unknown version `{version}` of model `{name}` (it has version {VERSION})"),
+        ));
+    }
+    Ok(())
+}
