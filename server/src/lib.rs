@@ -27,7 +27,12 @@
 //! admission full (pipeline `max_in_flight`, `--max-in-flight`, stream state
 //! memory) 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
 //! queued 504 / DEADLINE_EXCEEDED; shutting down 503 / UNAVAILABLE; a node's
-//! failure 500 / INTERNAL.
+//! failure 500 / INTERNAL; a call Baton does not support 501 / UNIMPLEMENTED
+//! (the message names it); an HTTP body not received in time 408.
+//!
+//! With [`Server::repository`], a directory of pipeline files is a model
+//! repository: each `NAME.toml` model `NAME`, loaded at start, and loaded,
+//! reloaded or unloaded while serving through the repository extension.
 
 pub mod cli;
 pub mod config;

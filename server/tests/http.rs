@@ -32,8 +32,10 @@ fn floats(v: &Value) -> Vec<f32> {
 #[test]
 fn health_and_server_metadata() {
     let server = TestServer::start(&["mlp.toml"]);
-    assert_eq!(server.get("/v2/health/live").status, 200);
-    assert_eq!(server.get("/v2/health/ready").status, 200);
+    let live = server.get("/v2/health/live");
+    assert_eq!((live.status, live.json()), (200, json!({ "live": true })));
+    let ready = server.get("/v2/health/ready");
+    assert_eq!((ready.status, ready.json()), (200, json!({ "ready": true })));
     let meta = server.get("/v2");
     assert_eq!(meta.status, 200);
     let meta = meta.json();
@@ -44,7 +46,7 @@ fn health_and_server_metadata() {
     assert!(wrong_method.error().contains("method not allowed"));
     let missing = server.get("/v3/nothing");
     assert_eq!(missing.status, 404);
-    assert!(missing.error().contains("no such endpoint"));
+    assert!(missing.error().contains("no such endpoint: GET /v3/nothing"), "{}", missing.error());
 }
 
 #[test]
@@ -62,8 +64,9 @@ fn model_metadata_and_readiness() {
     );
     assert_eq!(server.get("/v2/models/mlp/versions/1").json(), meta.json());
     assert_eq!(server.get("/v2/models/two_io").json()["inputs"].as_array().unwrap().len(), 2);
-    assert_eq!(server.get("/v2/models/mlp/ready").status, 200);
-    assert_eq!(server.get("/v2/models/mlp/versions/1/ready").status, 200);
+    let ready = server.get("/v2/models/mlp/ready");
+    assert_eq!((ready.status, ready.json()), (200, json!({ "name": "mlp", "ready": true })));
+    assert_eq!(server.get("/v2/models/mlp/versions/1/ready").json(), json!({ "name": "mlp", "ready": true }));
     let v2 = server.get("/v2/models/mlp/versions/2");
     assert_eq!(v2.status, 404);
     assert!(v2.error().contains("unknown version `2`"), "{}", v2.error());
