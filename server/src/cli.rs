@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// Seconds a graceful shutdown waits for accepted requests.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub shutdown_grace: u64,
-    /// HTTP connections open at once past which new ones get 503 and are closed.
+    /// Connections open at once (HTTP and gRPC each) past which new ones are closed (HTTP: after a 503).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
     /// Seconds an HTTP request's head may take to arrive, from its first byte.
@@ -51,7 +51,8 @@ pub struct ServeArgs {
     /// Seconds an HTTP request's body may take to arrive, from its head (408 past it).
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub body_read_timeout: f64,
-    /// Seconds an HTTP connection may sit idle (no request in flight or arriving) before it is closed.
+    /// Seconds an HTTP connection may sit idle (no request in flight or arriving) before it is closed;
+    /// also gRPC's HTTP/2 keep-alive ping interval.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub keep_alive_timeout: f64,
 }

@@ -2,7 +2,10 @@
 //! resources for ever.
 //!
 //! - At most `max_connections` connections at once; past it a new connection
-//!   is answered 503 (`Connection: close`) and closed at once.
+//!   is answered 503 (`Connection: close`) and closed at once. gRPC has its
+//!   own `max_connections` (past it a connection is closed at once), and
+//!   HTTP/2 keep-alive pings every `keep_alive_timeout`, closing a connection
+//!   whose peer does not answer within `header_read_timeout`.
 //! - A request's head must arrive within `header_read_timeout` of its first
 //!   byte; a connection with no request in flight and no byte of a new one is
 //!   closed after `keep_alive_timeout` (a new connection counts as idle until
@@ -38,7 +41,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::metrics::{count, http_code};
@@ -112,25 +115,58 @@ impl Activity {
     }
 }
 
-/// A connection's socket, noting its reads in its [`Activity`].
-struct Tracked {
+/// A connection's socket, holding its slot under the connection limit until
+/// dropped, and (HTTP) noting its reads in its [`Activity`].
+pub(crate) struct Conn {
     io: TcpStream,
-    activity: Arc<Activity>,
+    activity: Option<Arc<Activity>>,
+    _slot: OwnedSemaphorePermit,
 }
 
-impl AsyncRead for Tracked {
+impl AsyncRead for Conn {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.io).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.activity.read_some();
+        if let Some(activity) = &this.activity {
+            if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+                activity.read_some();
+            }
         }
         polled
     }
 }
 
-impl AsyncWrite for Tracked {
+impl tonic::transport::server::Connected for Conn {
+    type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
+    }
+}
+
+/// gRPC's incoming connections, at most `max` open at once: a connection past
+/// the limit is closed at once (counted as RESOURCE_EXHAUSTED); each one's slot
+/// frees when it closes.
+pub(crate) fn limit_grpc(
+    incoming: tonic::transport::server::TcpIncoming,
+    max: usize,
+) -> impl tonic::codegen::tokio_stream::Stream<Item = io::Result<Conn>> {
+    use tonic::codegen::tokio_stream::StreamExt;
+    let slots = Arc::new(Semaphore::new(max.max(1)));
+    incoming.filter_map(move |accepted| match accepted {
+        Ok(tcp) => match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => Some(Ok(Conn { io: tcp, activity: None, _slot: slot })),
+            Err(_) => {
+                count("grpc", "connection", "", "RESOURCE_EXHAUSTED");
+                None // dropping the socket closes it
+            }
+        },
+        Err(e) => Some(Err(e)),
+    })
+}
+
+impl AsyncWrite for Conn {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
     }
@@ -192,14 +228,14 @@ pub(crate) async fn serve_http(
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
         let _ = tcp.set_nodelay(true);
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             connections.spawn(refuse(tcp, limits.max_connections));
             continue;
         };
         let (router, mut closed) = (router.clone(), closed.clone());
         connections.spawn(async move {
             let activity = Arc::new(Activity::new());
-            let tracked = Tracked { io: tcp, activity: Arc::clone(&activity) };
+            let tracked = Conn { io: tcp, activity: Some(Arc::clone(&activity)), _slot: slot };
             let on_request = Arc::clone(&activity);
             let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 on_request.request_started();
@@ -235,7 +271,6 @@ pub(crate) async fn serve_http(
                     }
                 }
             }
-            drop(permit);
         });
     }
     let _ = closing.send(true);

@@ -83,7 +83,8 @@ pub struct ServerConfig {
     /// How long a graceful shutdown waits for accepted requests before closing anyway
     /// (and how long a reloaded or unloaded model's requests get to finish).
     pub shutdown_grace: Duration,
-    /// HTTP connections open at once past which new ones get 503 and are closed.
+    /// Connections open at once (HTTP and gRPC each) past which new ones are
+    /// closed at once (HTTP: after a 503).
     pub max_connections: usize,
     /// Longest an HTTP request's head may take to arrive, from its first byte.
     pub header_read_timeout: Duration,
@@ -251,11 +252,15 @@ impl Server {
             .max_encoding_message_size(usize::MAX);
             let service = grpc::BodyLimit { inner: service, limit: config.max_body_bytes };
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+            let incoming = conn::limit_grpc(incoming, config.max_connections);
+            let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
             let shutdown = signal();
             tasks.push((
                 "grpc",
                 tokio::spawn(async move {
                     let served = tonic::transport::Server::builder()
+                        .http2_keepalive_interval(Some(keep_alive))
+                        .http2_keepalive_timeout(Some(answer_within))
                         .add_service(service)
                         .serve_with_incoming_shutdown(incoming, shutdown)
                         .await;

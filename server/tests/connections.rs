@@ -132,3 +132,32 @@ fn connections_past_the_limit_get_503_until_slots_free() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A raw gRPC (HTTP/2) connection: sends the client preface and reads what the
+/// server answers; `Some(bytes)` (its SETTINGS) or `None` when it closed at once.
+fn h2_hello(server: &TestServer) -> Option<usize> {
+    let mut stream = TcpStream::connect(server.grpc).unwrap();
+    stream.set_read_timeout(Some(GENEROUS)).unwrap();
+    // A closed socket may refuse the write; the read then tells.
+    let _ = stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0");
+    let mut buf = [0u8; 64];
+    match stream.read(&mut buf) {
+        Ok(0) => None,
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => None,
+        Err(e) => panic!("no answer and no close within {GENEROUS:?}: {e}"),
+    }
+}
+
+#[test]
+fn grpc_connections_past_the_limit_are_closed_until_slots_free() {
+    let server = server();
+    let held: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(server.grpc).unwrap()).collect();
+    assert_eq!(h2_hello(&server), None, "a ninth gRPC connection is closed at once");
+    drop(held);
+    let deadline = Instant::now() + GENEROUS;
+    while h2_hello(&server).is_none() {
+        assert!(Instant::now() < deadline, "gRPC connection slots not freed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

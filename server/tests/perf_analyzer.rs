@@ -66,10 +66,14 @@ fn run(server: &TestServer, protocol: &str, args: &[&str]) {
     let served = figure(&report, "Server:", "Successful request count:");
     let inferences = figure(&report, "Server:", "Inference count:");
     assert!(client >= 200, "the window has {client} requests, fewer than asked:\n{report}");
+    // perf_analyzer reads the server's statistics just before and just after the
+    // window. Every request it counts in the window was counted by the server
+    // between the two reads, but for at most CONCURRENCY that finished on the
+    // server just before the first read; requests finishing while the reads
+    // themselves run are the server's only, a few per thousand at most.
     assert!(
-        served.abs_diff(client) <= CONCURRENCY,
-        "server counted {served} requests in the window, the client made {client} (± the {CONCURRENCY} in flight \
-         at its edges):\n{report}"
+        served + CONCURRENCY >= client && served <= client + client / 20 + CONCURRENCY,
+        "server counted {served} requests in the window, the client made {client}:\n{report}"
     );
     assert_eq!(inferences, served, "batch 1: one inference a request:\n{report}");
     let total = successes(server) - before;
