@@ -1,5 +1,6 @@
-//! Examples of embedding Baton (see the `[[example]]` targets), and the Rust
-//! stages of the shipped collaborating-networks pipeline ([`collab`], [`ocr`]).
+//! The Rust stages of the shipped pipelines, registered by the `baton`
+//! binary: the collaborating-networks pipeline's speech (voice activity),
+//! text and recommender stages ([`collab`]), and OCR ([`ocr`]).
 
 pub mod collab;
 pub mod ocr;
