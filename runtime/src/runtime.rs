@@ -18,6 +18,10 @@
 //! any of their tasks meets (see [`crate::request`] for the completion
 //! protocol). The in-flight count is the number of admitted, unresolved
 //! requests; shutdown waits for it to reach zero.
+//!
+//! This file is the facade only: admission, routing, resolution and the
+//! scheduler thread's loop live in the router (`pipeline/`); docs/threads.md
+//! follows a request through them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -175,7 +179,7 @@ impl Runtime {
     /// A handle that submits to this pipeline from any thread, for programs whose
     /// submitting threads must not own the runtime (so another can shut it down
     /// while they work). Once the runtime stops accepting, a handle's requests are
-    /// refused at once with [`RequestError::ShuttingDown`]; a handle keeps no thread alive.
+    /// refused at once with [`RequestError::ShuttingDown`](crate::RequestError::ShuttingDown); a handle keeps no thread alive.
     pub fn submitter(&self) -> Submitter {
         Submitter { router: Arc::clone(&self.router) }
     }
