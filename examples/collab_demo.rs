@@ -22,8 +22,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use baton::{PipelineConfig, Policy, Runtime};
-use baton_examples::collab::session::{char_accuracy, stream_session, stream_session_paced, SessionResult, Sessions};
+use baton::{BatchingPolicy, PipelineConfig, Runtime};
+use baton_stages::collab::session::{char_accuracy, stream_session, stream_session_paced, SessionResult, Sessions};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -35,23 +35,23 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-fn policy(name: &str) -> Result<Policy, Error> {
+fn policy(name: &str) -> Result<BatchingPolicy, Error> {
     Ok(match name {
-        "collaborative" => Policy::Collaborative,
-        "dynamic" => Policy::Dynamic,
-        "none" => Policy::None,
+        "collaborative" => BatchingPolicy::Collaborative,
+        "dynamic" => BatchingPolicy::Dynamic,
+        "none" => BatchingPolicy::None,
         other => return Err(format!("unknown policy `{other}`").into()),
     })
 }
 
-fn start(config_path: &Path, policy: Policy) -> Result<Runtime, Error> {
+fn start(config_path: &Path, policy: BatchingPolicy) -> Result<Runtime, Error> {
     let mut config = PipelineConfig::read(config_path)?;
     config.scheduler.policy = policy;
     // For side-by-side runs of the options beyond the seed (both on by default).
     let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "0");
     config.scheduler.join_boost &= !off("BATON_JOIN_BOOST");
     config.scheduler.priority_follows_dag &= !off("BATON_DAG_PRIORITY");
-    Ok(Runtime::from_config(&config, Some(config_path), &baton_examples::collab::registry())?)
+    Ok(Runtime::from_config(&config, Some(config_path), &baton_stages::collab::registry())?)
 }
 
 /// Latency summary: (chunks, final chunks), each sorted.
@@ -150,7 +150,7 @@ fn main() -> Result<(), Error> {
 }
 
 /// Per node: mean batch, queue time per task, compute time per batch (to stderr).
-fn print_stats(policy: Policy, stats: &[baton::NodeStats]) {
+fn print_stats(policy: BatchingPolicy, stats: &[baton::NodeStats]) {
     for n in stats {
         eprintln!(
             "  {policy:?} {}: {} batches, mean batch {:.2}, queue {:.2} ms/task, compute {:.2} ms/batch",
@@ -165,7 +165,7 @@ fn print_stats(policy: Policy, stats: &[baton::NodeStats]) {
 
 /// `--capacity` and `--rate`: throughput and latency per policy under load.
 fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &Path, data: &Sessions) -> Result<(), Error> {
-    let policies: Vec<Policy> =
+    let policies: Vec<BatchingPolicy> =
         arg("--policies").unwrap_or("collaborative,dynamic".into()).split(',').map(policy).collect::<Result<_, _>>()?;
     let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);
     if let Some(n) = arg("--capacity") {

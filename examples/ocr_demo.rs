@@ -1,5 +1,5 @@
 //! OCR of the 16 committed text images with the PP-OCRv4 models and the pure-Rust processing of
-//! `baton_examples::ocr`, with per-image timings of detection and recognition.
+//! `baton_stages::ocr`, with per-image timings of detection and recognition.
 //!
 //! Run with `cargo run --release -p baton-examples --example ocr [-- THREADS [REPEATS]]` after
 //! `scripts/setup.sh` (ONNX Runtime and `models/real/`). THREADS is ONNX Runtime's intra-op thread
@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use baton_examples::ocr::{self, Image, OcrEngine};
+use baton_stages::ocr::{self, Image, OcrEngine};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

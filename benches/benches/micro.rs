@@ -1,5 +1,5 @@
 //! Criterion micro-benchmarks of Baton's hot paths, each beside its baseline:
-//! - the scheduler's decision (seed 003 selection) for 8, 64 and 1024 nodes;
+//! - the scheduler's decision (the collaborative rule's selection) for 8, 64 and 1024 nodes;
 //! - batch stitch and split against a plain `memcpy` of the same bytes;
 //! - the submit → answer round trip through a runtime with a no-op stage
 //!   (the hand-off cost in both directions, with no inference in it).
@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use baton::config::{OnMisfit, Selection};
-use baton::scheduler::policy::{NodeLoad, Scratch, SelectionPolicy};
+use baton::scheduler::select::{Collaborative, NodeLoad, NodeSelector, Running};
 use baton::tensor::stitch;
 use baton::{
     DType, Dim, EngineRegistry, FunctionStage, ModelSignature, PipelineConfig, Request, Runtime, StageOutput, Tensor,
@@ -39,13 +39,11 @@ fn scheduler_decision(c: &mut Criterion) {
     for n in [8, 64, 1024] {
         let loads = loads(n);
         for (name, selection) in [("budget", Selection::Budget), ("count", Selection::Count)] {
-            let policy =
-                SelectionPolicy { selection, budget: n as f64 / 2.0, max_nodes: n / 4 + 1, on_misfit: OnMisfit::Stop };
-            let mut scratch = Scratch::default();
+            let mut policy = Collaborative::new(selection, n as f64 / 2.0, n / 4 + 1, OnMisfit::Stop);
             let mut picked = Vec::new();
             group.bench_with_input(BenchmarkId::new(name, n), &loads, |b, loads| {
                 b.iter(|| {
-                    policy.select(black_box(loads), 0.0, 0, &mut scratch, &mut picked);
+                    policy.select(black_box(loads), Running::default(), &mut picked);
                     black_box(picked.len())
                 })
             });

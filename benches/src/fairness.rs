@@ -8,8 +8,8 @@
 //!
 //! - `fifo`: arrival order (the runtime's default);
 //! - `stride`: stride scheduling, the reference;
-//! - `weighted`: seed 004's rule as the runtime runs it (`T += W − H`, fixed point);
-//! - `seed-literal`: seed 004's integers with `T = W − H`, for comparison.
+//! - `weighted`: the weighted-fair rule (docs/scheduling.md) as the runtime runs it (`T += W − H`, fixed point);
+//! - `seed-literal`: the rule's literal integers with `T = W − H`, for comparison.
 //!
 //! Scenarios: `static` (weights 1:2:4, every tenant always backlogged),
 //! `bursts` (1:2:4, each tenant on/off), `flood` (four tenants of weight 1;
@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use baton::fairness::{FairPolicy, FairnessKind, SeedFair};
+use baton::fairness::{FairPolicy, FairnessKind, WeightedFair};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -83,7 +83,7 @@ impl PolicyName {
             PolicyName::Fifo => FairnessKind::Fifo.build(weights),
             PolicyName::Stride => FairnessKind::Stride.build(weights),
             PolicyName::Weighted => FairnessKind::Weighted.build(weights),
-            PolicyName::SeedLiteral => Box::new(SeedFair::literal(weights)),
+            PolicyName::SeedLiteral => Box::new(WeightedFair::literal(weights)),
         }
     }
 }

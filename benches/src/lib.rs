@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::{PipelineConfig, PipelineSpec, Policy, Runtime};
+use baton::{BatchingPolicy, PipelineConfig, PipelineSpec, Runtime};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
@@ -39,20 +39,26 @@ use crate::report::BenchReport;
 /// A batching policy to run, as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyArg {
-    /// Seed 003's scheduler: priority nodes first, pending × weight, under the compute budget.
+    /// The collaborative rule: priority nodes first, pending × weight, under the compute budget.
     Collaborative,
     /// Per-node dynamic batcher: run when the batch is full or the oldest task waited the delay.
     Dynamic,
+    /// Triton's default dynamic batcher with no queue delay: run at once, batching what waits.
+    Greedy,
+    /// Triton's priority levels: priority work first, then the oldest; no weights, no budget.
+    PriorityFifo,
     /// No batching: one request per run.
     None,
 }
 
 impl PolicyArg {
-    pub fn policy(self) -> Policy {
+    pub fn policy(self) -> BatchingPolicy {
         match self {
-            PolicyArg::Collaborative => Policy::Collaborative,
-            PolicyArg::Dynamic => Policy::Dynamic,
-            PolicyArg::None => Policy::None,
+            PolicyArg::Collaborative => BatchingPolicy::Collaborative,
+            PolicyArg::Dynamic => BatchingPolicy::Dynamic,
+            PolicyArg::Greedy => BatchingPolicy::Greedy,
+            PolicyArg::PriorityFifo => BatchingPolicy::PriorityFifo,
+            PolicyArg::None => BatchingPolicy::None,
         }
     }
 
@@ -60,6 +66,8 @@ impl PolicyArg {
         match self {
             PolicyArg::Collaborative => "collaborative",
             PolicyArg::Dynamic => "dynamic",
+            PolicyArg::Greedy => "greedy",
+            PolicyArg::PriorityFifo => "priority-fifo",
             PolicyArg::None => "none",
         }
     }

@@ -106,19 +106,15 @@ pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut StdRng) -> Result<Tens
         })
         .collect();
     let len: usize = shape.iter().product();
-    let mut unit = || rng.random_range(-1.0f64..1.0);
-    let result = match spec.dtype {
-        DType::F32 => Tensor::from_vec(shape, (0..len).map(|_| unit() as f32).collect()),
-        DType::F64 => Tensor::from_vec(shape, (0..len).map(|_| unit()).collect()),
-        DType::F16 => Tensor::from_vec(shape, (0..len).map(|_| half::f16::from_f64(unit())).collect()),
-        DType::I64 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i64..100)).collect()),
-        DType::I32 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i32..100)).collect()),
-        DType::I16 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i16..100)).collect()),
-        DType::I8 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0i8..100)).collect()),
-        DType::U8 => Tensor::from_vec(shape, (0..len).map(|_| rng.random_range(0u8..100)).collect()),
-        DType::Bool => Tensor::from_vec(shape, (0..len).map(|_| rng.random_bool(0.5)).collect()),
-    };
-    result.map_err(|e| e.to_string())
+    // Floats in -1..1, integers in 0..100, bools half true.
+    let values: Vec<f64> = (0..len)
+        .map(|_| match spec.dtype {
+            DType::F32 | DType::F64 | DType::F16 => rng.random_range(-1.0f64..1.0),
+            DType::Bool => f64::from(u8::from(rng.random_bool(0.5))),
+            _ => f64::from(rng.random_range(0u8..100)),
+        })
+        .collect();
+    Tensor::from_f64(spec.dtype, shape, &values).map_err(|e| e.to_string())
 }
 
 /// How open-loop requests are spaced.

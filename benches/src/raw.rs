@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use baton::{DType, Dim, PipelineSpec, Tensor};
+use baton::{Dim, PipelineSpec, Tensor};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::TensorRef;
@@ -250,15 +250,5 @@ fn view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
         let data = tensor.as_slice::<T>().map_err(|e| e.to_string())?;
         TensorRef::from_array_view((tensor.shape(), data)).map(SessionInputValue::from).map_err(|e| e.to_string())
     }
-    match tensor.dtype() {
-        DType::F32 => make::<f32>(tensor),
-        DType::F64 => make::<f64>(tensor),
-        DType::F16 => make::<half::f16>(tensor),
-        DType::I64 => make::<i64>(tensor),
-        DType::I32 => make::<i32>(tensor),
-        DType::I16 => make::<i16>(tensor),
-        DType::I8 => make::<i8>(tensor),
-        DType::U8 => make::<u8>(tensor),
-        DType::Bool => make::<bool>(tensor),
-    }
+    baton::with_element_type!(tensor.dtype(), T => make::<T>(tensor))
 }

@@ -26,7 +26,7 @@ pub fn read_tensor(path: &Path, spec: &TensorSpec) -> Result<Tensor, String> {
         }
         Some("png") => {
             // A grayscale image as u8 [1, H, W] (colour images keep their first channel).
-            let img = baton_examples::ocr::load_png(path).map_err(|e| format!("{shown}: {e}"))?;
+            let img = baton_stages::ocr::load_png(path).map_err(|e| format!("{shown}: {e}"))?;
             let gray: Vec<u8> = img.data.chunks(img.channels).map(|p| p[0]).collect();
             Tensor::from_vec(vec![1, img.height, img.width], gray).map_err(|e| e.to_string())
         }
@@ -80,18 +80,7 @@ fn flatten<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
 
 /// Converts numbers to a tensor of `dtype`.
 pub fn tensor_from_f64(dtype: DType, shape: Vec<usize>, data: &[f64]) -> Result<Tensor, String> {
-    let result = match dtype {
-        DType::F32 => Tensor::from_vec(shape, data.iter().map(|&x| x as f32).collect()),
-        DType::F64 => Tensor::from_vec(shape, data.to_vec()),
-        DType::F16 => Tensor::from_vec(shape, data.iter().map(|&x| half::f16::from_f64(x)).collect()),
-        DType::I64 => Tensor::from_vec(shape, data.iter().map(|&x| x as i64).collect()),
-        DType::I32 => Tensor::from_vec(shape, data.iter().map(|&x| x as i32).collect()),
-        DType::I16 => Tensor::from_vec(shape, data.iter().map(|&x| x as i16).collect()),
-        DType::I8 => Tensor::from_vec(shape, data.iter().map(|&x| x as i8).collect()),
-        DType::U8 => Tensor::from_vec(shape, data.iter().map(|&x| x as u8).collect()),
-        DType::Bool => Tensor::from_vec(shape, data.iter().map(|&x| x != 0.0).collect()),
-    };
-    result.map_err(|e| e.to_string())
+    Tensor::from_f64(dtype, shape, data).map_err(|e| e.to_string())
 }
 
 /// A seeded generator.

@@ -48,7 +48,7 @@ enum Command {
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
 /// the Rust stages of the shipped pipelines (`configs/collab.toml`).
 fn engines() -> baton::EngineRegistry {
-    baton_examples::collab::registry()
+    baton_stages::collab::registry()
 }
 
 fn main() -> ExitCode {

@@ -176,7 +176,7 @@ fn stream_wav(
     input: &str,
     files: &BTreeMap<String, Tensor>,
 ) -> ExitCode {
-    use baton_examples::collab::speech::{chunk_tensor, chunks, read_wav};
+    use baton_stages::collab::speech::{chunk_tensor, chunks, read_wav};
     let samples = match read_wav(wav) {
         Ok(s) => s,
         Err(e) => {

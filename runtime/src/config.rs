@@ -1,8 +1,8 @@
 //! The pipeline file: a TOML schema, parsed strictly.
 //!
 //! This module only says what a pipeline file may contain (unknown keys are
-//! errors, never ignored); [`crate::graph`] checks that what it says makes
-//! sense and turns it into a [`crate::graph::PipelineSpec`]. Every field has a
+//! errors, never ignored); [`crate::spec`] checks that what it says makes
+//! sense and turns it into a [`crate::spec::PipelineSpec`]. Every field has a
 //! default that suits a small pipeline; units are in the field docs.
 //!
 //! ```toml
@@ -33,7 +33,7 @@
 //! intra_threads = 4
 //!
 //! [fairness]               # optional: tenants' shares of each node's batches
-//! policy = "weighted"      # "fifo" (default), "weighted" (seed 004) or "stride"
+//! policy = "weighted"      # "fifo" (default), "weighted" (the weighted-fair rule) or "stride"
 //! tenants = { alice = 1, bob = 2 }
 //! granule = 8              # split requests larger than max_batch into jobs of 8·k rows
 //! ```
@@ -68,9 +68,9 @@ pub struct PipelineConfig {
     #[serde(default)]
     pub streams: StreamsConfig,
     /// Request-level fairness between tenants, and decomposition of large
-    /// requests (see [`crate::fairness::FairnessConfig`]).
+    /// requests (see [`FairnessConfig`]).
     #[serde(default)]
-    pub fairness: crate::fairness::FairnessConfig,
+    pub fairness: FairnessConfig,
 }
 
 /// `[streams]`: limits on per-stream state (write-back edges).
@@ -121,7 +121,7 @@ impl Default for PipelineSection {
     }
 }
 
-/// How the scheduler picks nodes among those with pending work (seed 003).
+/// How the collaborative rule picks nodes among those with pending work (docs/scheduling.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Selection {
@@ -136,13 +136,19 @@ pub enum Selection {
 /// Which batching policy runs the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum Policy {
-    /// Seed 003: priority nodes first, pending × weight, under the compute budget.
+pub enum BatchingPolicy {
+    /// The collaborative rule: priority nodes first, pending × weight, under the compute budget.
     #[default]
     Collaborative,
     /// Baseline like Triton's dynamic batcher: each node runs on its own when its
     /// batch is full or its oldest task has waited `max_queue_delay_us`; no budget.
     Dynamic,
+    /// Baseline like Triton's default dynamic batcher with no queue delay: a node runs
+    /// as soon as it has work and a free worker, its batch whatever is waiting.
+    Greedy,
+    /// Baseline like Triton's priority levels: priority work first, then the oldest;
+    /// no weights, no budget.
+    PriorityFifo,
     /// Baseline without batching: one request per run, whenever a worker is idle.
     None,
 }
@@ -151,7 +157,7 @@ pub enum Policy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OnMisfit {
-    /// Stop the walk (the seed's text).
+    /// Stop the walk (the rule's text).
     #[default]
     Stop,
     /// Skip that node and keep filling with the next ones.
@@ -162,8 +168,9 @@ pub enum OnMisfit {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
-    /// Batching policy: `collaborative` (seed 003), or the baselines `dynamic` and `none`.
-    pub policy: Policy,
+    /// Batching policy: `collaborative` (the collaborative rule), or the baselines `dynamic`,
+    /// `greedy`, `priority_fifo` and `none`.
+    pub policy: BatchingPolicy,
     /// Dynamic policy: longest a task waits for its batch to fill, µs.
     pub max_queue_delay_us: u64,
     /// Period of the scheduling tick, µs.
@@ -192,7 +199,7 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            policy: Policy::Collaborative,
+            policy: BatchingPolicy::Collaborative,
             max_queue_delay_us: 1000,
             tick_us: 1000,
             compute_budget: None,
@@ -465,6 +472,57 @@ impl PipelineConfig {
             .map_err(|e| ConfigError::new("", format!("cannot read the pipeline file: {e}")).in_file(Some(path)))?;
         Self::parse(&text).map_err(|e| e.in_file(Some(path)))
     }
+}
+
+/// `[fairness] policy`: how a node's buffer orders its tasks across tenants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FairnessKind {
+    /// One first-come-first-served queue (tenants ignored).
+    #[default]
+    Fifo,
+    /// The weighted-fair rule: a decaying history weight (docs/scheduling.md).
+    Weighted,
+    /// Stride scheduling (a reference policy: pass += 1/weight, least pass first).
+    Stride,
+}
+
+impl FairnessKind {
+    /// The name `[fairness] policy` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FairnessKind::Fifo => "fifo",
+            FairnessKind::Weighted => "weighted",
+            FairnessKind::Stride => "stride",
+        }
+    }
+}
+
+/// `[fairness]`: request-level fairness inside each node, and decomposition of large requests.
+///
+/// ```toml
+/// [fairness]
+/// policy = "weighted"                  # "fifo" (default), "weighted" (the weighted-fair rule) or "stride"
+/// tenants = { alice = 1, bob = 2 }     # weights, whole numbers 1..=65536; others default to 1
+/// granule = 8                          # split requests with more rows than max_batch (see `split`)
+/// ```
+///
+/// Requests name their tenant with [`crate::Request::tenant`]; a request
+/// without one belongs to tenant `default` (weight 1, or as given in
+/// `tenants`). A request naming a tenant the table does not list is refused
+/// as invalid input, with an error naming it: a typo should not silently
+/// land in another tenant's share.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FairnessConfig {
+    /// How a node's buffer orders tasks across tenants.
+    pub policy: FairnessKind,
+    /// Tenant name → configured weight (a whole number, 1..=65536).
+    pub tenants: std::collections::BTreeMap<String, u32>,
+    /// Decomposition: a request with more rows than the pipeline's smallest
+    /// `max_batch` is split into 2^n jobs whose rows are multiples of
+    /// `granule` (rows). Unset: such requests are refused, as before.
+    pub granule: Option<usize>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! A pipeline (a TOML file, see [`config`]) is a DAG of inference nodes. Each
 //! node has a batching buffer and worker threads that own its engine sessions
 //! (ONNX Runtime through the `baton-engines` crate). A scheduler picks which
-//! nodes run next by seed 003's rule (priority nodes first, then pending tasks
+//! nodes run next by the collaborative rule of docs/scheduling.md (priority nodes first, then pending tasks
 //! × collaboration weight, under a compute budget); workers stitch a batch,
 //! run the node's stages, split the outputs and route them along the edges,
 //! joins waiting for all their inputs.
@@ -16,26 +16,27 @@ mod clock;
 pub mod config;
 pub mod engine;
 pub mod fairness;
-pub mod graph;
 pub mod metrics;
 mod node;
 pub mod npy;
+mod pipeline;
 pub mod request;
 pub mod runtime;
 pub mod scheduler;
+pub mod spec;
 pub mod split;
 pub mod stats;
 pub mod tensor;
 mod wakeup;
 
-pub use config::{ConfigError, PipelineConfig, Policy};
+pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
 pub use engine::{
     Dim, Engine, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, StageOutput, StageRequest, TensorSpec,
 };
-pub use graph::PipelineSpec;
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
 pub use half;
 pub use node::NodeStats;
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
 pub use runtime::{Runtime, StartError, Submitter};
+pub use spec::PipelineSpec;
 pub use tensor::{DType, Element, Tensor, TensorError};

@@ -8,6 +8,8 @@
 
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
+use crate::request::{RequestError, RequestResult};
+
 /// Tasks waiting in a node's batching buffer.
 pub const QUEUE_DEPTH: &str = "baton_queue_depth";
 /// Priority tasks waiting in a node's batching buffer.
@@ -32,7 +34,7 @@ pub const DECISION_SECONDS: &str = "baton_scheduler_decision_seconds";
 pub const DECISIONS: &str = "baton_scheduler_decisions_total";
 /// Submit-to-answer seconds of requests.
 pub const REQUEST_SECONDS: &str = "baton_request_seconds";
-/// Requests answered, by `outcome` (`ok`, `invalid_input`, `node_error`, `deadline`, `shutdown`, `queue_full`, `cancelled`, `stream`).
+/// Requests answered, by `outcome` (see [`Outcome`]); a split request counts once, and each of its jobs once.
 pub const REQUESTS: &str = "baton_requests_total";
 /// Requests submitted and not yet answered.
 pub const IN_FLIGHT: &str = "baton_in_flight";
@@ -89,6 +91,65 @@ impl NodeMetrics {
     }
 }
 
+/// How a request was answered: the `outcome` label of [`REQUESTS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    InvalidInput,
+    NodeError,
+    Deadline,
+    Shutdown,
+    QueueFull,
+    Cancelled,
+    Stream,
+    /// A job of a split request failed (the request fails naming the job).
+    Job,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 9] = [
+        Outcome::Ok,
+        Outcome::InvalidInput,
+        Outcome::NodeError,
+        Outcome::Deadline,
+        Outcome::Shutdown,
+        Outcome::QueueFull,
+        Outcome::Cancelled,
+        Outcome::Stream,
+        Outcome::Job,
+    ];
+
+    /// The outcome of an answer.
+    pub fn of(result: &RequestResult) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Ok,
+            Err(RequestError::InvalidInput(_)) => Outcome::InvalidInput,
+            Err(RequestError::Node { .. }) => Outcome::NodeError,
+            Err(RequestError::DeadlineExceeded { .. }) => Outcome::Deadline,
+            Err(RequestError::ShuttingDown) => Outcome::Shutdown,
+            Err(RequestError::QueueFull { .. } | RequestError::NodeQueueFull { .. }) => Outcome::QueueFull,
+            Err(RequestError::Cancelled) => Outcome::Cancelled,
+            Err(RequestError::Stream { .. } | RequestError::StateMemoryFull { .. }) => Outcome::Stream,
+            Err(RequestError::Job { .. }) => Outcome::Job,
+        }
+    }
+
+    /// Its `outcome` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::InvalidInput => "invalid_input",
+            Outcome::NodeError => "node_error",
+            Outcome::Deadline => "deadline",
+            Outcome::Shutdown => "shutdown",
+            Outcome::QueueFull => "queue_full",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Stream => "stream",
+            Outcome::Job => "job",
+        }
+    }
+}
+
 /// Handles for the pipeline as a whole.
 #[derive(Clone)]
 pub(crate) struct PipelineMetrics {
@@ -96,12 +157,9 @@ pub(crate) struct PipelineMetrics {
     pub in_flight: Gauge,
     pub decision_seconds: Histogram,
     pub decisions: Counter,
-    requests: Vec<(&'static str, Counter)>,
+    /// Requests answered, by [`Outcome`] (in [`Outcome::ALL`]'s order).
+    requests: Vec<Counter>,
 }
-
-/// Request outcomes, as the `outcome` label of [`REQUESTS`].
-pub const OUTCOMES: [&str; 8] =
-    ["ok", "invalid_input", "node_error", "deadline", "shutdown", "queue_full", "cancelled", "stream"];
 
 impl PipelineMetrics {
     pub fn new(pipeline: &str) -> Self {
@@ -111,17 +169,15 @@ impl PipelineMetrics {
             in_flight: gauge!(IN_FLIGHT, &labels),
             decision_seconds: histogram!(DECISION_SECONDS, &labels),
             decisions: counter!(DECISIONS, &labels),
-            requests: OUTCOMES
+            requests: Outcome::ALL
                 .iter()
-                .map(|&o| (o, counter!(REQUESTS, "pipeline" => pipeline.to_string(), "outcome" => o)))
+                .map(|o| counter!(REQUESTS, "pipeline" => pipeline.to_string(), "outcome" => o.label()))
                 .collect(),
         }
     }
 
     /// Counts one answered request under its outcome.
-    pub fn request_done(&self, outcome: &'static str) {
-        if let Some((_, c)) = self.requests.iter().find(|(o, _)| *o == outcome) {
-            c.increment(1);
-        }
+    pub fn request_done(&self, outcome: Outcome) {
+        self.requests[outcome as usize].increment(1);
     }
 }

@@ -33,12 +33,13 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::tensor::Tensor;
+use crate::wakeup::Sleepers;
 
 /// One request to a pipeline: named inputs (batch dim first), a priority flag, a deadline.
 #[derive(Clone, Debug, Default)]
 pub struct Request {
     pub inputs: Vec<(String, Tensor)>,
-    /// A priority task (seed 003): the scheduler runs nodes holding priority tasks first,
+    /// A priority task (see "Priority tasks" in docs/scheduling.md): the scheduler runs nodes holding priority tasks first,
     /// and within a node priority tasks are batched first.
     pub priority: bool,
     /// If still queued at this instant, the request is answered with a deadline error instead of run.
@@ -61,7 +62,7 @@ pub struct StreamChunk {
     /// The stream's first chunk: it opens the stream with the nodes' initial state
     /// (restarting it if the id was open).
     pub start: bool,
-    /// The stream's final chunk: a priority task (seed 003) that closes the stream.
+    /// The stream's final chunk: a priority task (docs/scheduling.md) that closes the stream.
     pub end: bool,
 }
 
@@ -220,7 +221,9 @@ pub(crate) struct Completion {
 const MIN_WAIT_SPIN: Duration = Duration::from_micros(20);
 const MAX_WAIT_SPIN: Duration = Duration::from_micros(500);
 
-/// Waiters spinning now, process-wide (at most one).
+/// Waiters spinning now, process-wide (at most one), on purpose: the spinner
+/// competes for cores with every runtime's workers in this process, so one
+/// spinner per process (not per runtime) is what keeps the workers' cores free.
 static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Completion {
@@ -238,16 +241,11 @@ impl Completion {
         slot.result = Some(result);
         let waker = slot.waker.take();
         drop(slot);
-        crate::wakeup::notify(Arc::clone(self));
+        crate::wakeup::notify(Arc::clone(self) as Arc<dyn Sleepers>);
         if let Some(waker) = waker {
             waker.wake();
         }
         true
-    }
-
-    /// Wakes threads blocked on this completion; returns how many were asleep.
-    pub(crate) fn notify(&self) -> usize {
-        self.ready.notify_all()
     }
 
     /// A completion whose waiter spins up to `expected` (bounded) before sleeping.
@@ -317,6 +315,13 @@ impl Completion {
         // Pass the wake-ups on (see `wakeup`): other requesters of the same batch may still sleep.
         crate::wakeup::help(crate::wakeup::FANOUT);
         result
+    }
+}
+
+impl Sleepers for Completion {
+    /// Wakes threads blocked on this completion; returns how many were asleep.
+    fn notify(&self) -> usize {
+        self.ready.notify_all()
     }
 }
 
@@ -408,9 +413,9 @@ pub(crate) struct RequestState {
     pub deadline: Option<Instant>,
     pub submitted: Instant,
     pub completion: Arc<Completion>,
-    /// Index of its tenant in the pipeline's [`crate::fairness::Tenants`].
+    /// Index of its tenant in the pipeline's [`crate::spec::fairness::Tenants`].
     pub tenant: usize,
-    /// Index of the worker kind it asks for in [`crate::graph::PipelineSpec::worker_kinds`].
+    /// Index of the worker kind it asks for in [`crate::spec::PipelineSpec::worker_kinds`].
     pub worker_kind: Option<usize>,
     outputs: Mutex<Vec<Option<Tensor>>>,
     remaining: std::sync::atomic::AtomicUsize,

@@ -1,4 +1,4 @@
-//! Decomposition of large requests into jobs, and their reassembly (seed 004).
+//! Decomposition of large requests into jobs, and their reassembly (the decomposition rule, docs/scheduling.md).
 //!
 //! With `[fairness] granule = g`, a request with more rows (dim 0) than the
 //! pipeline's smallest `max_batch` (L) is not refused: it is split into
@@ -20,7 +20,8 @@
 //! the parent's [`Completion`] keeps only the first resolution, so later
 //! results (successes or failures of other jobs) are dropped. Every job is
 //! counted in flight on its own; the parent is not (it is answered from the
-//! thread that finishes its last job).
+//! thread that finishes its last job). The parent's outcome is counted once,
+//! by the call that resolved it, beside its jobs' outcomes.
 //!
 //! ## Cancellation and admission
 //! A job's completion points at the parent's: once the parent is answered
@@ -38,6 +39,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use crate::metrics::{Outcome, PipelineMetrics};
 
 use crate::request::{Completion, Outputs, Request, RequestError, RequestResult};
 use crate::tensor::{stitch, Tensor};
@@ -86,22 +89,25 @@ pub(crate) fn submit_jobs(
     parent: Arc<Completion>,
     limit: usize,
     granule: usize,
+    metrics: PipelineMetrics,
     submit: impl Fn(Request, Arc<Completion>),
 ) {
-    if request.stream.is_some() {
-        parent.resolve(Err(RequestError::InvalidInput(format!(
-            "a stream chunk cannot be split into jobs: send at most {limit} rows per chunk"
-        ))));
-        return;
-    }
-    if request.inputs.iter().any(|(_, t)| t.shape().is_empty()) {
-        parent.resolve(Err(RequestError::InvalidInput("a request split into jobs needs a batch dim".into())));
+    let refusal = if request.stream.is_some() {
+        Some(format!("a stream chunk cannot be split into jobs: send at most {limit} rows per chunk"))
+    } else if request.inputs.iter().any(|(_, t)| t.shape().is_empty()) {
+        Some("a request split into jobs needs a batch dim".to_string())
+    } else {
+        None
+    };
+    if let Some(message) = refusal {
+        resolve_counted(&parent, &metrics, Err(RequestError::InvalidInput(message)));
         return;
     }
     let rows = rows_of(&request).expect("checked by is_oversized");
     let ranges = plan(rows, limit, granule);
     let assembly = Arc::new(Assembly {
         parent,
+        metrics,
         slots: Mutex::new(vec![None; ranges.len()]),
         remaining: AtomicUsize::new(ranges.len()),
         ranges,
@@ -122,6 +128,7 @@ pub(crate) fn submit_jobs(
 /// A split request's jobs on their way back.
 struct Assembly {
     parent: Arc<Completion>,
+    metrics: PipelineMetrics,
     ranges: Vec<Range<usize>>,
     slots: Mutex<Vec<Option<Outputs>>>,
     remaining: AtomicUsize,
@@ -135,14 +142,23 @@ impl Assembly {
                 if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
                     let slots: Vec<Outputs> =
                         self.slots.lock().drain(..).map(|s| s.expect("every job stored")).collect();
-                    self.parent.resolve(concatenate(&slots));
+                    resolve_counted(&self.parent, &self.metrics, concatenate(&slots));
                 }
             }
             Err(error) => {
                 let Range { start, end } = self.ranges[index];
-                self.parent.resolve(Err(RequestError::Job { index, start, end, error: Box::new(error) }));
+                let error = RequestError::Job { index, start, end, error: Box::new(error) };
+                resolve_counted(&self.parent, &self.metrics, Err(error));
             }
         }
+    }
+}
+
+/// Resolves a split request; the call that resolves it counts its outcome.
+fn resolve_counted(parent: &Arc<Completion>, metrics: &PipelineMetrics, result: RequestResult) {
+    let outcome = Outcome::of(&result);
+    if parent.resolve(result) {
+        metrics.request_done(outcome);
     }
 }
 
@@ -203,6 +219,7 @@ mod tests {
         let ranges: Vec<Range<usize>> = (0..jobs).map(|j| j * 2..j * 2 + 2).collect();
         let a = Assembly {
             parent: Arc::clone(&parent),
+            metrics: PipelineMetrics::new("test"),
             slots: Mutex::new(vec![None; jobs]),
             remaining: AtomicUsize::new(jobs),
             ranges,

@@ -96,12 +96,44 @@ impl fmt::Display for DType {
 /// whose bytes are checked where tensors are built from raw bytes).
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     const DTYPE: DType;
+    /// `value` converted like `as` (`f16`: nearest; `bool`: non-zero).
+    fn from_f64(value: f64) -> Self;
+    /// This value as `f64` (`bool`: 0 or 1).
+    fn to_f64(self) -> f64;
 }
 
 macro_rules! element {
-    ($($t:ty => $d:ident),*) => {$(unsafe impl Element for $t { const DTYPE: DType = DType::$d; })*};
+    ($($t:ty => $d:ident),*) => {$(unsafe impl Element for $t {
+        const DTYPE: DType = DType::$d;
+        fn from_f64(value: f64) -> Self {
+            value as $t
+        }
+        fn to_f64(self) -> f64 {
+            self as f64
+        }
+    })*};
 }
-element!(f32 => F32, f64 => F64, half::f16 => F16, i64 => I64, i32 => I32, i16 => I16, i8 => I8, u8 => U8, bool => Bool);
+element!(f32 => F32, f64 => F64, i64 => I64, i32 => I32, i16 => I16, i8 => I8, u8 => U8);
+
+unsafe impl Element for half::f16 {
+    const DTYPE: DType = DType::F16;
+    fn from_f64(value: f64) -> Self {
+        half::f16::from_f64(value)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+unsafe impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn from_f64(value: f64) -> Self {
+        value != 0.0
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+}
 
 /// Why a tensor could not be built or stitched.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -304,20 +336,16 @@ impl Tensor {
 
     /// Elements converted to `f64`, for printing and comparisons.
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        fn conv<T: Element>(t: &Tensor, f: impl Fn(T) -> f64) -> Vec<f64> {
-            t.as_slice::<T>().expect("dtype matched").iter().map(|&x| f(x)).collect()
-        }
-        match self.dtype {
-            DType::F32 => conv::<f32>(self, f64::from),
-            DType::F64 => conv::<f64>(self, |x| x),
-            DType::F16 => conv::<half::f16>(self, f64::from),
-            DType::I64 => conv::<i64>(self, |x| x as f64),
-            DType::I32 => conv::<i32>(self, f64::from),
-            DType::I16 => conv::<i16>(self, f64::from),
-            DType::I8 => conv::<i8>(self, f64::from),
-            DType::U8 => conv::<u8>(self, f64::from),
-            DType::Bool => conv::<bool>(self, |x| if x { 1.0 } else { 0.0 }),
-        }
+        crate::with_element_type!(self.dtype, T => {
+            self.as_slice::<T>().expect("dtype matched").iter().map(|&x| x.to_f64()).collect()
+        })
+    }
+
+    /// A tensor of `dtype` holding `values` converted like `as` (see [`Element::from_f64`]).
+    pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> Result<Tensor, TensorError> {
+        crate::with_element_type!(dtype, T => {
+            Tensor::from_vec(shape, values.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>())
+        })
     }
 
     /// Rows `range` of dim 0, sharing this tensor's buffer (no copy).

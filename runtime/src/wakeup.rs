@@ -13,25 +13,36 @@
 //! actually asleep (a notify that wakes nobody does not count) or the queue
 //! is empty, and every thread it wakes calls `help` in turn. So the queue is
 //! never left non-empty with no woken thread on its way to drain it.
+//!
+//! The queue is process-wide on purpose: wake-ups are owed to threads, not to
+//! a runtime. A thread waiting on tickets of two runtimes helps drain both;
+//! a runtime-owned queue would need every waiter to know which runtime will
+//! answer it, and a queue left behind by a dropped runtime would strand its
+//! sleepers. What is queued is only "wake this completion's sleepers", which
+//! is safe from any thread at any time.
 
 use std::cell::Cell;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::request::Completion;
+/// Something with sleeping threads to wake (a resolved request's completion).
+pub(crate) trait Sleepers: Send + Sync {
+    /// Wakes the threads asleep on it; returns how many were asleep.
+    fn notify(&self) -> usize;
+}
 
 /// Sleepers each helper wakes.
 pub(crate) const FANOUT: usize = 2;
 
-static QUEUE: Mutex<Vec<Arc<Completion>>> = Mutex::new(Vec::new());
+static QUEUE: Mutex<Vec<Arc<dyn Sleepers>>> = Mutex::new(Vec::new());
 
 thread_local! {
     static DEFERRING: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Wakes the waiters of a just-resolved completion, now or (while deferring) later.
-pub(crate) fn notify(completion: Arc<Completion>) {
+pub(crate) fn notify(completion: Arc<dyn Sleepers>) {
     if DEFERRING.with(Cell::get) > 0 {
         QUEUE.lock().push(completion);
     } else {

@@ -629,7 +629,9 @@ fn the_final_chunk_is_a_priority_task_and_closes_the_stream() {
 
 #[test]
 fn idle_streams_expire_and_free_their_state() {
-    let runtime = start(&accumulator(f32::NAN), &STATEFUL.replace("idle_timeout_ms = 60000", "idle_timeout_ms = 30"));
+    // Long enough that no stream expires while the five open, even on a loaded machine
+    // (30 ms did not hold there); the sweep runs every 100 ms, so expiry follows within ~1.1 s.
+    let runtime = start(&accumulator(f32::NAN), &STATEFUL.replace("idle_timeout_ms = 60000", "idle_timeout_ms = 1000"));
     for s in 0..5 {
         chunk(&runtime, s, 1.0, true, false).wait().unwrap();
     }

@@ -19,6 +19,8 @@ use parking_lot::{Condvar, Mutex};
 #[derive(Clone, Default)]
 struct Doubler {
     created: Arc<AtomicUsize>,
+    /// Runs that entered the engine (counted before waiting at the gate).
+    entered: Arc<AtomicUsize>,
     /// While `false`, runs wait (lets a test fill a node's buffer).
     gate: Arc<(Mutex<bool>, Condvar)>,
     /// Each run sleeps this long.
@@ -29,6 +31,7 @@ struct DoublerEngine(Doubler);
 
 impl Engine for DoublerEngine {
     fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        self.0.entered.fetch_add(1, Ordering::SeqCst);
         let (open, cv) = &*self.0.gate;
         let mut open = open.lock();
         while !*open {
@@ -182,7 +185,9 @@ fn a_ticket_dropped_while_its_batch_runs_lets_the_work_finish_and_leaks_nothing(
     let engine = Doubler::default(); // gate closed: the batch waits inside the engine
     let runtime = start(&engine, &pipeline("max_batch = 4"));
     let ticket = runtime.submit(Request::new().input("x", value(3.0)));
-    common::wait_until("the worker holds the batch", || runtime.pending(0).0 == 0);
+    // Taken from the buffer is not yet running: the worker still checks for a dropped
+    // ticket before the engine. Only a run that entered the engine cannot be removed.
+    common::wait_until("the batch is inside the engine", || engine.entered.load(Ordering::SeqCst) == 1);
     drop(ticket); // the request is running: it cannot be removed any more
     engine.release();
     common::wait_until("the dropped request finished and was let go", || runtime.in_flight() == 0);

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use baton::{Request, RequestError, Runtime, Tensor};
-use baton_examples::collab::session::{char_accuracy, stream_session, Session, Sessions};
-use baton_examples::collab::speech::{chunk_tensor, chunks, read_wav, THRESHOLD};
+use baton_stages::collab::session::{char_accuracy, stream_session, Session, Sessions};
+use baton_stages::collab::speech::{chunk_tensor, chunks, read_wav, THRESHOLD};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -19,7 +19,7 @@ fn sessions() -> Sessions {
 }
 
 fn runtime(config: &str) -> Runtime {
-    Runtime::from_file(&root().join(config), &baton_examples::collab::registry()).unwrap_or_else(|e| panic!("{e}"))
+    Runtime::from_file(&root().join(config), &baton_stages::collab::registry()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The reference per-chunk probabilities of the original silero-vad model (Python onnxruntime).

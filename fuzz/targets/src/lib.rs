@@ -22,7 +22,7 @@
 use std::sync::OnceLock;
 
 use baton::engine::{Dim, EngineRegistry, ModelSignature, TensorSpec};
-use baton::graph::PipelineSpec;
+use baton::spec::PipelineSpec;
 use baton::tensor::{checked_len, stitch, stitch_padded};
 use baton::{DType, FunctionStage, PipelineConfig, Tensor, TensorError};
 use baton_server::http::decode_infer;

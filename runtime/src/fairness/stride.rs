@@ -1,4 +1,4 @@
-//! Stride scheduling: the reference policy the seed's rule is compared with.
+//! Stride scheduling: the reference policy the weighted-fair rule is compared with.
 //!
 //! Each tenant has a *stride* `S / weight` and a *pass*; the tenant with the
 //! smallest pass is served and its pass grows by its stride (ties: larger

@@ -1,4 +1,4 @@
-//! A node's batching buffer: the *batch* stage of seed 003.
+//! A node's batching buffer: the *batch* stage of the node model (docs/scheduling.md).
 //!
 //! Tasks wait here until the scheduler tells one of the node's workers to run.
 //! Priority tasks wait in their own queue and are batched first; within each

@@ -1,6 +1,6 @@
 //! Inference nodes: a batching buffer, join table and worker threads per node.
 //!
-//! A node is seed 003's *batch* stage (the [`buffer::BatchBuffer`]) followed
+//! A node is the *batch* stage of the node model in docs/scheduling.md (the [`buffer::BatchBuffer`]) followed
 //! by its *exe* stages (the engines its workers own). The scheduler sees a
 //! node only through [`NodeState`]: its pending counts and how many of its
 //! workers are busy; it tells a node to run by sending one instruction on the
@@ -58,7 +58,7 @@ pub(crate) struct Task {
     /// Rows (dim 0) of every input.
     pub rows: usize,
     pub enqueued: Instant,
-    /// A priority task at this node (seed 003).
+    /// A priority task at this node (see "Priority tasks" in docs/scheduling.md).
     pub priority: bool,
     /// `enqueued` on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
     pub enqueued_ns: u64,
@@ -102,7 +102,7 @@ impl Task {
 
 /// What a node's workers receive on its channel.
 pub(crate) enum Instruction {
-    /// Seed 003's process instruction: stitch a batch from the buffer and run it.
+    /// The collaborative rule's process instruction: stitch a batch from the buffer and run it.
     RunBatch,
     /// Leave the worker loop (shutdown, once the node is idle).
     Exit,
@@ -189,7 +189,7 @@ pub(crate) struct GroupState {
 }
 
 impl NodeState {
-    pub fn new(pipeline: &str, spec: &crate::graph::NodeSpec, max_state_bytes: usize) -> Self {
+    pub fn new(pipeline: &str, spec: &crate::spec::NodeSpec, max_state_bytes: usize) -> Self {
         let (name, workers) = (spec.name.as_str(), spec.workers);
         let (instructions, receiver) = crossbeam_channel::bounded(workers);
         let groups = spec

@@ -1,4 +1,4 @@
-//! Per-stream state of a stateful node (seed 003's write-back).
+//! Per-stream state of a stateful node (the node model's write-back, docs/scheduling.md).
 //!
 //! A stateful node declares write-back edges: after a stream's chunk succeeds,
 //! the node's output (say `new_state`) becomes its input (`state`) for that
@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::Task;
-use crate::graph::StateSpec;
 use crate::request::{RequestError, StreamChunk};
+use crate::spec::StateSpec;
 use crate::tensor::Tensor;
 
 struct Stream {

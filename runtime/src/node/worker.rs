@@ -22,23 +22,23 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
 use crate::engine::{Engine, StageOutput, StageRequest};
-use crate::graph::PadSpec;
-use crate::graph::{NodeSpec, StageSource, Target};
+use crate::pipeline::Router;
 use crate::request::RequestError;
-use crate::runtime::Shared;
 use crate::scheduler::Reason;
+use crate::spec::PadSpec;
+use crate::spec::{NodeSpec, StageSource, Target};
 use crate::tensor::{stitch, stitch_padded, Tensor};
 
 /// Starts worker `index` of node `node`. It reports on `ready` once its engines exist (or failed).
 pub(crate) fn spawn(
-    shared: Arc<Shared>,
+    router: Arc<Router>,
     node: usize,
     index: usize,
     ready: Sender<Result<(), String>>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let name = format!("baton-{}-{index}", shared.spec.nodes[node].name);
+    let name = format!("baton-{}-{index}", router.spec.nodes[node].name);
     std::thread::Builder::new().name(name).spawn(move || {
-        let spec = &shared.spec.nodes[node];
+        let spec = &router.spec.nodes[node];
         let group = spec.group_of(index);
         // A group's own cores, by the worker's index in the group; else the node's, by its index in the node.
         let cores = match group.map(|g| &spec.groups[g]) {
@@ -99,7 +99,7 @@ pub(crate) fn spawn(
             })
             .collect();
         let worker = Worker {
-            shared: Arc::clone(&shared),
+            router: Arc::clone(&router),
             node,
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, node, index)),
             engines,
@@ -107,18 +107,18 @@ pub(crate) fn spawn(
             state_outputs,
             cuts,
             pad_axes: spec.pad_axes(),
-            batch_rows: group.map_or(shared.scheduler.batch_rows[node], |g| {
-                shared.scheduler.batch_rows[node].min(spec.groups[g].max_rows)
+            batch_rows: group.map_or(router.scheduler.batch_rows[node], |g| {
+                router.scheduler.batch_rows[node].min(spec.groups[g].max_rows)
             }),
             group,
             requests,
         };
-        worker.serve(&shared.nodes[node].receiver(group).clone());
+        worker.serve(&router.nodes[node].receiver(group).clone());
     })
 }
 
 struct Worker {
-    shared: Arc<Shared>,
+    router: Arc<Router>,
     node: usize,
     /// Injected faults, when the node has `[faults]` configured.
     faults: Option<FaultDraws>,
@@ -155,27 +155,27 @@ fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruc
 
 impl Worker {
     fn spec(&self) -> &NodeSpec {
-        &self.shared.spec.nodes[self.node]
+        &self.router.spec.nodes[self.node]
     }
 
     fn serve(mut self, receiver: &Receiver<Instruction>) {
         let spin = Duration::from_micros(self.spec().idle_spin_us);
         while let Instruction::RunBatch = next_instruction(receiver, spin) {
             self.run_batch();
-            let state = &self.shared.nodes[self.node];
+            let state = &self.router.nodes[self.node];
             if let Some(g) = self.group {
                 state.groups[g].busy.fetch_sub(1, Ordering::AcqRel);
             }
             state.busy.fetch_sub(1, Ordering::AcqRel);
-            self.shared.scheduler.poke(Reason::NodeFinished, &self.shared.nodes);
+            self.router.scheduler.poke(Reason::NodeFinished, &self.router.nodes);
         }
     }
 
     /// Takes tasks, drops those that no longer need running, and runs the rest as one batch.
     fn run_batch(&mut self) {
-        let shared = Arc::clone(&self.shared);
-        let state = &shared.nodes[self.node];
-        let spec = &shared.spec.nodes[self.node];
+        let router = Arc::clone(&self.router);
+        let state = &router.nodes[self.node];
+        let spec = &router.spec.nodes[self.node];
         let mut tasks = std::mem::take(&mut self.tasks);
         match self.group {
             None => state.buffer.take(self.batch_rows, &self.pad_axes, &mut tasks),
@@ -188,12 +188,12 @@ impl Worker {
         tasks.retain(|task| {
             let request = &task.request;
             let keep = if request.completion.is_cancelled() {
-                shared.resolve(request, Err(RequestError::Cancelled));
+                router.resolve(request, Err(RequestError::Cancelled));
                 false
             } else if request.completion.is_finished() {
                 false
             } else if request.deadline.is_some_and(|d| d <= now) {
-                shared.resolve(request, Err(RequestError::DeadlineExceeded { node: spec.name.clone() }));
+                router.resolve(request, Err(RequestError::DeadlineExceeded { node: spec.name.clone() }));
                 false
             } else {
                 let waited = now.duration_since(task.enqueued);
@@ -212,7 +212,7 @@ impl Worker {
             poke = poke.or(self.release_stream(chunk, None));
         }
         if let Some(reason) = poke {
-            shared.scheduler.poke(reason, &shared.nodes);
+            router.scheduler.poke(reason, &router.nodes);
         }
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
@@ -240,10 +240,10 @@ impl Worker {
                         if let (Some(chunk), Some(_)) = (task.request.stream, &state.streams) {
                             message += &format!("; stream {}'s state is unchanged", chunk.id);
                         }
-                        shared.resolve(&task.request, Err(RequestError::Node { node: spec.name.clone(), message }));
+                        router.resolve(&task.request, Err(RequestError::Node { node: spec.name.clone(), message }));
                         if let (Some(chunk), Some(_)) = (task.request.stream, &state.streams) {
                             if let Some(reason) = self.release_stream(chunk, None) {
-                                shared.scheduler.poke(reason, &shared.nodes);
+                                router.scheduler.poke(reason, &router.nodes);
                             }
                         }
                     }
@@ -256,8 +256,8 @@ impl Worker {
 
     /// Stitches the node inputs (padding ragged ones) and runs every stage.
     fn execute(&mut self, tasks: &[Task]) -> Result<Executed, String> {
-        let shared = Arc::clone(&self.shared);
-        let spec = &shared.spec.nodes[self.node];
+        let router = Arc::clone(&self.router);
+        let spec = &router.spec.nodes[self.node];
         let mut inputs = Vec::with_capacity(spec.inputs.len());
         let mut parts: Vec<&Tensor> = Vec::with_capacity(tasks.len());
         for slot in 0..spec.inputs.len() {
@@ -313,13 +313,13 @@ impl Worker {
 
     /// Runs stage `s`, catching a panic (the engine is then recreated).
     fn run_stage(&mut self, s: usize, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
-        let shared = Arc::clone(&self.shared);
-        let spec = &shared.spec.nodes[self.node];
+        let router = Arc::clone(&self.router);
+        let spec = &router.spec.nodes[self.node];
         let stage = &spec.stages[s];
         let engine = &mut self.engines[s];
         let fault = self.faults.as_mut().and_then(FaultDraws::draw);
         if let Some(fault) = fault {
-            shared.nodes[self.node].metrics.injected_fault(fault.kind());
+            router.nodes[self.node].metrics.injected_fault(fault.kind());
         }
         let run = || match fault {
             None => engine.run_tasks(inputs, rows),
@@ -352,19 +352,19 @@ impl Worker {
     /// Ends a stream chunk's turn at this node (committing `new_state` if given),
     /// enqueues the stream's next chunk and refuses chunks behind a final one.
     fn release_stream(&self, chunk: crate::request::StreamChunk, new_state: Option<Vec<Tensor>>) -> Option<Reason> {
-        let streams = self.shared.nodes[self.node].streams.as_ref()?;
+        let streams = self.router.nodes[self.node].streams.as_ref()?;
         let (next, refused) = streams.release(chunk, new_state);
         for (task, error) in refused {
-            self.shared.resolve(&task.request, Err(error));
+            self.router.resolve(&task.request, Err(error));
         }
-        self.shared.push(self.node, next?)
+        self.router.push(self.node, next?)
     }
 
     /// Splits routed outputs per task (cutting padded ones back) and delivers them.
     /// Pokes the scheduler at most once.
     fn route(&self, tasks: &[Task], executed: &Executed) {
-        let shared = &self.shared;
-        let spec = &shared.spec.nodes[self.node];
+        let router = &self.router;
+        let spec = &router.spec.nodes[self.node];
         let outputs = &executed.outputs;
         let mut poke: Option<Reason> = None;
         // Requesters answered by this batch are woken after it, by fan-out (see `wakeup`).
@@ -373,7 +373,7 @@ impl Worker {
         let mut offsets: Vec<usize> = vec![0; executed.rows.len()];
         for (t, task) in tasks.iter().enumerate() {
             let range = |stage: usize, offsets: &[usize]| offsets[stage]..offsets[stage] + executed.rows[stage][t];
-            if let (Some(chunk), Some(_)) = (task.request.stream, &shared.nodes[self.node].streams) {
+            if let (Some(chunk), Some(_)) = (task.request.stream, &router.nodes[self.node].streams) {
                 // Commit before answering, so the stream's next chunk finds its state.
                 let new_state = self
                     .state_outputs
@@ -400,11 +400,11 @@ impl Worker {
                 for target in &route.targets {
                     match *target {
                         Target::Node { node, slot } => {
-                            if let Some(reason) = shared.deliver(node, slot, &task.request, part.clone()) {
+                            if let Some(reason) = router.deliver(node, slot, &task.request, part.clone()) {
                                 poke = Some(merge(poke, reason));
                             }
                         }
-                        Target::Output(index) => shared.output(&task.request, index, part.clone()),
+                        Target::Output(index) => router.output(&task.request, index, part.clone()),
                         Target::State(_) => {}
                     }
                 }
@@ -416,7 +416,7 @@ impl Worker {
         // The node-finished poke that follows covers arrivals too; poke here only for
         // priority arrivals, which should not wait for this worker's bookkeeping.
         if let Some(Reason::PriorityArrival) = poke {
-            shared.scheduler.poke(Reason::PriorityArrival, &shared.nodes);
+            router.scheduler.poke(Reason::PriorityArrival, &router.nodes);
         }
     }
 

@@ -1,7 +1,7 @@
 //! The scheduler: decides which nodes run next, on ticks and on events.
 //!
 //! A decision reads every node's pending counts and busy workers, asks the
-//! [`policy::SelectionPolicy`] for target nodes (seed 003), marks each target
+//! pipeline's [`select::NodeSelector`] for target nodes, marks each target
 //! busy (so it holds its cost against the budget until its worker finishes)
 //! and sends it one [`Instruction::RunBatch`] (at a node with worker groups,
 //! on the channel of a group that has an idle worker and waiting tasks it
@@ -23,7 +23,7 @@
 //! "set reason, try lock" against "unlock, look at reasons"). Decisions
 //! are serialized by the lock and never block a poking thread.
 
-pub mod policy;
+pub mod select;
 
 use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -33,11 +33,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::clock;
-use crate::config::{Policy, Selection};
-use crate::graph::PipelineSpec;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
-use policy::{NodeLoad, Scratch, SelectionPolicy};
+use crate::spec::PipelineSpec;
+use select::{NodeLoad, NodeSelector, Running};
 
 /// Why a decision is wanted (bits of `Scheduler::reasons`).
 #[derive(Clone, Copy, Debug)]
@@ -69,7 +68,7 @@ fn join_boosts(spec: &PipelineSpec) -> Vec<(usize, usize, usize, f64)> {
     for (parent, node) in spec.nodes.iter().enumerate() {
         for route in &node.routes {
             for target in &route.targets {
-                if let crate::graph::Target::Node { node: join, slot } = *target {
+                if let crate::spec::Target::Node { node: join, slot } = *target {
                     if spec.nodes[join].inputs.len() - spec.nodes[join].state.len() > 1 {
                         terms.push((join, slot, parent, spec.nodes[join].weight));
                     }
@@ -82,8 +81,7 @@ fn join_boosts(spec: &PipelineSpec) -> Vec<(usize, usize, usize, f64)> {
 
 /// Decision state, touched only under the decision lock.
 struct Core {
-    policy: SelectionPolicy,
-    scratch: Scratch,
+    selector: Box<dyn NodeSelector>,
     loads: Vec<NodeLoad>,
     picked: Vec<usize>,
 }
@@ -97,10 +95,10 @@ pub(crate) struct Scheduler {
     /// Per node: most rows a worker stitches into one batch (1 without batching).
     pub batch_rows: Vec<usize>,
     pub decide_on_arrival: bool,
-    policy: Policy,
-    max_queue_delay_ns: u64,
+    /// The compute budget, for the decision log.
+    budget: f64,
     tick: Duration,
-    /// Dynamic policy: when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
+    /// A selector that waits on time (the dynamic batcher): when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
     next_due_ns: AtomicU64,
     /// The tick thread, woken early when a node falls due before its next tick.
     ticker: OnceLock<Thread>,
@@ -112,28 +110,20 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     pub fn new(spec: &PipelineSpec, metrics: PipelineMetrics) -> Self {
         let s = &spec.scheduler;
-        let max_cost = spec.nodes.iter().map(|n| n.cost).fold(0.0, f64::max);
-        let max_nodes = s.max_nodes.unwrap_or_else(|| match s.selection {
-            // K from the budget and per-node compute: as many of the costliest node as fit.
-            Selection::Count => ((spec.compute_budget / max_cost).floor() as usize).max(1),
-            Selection::Budget => usize::MAX,
-        });
-        let policy =
-            SelectionPolicy { selection: s.selection, budget: spec.compute_budget, max_nodes, on_misfit: s.on_misfit };
+        let selector = select::selector(spec);
         let loads = spec
             .nodes
             .iter()
             .map(|n| NodeLoad { weight: n.weight, cost: n.cost, max_batch: n.max_batch, ..NodeLoad::default() })
             .collect();
         Scheduler {
-            core: Mutex::new(Core { policy, scratch: Scratch::default(), loads, picked: Vec::new() }),
+            batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
+            decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
+            core: Mutex::new(Core { selector, loads, picked: Vec::new() }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
-            batch_rows: spec.nodes.iter().map(|n| if s.policy == Policy::None { 1 } else { n.max_batch }).collect(),
-            decide_on_arrival: s.decide_on_arrival || s.policy != Policy::Collaborative,
-            policy: s.policy,
-            max_queue_delay_ns: s.max_queue_delay_us.saturating_mul(1000),
+            budget: spec.compute_budget,
             tick: Duration::from_micros(s.tick_us),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
@@ -170,7 +160,7 @@ impl Scheduler {
 
     fn decide(&self, core: &mut Core, reasons: u8, nodes: &[NodeState]) {
         let started = Instant::now();
-        let Core { policy, scratch, loads, picked } = core;
+        let Core { selector, loads, picked } = core;
         let mut in_use = 0.0;
         let mut running = 0;
         let now_ns = clock::now_ns();
@@ -190,18 +180,13 @@ impl Scheduler {
         for &(join, slot, parent, weight) in &self.boosts {
             loads[parent].boost += nodes[join].joins.waiting_for(slot) as f64 * weight;
         }
-        match self.policy {
-            Policy::Collaborative => policy.select(loads, in_use, running, scratch, picked),
-            Policy::Dynamic => {
-                let due =
-                    policy::dynamic(loads, self.max_queue_delay_ns, picked).map_or(u64::MAX, |left| now_ns + left);
-                if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
-                    if let Some(ticker) = self.ticker.get() {
-                        ticker.unpark();
-                    }
-                }
+        let due = selector
+            .select(loads, Running { compute: in_use, nodes: running }, picked)
+            .map_or(u64::MAX, |left| now_ns + left);
+        if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
+            if let Some(ticker) = self.ticker.get() {
+                ticker.unpark();
             }
-            Policy::None => policy::unbatched(loads, picked),
         }
         for &n in picked.iter() {
             let state = &nodes[n];
@@ -237,7 +222,7 @@ impl Scheduler {
                     )
                 })
                 .collect();
-            tracing::debug!(target: "baton::scheduler", reason = %reason_names(reasons), in_use, budget = policy.budget, picked = %why.join(", "), "decision");
+            tracing::debug!(target: "baton::scheduler", reason = %reason_names(reasons), in_use, budget = self.budget, picked = %why.join(", "), "decision");
         } else {
             tracing::trace!(target: "baton::scheduler", reason = %reason_names(reasons), in_use, "decision: nothing to run");
         }

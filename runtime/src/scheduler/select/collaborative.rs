@@ -1,4 +1,5 @@
-//! Seed 003's node selection, as a pure function of the nodes' pending information.
+//! The collaborative rule (docs/scheduling.md): priority nodes first, then
+//! pending tasks × collaboration weight, under a compute budget or a count.
 //!
 //! Each round the scheduler reads every node's pending-task count and
 //! priority-task count. A node holding at least one priority task is a
@@ -11,107 +12,55 @@
 //!   how many nodes may run at once;
 //! - **budget variant**: walking that order, each node whose cost fits in
 //!   the budget left (budget minus what running nodes hold) is picked; at the
-//!   first that does not fit the walk stops (the seed's text) or, with
+//!   first that does not fit the walk stops (the rule's text) or, with
 //!   [`OnMisfit::Skip`], skips it and keeps filling.
 //!
 //! Nodes not picked keep accumulating tasks, so their priority grows.
 //!
-//! Beyond the seed, a node's priority may carry a *join boost*: when a join
-//! node holds requests waiting for this node's output, their count times the
-//! join's weight is added, so the branch a join waits on runs sooner.
-//!
-//! Two baselines share the interface, for side-by-side benchmarks:
-//! [`dynamic`] (each node on its own, like Triton's dynamic batcher: run when
-//! the batch is full or the oldest task waited the queue delay) and
-//! [`unbatched`] (one request per run, whenever a worker is idle).
+//! A node's priority may also carry a *join boost* (see [`NodeLoad::boost`]):
+//! when a join node holds requests waiting for this node's output, their
+//! count times the join's weight is added, so the branch a join waits on runs sooner.
 
+use super::{NodeLoad, NodeSelector, Running};
 use crate::config::{OnMisfit, Selection};
 
-/// What the policy knows of one node this round.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct NodeLoad {
-    /// Tasks waiting in the node's batching buffer.
-    pub pending: usize,
-    /// Of those, priority tasks.
-    pub priority_pending: usize,
-    /// Collaboration weight.
-    pub weight: f64,
-    /// Compute the node holds against the budget while it runs.
-    pub cost: f64,
-    /// Whether the node has an idle worker to run a batch now.
-    pub can_start: bool,
-    /// How long the node's oldest pending task has waited, ns.
-    pub waited_ns: u64,
-    /// The node's `max_batch`.
-    pub max_batch: usize,
-    /// Added to the inference priority: requests joins downstream wait for
-    /// from this node, times the joins' weights (0 without join boost).
-    pub boost: f64,
-}
-
-impl NodeLoad {
-    /// Inference priority: pending count × collaboration weight (plus the join boost,
-    /// the seed's "weighted sum" variant).
-    pub fn inference_priority(&self) -> f64 {
-        self.pending as f64 * self.weight + self.boost
-    }
-
-    pub fn is_priority_node(&self) -> bool {
-        self.priority_pending > 0
-    }
-}
-
-/// The selection rule and its limits.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SelectionPolicy {
+/// The collaborative rule with its limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collaborative {
     pub selection: Selection,
     /// Rated compute budget (budget variant).
     pub budget: f64,
     /// K (count variant).
     pub max_nodes: usize,
     pub on_misfit: OnMisfit,
-}
-
-/// Reusable buffers, so a decision allocates nothing.
-#[derive(Default)]
-pub struct Scratch {
+    /// Reused each round, so a decision allocates nothing: (priority node, inference priority, node).
     order: Vec<(bool, f64, usize)>,
 }
 
-impl SelectionPolicy {
-    /// Picks target nodes into `picked` (cleared first), in pick order.
-    ///
-    /// `in_use` is the compute held by running nodes; `running` is how many node executions are running.
-    pub fn select(
-        &self,
-        loads: &[NodeLoad],
-        in_use: f64,
-        running: usize,
-        scratch: &mut Scratch,
-        picked: &mut Vec<usize>,
-    ) {
+impl Collaborative {
+    pub fn new(selection: Selection, budget: f64, max_nodes: usize, on_misfit: OnMisfit) -> Self {
+        Collaborative { selection, budget, max_nodes, on_misfit, order: Vec::new() }
+    }
+}
+
+impl NodeSelector for Collaborative {
+    fn select(&mut self, loads: &[NodeLoad], running: Running, picked: &mut Vec<usize>) -> Option<u64> {
         picked.clear();
-        let order = &mut scratch.order;
+        let order = &mut self.order;
         order.clear();
-        order.extend(
-            loads
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.pending > 0 && l.can_start)
-                .map(|(i, l)| (l.is_priority_node(), l.inference_priority(), i)),
-        );
+        order.extend(super::ready(loads).map(|(i, l)| (l.is_priority_node(), l.inference_priority(), i)));
         if order.is_empty() {
-            return;
+            return None;
         }
         // Priority nodes first, then higher inference priority, then lower index.
         order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
         match self.selection {
             Selection::Count => {
-                let slots = self.max_nodes.saturating_sub(running);
+                let slots = self.max_nodes.saturating_sub(running.nodes);
                 picked.extend(order.iter().take(slots).map(|&(_, _, i)| i));
             }
             Selection::Budget => {
-                let mut free = self.budget - in_use;
+                let mut free = self.budget - running.compute;
                 for &(_, _, i) in order.iter() {
                     let cost = loads[i].cost;
                     if cost <= free + 1e-9 {
@@ -123,40 +72,20 @@ impl SelectionPolicy {
                 }
             }
         }
+        None
     }
-}
 
-/// The dynamic-batching baseline: picks every node with an idle worker whose
-/// batch is full or whose oldest task has waited `delay_ns`. Returns how long
-/// until the next node's delay runs out, if a node is still waiting.
-pub fn dynamic(loads: &[NodeLoad], delay_ns: u64, picked: &mut Vec<usize>) -> Option<u64> {
-    picked.clear();
-    let mut next = None::<u64>;
-    for (i, l) in loads.iter().enumerate() {
-        if l.pending == 0 || !l.can_start {
-            continue;
-        }
-        if l.pending >= l.max_batch || l.waited_ns >= delay_ns {
-            picked.push(i);
-        } else {
-            let left = delay_ns - l.waited_ns;
-            next = Some(next.map_or(left, |n| n.min(left)));
-        }
+    /// Arrivals wait for the tick unless `decide_on_arrival` is set: tasks accumulate into batches.
+    fn decides_on_every_arrival(&self) -> bool {
+        false
     }
-    next
-}
-
-/// The no-batching baseline: picks every node with pending work and an idle worker.
-pub fn unbatched(loads: &[NodeLoad], picked: &mut Vec<usize>) {
-    picked.clear();
-    picked.extend(loads.iter().enumerate().filter(|(_, l)| l.pending > 0 && l.can_start).map(|(i, _)| i));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Seed 003's worked example: pending 20/15/10/20/10, weights 1/1.5/1/0.8/0.8, nodes 1-3 priority.
+    /// The rule's worked example (docs/scheduling.md): pending 20/15/10/20/10, weights 1/1.5/1/0.8/0.8, nodes 1-3 priority.
     fn seed_example(costs: [f64; 5]) -> Vec<NodeLoad> {
         let pending = [20, 15, 10, 20, 10];
         let weights = [1.0, 1.5, 1.0, 0.8, 0.8];
@@ -172,23 +101,23 @@ mod tests {
             .collect()
     }
 
-    fn pick(policy: SelectionPolicy, loads: &[NodeLoad], in_use: f64, running: usize) -> Vec<usize> {
+    fn pick(mut policy: Collaborative, loads: &[NodeLoad], in_use: f64, running: usize) -> Vec<usize> {
         let mut picked = Vec::new();
-        policy.select(loads, in_use, running, &mut Scratch::default(), &mut picked);
-        // Report 1-based node numbers, as the seed does.
+        policy.select(loads, Running { compute: in_use, nodes: running }, &mut picked);
+        // Report 1-based node numbers, as the worked example does.
         picked.iter().map(|i| i + 1).collect()
     }
 
-    fn count(k: usize) -> SelectionPolicy {
-        SelectionPolicy { selection: Selection::Count, budget: f64::INFINITY, max_nodes: k, on_misfit: OnMisfit::Stop }
+    fn count(k: usize) -> Collaborative {
+        Collaborative::new(Selection::Count, f64::INFINITY, k, OnMisfit::Stop)
     }
 
-    fn budget(b: f64, on_misfit: OnMisfit) -> SelectionPolicy {
-        SelectionPolicy { selection: Selection::Budget, budget: b, max_nodes: usize::MAX, on_misfit }
+    fn budget(b: f64, on_misfit: OnMisfit) -> Collaborative {
+        Collaborative::new(Selection::Budget, b, usize::MAX, on_misfit)
     }
 
     #[test]
-    fn inference_priorities_match_the_seed() {
+    fn inference_priorities_match_the_worked_example() {
         let p: Vec<f64> = seed_example([1.0; 5]).iter().map(NodeLoad::inference_priority).collect();
         assert_eq!(p, vec![20.0, 22.5, 10.0, 16.0, 8.0]);
     }
@@ -266,25 +195,6 @@ mod tests {
             },
         ];
         assert_eq!(pick(count(1), &loads, 0.0, 0), vec![2]);
-    }
-
-    #[test]
-    fn dynamic_runs_full_or_overdue_nodes_and_says_when_the_next_is_due() {
-        let load =
-            |pending, waited_ns| NodeLoad { pending, waited_ns, max_batch: 4, can_start: true, ..NodeLoad::default() };
-        let loads = [load(4, 10), load(1, 1_500), load(2, 300), load(0, 0)];
-        let mut picked = Vec::new();
-        let next = dynamic(&loads, 1_000, &mut picked);
-        assert_eq!(picked, vec![0, 1], "full batch and overdue task");
-        assert_eq!(next, Some(700), "node 2 is due in 1000 - 300 ns");
-    }
-
-    #[test]
-    fn unbatched_picks_every_node_with_work_and_an_idle_worker() {
-        let load = |pending, can_start| NodeLoad { pending, can_start, ..NodeLoad::default() };
-        let mut picked = Vec::new();
-        unbatched(&[load(3, true), load(0, true), load(2, false), load(1, true)], &mut picked);
-        assert_eq!(picked, vec![0, 3]);
     }
 
     #[test]

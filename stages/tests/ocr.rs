@@ -2,12 +2,12 @@
 //! (`data/reference/ocr/*.json`), running the real PP-OCRv4 models (`models/real/`, made by
 //! `scripts/setup.sh`) through ONNX Runtime directly.
 //!
-//! `cargo test -p baton-examples --test ocr -- --nocapture` prints the per-image comparison.
+//! `cargo test -p baton-stages --test ocr -- --nocapture` prints the per-image comparison.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use baton_examples::ocr::{self, det, Image, OcrEngine, Quad};
+use baton_stages::ocr::{self, det, Image, OcrEngine, Quad};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -237,13 +237,13 @@ fn images_load_as_gray() {
 }
 
 /// The geometry and pixel operations against OpenCV and pyclipper on random cases, made by
-/// `examples/ocr/crosscheck.py` (needs the reference venv): run with
-/// `OCR_CROSSCHECK=target/ocr-crosscheck.json cargo test -p baton-examples --test ocr -- --ignored`.
+/// `stages/src/ocr/crosscheck.py` (needs the reference venv): run with
+/// `OCR_CROSSCHECK=target/ocr-crosscheck.json cargo test -p baton-stages --test ocr -- --ignored`.
 /// Everything must be identical (the perspective matrix within a relative 1e-12).
 #[test]
-#[ignore = "needs OCR_CROSSCHECK, a file made by examples/ocr/crosscheck.py"]
+#[ignore = "needs OCR_CROSSCHECK, a file made by stages/src/ocr/crosscheck.py"]
 fn crosscheck_against_opencv() {
-    use baton_examples::ocr::{geometry, image};
+    use baton_stages::ocr::{geometry, image};
     let path = std::env::var("OCR_CROSSCHECK").expect("set OCR_CROSSCHECK to the file crosscheck.py wrote");
     // Relative paths are taken from the repository root (tests run in examples/).
     let path = root().join(path);
@@ -294,7 +294,7 @@ fn crosscheck_against_opencv() {
         let q = floats(&c["quad"]);
         let (cw, ch) = (usize_of(&c["cw"]), usize_of(&c["ch"]));
         let quad = [q[0], q[1], q[2], q[3]];
-        let crop = baton_examples::ocr::crop(&img, &quad).expect("crop");
+        let crop = baton_stages::ocr::crop(&img, &quad).expect("crop");
         let want = bytes(&c["warped"]);
         if ch as f64 / cw as f64 >= 1.5 {
             assert_eq!(crop.data, image::Image::from_raw(cw, ch, 1, want).rot90().data, "warp of {quad:?}");

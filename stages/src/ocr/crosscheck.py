@@ -4,7 +4,7 @@
 Usage (after scripts/setup.sh and scripts/make_ocr_reference.py, which put opencv-python-headless
 and pyclipper into .venv):
 
-    .venv/bin/python examples/ocr/crosscheck.py target/ocr-crosscheck.json
+    .venv/bin/python stages/src/ocr/crosscheck.py target/ocr-crosscheck.json
     OCR_CROSSCHECK=target/ocr-crosscheck.json cargo test -p baton-examples --test ocr -- --ignored
 
 Writes, from a fixed seed: random bitmaps with cv2.findContours (RETR_LIST, CHAIN_APPROX_SIMPLE),

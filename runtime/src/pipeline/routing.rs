@@ -1,0 +1,140 @@
+//! Routing: a request's input reaches a node, becomes a task, enters the node's buffer.
+//!
+//! `deliver` takes one input of a request to a node (waiting in the node's
+//! join table until all its inputs arrived), `enqueue` passes the task
+//! through the node's stream gate (per-stream order), and `push` fits it to a
+//! worker group and puts it into the batching buffer. Each returns the reason
+//! to poke the scheduler, if the arrival wants a decision; the caller pokes
+//! once for all its deliveries.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::Router;
+use crate::node::stream::Admission;
+use crate::node::Task;
+use crate::request::{RequestError, RequestState};
+use crate::scheduler::Reason;
+use crate::tensor::Tensor;
+
+impl Router {
+    /// Hands input `slot` of `request` to node `node`. Returns the reason to poke the scheduler, if any.
+    pub(crate) fn deliver(
+        &self,
+        node: usize,
+        slot: usize,
+        request: &Arc<RequestState>,
+        tensor: Tensor,
+    ) -> Option<Reason> {
+        if request.completion.is_finished() {
+            self.answer_if_cancelled(request);
+            return None;
+        }
+        if !request.runs(node) {
+            return None;
+        }
+        let spec = &self.spec.nodes[node];
+        let total = spec.inputs.len();
+        let needed = total - spec.state.len();
+        let rows = tensor.batch_rows();
+        let inputs = if needed == 1 {
+            let mut inputs = vec![crate::node::placeholder(); total];
+            inputs[slot] = tensor;
+            inputs
+        } else {
+            match self.nodes[node].joins.arrive(request.id, &request.completion, slot, tensor) {
+                Some(inputs) => inputs,
+                None => {
+                    // Waiting for other inputs, or finished meanwhile.
+                    self.answer_if_cancelled(request);
+                    return None;
+                }
+            }
+        };
+        let mut task = Task::new(Arc::clone(request), inputs, rows);
+        // Work descending from a priority task is priority at every node, unless
+        // the pipeline keeps priority to the nodes a request enters at.
+        task.priority &= self.spec.scheduler.priority_follows_dag || self.entry_nodes[node];
+        self.enqueue(node, task)
+    }
+
+    /// A request whose ticket was dropped is still owed its answer (so it leaves
+    /// the in-flight count); one already answered is left alone.
+    fn answer_if_cancelled(&self, request: &RequestState) {
+        if request.completion.is_cancelled() {
+            self.resolve(request, Err(RequestError::Cancelled));
+        }
+    }
+
+    /// Puts a task whose inputs all arrived into node `node`'s buffer (through the
+    /// node's stream gate if it keeps per-stream state). Returns the reason to poke, if any.
+    pub(crate) fn enqueue(&self, node: usize, task: Task) -> Option<Reason> {
+        let task = match &self.nodes[node].streams {
+            None => task,
+            Some(streams) => match streams.admit(task) {
+                Admission::Run(task) => task,
+                Admission::Parked => return None,
+                Admission::Refused(task, error) => {
+                    self.resolve(&task.request, Err(error));
+                    return None;
+                }
+            },
+        };
+        self.push(node, task)
+    }
+
+    /// Puts a task that may run now (admitted by its stream, if any) into node `node`'s buffer.
+    pub(crate) fn push(&self, node: usize, mut task: Task) -> Option<Reason> {
+        let state = &self.nodes[node];
+        let priority = task.priority;
+        if !state.groups.is_empty() {
+            match self.fitting_groups(node, &task) {
+                Ok(mask) => task.groups = mask,
+                Err(message) => {
+                    self.resolve(&task.request, Err(RequestError::InvalidInput(message)));
+                    return None;
+                }
+            }
+        }
+        if self.stopping.load(Ordering::SeqCst) {
+            self.resolve(&task.request, Err(RequestError::ShuttingDown));
+            return None;
+        }
+        let pending = state.buffer.push(task);
+        // An immediate shutdown may have drained this buffer between the check and the push.
+        if self.stopping.load(Ordering::SeqCst) {
+            for task in state.buffer.drain() {
+                self.resolve(&task.request, Err(RequestError::ShuttingDown));
+            }
+            return None;
+        }
+        state.metrics.queue_depth.set(pending as f64);
+        if priority {
+            state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+        }
+        let reason = if priority { Reason::PriorityArrival } else { Reason::Arrival };
+        self.scheduler.arrival_wants_decision(node, state, priority).then_some(reason)
+    }
+
+    /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
+    fn fitting_groups(&self, node: usize, task: &Task) -> Result<u64, String> {
+        let spec = &self.spec.nodes[node];
+        // A kind this node has narrows the groups to it; a kind it lacks does not apply here.
+        let kind = task.request.worker_kind.filter(|&k| spec.groups.iter().any(|g| g.kind_index == k));
+        let mask = spec.groups.iter().enumerate().fold(0u64, |mask, (g, group)| {
+            let fits = task.rows <= group.max_rows && kind.is_none_or(|k| k == group.kind_index);
+            mask | (u64::from(fits) << g)
+        });
+        if mask != 0 {
+            return Ok(mask);
+        }
+        let groups: Vec<String> = spec.groups.iter().map(|g| format!("{} (max_rows {})", g.kind, g.max_rows)).collect();
+        let asked = kind.map_or(String::new(), |k| format!(" of kind `{}`", self.spec.worker_kinds[k]));
+        Err(format!(
+            "no worker group of node `{}` fits a task of {} rows{asked} (its groups: {})",
+            spec.name,
+            task.rows,
+            groups.join(", ")
+        ))
+    }
+}

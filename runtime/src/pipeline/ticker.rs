@@ -1,0 +1,71 @@
+//! The scheduler thread ("baton-scheduler"): ticks, retries of unplaced tasks, stream expiry.
+//!
+//! The thread parks until the next tick (or earlier, when the dynamic
+//! batcher says a node falls due sooner, or when shutdown unparks it), then
+//! pokes the scheduler with [`Reason::Tick`], moves tasks past their
+//! placement timeout to the back of their queues, and every quarter of the
+//! stream idle timeout (1 to 100 ms) closes idle streams. It stops when
+//! `stop_ticker` is set (Release here, Acquire in the loop) and it is unparked.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::Router;
+use crate::scheduler::Reason;
+
+/// Starts the scheduler thread of `router`.
+pub(crate) fn spawn(router: Arc<Router>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name("baton-scheduler".into()).spawn(move || {
+        router.scheduler.set_ticker(std::thread::current());
+        let sweep_every = Duration::from_millis((router.spec.streams.idle_timeout_ms / 4).clamp(1, 100));
+        let mut last_sweep = Instant::now();
+        while !router.stop_ticker.load(Ordering::Acquire) {
+            std::thread::park_timeout(router.scheduler.sleep_before_next_tick());
+            router.scheduler.poke(Reason::Tick, &router.nodes);
+            router.retry_unplaced();
+            if last_sweep.elapsed() >= sweep_every {
+                last_sweep = Instant::now();
+                let closed = router.expire_streams();
+                if closed > 0 {
+                    tracing::debug!(closed, "idle streams expired");
+                }
+            }
+        }
+    })
+}
+
+/// Stops the scheduler thread started by [`spawn`] and waits for it.
+pub(crate) fn stop(router: &Router, ticker: JoinHandle<()>) {
+    router.stop_ticker.store(true, Ordering::Release);
+    ticker.thread().unpark();
+    let _ = ticker.join();
+}
+
+impl Router {
+    /// Placement timeout, every tick: at each node with `placement_timeout_us`, tasks
+    /// whose round ran out go to the back of their queues, each counted as a retry.
+    pub(crate) fn retry_unplaced(&self) {
+        let now_ns = crate::clock::now_ns();
+        for (state, spec) in self.nodes.iter().zip(&self.spec.nodes) {
+            let Some(timeout) = spec.placement_timeout_ns else { continue };
+            // A round begins at or after its task arrived: none is overdue while the oldest task is younger.
+            if state.buffer.oldest_wait_ns(now_ns) < timeout {
+                continue;
+            }
+            let retried = state.buffer.requeue_overdue(now_ns - timeout, now_ns) as u64;
+            if retried > 0 {
+                state.counters.placement_retries.fetch_add(retried, Ordering::Relaxed);
+                state.metrics.placement_retries.increment(retried);
+                tracing::debug!(node = %spec.name, retried, "tasks not placed within the placement timeout: retried");
+            }
+        }
+    }
+
+    /// Closes streams idle past the timeout at every stateful node; returns how many.
+    pub(crate) fn expire_streams(&self) -> usize {
+        let timeout = Duration::from_millis(self.spec.streams.idle_timeout_ms);
+        self.nodes.iter().filter_map(|n| n.streams.as_ref()).map(|s| s.expire(timeout)).sum()
+    }
+}

@@ -1,0 +1,179 @@
+//! The validated pipeline's types: nodes, stages, routes, inputs and outputs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::fairness::FairnessSpec;
+use crate::config::{FaultConfig, SchedulerConfig, StreamsConfig};
+use crate::engine::{EngineProvider, ModelSignature, StageRequest, TensorSpec};
+use crate::tensor::Tensor;
+
+/// Where a stage input comes from within its node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageSource {
+    /// The node's input slot.
+    NodeInput(usize),
+    /// Output `index` of an earlier stage.
+    StageOutput { stage: usize, index: usize },
+}
+
+/// Where a node output goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Input slot `slot` of node `node`.
+    Node { node: usize, slot: usize },
+    /// Pipeline output `index`.
+    Output(usize),
+    /// Write-back `index` of the producing node itself: the stream's next state.
+    State(usize),
+}
+
+/// A validated write-back edge of a stateful node.
+#[derive(Clone, Debug)]
+pub struct StateSpec {
+    /// The node input slot the state feeds.
+    pub slot: usize,
+    /// The node output written back.
+    pub output: String,
+    /// A new stream's state: batch dim 1.
+    pub initial: Tensor,
+}
+
+/// One model stage of a node, ready to instantiate on a worker.
+#[derive(Clone)]
+pub struct StageSpec {
+    pub request: StageRequest,
+    pub engine: String,
+    pub provider: Arc<dyn EngineProvider>,
+    pub signature: ModelSignature,
+    /// For each signature input, where its tensor comes from.
+    pub sources: Vec<StageSource>,
+}
+
+impl StageSpec {
+    /// A Rust processing stage (rather than a model).
+    pub fn is_function(&self) -> bool {
+        self.engine.starts_with("function:")
+    }
+}
+
+/// Ragged batching of one node input: its `axes` may differ between tasks and are padded.
+#[derive(Clone, Debug)]
+pub struct PadSpec {
+    pub slot: usize,
+    pub axes: Vec<usize>,
+    pub value: f64,
+    /// Outputs cut back per task: (route name, output axes matching `axes`).
+    pub cuts: Vec<(String, Vec<usize>)>,
+}
+
+/// One node output and the places it goes.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub name: String,
+    pub stage: usize,
+    pub index: usize,
+    pub targets: Vec<Target>,
+}
+
+/// A validated node.
+#[derive(Clone)]
+pub struct NodeSpec {
+    pub name: String,
+    pub stages: Vec<StageSpec>,
+    /// The node's input slots, in slot order.
+    pub inputs: Vec<TensorSpec>,
+    pub routes: Vec<Route>,
+    pub max_batch: usize,
+    pub weight: f64,
+    pub cost: f64,
+    pub workers: usize,
+    pub cores: Vec<usize>,
+    pub idle_spin_us: u64,
+    /// Write-back edges; non-empty makes the node stateful (its tasks need a stream).
+    pub state: Vec<StateSpec>,
+    /// Ragged batching rules, at most one per input slot.
+    pub pad: Vec<PadSpec>,
+    /// Most tasks waiting before requests entering here are refused (see [`NodeConfig::max_queue`]).
+    pub max_queue: Option<usize>,
+    /// Injected faults, when configured (validated rates).
+    pub faults: Option<FaultConfig>,
+    /// Worker groups (`worker_groups`), in file order; empty: `workers` alike workers.
+    pub groups: Vec<GroupSpec>,
+    /// With groups: how long a task may wait for a fitting worker before its round fails, ns.
+    pub placement_timeout_ns: Option<u64>,
+}
+
+/// A validated worker group of a node (see [`crate::config::WorkerGroupConfig`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSpec {
+    pub kind: String,
+    /// Index of `kind` in [`PipelineSpec::worker_kinds`].
+    pub kind_index: usize,
+    pub workers: usize,
+    /// Index in the node of the group's first worker (groups' workers are numbered in file order).
+    pub first_worker: usize,
+    pub intra_threads: usize,
+    pub inter_threads: usize,
+    pub cores: Vec<usize>,
+    /// Most rows per batch (capacity): the node's `max_batch` when not given.
+    pub max_rows: usize,
+}
+
+/// Most worker groups a node may have (a task's fitting groups are a 64-bit mask).
+pub const MAX_GROUPS: usize = 64;
+
+impl NodeSpec {
+    /// The group worker `index` of this node belongs to (`None` without groups).
+    pub fn group_of(&self, index: usize) -> Option<usize> {
+        self.groups.iter().position(|g| (g.first_worker..g.first_worker + g.workers).contains(&index))
+    }
+
+    /// Padded axes of each input slot (empty for slots that are not padded).
+    pub fn pad_axes(&self) -> Vec<Vec<usize>> {
+        let mut axes = vec![Vec::new(); self.inputs.len()];
+        for pad in &self.pad {
+            axes[pad.slot] = pad.axes.clone();
+        }
+        axes
+    }
+}
+
+/// A validated pipeline input.
+#[derive(Clone, Debug)]
+pub struct InputSpec {
+    pub spec: TensorSpec,
+    pub targets: Vec<Target>,
+    /// Requests may leave it out (see [`crate::config::InputConfig::optional`]).
+    pub optional: bool,
+}
+
+/// A validated pipeline output.
+#[derive(Clone, Debug)]
+pub struct OutputSpec {
+    pub spec: TensorSpec,
+    /// The producing node.
+    pub node: usize,
+}
+
+/// A pipeline checked end to end, ready to start.
+#[derive(Clone)]
+pub struct PipelineSpec {
+    pub name: String,
+    /// The file it was read from, if any.
+    pub file: Option<PathBuf>,
+    pub nodes: Vec<NodeSpec>,
+    pub inputs: Vec<InputSpec>,
+    pub outputs: Vec<OutputSpec>,
+    pub scheduler: SchedulerConfig,
+    /// The compute budget after defaults (sum of costs when unset).
+    pub compute_budget: f64,
+    pub max_in_flight: usize,
+    /// Nodes in an order where every node comes after all its parents.
+    pub topo_order: Vec<usize>,
+    pub streams: StreamsConfig,
+    /// Request-level fairness and decomposition (`[fairness]`).
+    pub fairness: FairnessSpec,
+    /// Every worker-group kind of every node, sorted: what [`crate::Request::worker_kind`] may name.
+    pub worker_kinds: Vec<String>,
+}
