@@ -19,7 +19,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Requests the server answered, by `protocol` (`http`, `grpc`), `endpoint`
 /// (`infer`, `metadata`, `config`, `ready`, `health`, `stats`,
-/// `repository`, `unsupported`, `other`), `model` (empty
+/// `repository`, `unsupported`, `connection` (refused or timed-out connections), `other`), `model` (empty
 /// when none or unknown) and `code` (HTTP status, or gRPC code name).
 pub const SERVER_REQUESTS: &str = "baton_server_requests_total";
 /// Seconds from an infer request's arrival (body read) to its answer, by `protocol` and `model`.

@@ -113,7 +113,7 @@ fn tritonclient_metrics_consistent_with_traffic() {
 
 #[test]
 fn tritonclient_health_bodies_config_statistics_stream_and_unsupported_calls() {
-    run_script("test_extensions.py", &["mlp.toml", "stateful.toml"]);
+    run_script("test_extensions.py", &["mlp.toml", "mlp_stats.toml", "stateful.toml"]);
 }
 
 /// A model repository pipeline: models/slow.onnx one request a batch, every run

@@ -1,7 +1,7 @@
 """Triton's extensions and the protocol's response bodies, through tritonclient
 (HTTP and gRPC) against mlp and stateful: the health and readiness bodies,
 model configuration, statistics (per model and for all models, consistent
-with the requests sent and with /metrics), streaming gRPC inference (answers
+with the requests sent and with /metrics, on mlp_stats), streaming gRPC inference (answers
 in order per sequence, equal to onnxruntime), and every call Baton does not
 support answering with a message that names it (counted in /metrics)."""
 import json
@@ -62,7 +62,9 @@ raises(lambda: http.get_model_config("nope"), "404", "unknown model `nope`", "HT
 raises(lambda: grpc.get_model_config("nope"), "StatusCode.NOT_FOUND", "unknown model `nope`", "gRPC config of unknown model")
 
 
-# Statistics: a known number of requests over both protocols.
+# Statistics: a known number of requests over both protocols to mlp_stats, a model
+# no other test touches (its /metrics series are this test's alone).
+M = "mlp_stats"
 def inp(mod, rows, name="input"):
     i = mod.InferInput(name, [rows, 256], "FP32")
     i.set_data_from_numpy(rng.standard_normal((rows, 256)).astype(np.float32))
@@ -73,18 +75,18 @@ def stats(model):
     return http.get_inference_statistics(model)["model_stats"][0]
 
 
-before, metrics_before = stats("mlp"), metrics(a.metrics)
+before, metrics_before = stats(M), metrics(a.metrics)
 OK_HTTP, OK_GRPC, BAD = 6, 4, 3
 rows = 0
 for k in range(OK_HTTP):
-    http.infer("mlp", [inp(httpclient, 1 + k % 2)])
+    http.infer(M, [inp(httpclient, 1 + k % 2)])
     rows += 1 + k % 2
 for _ in range(OK_GRPC):
-    grpc.infer("mlp", [inp(grpcclient, 3)])
+    grpc.infer(M, [inp(grpcclient, 3)])
     rows += 3
 for _ in range(BAD):
-    raises(lambda: http.infer("mlp", [inp(httpclient, 1, "wrong")]), "400", "unknown input", "bad request")
-after, metrics_after = stats("mlp"), metrics(a.metrics)
+    raises(lambda: http.infer(M, [inp(httpclient, 1, "wrong")]), "400", "unknown input", "bad request")
+after, metrics_after = stats(M), metrics(a.metrics)
 
 
 def delta(*path):
@@ -101,21 +103,21 @@ for part in ("queue", "compute_input", "compute_infer", "compute_output"):
     check(delta("inference_stats", part, "count") == ok, f"{part} count {delta('inference_stats', part, 'count')}, want {ok}")
     check(delta("inference_stats", part, "ns") > 0, f"{part} ns did not grow")
 check(delta("inference_count") == rows, f"inference_count {delta('inference_count')}, want {rows}")
-executions = value(metrics_after, "baton_executions_total", pipeline="mlp") - value(metrics_before, "baton_executions_total", pipeline="mlp")
+executions = value(metrics_after, "baton_executions_total", pipeline=M) - value(metrics_before, "baton_executions_total", pipeline=M)
 check(delta("execution_count") == executions and 1 <= executions <= ok, f"execution_count {delta('execution_count')}, /metrics {executions}")
 check(sum(int(b["compute_infer"]["count"]) for b in after["batch_stats"]) == int(after["execution_count"]), f"batch_stats {after['batch_stats']}")
 check(int(after["last_inference"]) > 0, "last_inference set")
-ok_metrics = sum(value(metrics_after, "baton_server_requests_total", endpoint="infer", model="mlp", code=c)
-                 - value(metrics_before, "baton_server_requests_total", endpoint="infer", model="mlp", code=c) for c in ("200", "OK"))
+ok_metrics = sum(value(metrics_after, "baton_server_requests_total", endpoint="infer", model=M, code=c)
+                 - value(metrics_before, "baton_server_requests_total", endpoint="infer", model=M, code=c) for c in ("200", "OK"))
 check(ok_metrics == ok, f"/metrics counts {ok_metrics} good infers, statistics {ok}")
 # gRPC's ModelStatistics answers the same figures; all-model statistics hold every model.
-gs = grpc.get_inference_statistics("mlp", as_json=True)["model_stats"][0]
+gs = grpc.get_inference_statistics(M, as_json=True)["model_stats"][0]
 check(int(gs["inference_stats"]["success"]["count"]) == int(after["inference_stats"]["success"]["count"]), f"gRPC stats {gs}")
 check(int(gs["execution_count"]) == int(after["execution_count"]), "gRPC execution_count")
 names = sorted(m["name"] for m in http.get_inference_statistics()["model_stats"])
-check(names == ["mlp", "stateful"], f"HTTP all-model statistics: {names}")
+check(names == ["mlp", M, "stateful"], f"HTTP all-model statistics: {names}")
 names = sorted(m["name"] for m in grpc.get_inference_statistics(as_json=True)["model_stats"])
-check(names == ["mlp", "stateful"], f"gRPC all-model statistics: {names}")
+check(names == ["mlp", M, "stateful"], f"gRPC all-model statistics: {names}")
 raises(lambda: http.get_inference_statistics("nope"), "404", "unknown model `nope`", "HTTP stats of unknown model")
 
 # Streaming gRPC: two interleaved sequences of stateful and plain mlp requests on one stream.
