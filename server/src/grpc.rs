@@ -15,7 +15,10 @@ use bytes::Bytes;
 use tonic::{Code, Request, Response, Status};
 
 use crate::metrics::{count, infer_time};
-use crate::model::{self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION};
+use crate::model::{
+    self, CallOptions, ErrorKind, InputData, Models, Param, ServeError, TensorMeta, PLATFORM, SEQUENCE_ID_HEADER,
+    VERSION,
+};
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
@@ -123,9 +126,20 @@ pub fn decode_infer(
     model_inputs: &[TensorMeta],
     request: &pb::ModelInferRequest,
 ) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
-    let options = CallOptions::from_params(
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
-    )?;
+    decode_infer_with_sequence(model, model_inputs, request, None)
+}
+
+/// [`decode_infer`] of a request whose [`SEQUENCE_ID_HEADER`] metadata is
+/// `sequence_header` (see [`CallOptions::from_params_and_header`]).
+pub fn decode_infer_with_sequence(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    request: &pb::ModelInferRequest,
+    sequence_header: Option<&[u8]>,
+) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
+    let params =
+        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))));
+    let options = CallOptions::from_params_and_header(params, sequence_header)?;
     let raw = &request.raw_input_contents;
     if !raw.is_empty() && raw.len() != request.inputs.len() {
         return Err(ServeError::bad(format!(
@@ -166,9 +180,14 @@ pub fn decode_infer(
 }
 
 impl Service {
-    async fn infer(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, ServeError> {
+    /// `sequence_header`: the request's [`SEQUENCE_ID_HEADER`] metadata, when it has one.
+    async fn infer(
+        &self,
+        request: pb::ModelInferRequest,
+        sequence_header: Option<&[u8]>,
+    ) -> Result<pb::ModelInferResponse, ServeError> {
         let model = self.models.find(&request.model_name, &request.model_version)?;
-        let (options, inputs) = decode_infer(&model.name, &model.inputs, &request)?;
+        let (options, inputs) = decode_infer_with_sequence(&model.name, &model.inputs, &request, sequence_header)?;
         let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
 
         let _admitted = self.models.admit()?;
@@ -283,9 +302,10 @@ impl GrpcInferenceService for Service {
         request: Request<pb::ModelInferRequest>,
     ) -> Result<Response<pb::ModelInferResponse>, Status> {
         let started = Instant::now();
+        let sequence_header = request.metadata().get(SEQUENCE_ID_HEADER).map(|v| v.as_bytes().to_vec());
         let request = request.into_inner();
         let name = request.model_name.clone();
-        let result = self.infer(request).await.map_err(status);
+        let result = self.infer(request, sequence_header.as_deref()).await.map_err(status);
         if self.models.get(&name).is_some() {
             infer_time("grpc", &name, started.elapsed());
         }
