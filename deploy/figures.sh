@@ -45,7 +45,7 @@ PY
 
 answered() { # successful infers replica I answered
     curl -sf "http://$(addr "$1"):8002/metrics" |
-        awk '/^baton_server_requests_total\{/ && index($0, "endpoint=\"infer\"") && index($0, "code=\"200\"") { s += $NF } END { print s + 0 }'
+        awk '/^baton_server_requests_total\{/ && index($0, "endpoint=\"infer\"") && (index($0, "code=\"200\"") || index($0, "code=\"OK\"")) { s += $NF } END { print s + 0 }'
 }
 
 for figure in $FIGURES; do

@@ -29,10 +29,10 @@ deploy/fleet.sh up 2
 mode=$(cat "$FLEET_DIR/mode")
 addr() { if [[ $mode == netns ]]; then echo "10.77.$1.2"; else echo "127.0.0.$(($1 + 1))"; fi; }
 
-# Successful infer answers of MODEL counted by replica I (both protocols).
+# Successful infer answers of MODEL counted by replica I (HTTP 200, gRPC OK).
 answered() {
     curl -sf "http://$(addr "$1"):8002/metrics" |
-        awk -v m="model=\"$2\"" '/^baton_server_requests_total\{/ && index($0, "endpoint=\"infer\"") && index($0, m) && index($0, "code=\"200\"") { s += $NF } END { print s + 0 }'
+        awk -v m="model=\"$2\"" '/^baton_server_requests_total\{/ && index($0, "endpoint=\"infer\"") && index($0, m) && (index($0, "code=\"200\"") || index($0, "code=\"OK\"")) { s += $NF } END { print s + 0 }'
 }
 
 run_bench() { # URL MODEL CHUNKS: a short closed-loop run; fails on any failed request
