@@ -84,7 +84,7 @@ start_replica() {
     if [[ $(cat "$FLEET_DIR/mode") == netns ]]; then
         run=(ip netns exec "${FLEET_NAME}-r$i" "${run[@]}")
     fi
-    "${run[@]}" >>"$FLEET_DIR/replica-$i.log" 2>&1 &
+    "${run[@]}" </dev/null >>"$FLEET_DIR/replica-$i.log" 2>&1 &
     echo $! >"$FLEET_DIR/replica-$i.pid"
     echo "$core" >"$FLEET_DIR/replica-$i.core"
 }
@@ -171,7 +171,7 @@ cmd_up() {
     # shell of its own stays its parent, waiting on it, after this script ends.
     bash -c 'pin=(${1:+taskset -c "$1"}); "${pin[@]}" "$2" -c "$3" --concurrency 1 --use-dynamic-base-id \
         --log-level warn >>"$4" 2>&1 & echo $! >"$5"; wait' envoy-parent "${ENVOY_CORES:-}" "$envoy" \
-        "$FLEET_DIR/envoy.yaml" "$FLEET_DIR/envoy.log" "$FLEET_DIR/envoy.pid" &
+        "$FLEET_DIR/envoy.yaml" "$FLEET_DIR/envoy.log" "$FLEET_DIR/envoy.pid" </dev/null >/dev/null 2>&1 &
     local deadline=$((SECONDS + 10))
     until [[ -s $FLEET_DIR/envoy.pid ]]; do
         ((SECONDS < deadline)) || die "Envoy did not start"
