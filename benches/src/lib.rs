@@ -12,7 +12,16 @@
 //!     --duration 5s --csv out.csv --json out.json --plot out.svg
 //! ```
 //!
-//! Modules: [`load`] (request pool and drivers), [`measure`] (histograms,
+//! With `--url http://HOST:PORT` or `grpc://HOST:PORT` the same loads drive a
+//! KServe v2 server over the network instead (a `baton serve`, a fleet behind
+//! a proxy, Triton), with the same tables, CSV, JSON and plots:
+//!
+//! ```text
+//! baton bench --url grpc://127.0.0.1:8001 --model mlp --concurrency 1,64 --json out.json
+//! ```
+//!
+//! Modules: [`load`] (request pool and drivers), [`target`] (what the drivers
+//! send to), [`remote`] (a server as a target), [`measure`] (histograms,
 //! windows, node deltas, point results), [`raw`] (the raw engine), [`report`]
 //! (tables, CSV, JSON), [`plot`] (latency vs load).
 
@@ -21,7 +30,9 @@ pub mod load;
 pub mod measure;
 pub mod plot;
 pub mod raw;
+pub mod remote;
 pub mod report;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,7 +45,9 @@ use serde_json::json;
 
 use crate::load::{Arrivals, RequestPool};
 use crate::measure::{point_result, PointResult, Recorder, Window};
+use crate::remote::Remote;
 use crate::report::BenchReport;
+use crate::target::Target;
 
 /// A batching policy to run, as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -76,8 +89,22 @@ impl PolicyArg {
 /// `baton bench` arguments.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
-    /// The pipeline file.
-    pub pipeline: PathBuf,
+    /// The pipeline file (with --url: optional, names the model when --model does not).
+    #[arg(required_unless_present = "url")]
+    pub pipeline: Option<PathBuf>,
+    /// Drive a KServe v2 server over the network instead of a runtime in this process:
+    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT. Inputs follow the model's metadata.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: the model to call (default: the pipeline file's name).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// With --url: network threads of the client.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub client_threads: usize,
+    /// With --url: each request's deadline (it fails past it).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
     /// Closed-loop points: client threads, each submitting and waiting in a loop
     /// (default 1,4,16,64 when no --rate is given).
     #[arg(long, value_delimiter = ',', value_name = "C,..")]
@@ -283,8 +310,12 @@ pub fn bench(args: &BenchArgs) -> Result<BenchReport, String> {
 /// [`bench`] with the given engines and Rust stages.
 pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<BenchReport, String> {
     args.check()?;
-    let config = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
-    let spec = PipelineSpec::build(&config, Some(&args.pipeline), engines).map_err(|e| e.to_string())?;
+    if let Some(url) = &args.url {
+        return bench_remote(args, url);
+    }
+    let file = args.pipeline.as_ref().ok_or("give the pipeline file (or --url to measure a server)")?;
+    let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
+    let spec = PipelineSpec::build(&config, Some(file), engines).map_err(|e| e.to_string())?;
     if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < args.rows) {
         return Err(format!("--rows {} is more than node `{}`'s max_batch {}", args.rows, node.name, node.max_batch));
     }
@@ -324,8 +355,8 @@ pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<B
         if let Some(delay) = args.max_queue_delay_us {
             cfg.scheduler.max_queue_delay_us = delay;
         }
-        let runtime = Runtime::from_config(&cfg, Some(&args.pipeline), engines)
-            .map_err(|e| format!("policy {}: {e}", policy.name()))?;
+        let runtime =
+            Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
         for &load in &loads {
             points.push(run_point(&runtime, &pool, args, policy.name(), load));
         }
@@ -350,26 +381,76 @@ pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<B
     }
     println!();
     print!("{}", report::nodes_table(&points));
-
+    let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let report = BenchReport {
         pipeline: spec.name.clone(),
-        file: args.pipeline.display().to_string(),
+        file: file.display().to_string(),
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
         settings: args.settings(),
         raw,
         points,
     };
-    let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    write_files(args, &report, &node_names)?;
+    Ok(report)
+}
+
+/// Writes the CSV, JSON and plot the arguments ask for.
+fn write_files(args: &BenchArgs, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
     if let Some(path) = &args.csv {
-        write(path, &report::csv(&report.points, &node_names))?;
+        write(path, &report::csv(&report.points, node_names))?;
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         write(path, &(text + "\n"))?;
     }
     if let Some(path) = &args.plot {
-        plot::plot(path, &spec.name, &report.points)?;
+        plot::plot(path, &report.pipeline, &report.points)?;
     }
+    Ok(())
+}
+
+/// The model `--url` measures: `--model`, else the pipeline file's name.
+fn remote_model(args: &BenchArgs) -> Result<String, String> {
+    if let Some(model) = &args.model {
+        return Ok(model.clone());
+    }
+    let file = args.pipeline.as_ref().ok_or("--url needs --model NAME (or a pipeline file naming the model)")?;
+    Ok(PipelineConfig::read(file).map_err(|e| e.to_string())?.pipeline.name)
+}
+
+/// The loads against a server at `url`: each point's policy column names the URL.
+fn bench_remote(args: &BenchArgs, url: &str) -> Result<BenchReport, String> {
+    if args.raw {
+        return Err("--raw measures the engine in this process: leave it out with --url".into());
+    }
+    let model = remote_model(args)?;
+    let remote = Remote::new(url, &model, args.client_threads, &args.client_cores, args.request_timeout)?;
+    let inputs = remote.input_specs()?;
+    let pool = RequestPool::from_inputs(&inputs, args.pool, args.rows, args.seed, args.priority_fraction)?
+        .with_streams(args.stream_chunks);
+    let label = remote.url();
+    let points: Vec<PointResult> =
+        args.loads().into_iter().map(|load| run_point(&remote, &pool, args, &label, load)).collect();
+    println!("{label}: model `{model}`, {} row(s) per request", args.rows);
+    print!("{}", report::points_table(&points));
+    let failures = remote.failures();
+    for (what, n) in &failures {
+        println!("failed: {n} × {what}");
+    }
+    let mut settings = args.settings();
+    settings["url"] = json!(label);
+    settings["model"] = json!(model);
+    settings["failures"] = json!(failures);
+    settings["answered"] = json!(remote.answered());
+    let report = BenchReport {
+        pipeline: model,
+        file: label,
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        settings,
+        raw: None,
+        points,
+    };
+    write_files(args, &report, &[])?;
     Ok(report)
 }
 
@@ -411,8 +492,8 @@ fn wait_until(until: Instant, start: Instant, bar: &ProgressBar) {
     }
 }
 
-/// Runs one load point on a running runtime: warm-up, then measured windows.
-fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &str, load: Load) -> PointResult {
+/// Runs one load point on a target: warm-up, then measured windows.
+fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchArgs, policy: &str, load: Load) -> PointResult {
     let measured = if args.stability { args.window * args.max_windows as u32 } else { args.duration };
     let bar = progress_bar((args.warmup + measured).as_millis() as u64, format!("{policy} {}", load.label()));
     bar.set_message("warm-up");
@@ -424,23 +505,23 @@ fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &s
     let start = Instant::now();
     let windows = std::thread::scope(|scope| {
         let driver = match load {
-            Load::Closed(c) => load::closed_loop(scope, runtime, pool, &recorder, c, &args.client_cores),
+            Load::Closed(c) => load::closed_loop(scope, target, pool, &recorder, c, &args.client_cores),
             Load::Open(rate) => {
                 let schedule = load::Schedule { rate, arrivals: args.arrivals, seed: args.seed };
-                load::open_loop(scope, runtime, pool, &recorder, schedule, &args.client_cores)
+                load::open_loop(scope, target, pool, &recorder, schedule, &args.client_cores)
             }
         };
         wait_until(start + args.warmup, start, &bar);
         recorder.take();
         bar.set_message("measuring");
         let mut windows: Vec<Window> = Vec::new();
-        let mut mark = (Instant::now(), runtime.node_stats());
+        let mut mark = (Instant::now(), target.node_stats());
         let length = if args.stability { args.window } else { args.duration };
         loop {
             wait_until(mark.0 + length, start, &bar);
             let tally = recorder.take();
             let now = Instant::now();
-            let stats = runtime.node_stats();
+            let stats = target.node_stats();
             let elapsed = now - mark.0;
             windows.push(Window { elapsed, tally, nodes_start: mark.1, nodes_end: stats.clone() });
             mark = (now, stats);
@@ -459,7 +540,7 @@ fn run_point(runtime: &Runtime, pool: &RequestPool, args: &BenchArgs, policy: &s
     });
     // Open loop: let what is still in flight finish before the next point.
     let drain_until = Instant::now() + Duration::from_secs(60);
-    while runtime.in_flight() > 0 && Instant::now() < drain_until {
+    while target.in_flight() > 0 && Instant::now() < drain_until {
         std::thread::sleep(Duration::from_millis(1));
     }
     bar.finish_and_clear();

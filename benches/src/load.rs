@@ -1,7 +1,8 @@
 //! Load generation: the request pool, the priority pattern, inter-arrival
 //! times, and the two drivers — closed loop (C client threads, each submitting
 //! and waiting in a loop) and open loop (one generator thread submitting at a
-//! request rate with `submit_then`, latencies recorded by the callback).
+//! request rate with [`Target::call_then`], latencies recorded by the callback).
+//! Both drive any [`Target`]: a runtime in this process or a remote server.
 //!
 //! Inputs are generated once, before any measurement: a pool of seeded random
 //! requests shaped by the pipeline's inputs, cloned per submit (tensors are
@@ -11,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::{DType, Dim, PipelineSpec, Request, Runtime, Tensor, TensorSpec};
+use baton::{DType, Dim, PipelineSpec, Request, Tensor, TensorSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::measure::{Recorder, LATE_SEND_US};
+use crate::target::Target;
 
 /// Pre-generated requests, handed out in turn.
 pub struct RequestPool {
@@ -37,14 +39,26 @@ impl RequestPool {
         seed: u64,
         priority_fraction: f64,
     ) -> Result<RequestPool, String> {
+        let inputs: Vec<TensorSpec> = spec.inputs.iter().map(|i| i.spec.clone()).collect();
+        Self::from_inputs(&inputs, size, rows, seed, priority_fraction)
+    }
+
+    /// `size` requests of `rows` rows for `inputs`, from `seed`.
+    pub fn from_inputs(
+        inputs: &[TensorSpec],
+        size: usize,
+        rows: usize,
+        seed: u64,
+        priority_fraction: f64,
+    ) -> Result<RequestPool, String> {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut requests = Vec::with_capacity(size.max(1));
         for _ in 0..size.max(1) {
             let mut request = Request::new();
-            for input in &spec.inputs {
-                let tensor = generate(&input.spec, rows, &mut rng)
-                    .map_err(|e| format!("cannot generate input `{}`: {e}", input.spec.name))?;
-                request = request.input(input.spec.name.clone(), tensor);
+            for input in inputs {
+                let tensor = generate(input, rows, &mut rng)
+                    .map_err(|e| format!("cannot generate input `{}`: {e}", input.name))?;
+                request = request.input(input.name.clone(), tensor);
             }
             requests.push(request);
         }
@@ -58,7 +72,8 @@ impl RequestPool {
     }
 
     /// The request a sender sends as its `n`-th: a pooled request (`i` picks it), and
-    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks`. Returns
+    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks` (id
+    /// `(sender + 1) << 40 | n / chunks`). Returns
     /// whether it is a priority task (a stream's final chunk, or by the priority pattern).
     pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, bool) {
         let (request, priority) = self.get(i);
@@ -66,7 +81,8 @@ impl RequestPool {
             return (request, priority);
         }
         let chunks = self.stream_chunks as u64;
-        let (stream, k) = ((sender << 40) | (n / chunks), n % chunks);
+        // Ids start at 1 << 40: never 0, which the protocol reads as "no stream".
+        let (stream, k) = (((sender + 1) << 40) | (n / chunks), n % chunks);
         let last = k == chunks - 1;
         (request.stream(stream, k == 0, last), priority || last)
     }
@@ -173,7 +189,7 @@ impl Driver<'_> {
 /// for its answer in a loop, recording into shard = its client number.
 pub fn closed_loop<'scope, 'env: 'scope>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
-    runtime: &'env Runtime,
+    target: &'env dyn Target,
     pool: &'env RequestPool,
     recorder: &'env Recorder,
     concurrency: usize,
@@ -194,8 +210,8 @@ pub fn closed_loop<'scope, 'env: 'scope>(
                         let (request, priority) = pool.next(client as u64, n, i);
                         n += 1;
                         let sent = Instant::now();
-                        let result = runtime.submit(request).wait();
-                        recorder.record(client, sent.elapsed().as_micros() as u64, priority, result.is_ok());
+                        let ok = target.call(request);
+                        recorder.record(client, sent.elapsed().as_micros() as u64, priority, ok);
                         i = i.wrapping_add(1);
                     }
                 })
@@ -220,12 +236,12 @@ pub struct Schedule {
     pub seed: u64,
 }
 
-/// Starts one generator thread submitting on `schedule` with `submit_then`; each callback records the latency from the
+/// Starts one generator thread submitting on `schedule` with `call_then`; each callback records the latency from the
 /// submit to the answer into shard = request number. A send leaving more than
 /// 1 ms behind its schedule counts as late (the generator could not keep up).
 pub fn open_loop<'scope, 'env: 'scope>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
-    runtime: &'env Runtime,
+    target: &'env dyn Target,
     pool: &'env RequestPool,
     recorder: &'env Arc<Recorder>,
     schedule: Schedule,
@@ -263,9 +279,10 @@ pub fn open_loop<'scope, 'env: 'scope>(
                 let (request, priority) = pool.next(i % OPEN_LOOP_STREAMS, i / OPEN_LOOP_STREAMS, i);
                 let rec = Arc::clone(recorder);
                 let key = i as usize;
-                runtime.submit_then(request, move |result| {
-                    rec.record(key, sent.elapsed().as_micros() as u64, priority, result.is_ok());
-                });
+                target.call_then(
+                    request,
+                    Box::new(move |ok| rec.record(key, sent.elapsed().as_micros() as u64, priority, ok)),
+                );
                 i += 1;
                 due += gaps.next_gap();
             }
@@ -322,7 +339,7 @@ mod tests {
         let chunks: Vec<_> = (0..6).map(|n| pool.next(5, n, n)).collect();
         let ids: Vec<(u64, bool, bool)> =
             chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
-        let base = 5u64 << 40;
+        let base = 6u64 << 40;
         assert_eq!(
             ids,
             vec![

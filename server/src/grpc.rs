@@ -29,7 +29,8 @@ use tonic::{Code, Request, Response, Status};
 
 use crate::metrics::{count, infer_time};
 use crate::model::{
-    self, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
+    self, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM,
+    SEQUENCE_ID_HEADER, VERSION,
 };
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
@@ -143,9 +144,20 @@ pub fn decode_infer(
     model_inputs: &[TensorMeta],
     request: &pb::ModelInferRequest,
 ) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
-    let options = CallOptions::from_params(
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
-    )?;
+    decode_infer_with_sequence(model, model_inputs, request, None)
+}
+
+/// [`decode_infer`] of a request whose [`SEQUENCE_ID_HEADER`] metadata is
+/// `sequence_header` (see [`CallOptions::from_params_and_header`]).
+pub fn decode_infer_with_sequence(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    request: &pb::ModelInferRequest,
+    sequence_header: Option<&[u8]>,
+) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
+    let params =
+        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))));
+    let options = CallOptions::from_params_and_header(params, sequence_header)?;
     let raw = &request.raw_input_contents;
     if !raw.is_empty() && raw.len() != request.inputs.len() {
         return Err(ServeError::bad(format!(
@@ -186,14 +198,16 @@ pub fn decode_infer(
 }
 
 impl Service {
+    /// `sequence_header`: the request's [`SEQUENCE_ID_HEADER`] metadata, when it has one.
     async fn infer(
         &self,
         request: pb::ModelInferRequest,
+        sequence_header: Option<&[u8]>,
         started: Instant,
     ) -> Result<pb::ModelInferResponse, ServeError> {
         let model = self.models.find(&request.model_name, &request.model_version)?;
         let mut times = RequestTimes::default();
-        let result = self.infer_model(&model, request, &mut times).await;
+        let result = self.infer_model(&model, request, sequence_header, &mut times).await;
         match &result {
             Ok(_) => model.stats.success(started.elapsed(), times),
             Err(_) => model.stats.fail(started.elapsed()),
@@ -206,10 +220,11 @@ impl Service {
         &self,
         model: &Model,
         request: pb::ModelInferRequest,
+        sequence_header: Option<&[u8]>,
         times: &mut RequestTimes,
     ) -> Result<pb::ModelInferResponse, ServeError> {
         let decoding = Instant::now();
-        let (options, inputs) = decode_infer(&model.name, &model.inputs, &request)?;
+        let (options, inputs) = decode_infer_with_sequence(&model.name, &model.inputs, &request, sequence_header)?;
         let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
         times.rows = model.rows(&inputs);
         times.input = decoding.elapsed();
@@ -324,7 +339,8 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<pb::ModelInferRequest>,
     ) -> Result<Response<pb::ModelInferResponse>, Status> {
-        self.infer_counted(request.into_inner()).await.map(Response::new)
+        let sequence_header = request.metadata().get(SEQUENCE_ID_HEADER).map(|v| v.as_bytes().to_vec());
+        self.infer_counted(request.into_inner(), sequence_header.as_deref()).await.map(Response::new)
     }
 
     type ModelStreamInferStream = Pin<
@@ -493,11 +509,16 @@ fn sequence_of(request: &pb::ModelInferRequest) -> Option<(u64, bool)> {
 type StreamAnswers = tokio::sync::mpsc::Sender<Result<pb::ModelStreamInferResponse, Status>>;
 
 impl Service {
-    /// One inference, timed, counted and answered as ModelInfer answers it.
-    async fn infer_counted(&self, request: pb::ModelInferRequest) -> Result<pb::ModelInferResponse, Status> {
+    /// One inference, timed, counted and answered as ModelInfer answers it;
+    /// `sequence_header`: its [`SEQUENCE_ID_HEADER`] metadata, when it has one.
+    async fn infer_counted(
+        &self,
+        request: pb::ModelInferRequest,
+        sequence_header: Option<&[u8]>,
+    ) -> Result<pb::ModelInferResponse, Status> {
         let started = Instant::now();
         let name = request.model_name.clone();
-        let result = self.infer(request, started).await.map_err(status);
+        let result = self.infer(request, sequence_header, started).await.map_err(status);
         if self.models.knows(&name) {
             infer_time("grpc", &name, started.elapsed());
         }
@@ -539,7 +560,7 @@ impl Service {
                     let _ = before.await;
                 }
                 let id = request.id.clone();
-                let answer = match service.infer_counted(request).await {
+                let answer = match service.infer_counted(request, None).await {
                     Ok(response) => {
                         pb::ModelStreamInferResponse { error_message: String::new(), infer_response: Some(response) }
                     }

@@ -24,7 +24,8 @@ use serde_json::json;
 use crate::json::{self, BinarySize, InferRequest, OutputTensor, TensorData};
 use crate::metrics::{count, http_code, infer_time};
 use crate::model::{
-    check_input, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, VERSION,
+    check_input, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM,
+    SEQUENCE_ID_HEADER, VERSION,
 };
 use crate::stats::{Report, RequestTimes};
 
@@ -336,6 +337,18 @@ pub fn decode_infer(
     header_length: Option<&[u8]>,
     body: &[u8],
 ) -> Result<DecodedInfer, ServeError> {
+    decode_infer_with_sequence(model, model_inputs, header_length, None, body)
+}
+
+/// [`decode_infer`] of a request whose [`SEQUENCE_ID_HEADER`] is `sequence_header`
+/// (see [`CallOptions::from_params_and_header`]).
+pub fn decode_infer_with_sequence(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    header_length: Option<&[u8]>,
+    sequence_header: Option<&[u8]>,
+    body: &[u8],
+) -> Result<DecodedInfer, ServeError> {
     let header_len = match header_length {
         None => body.len(),
         Some(value) => {
@@ -356,7 +369,8 @@ pub fn decode_infer(
     };
     let request: InferRequest = serde_json::from_slice(&body[..header_len])
         .map_err(|e| ServeError::bad(format!("malformed JSON in the infer request: {e}")))?;
-    let options = CallOptions::from_params(request.parameters.iter().map(|(k, v)| (k.as_str(), v.0.clone())))?;
+    let params = request.parameters.iter().map(|(k, v)| (k.as_str(), v.0.clone()));
+    let options = CallOptions::from_params_and_header(params, sequence_header)?;
 
     // Inputs: JSON `data`, or the next `binary_data_size` bytes after the JSON.
     let mut binary = &body[header_len..];
@@ -460,7 +474,14 @@ async fn infer_model(
             )));
         }
     }
-    let decoded = decode_infer(&model.name, &model.inputs, headers.get(HEADER_LENGTH).map(|v| v.as_bytes()), &body)?;
+    let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
+    let decoded = decode_infer_with_sequence(
+        &model.name,
+        &model.inputs,
+        header(HEADER_LENGTH),
+        header(SEQUENCE_ID_HEADER),
+        &body,
+    )?;
     let DecodedInfer { request, options, inputs } = decoded;
     times.rows = model.rows(&inputs);
 

@@ -8,6 +8,11 @@ use std::time::Duration;
 use baton::request::StreamChunk;
 use baton::{DType, Dim, Outputs, Request, RequestError, Runtime, Tensor, TensorSpec};
 
+/// The header (HTTP) or metadata key (gRPC) that carries a request's sequence
+/// id, so that a proxy can keep every chunk of a stream on the replica holding
+/// its state by hashing on it; the server takes the id from it too.
+pub const SEQUENCE_ID_HEADER: &str = "baton-sequence-id";
+
 /// Every model is served as this one version.
 pub const VERSION: &str = "1";
 /// The platform string of model metadata.
@@ -169,6 +174,16 @@ pub struct CallOptions {
 impl CallOptions {
     /// Reads the parameters Baton understands; others are ignored (custom parameters).
     pub fn from_params<'a>(params: impl IntoIterator<Item = (&'a str, Param)>) -> Result<CallOptions, ServeError> {
+        Self::from_params_and_header(params, None)
+    }
+
+    /// [`CallOptions::from_params`], with `header` the value of the request's
+    /// [`SEQUENCE_ID_HEADER`] when it has one: the sequence id when no
+    /// `sequence_id` parameter gives one; when one does, the two must agree.
+    pub fn from_params_and_header<'a>(
+        params: impl IntoIterator<Item = (&'a str, Param)>,
+        header: Option<&[u8]>,
+    ) -> Result<CallOptions, ServeError> {
         let mut options = CallOptions::default();
         let (mut id, mut start, mut end) = (None, false, false);
         for (name, value) in params {
@@ -195,6 +210,26 @@ impl CallOptions {
                 "sequence_end" => end = value.as_bool(name)?,
                 "binary_data_output" => options.binary_output = value.as_bool(name)?,
                 _ => {}
+            }
+        }
+        if let Some(value) = header {
+            let from_header = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&v| v != 0)
+                .ok_or_else(|| {
+                    ServeError::bad(format!(
+                        "header {SEQUENCE_ID_HEADER} must be a non-zero unsigned integer, got {:?}",
+                        String::from_utf8_lossy(value)
+                    ))
+                })?;
+            match id {
+                Some(param) if param != from_header => {
+                    return Err(ServeError::bad(format!(
+                        "header {SEQUENCE_ID_HEADER} ({from_header}) and parameter sequence_id ({param}) disagree"
+                    )));
+                }
+                _ => id = Some(from_header),
             }
         }
         match id {
@@ -392,7 +427,16 @@ impl Model {
         if let Some(timeout) = options.timeout {
             request = request.timeout(timeout);
         }
-        Ok(self.runtime.submit(request).await?)
+        self.runtime.submit(request).await.map_err(|error| match (error, options.sequence) {
+            // A later chunk whose stream this server does not hold (never opened here,
+            // ended, expired, or opened on a replica that is gone): its state is lost.
+            (error @ RequestError::Stream { .. }, Some(chunk)) if !chunk.start => ServeError::bad(format!(
+                "unknown stream {}: this server holds no state for it; restart it from its first chunk \
+                 (sequence_start) ({error})",
+                chunk.id
+            )),
+            (error, _) => error.into(),
+        })
     }
 }
 
@@ -428,6 +472,23 @@ mod tests {
         assert!(CallOptions::from_params([("sequence_end", Param::Bool(true))]).is_err());
         assert!(CallOptions::from_params([("timeout", Param::Int(-1))]).is_err());
         assert_eq!(CallOptions::from_params([("priority", Param::Int(0))]).unwrap(), CallOptions::default());
+    }
+
+    #[test]
+    fn the_sequence_header_gives_the_id_and_must_agree_with_the_parameter() {
+        let header = |params: Vec<(&'static str, Param)>, value: &str| {
+            CallOptions::from_params_and_header(params, Some(value.as_bytes()))
+        };
+        let o = header(vec![("sequence_start", Param::Bool(true))], "42").unwrap();
+        assert_eq!(o.sequence, Some(StreamChunk { id: 42, start: true, end: false }));
+        let o = header(vec![("sequence_id", Param::UInt(42))], " 42 ").unwrap();
+        assert_eq!(o.sequence, Some(StreamChunk { id: 42, start: false, end: false }));
+        let e = header(vec![("sequence_id", Param::UInt(7))], "42").unwrap_err();
+        assert!(e.message.contains("(42) and parameter sequence_id (7) disagree"), "{}", e.message);
+        for bad in ["0", "-1", "abc", ""] {
+            let e = header(vec![], bad).unwrap_err();
+            assert!(e.message.contains(SEQUENCE_ID_HEADER), "{}", e.message);
+        }
     }
 
     #[test]

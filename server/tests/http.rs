@@ -367,24 +367,44 @@ fn a_sequence_carries_state_between_requests() {
         })
         .collect();
     runtime.shutdown();
-    // Two interleaved sequences over HTTP give the same answers as the one stream above.
+    // Two interleaved sequences over HTTP give the same answers as the one stream above:
+    // 7 names its id by the parameter, 8 by the baton-sequence-id header alone.
+    let post = |body: &Value, header: Option<&str>| {
+        let headers: Vec<(&str, &str)> = std::iter::once(("Content-Type", "application/json"))
+            .chain(header.map(|id| (baton_server::model::SEQUENCE_ID_HEADER, id)))
+            .collect();
+        request(server.http, "POST", "/v2/models/stateful/infer", &headers, body.to_string().as_bytes())
+    };
     for k in 0..4 {
         for id in [7u64, 8] {
+            let mut parameters = json!({"sequence_start": k == 0, "sequence_end": k == 3});
+            let header = if id == 7 {
+                parameters["sequence_id"] = json!(id);
+                None
+            } else {
+                Some("8")
+            };
             let body = json!({
-                "parameters": {"sequence_id": id, "sequence_start": k == 0, "sequence_end": k == 3},
+                "parameters": parameters,
                 "inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": steps[k]}],
             });
-            let r = server.post_json("/v2/models/stateful/infer", &body);
+            let r = post(&body, header);
             assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
             assert_eq!(floats(&r.json()["outputs"][0]["data"]), expected[k], "sequence {id} step {k}");
         }
     }
-    // sequence_end closed it.
-    let body = json!({
-        "parameters": {"sequence_id": 7},
-        "inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": steps[0]}],
-    });
-    assert_eq!(server.post_json("/v2/models/stateful/infer", &body).status, 400);
+    // sequence_end closed them: a later chunk is refused, never answered from fresh state.
+    let chunk = |parameters: Value| json!({"parameters": parameters, "inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": steps[0]}]});
+    for (body, header) in [(chunk(json!({"sequence_id": 7})), None), (chunk(json!({})), Some("8"))] {
+        let r = post(&body, header);
+        assert_eq!(r.status, 400);
+        let error = r.error();
+        assert!(error.contains("unknown stream") && error.contains("restart it"), "{error}");
+    }
+    // A header and a parameter that disagree are refused, naming both.
+    let r = post(&chunk(json!({"sequence_id": 9, "sequence_start": true})), Some("10"));
+    assert_eq!(r.status, 400);
+    assert!(r.error().contains("baton-sequence-id (10) and parameter sequence_id (9) disagree"), "{}", r.error());
 }
 
 #[test]
