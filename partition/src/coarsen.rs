@@ -140,6 +140,62 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &
     (map, groups as usize)
 }
 
+/// Levels of a multilevel cycle: `maps[l]` takes the vertices of level `l`
+/// (level 0 the input graph) to those of `graphs[l]`, level `l + 1`.
+pub struct Hierarchy {
+    pub maps: Vec<Vec<u32>>,
+    pub graphs: Vec<Graph>,
+    /// With `within`: its partition carried down to the coarsest level.
+    pub within: Option<Vec<u32>>,
+}
+
+impl Hierarchy {
+    pub fn coarsest<'a>(&'a self, g: &'a Graph) -> &'a Graph {
+        self.graphs.last().unwrap_or(g)
+    }
+}
+
+/// Coarsens `g` by [`heavy_matching`] (pairs up to `max_weight`, within the
+/// parts of `within` when given) until at most `stop_at` vertices remain or a
+/// level keeps more than `min_shrink` of its vertices.
+pub fn hierarchy(
+    g: &Graph,
+    stop_at: usize,
+    max_weight: i64,
+    min_shrink: f64,
+    within: Option<&[u32]>,
+    rng: &mut impl Rng,
+) -> Hierarchy {
+    let mut h = Hierarchy { maps: Vec::new(), graphs: Vec::new(), within: within.map(<[u32]>::to_vec) };
+    loop {
+        let cur = h.graphs.last().unwrap_or(g);
+        if cur.n() <= stop_at {
+            break;
+        }
+        let (map, groups) = heavy_matching(cur, max_weight, h.within.as_deref(), rng);
+        if groups as f64 > min_shrink * cur.n() as f64 {
+            break;
+        }
+        if let Some(sp) = h.within.as_mut() {
+            *sp = project_down(&map, sp, groups);
+        }
+        let next = contract(cur, &map, groups);
+        h.maps.push(map);
+        h.graphs.push(next);
+    }
+    h
+}
+
+/// The partition of the groups when every group lies inside one part of
+/// `fine_part` (matching within parts): each group takes its members' part.
+pub fn project_down(map: &[u32], fine_part: &[u32], groups: usize) -> Vec<u32> {
+    let mut coarse = vec![0u32; groups];
+    for (v, &c) in map.iter().enumerate() {
+        coarse[c as usize] = fine_part[v];
+    }
+    coarse
+}
+
 /// Maps a coarse partition back to the fine vertices.
 pub fn project(map: &[u32], coarse_part: &[u32]) -> Vec<u32> {
     map.iter().map(|&c| coarse_part[c as usize]).collect()
