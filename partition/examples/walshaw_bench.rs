@@ -13,6 +13,7 @@ use common::arg;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use baton_partition::coarsen::Rating;
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
@@ -25,6 +26,10 @@ fn main() {
     let repetitions: usize = arg(&args, "--repetitions", 64);
     let budget: f64 = arg(&args, "--budget", f64::INFINITY);
     let epsilon: f64 = arg(&args, "--epsilon", 0.05);
+    let rating = match arg(&args, "--rating", "expansion".to_string()).as_str() {
+        "heavy" => Rating::Heavy,
+        _ => Rating::Expansion,
+    };
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
         "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, budget {budget} s, mean of {seeds} seeds\n"
@@ -47,6 +52,7 @@ fn main() {
                 repetitions,
                 budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
                 seed,
+                rating,
                 ..Strong::default()
             };
             let t = Instant::now();

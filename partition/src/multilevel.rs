@@ -158,15 +158,26 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
     let cap = metrics::max_part_weight(g, p.k, p.epsilon);
     if p.quality == Quality::Strong {
         let part = strong::partition(g, p.k, p.epsilon, &Strong { seed: p.seed, ..p.strong }, &p.refine);
-        return Outcome {
+        let balanced = metrics::part_weights(g, &part, p.k).iter().all(|&w| w <= cap);
+        let mut o = Outcome {
             cut: metrics::cut(g, &part),
             imbalance: metrics::imbalance(g, &part, p.k),
-            balanced: metrics::part_weights(g, &part, p.k).iter().all(|&w| w <= cap),
+            balanced,
             part,
-            seconds: start.elapsed().as_secs_f64(),
+            seconds: 0.0,
             levels: 0,
             moves: 0,
         };
+        if !balanced {
+            // Heavy vertices can defeat recursive bisection's side limits
+            // (k > 2); the default driver repairs balance level by level.
+            let d = partition(g, &Params { quality: Quality::Default, ..*p });
+            if (!d.balanced, d.cut.key()) < (true, o.cut.key()) {
+                o = d;
+            }
+        }
+        o.seconds = start.elapsed().as_secs_f64();
+        return o;
     }
     let mut best: Option<(Vec<u32>, Rank, usize, usize)> = None;
     for r in 0..p.restarts.max(1) {
@@ -271,7 +282,7 @@ fn multilevel(
     let inner = p.coarse_restarts > 1 && start.is_none();
     let stop_at = if inner { mid } else { coarsen_to };
     let coarsen::Hierarchy { maps, graphs, within: start_part } =
-        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, rng);
+        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::Rating::Heavy, rng);
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };

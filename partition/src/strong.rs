@@ -23,7 +23,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::bisection::{grow, induced, peripheral, side_limits, side_parts};
-use crate::coarsen;
+use crate::coarsen::{self, Rating};
 use crate::fm::{self, Bisection};
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
@@ -49,12 +49,14 @@ pub struct Strong {
     pub initial_tries: usize,
     /// V-cycles after each repetition's first cycle.
     pub vcycles: usize,
+    /// How coarsening rates relations.
+    pub rating: Rating,
     pub seed: u64,
 }
 
 impl Default for Strong {
     fn default() -> Self {
-        Strong { repetitions: 64, budget: None, initial_tries: 12, vcycles: 2, seed: 1 }
+        Strong { repetitions: 64, budget: None, initial_tries: 12, vcycles: 2, rating: Rating::Heavy, seed: 1 }
     }
 }
 
@@ -102,7 +104,8 @@ fn cycle(
 ) -> (Vec<u32>, (i64, fm::Gain, i64)) {
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / COARSEST as f64) as i64).max(heaviest);
-    let coarsen::Hierarchy { maps, graphs, within: side } = coarsen::hierarchy(g, COARSEST, max_vw, 0.9, start, rng);
+    let coarsen::Hierarchy { maps, graphs, within: side } =
+        coarsen::hierarchy(g, COARSEST, max_vw, 0.9, start, s.rating, rng);
     let coarsest = graphs.last().unwrap_or(g);
     let patience = |h: &Graph| fm::patience(h.n());
     let mut part = match side {

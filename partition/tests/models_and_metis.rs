@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
-use baton_partition::multilevel::{self, Params, Scheme};
+use baton_partition::multilevel::{self, Params, Quality, Scheme};
 use baton_partition::{generate, metis_format, metis_ref, metrics, onnx_graph};
 
 fn model(file: &str) -> Graph {
@@ -125,4 +125,19 @@ fn metis_uses_the_same_imbalance_allowance_at_two_parts() {
     critical::mark(&mut dag, CriticalRule::None, CriticalValue::Unit);
     let m = metis_ref::partition(&dag, 2, 0.03, false, 1).unwrap();
     assert!(m.balanced && m.imbalance > 0.005, "METIS imbalance {:.4}", m.imbalance);
+}
+
+/// The strong mode on silero-vad's operator graph, whose heaviest operators
+/// defeat recursive bisection's side limits at k = 4 and 8 (150% over the
+/// limit at k = 8): the result stays within the k-way limit.
+#[test]
+fn strong_quality_stays_within_the_limit_with_heavy_operators() {
+    let mut g = model("silero_vad.onnx");
+    critical::mark(&mut g, CriticalRule::default(), CriticalValue::Unit);
+    for k in [2, 4, 8] {
+        let mut p = Params { quality: Quality::Strong, ..Params::new(k) };
+        p.strong.repetitions = 4;
+        let o = multilevel::partition(&g, &p);
+        assert!(o.balanced && metrics::is_balanced(&g, &o.part, k, p.epsilon), "k={k}: imbalance {}", o.imbalance);
+    }
 }
