@@ -4,7 +4,8 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05]`
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--rating heavy|expansion]
+//!  [--vcycles N] [--tries N] [--graphs add20,data]`
 
 mod common;
 
@@ -26,13 +27,19 @@ fn main() {
     let repetitions: usize = arg(&args, "--repetitions", 64);
     let budget: f64 = arg(&args, "--budget", f64::INFINITY);
     let epsilon: f64 = arg(&args, "--epsilon", 0.05);
-    let rating = match arg(&args, "--rating", "expansion".to_string()).as_str() {
+    let defaults = Strong::default();
+    let vcycles: usize = arg(&args, "--vcycles", defaults.vcycles);
+    let tries: usize = arg(&args, "--tries", defaults.initial_tries);
+    let only: String = arg(&args, "--graphs", String::new());
+    let rating = match arg(&args, "--rating", String::new()).as_str() {
         "heavy" => Rating::Heavy,
-        _ => Rating::Expansion,
+        "expansion" => Rating::Expansion,
+        "" => Strong::default().rating,
+        other => panic!("--rating {other}: expected heavy or expansion"),
     };
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, rating {rating:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel | METIS | strong (mean) | strong (best) | strong / best known | time (s) multilevel / METIS / strong (per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -40,6 +47,9 @@ fn main() {
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         let (name, best_known): (&str, i64) = (f[0], f[3].parse().expect("best-known cut"));
+        if !only.is_empty() && !only.split(',').any(|g| g == name) {
+            continue;
+        }
         let mut g = metis_format::read_file(&dir.join(format!("{name}.graph"))).expect("graph");
         critical::mark(&mut g, CriticalRule::None, CriticalValue::Unit);
         let p = Params { epsilon, ..Params::new(2) };
@@ -53,7 +63,9 @@ fn main() {
                 budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
                 seed,
                 rating,
-                ..Strong::default()
+                vcycles,
+                initial_tries: tries,
+                ..defaults
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);
