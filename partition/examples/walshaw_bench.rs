@@ -65,7 +65,6 @@ fn main() {
                 rating,
                 vcycles,
                 initial_tries: tries,
-                ..defaults
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);

@@ -107,16 +107,16 @@ impl<'g> Bisection<'g> {
         while log.len() - best_len <= patience {
             // The top valid entry of each side whose move fits the other side.
             let mut pick: Option<(Gain, usize)> = None;
-            for side in 0..2 {
-                while let Some(&(d, _, v)) = heaps[side].peek() {
+            for (side, heap) in heaps.iter_mut().enumerate() {
+                while let Some(&(d, _, v)) = heap.peek() {
                     let vi = v as usize;
                     if locked[vi] || self.part[vi] as usize != side || self.gain[vi] != d {
-                        heaps[side].pop();
+                        heap.pop();
                         continue;
                     }
                     if self.loads[1 - side] + g.node_w[vi] > self.caps[1 - side] {
                         // No room on the other side in this pass unless its gain changes.
-                        heaps[side].pop();
+                        heap.pop();
                         continue;
                     }
                     let heavier = self.loads[side] > self.loads[1 - side];
