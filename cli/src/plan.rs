@@ -51,8 +51,9 @@ pub struct PlanArgs {
     /// Also run METIS on the same graph and print both.
     #[arg(long)]
     pub compare_metis: bool,
-    /// Time limit in seconds (ILP).
-    #[arg(long, default_value_t = 10.0)]
+    /// Time limit in seconds (ILP; partition with `--quality strong`): a
+    /// number >= 0, `inf` for none.
+    #[arg(long, default_value_t = 10.0, value_parser = baton_planners::deadline::parse_seconds)]
     pub time_limit: f64,
     /// Write the plan here (JSON, plus a placement a pipeline config can use).
     #[arg(long)]
@@ -61,7 +62,7 @@ pub struct PlanArgs {
     #[arg(long, default_value_t = 0.03)]
     pub epsilon: f64,
     /// Partition: which relations are critical, `path[:SLACK]` (near-longest flow
-    /// paths) or `top:PERCENT` (heaviest relations).
+    /// paths), `top:PERCENT` (heaviest relations) or `none` (plain edge cut).
     #[arg(long, default_value = "path:0.1")]
     pub critical: String,
     /// Partition: a critical relation counts `unit` (1) or `weighted` (its bytes).
@@ -90,9 +91,14 @@ pub struct PlanArgs {
     /// vertices, each with its own coarsening, the best kept (quality for time).
     #[arg(long, default_value_t = 1)]
     pub coarse_restarts: usize,
-    /// Partition: independent runs, the best kept.
-    #[arg(long, default_value_t = 1)]
-    pub restarts: usize,
+    /// Partition: independent runs, the best kept (with `--quality strong`:
+    /// repetitions, default 64).
+    #[arg(long)]
+    pub restarts: Option<usize>,
+    /// Partition: `default`, or `strong` (repeated multilevel runs with FM
+    /// refinement and V-cycles; stops starting runs after --time-limit).
+    #[arg(long, default_value = "default")]
+    pub quality: String,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -5,10 +5,10 @@
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
-use baton_partition::multilevel::{self, Params, Scheme};
+use baton_partition::multilevel::{self, Params, Quality, Scheme};
 use baton_partition::refine::Variant;
 use baton_partition::report::{self, Row};
-use baton_partition::{metis_format, metis_ref, onnx_graph, pipeline};
+use baton_partition::{metis_format, metis_ref, metrics, onnx_graph, pipeline};
 use serde_json::json;
 
 use crate::plan::PlanArgs;
@@ -58,9 +58,17 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         g.critical_edges(),
         args.epsilon
     );
+    println!(
+        "balance limit: each part <= {} of {} total (the same for every partitioner, METIS's ufactor included)",
+        metrics::max_part_weight(&g, k, args.epsilon),
+        g.total_weight()
+    );
     let mut p = Params::for_scheme(k, scheme);
     p.epsilon = args.epsilon;
-    p.restarts = args.restarts.max(1);
+    p.restarts = args.restarts.unwrap_or(1).max(1);
+    p.quality = args.quality.parse()?;
+    p.strong.repetitions = args.restarts.unwrap_or(p.strong.repetitions).max(1);
+    p.strong.budget = baton_planners::deadline::duration(args.time_limit)?;
     p.vcycles = args.vcycles.max(1);
     p.coarse_restarts = args.coarse_restarts.max(1);
     p.seed = args.seed;
@@ -70,7 +78,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         p.refine.hill_climb = h;
     }
     let o = multilevel::partition(&g, &p);
-    let mut rows = vec![Row::from_outcome(&args.scheme, &g, k, &o)];
+    let label = if p.quality == Quality::Strong { "strong" } else { args.scheme.as_str() };
+    let mut rows = vec![Row::from_outcome(label, &g, k, &o)];
     if args.compare_metis {
         let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
         rows.push(Row::from_outcome("metis", &g, k, &m));

@@ -82,11 +82,16 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         Method::Periodic => {
             let opts = periodic::Options { x_max: args.x_max, threshold: args.threshold };
             let plan = periodic::plan(&dag, h, opts)?;
-            let bound = bounds::period_bound(&dag, &p);
+            let bound = bounds::periodic_bound(&dag, &p, args.x_max);
+            let one_sample = bounds::period_bound(&dag, &p);
             println!("samples per period X: {}", plan.x);
             println!("period: {} {unit} ({} per sample)", plan.period, plan.period / plan.x as f64);
-            println!("lower bound: {bound} {unit} per sample = max(sum / h, max c)");
+            println!(
+                "lower bound: {bound} {unit} per sample = max(sum / h, max c / x_max) for X <= x_max = {}",
+                args.x_max
+            );
             println!("gap: {:.3}%", 100.0 * gap(plan.period / plan.x as f64, bound));
+            println!("one sample per period (X = 1) needs at least {one_sample} {unit} = max(sum / h, max c)");
             println!("utilization U: {:.4}", plan.utilization);
             println!("pipeline depth: {} periods, sample latency {:.1} {unit}", plan.depth, plan.latency(&dag));
             for t in &plan.trials {
@@ -112,6 +117,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
             let mut j = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
             j["method"] = json!("periodic");
             j["lower_bound"] = json!(bound);
+            j["one_sample_bound"] = json!(one_sample);
             (j, placement, per_sample)
         }
         Method::Partition => unreachable!("dispatched to plan_partition"),

@@ -58,3 +58,39 @@ fn a_malformed_graph_file_is_named_with_its_line() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains(&format!("{}:3: neighbour 4 out of range 1..=3", graph.display())), "{stderr}");
 }
+
+fn plan_graph(name: &str, text: &str, args: &[&str]) -> (bool, String) {
+    let graph = scratch(name);
+    std::fs::write(&graph, text).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["plan", "--method", "partition"])
+        .args(args)
+        .arg("--graph")
+        .arg(&graph)
+        .output()
+        .unwrap();
+    let out = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    (run.status.success(), out)
+}
+
+/// `--epsilon 0` on 7 vertices: the limit is 4 (the best balance), and
+/// neither partitioner is flagged over it.
+#[test]
+fn zero_epsilon_with_an_odd_total_uses_the_tightest_limit() {
+    let path = "7 6\n2\n1 3\n2 4\n3 5\n4 6\n5 7\n6\n";
+    let (ok, out) = plan_graph("path7.graph", path, &["-k", "2", "--epsilon", "0", "--compare-metis"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("balance limit: each part <= 4 of 7 total"), "{out}");
+    assert!(!out.contains("over the limit"), "{out}");
+}
+
+/// The strong mode on the plain cut: the two triangles' single bridge.
+#[test]
+fn strong_quality_on_the_plain_cut() {
+    let args = ["-k", "2", "--quality", "strong", "--critical", "none", "--restarts", "4"];
+    let (ok, out) = plan_graph("two-strong.graph", TWO_TRIANGLES, &args);
+    assert!(ok, "{out}");
+    assert!(out.contains("strong     k=2 critical cut 0 (0 relations)  total cut 1 (1 relations)"), "{out}");
+    let (ok, out) = plan_graph("two-bad.graph", TWO_TRIANGLES, &["--quality", "best"]);
+    assert!(!ok && out.contains("unknown quality `best`"), "{out}");
+}

@@ -5,30 +5,25 @@
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
 //!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
 //!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]
-//!  [--hill-climb N] [--tries N] [--vcycles N] [--coarse-restarts N]` (the last four for our
-//!  driver: hill climbing, initial tries, multilevel cycles, restarts on the coarse levels)
+//!  [--hill-climb N] [--tries N] [--vcycles N] [--coarse-restarts N] [--quality default|strong]
+//!  [--repetitions N]` (the last six for our driver: hill climbing, initial tries, multilevel
+//!  cycles, restarts on the coarse levels, the strong mode and its repetitions)
 //!
 //! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
 //! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
+
+mod common;
+
+use common::arg;
 
 use std::path::PathBuf;
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
-use baton_partition::multilevel::{self, Outcome, Params, Scheme};
+use baton_partition::multilevel::{self, Outcome, Params, Quality, Scheme};
 use baton_partition::refine::Variant;
 use baton_partition::report::{self, Row};
 use baton_partition::{generate, metis_ref, onnx_graph};
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T
-where
-    T::Err: std::fmt::Debug,
-{
-    match args.iter().position(|a| a == name) {
-        Some(i) => args.get(i + 1).unwrap_or_else(|| panic!("{name} needs a value")).parse().expect(name),
-        None => default,
-    }
-}
 
 /// The fastest of three runs (the results are deterministic; the machine is shared).
 fn fastest(mut run: impl FnMut() -> Outcome) -> Outcome {
@@ -48,6 +43,8 @@ fn main() {
     let hill_climb: Option<usize> = args.iter().any(|a| a == "--hill-climb").then(|| arg(&args, "--hill-climb", 0));
     let tries: Option<usize> = args.iter().any(|a| a == "--tries").then(|| arg(&args, "--tries", 0));
     let vcycles: Option<usize> = args.iter().any(|a| a == "--vcycles").then(|| arg(&args, "--vcycles", 1));
+    let quality: Quality = arg(&args, "--quality", Quality::Default);
+    let repetitions: usize = arg(&args, "--repetitions", 64);
     let coarse_restarts: Option<usize> =
         args.iter().any(|a| a == "--coarse-restarts").then(|| arg(&args, "--coarse-restarts", 1));
 
@@ -67,9 +64,12 @@ fn main() {
         graphs.push((format!("layered DAG {n}"), generate::layered_dag(n, 42)));
     }
     println!(
-        "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}\n"
+        "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}, quality {quality:?} ({repetitions} repetitions when strong)\n"
     );
-    let ours_label = format!("{scheme:?}").to_lowercase();
+    let ours_label = match quality {
+        Quality::Default => format!("{scheme:?}").to_lowercase(),
+        Quality::Strong => "strong".to_string(),
+    };
     println!("{}", report::table_header(&[&ours_label, "METIS+refine", "METIS"]));
     // (lower, equal, higher) critical cut than METIS, and runs within 2x METIS time.
     let mut tally = [[0usize; 4]; 2];
@@ -84,6 +84,8 @@ fn main() {
             p.epsilon = epsilon;
             p.restarts = restarts;
             p.refine.variant = variant;
+            p.quality = quality;
+            p.strong.repetitions = repetitions;
             if let Some(h) = hill_climb {
                 p.refine.hill_climb = h;
             }

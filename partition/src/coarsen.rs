@@ -79,6 +79,28 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
 /// With `within`, only vertices of the same part are paired (the V-cycles of
 /// the multilevel driver coarsen an existing partition this way).
 pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &mut impl Rng) -> (Vec<u32>, usize) {
+    matching(g, max_weight, within, Rating::Heavy, rng)
+}
+
+/// How a matching weighs a relation to a neighbour (critical value first in both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rating {
+    /// The relation's weight.
+    Heavy,
+    /// weight² / (load of one end × load of the other): light pairs joined
+    /// by heavy relations first, so coarse vertices stay even (KaHIP's
+    /// expansion*² rating).
+    Expansion,
+}
+
+/// [`heavy_matching`] with the rating of a relation chosen by `rating`.
+pub fn matching(
+    g: &Graph,
+    max_weight: i64,
+    within: Option<&[u32]>,
+    rating: Rating,
+    rng: &mut impl Rng,
+) -> (Vec<u32>, usize) {
     let n = g.n();
     // Random order, then low degree first (as METIS's sorted heavy-edge matching):
     // vertices with few neighbours find a partner before those are taken.
@@ -106,7 +128,7 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &
             continue;
         }
         let wv = g.node_w[v as usize];
-        let mut best: Option<(Vertex, (i64, i64))> = None;
+        let mut best: Option<(Vertex, (i64, f64))> = None;
         for i in g.range(v) {
             let u = g.adj[i];
             if mate[u as usize] != u32::MAX || wv + g.node_w[u as usize] > max_weight {
@@ -115,7 +137,13 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &
             if within.is_some_and(|part| part[u as usize] != part[v as usize]) {
                 continue;
             }
-            let key = (g.ec[i], g.ew[i]);
+            let key = match rating {
+                Rating::Heavy => (g.ec[i], g.ew[i] as f64),
+                Rating::Expansion => {
+                    let w = g.ew[i] as f64;
+                    (g.ec[i], w * w / (wv as f64 * g.node_w[u as usize] as f64))
+                }
+            };
             if best.is_none_or(|b| key > b.1) {
                 best = Some((u, key));
             }
@@ -138,6 +166,63 @@ pub fn heavy_matching(g: &Graph, max_weight: i64, within: Option<&[u32]>, rng: &
         }
     }
     (map, groups as usize)
+}
+
+/// Levels of a multilevel cycle: `maps[l]` takes the vertices of level `l`
+/// (level 0 the input graph) to those of `graphs[l]`, level `l + 1`.
+pub struct Hierarchy {
+    pub maps: Vec<Vec<u32>>,
+    pub graphs: Vec<Graph>,
+    /// With `within`: its partition carried down to the coarsest level.
+    pub within: Option<Vec<u32>>,
+}
+
+impl Hierarchy {
+    pub fn coarsest<'a>(&'a self, g: &'a Graph) -> &'a Graph {
+        self.graphs.last().unwrap_or(g)
+    }
+}
+
+/// Coarsens `g` by [`matching`] (pairs up to `max_weight`, within the
+/// parts of `within` when given) until at most `stop_at` vertices remain or a
+/// level keeps more than `min_shrink` of its vertices.
+pub fn hierarchy(
+    g: &Graph,
+    stop_at: usize,
+    max_weight: i64,
+    min_shrink: f64,
+    within: Option<&[u32]>,
+    rating: Rating,
+    rng: &mut impl Rng,
+) -> Hierarchy {
+    let mut h = Hierarchy { maps: Vec::new(), graphs: Vec::new(), within: within.map(<[u32]>::to_vec) };
+    loop {
+        let cur = h.graphs.last().unwrap_or(g);
+        if cur.n() <= stop_at {
+            break;
+        }
+        let (map, groups) = matching(cur, max_weight, h.within.as_deref(), rating, rng);
+        if groups as f64 > min_shrink * cur.n() as f64 {
+            break;
+        }
+        if let Some(sp) = h.within.as_mut() {
+            *sp = project_down(&map, sp, groups);
+        }
+        let next = contract(cur, &map, groups);
+        h.maps.push(map);
+        h.graphs.push(next);
+    }
+    h
+}
+
+/// The partition of the groups when every group lies inside one part of
+/// `fine_part` (matching within parts): each group takes its members' part.
+pub fn project_down(map: &[u32], fine_part: &[u32], groups: usize) -> Vec<u32> {
+    let mut coarse = vec![0u32; groups];
+    for (v, &c) in map.iter().enumerate() {
+        coarse[c as usize] = fine_part[v];
+    }
+    coarse
 }
 
 /// Maps a coarse partition back to the fine vertices.

@@ -1,6 +1,6 @@
 //! Which relations are critical, and what each one is worth.
 //!
-//! Two rules, chosen with `--critical`:
+//! Three rules, chosen with `--critical`:
 //! - `path[:SLACK]` (default, slack 0.1): a relation u→v is critical when the
 //!   longest flow path through it — vertex weights plus edge weights, in flow
 //!   order — is at least `(1 - SLACK)` times the longest path of the graph. Slack 0
@@ -8,6 +8,8 @@
 //! - `top:PERCENT`: a relation is critical when its weight (tensor bytes) is
 //!   among the heaviest PERCENT percent (the size threshold); relations tied
 //!   with the threshold count too, unless the threshold is the smallest weight.
+//! - `none`: no relation is critical; the objective is the plain (weighted)
+//!   edge cut, as on the partitioning benchmarks (Walshaw archive).
 //!
 //! The value of a critical relation is 1 (`unit`, the seed's counting) or its
 //! weight (`weighted`: critical traffic in bytes). Undirected inputs get a flow
@@ -24,6 +26,8 @@ pub enum CriticalRule {
     Path { slack: f64 },
     /// The heaviest `percent` percent of relations.
     Top { percent: f64 },
+    /// None: the plain edge cut.
+    None,
 }
 
 impl Default for CriticalRule {
@@ -54,7 +58,8 @@ impl FromStr for CriticalRule {
                 }
                 Ok(CriticalRule::Top { percent })
             }
-            _ => Err(format!("unknown critical rule `{s}` (expected path[:SLACK] or top:PERCENT)")),
+            "none" if arg.is_none() => Ok(CriticalRule::None),
+            _ => Err(format!("unknown critical rule `{s}` (expected path[:SLACK], top:PERCENT or none)")),
         }
     }
 }
@@ -85,6 +90,7 @@ pub fn mark(g: &mut Graph, rule: CriticalRule, value: CriticalValue) {
     let crit: Vec<bool> = match rule {
         CriticalRule::Path { slack } => on_long_paths(g, slack),
         CriticalRule::Top { percent } => heaviest(g, percent),
+        CriticalRule::None => vec![false; g.adj.len()],
     };
     for ((c, &w), &is_crit) in g.ec.iter_mut().zip(&g.ew).zip(&crit) {
         *c = match (is_crit, value) {

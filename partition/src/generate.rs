@@ -1,4 +1,4 @@
-//! Generated test graphs: layered random DAGs with locality, like the operator
+//! Generated test graphs: grids, and layered random DAGs with locality, like the operator
 //! graphs of deep models (a flow from inputs to outputs, mostly local
 //! connections, some skip connections).
 //!
@@ -35,6 +35,29 @@ pub fn layered_dag(n: usize, seed: u64) -> Graph {
             let p = (pos + rng.random_range(-4i64..=4)).clamp(0, width as i64 - 1) as usize;
             let w = weight(&mut rng);
             b.add_edge(((layer - 2) * width + p) as u32, v as u32, w, 0);
+        }
+    }
+    b.build()
+}
+
+/// A `w` x `h` grid of unit vertices with unit relations to the right and
+/// below (flow order row by row); a `w` x `h` grid with `w >= h` has no
+/// bisection cheaper than the `h` relations of a straight cut.
+pub fn grid(w: u32, h: u32) -> Graph {
+    let mut b = GraphBuilder::new();
+    b.index_order = true;
+    for _ in 0..w * h {
+        b.add_vertex("", 1);
+    }
+    for y in 0..h {
+        for x in 0..w {
+            let v = y * w + x;
+            if x + 1 < w {
+                b.add_edge(v, v + 1, 1, 0);
+            }
+            if y + 1 < h {
+                b.add_edge(v, v + w, 1, 0);
+            }
         }
     }
     b.build()

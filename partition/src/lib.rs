@@ -7,13 +7,17 @@
 //! - [`clustering`]: the seed's initial partition (flow clusters, random assignment, random moves).
 //! - [`refine`]: the seed's boundary refinement by first/second critical gain.
 //! - [`coarsen`], [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
+//! - [`fm`] and [`strong`]: 2-way FM refinement with rollback, and the strong
+//!   mode built on it (repeated multilevel runs with V-cycles).
 //! - [`metis_ref`]: METIS on the same graph, as the reference.
-//! - [`metrics`]: cuts and balance; [`report`]: text and JSON output.
+//! - [`metrics`]: cuts and balance ([`balance`]: the tightest reachable load limit); [`report`]: text and JSON output.
 
+pub mod balance;
 pub mod bisection;
 pub mod clustering;
 pub mod coarsen;
 pub mod critical;
+pub mod fm;
 pub mod generate;
 pub mod graph;
 pub mod metis_format;
@@ -24,3 +28,4 @@ pub mod onnx_graph;
 pub mod pipeline;
 pub mod refine;
 pub mod report;
+pub mod strong;

@@ -9,6 +9,7 @@
 //! be used without critical marks). Weights are scaled into METIS's integer
 //! range when needed.
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use metis::option;
@@ -16,6 +17,9 @@ use metis::option;
 use crate::graph::Graph;
 use crate::metrics;
 use crate::multilevel::Outcome;
+
+/// Serializes METIS calls (see [`partition`]).
+static METIS_LOCK: Mutex<()> = Mutex::new(());
 
 /// How much more a critical relation weighs than a non-critical one for METIS.
 pub const CRITICAL_FACTOR: i64 = 1000;
@@ -41,7 +45,10 @@ pub fn metis_weights(g: &Graph, informed: bool) -> Vec<metis::Idx> {
     base.iter().map(|&w| ((w / scale).max(1)) as metis::Idx).collect()
 }
 
-/// Runs METIS k-way (recursive bisection for k = 2) on `g`.
+/// Runs METIS k-way on `g`, for k = 2 too: METIS's recursive bisection
+/// keeps its 2-way refinement near perfect balance whatever `ufactor` allows
+/// (moves may not widen the initial difference by more than about one average
+/// vertex), while its k-way refinement uses the same allowance ours has.
 pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -> Result<Outcome, String> {
     let n = g.n();
     if k < 2 || n < k {
@@ -62,6 +69,9 @@ pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -
     let adjwgt = metis_weights(g, informed);
     let mut part = vec![0 as metis::Idx; n];
     let ufactor = ((epsilon * 1000.0).round() as metis::Idx).max(1);
+    // METIS's random generator is process-wide: concurrent calls would draw
+    // from each other's sequence, so a seed would not fix the partition.
+    let _one_at_a_time = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let start = Instant::now();
     let graph = metis::Graph::new(1, k as metis::Idx, &xadj, &adjncy)
         .map_err(|e| format!("METIS rejected the graph: {e}"))?
@@ -69,7 +79,7 @@ pub fn partition(g: &Graph, k: usize, epsilon: f64, informed: bool, seed: u64) -
         .set_adjwgt(&adjwgt)
         .set_option(option::UFactor(ufactor))
         .set_option(option::Seed((seed % 1_000_000) as metis::Idx));
-    let res = if k == 2 { graph.part_recursive(&mut part) } else { graph.part_kway(&mut part) };
+    let res = graph.part_kway(&mut part);
     let seconds = start.elapsed().as_secs_f64();
     res.map_err(|e| format!("METIS failed: {e}"))?;
     let part: Vec<u32> = part.into_iter().map(|p| p as u32).collect();

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::balance;
 use crate::graph::Graph;
 
 /// What a partition costs.
@@ -61,11 +62,13 @@ pub fn imbalance(g: &Graph, part: &[u32], k: usize) -> f64 {
     w.iter().copied().max().unwrap_or(0) as f64 / avg - 1.0
 }
 
-/// The largest load a part may carry: `(1 + epsilon) * total / k`, but never less
-/// than the heaviest single vertex (a vertex cannot be split).
+/// The largest load a part may carry: `(1 + epsilon) * total / k`, but never
+/// less than the tightest load some partition reaches
+/// ([`balance::tightest_limit`]: a vertex cannot be split, and with
+/// `epsilon = 0` a total not divisible by `k` needs `ceil(total / k)`).
 pub fn max_part_weight(g: &Graph, k: usize, epsilon: f64) -> i64 {
     let cap = ((1.0 + epsilon) * g.total_weight() as f64 / k as f64).floor() as i64;
-    cap.max(g.node_w.iter().copied().max().unwrap_or(1))
+    cap.max(balance::tightest_limit(&g.node_w, k))
 }
 
 /// Whether every part is within the limit.

@@ -233,3 +233,42 @@ fn hill_climbing_swaps_between_full_parts_in_one_pass() {
     assert_eq!(s.part, vec![1, 0, 0, 1, 1, 0, 1]);
     assert!(s.loads.iter().all(|&l| l <= 4));
 }
+
+/// With `epsilon = 0` and a total not divisible by k, the limit is the
+/// tightest reachable one (ceil(total / k) for unit weights, the best split
+/// for uneven ones), and the best balance is not flagged over it.
+#[test]
+fn zero_epsilon_uses_the_tightest_reachable_limit() {
+    // A path of 7 unit vertices.
+    let mut b = GraphBuilder::new();
+    for i in 0..7 {
+        b.add_vertex(format!("v{i}"), 1);
+    }
+    for i in 0..6 {
+        b.add_edge(i, i + 1, 1, 0);
+    }
+    let path = b.build();
+    assert_eq!(metrics::max_part_weight(&path, 2, 0.0), 4);
+    assert_eq!(metrics::max_part_weight(&path, 3, 0.0), 3);
+    // Weights 3, 3, 2, 2, 2 (total 12): 6 | 6 exists, ceil(12 / 2) = 6.
+    // Weights 2, 2, 2 (total 6): ceil is 3, but the best split is 4 | 2.
+    for (weights, want) in [(vec![3, 3, 2, 2, 2], 6), (vec![2, 2, 2], 4)] {
+        let mut b = GraphBuilder::new();
+        for (i, &w) in weights.iter().enumerate() {
+            b.add_vertex(format!("v{i}"), w);
+        }
+        for i in 1..weights.len() as u32 {
+            b.add_edge(i - 1, i, 1, 0);
+        }
+        let g = b.build();
+        assert_eq!(metrics::max_part_weight(&g, 2, 0.0), want, "{weights:?}");
+    }
+    for (g, k) in [(&path, 2), (&path, 3)] {
+        let p = Params { epsilon: 0.0, ..Params::new(k) };
+        let o = multilevel::partition(g, &p);
+        assert!(o.balanced && metrics::is_balanced(g, &o.part, k, 0.0), "k={k}: {:?}", o.part);
+        let m = baton_partition::metis_ref::partition(g, k, 0.0, false, 1).unwrap();
+        let loads = metrics::part_weights(g, &m.part, k);
+        assert_eq!(m.balanced, loads.iter().all(|&w| w <= metrics::max_part_weight(g, k, 0.0)), "{loads:?}");
+    }
+}

@@ -91,10 +91,21 @@ pub fn integral(dag: &Dag, p: &Platform) -> bool {
     }
 }
 
-/// Bound on the period of a pipelined (repeated) DAG per sample:
-/// max(sum of times / units, largest single time).
+/// Bound on the period of a pipelined (repeated) DAG with one sample per
+/// period: max(sum of times / units, largest single time).
 pub fn period_bound(dag: &Dag, p: &Platform) -> f64 {
+    periodic_bound(dag, p, 1)
+}
+
+/// Bound on the period per sample of a periodic schedule holding up to
+/// `x_max` samples per period, each instance inside one period: `X` samples
+/// bring `X * sum` work to the units and the longest instance must fit, so
+/// `period >= max(X * sum / units, max time)`; per sample, with `X <= x_max`:
+/// max(sum / units, largest time / x_max). With `X > 1` a plan may beat
+/// [`period_bound`] (two instances of the longest task share one period on
+/// two units).
+pub fn periodic_bound(dag: &Dag, p: &Platform, x_max: usize) -> f64 {
     let work: f64 = (0..dag.len()).map(|i| p.min_duration(dag, i)).sum();
     let longest = (0..dag.len()).map(|i| p.min_duration(dag, i)).fold(0.0, f64::max);
-    (work / p.units() as f64).max(longest)
+    (work / p.units() as f64).max(longest / x_max.max(1) as f64)
 }

@@ -36,6 +36,7 @@ use highs::HighsModelStatus;
 
 use crate::bounds;
 use crate::dag::Dag;
+use crate::deadline;
 use crate::list;
 use crate::platform::Platform;
 use crate::simulate::{verify, Schedule, EPS};
@@ -43,7 +44,8 @@ use crate::simulate::{verify, Schedule, EPS};
 /// Solver settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
-    /// Wall-clock limit for HiGHS, seconds.
+    /// Wall-clock limit, seconds (>= 0; `inf` or any limit too large for a
+    /// deadline: none; NaN is an error).
     pub time_limit: f64,
     /// Perturbed list-scheduling runs for the initial solution.
     pub random_starts: usize,
@@ -135,7 +137,7 @@ impl Proof {
 /// Minimizes the makespan of one run of `dag` on `p`.
 pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, String> {
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(opts.time_limit.max(0.0));
+    let deadline = deadline::after(t0, opts.time_limit)?;
     let start = list::best(dag, p, opts.random_starts).map_err(|e| e.to_string())?;
     let heuristic = verify(dag, p, &start).map_err(|v| format!("heuristic schedule illegal: {v}"))?;
     let simple = bounds::lower_bound(dag, p);
@@ -176,11 +178,11 @@ fn run_highs(
     objective: Expression,
     constraints: Vec<good_lp::Constraint>,
     initial: &[f64],
-    deadline: Instant,
+    deadline: Option<Instant>,
     abs_gap: f64,
 ) -> Result<Option<Run>, String> {
     // The limit covers building the model too: HiGHS gets what is left.
-    let time_limit = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+    let time_limit = deadline::seconds_left(deadline, 0.01);
     let mut problem = vars.minimise(objective).using(highs);
     for c in constraints {
         problem.add_constraint(c);
@@ -189,7 +191,7 @@ fn run_highs(
     model.make_quiet();
     model.set_option("threads", 1);
     model.set_option("random_seed", 0);
-    model.set_option("time_limit", time_limit.max(0.01));
+    model.set_option("time_limit", time_limit);
     model.set_option("mip_rel_gap", 0.0);
     model.set_option("mip_abs_gap", abs_gap);
     if !initial.is_empty() {
@@ -234,14 +236,22 @@ type Outcome = (Schedule, f64, Formulation, Status);
 /// the list schedule's makespan, the model with every task finishing by `T`
 /// (narrow windows, a small model) is solved; the first feasible `T` is the
 /// optimum, each infeasible one raises the proven bound to `T + 1`.
-fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start: &Schedule) -> Result<Outcome, String> {
+fn time_indexed(
+    dag: &Dag,
+    h: usize,
+    ub: f64,
+    lb: f64,
+    deadline: Option<Instant>,
+    start: &Schedule,
+) -> Result<Outcome, String> {
     let mut bound = lb.round() as i64;
     let ub = ub.round() as i64;
     // A step is started only while the time left exceeds the last step's
     // (building the model is not covered by HiGHS's own limit).
     let mut last_step = Duration::from_millis(20);
-    while bound < ub && Instant::now() + last_step < deadline {
+    while bound < ub && deadline::fits(deadline, last_step) {
         let step = Instant::now();
+        // `bound` is proven: the first schedule within it is optimal.
         match time_indexed_at(dag, h, bound, deadline)? {
             None => {
                 bound += 1;
@@ -258,16 +268,57 @@ fn time_indexed(dag: &Dag, h: usize, ub: f64, lb: f64, deadline: Instant, start:
     Ok((start.clone(), bound.min(ub) as f64, Formulation::TimeIndexed, status))
 }
 
-/// The time-indexed model with horizon `horizon`: `None` when proven
-/// infeasible, else the schedule found (if any) and the solver status.
+/// Solves the time-indexed model at `horizon` (a proven lower bound): `None`
+/// when proven infeasible, else the schedule found (if any) and the solver
+/// status.
 fn time_indexed_at(
     dag: &Dag,
     h: usize,
     horizon: i64,
-    deadline: Instant,
+    deadline: Option<Instant>,
 ) -> Result<Option<(Option<Schedule>, Status)>, String> {
+    let Some(TimeIndexed { vars, c, cons, steps, window }) = time_indexed_model(dag, h, horizon, true) else {
+        return Ok(None);
+    };
+    let Some(run) = run_highs(vars, c.into(), cons, &[], deadline, 0.999)? else {
+        return Ok(None);
+    };
+    if run.cols.is_empty() {
+        return Ok(Some((None, run.status)));
+    }
+    // Columns were created task by task: count the steps still 0.
+    let mut col = 0;
     let n = dag.len();
-    let (ub, lb) = (horizon as f64, 0.0);
+    let mut starts = vec![0.0; n];
+    for i in 0..n {
+        let zeros = steps[i].iter().filter(|_| {
+            col += 1;
+            run.cols[col - 1] < 0.5
+        });
+        starts[i] = (window[i].0 + zeros.count() as i64) as f64;
+    }
+    Ok(Some((Some(colour(dag, h, starts)), run.status)))
+}
+
+/// The time-indexed model at one horizon, with its variables.
+struct TimeIndexed {
+    vars: ProblemVariables,
+    c: Variable,
+    cons: Vec<good_lp::Constraint>,
+    /// `steps[i][t - lo]` for `t` in the task's window `lo..hi`.
+    steps: Vec<Vec<Variable>>,
+    window: Vec<(i64, i64)>,
+}
+
+/// The model at `horizon`, a proven lower bound on the makespan: every
+/// feasible schedule then finishes exactly at `horizon`, so the makespan
+/// variable `c` is bounded below by it and the solver stops at its first
+/// schedule (with `c >= 0` it would go on proving that none ends earlier, up
+/// to the time limit). `None` when some task's window is empty.
+/// `binary = false` gives the LP relaxation.
+fn time_indexed_model(dag: &Dag, h: usize, horizon: i64, binary: bool) -> Option<TimeIndexed> {
+    let n = dag.len();
+    let (ub, lb) = (horizon as f64, horizon as f64);
     let cost: Vec<i64> = dag.tasks.iter().map(|t| t.cost.round() as i64).collect();
     let head = dag.top_levels(|i| dag.tasks[i].cost);
     let tail = dag.bottom_levels(|i| dag.tasks[i].cost, false);
@@ -278,9 +329,10 @@ fn time_indexed_at(
     for i in 0..n {
         let (lo, hi) = window[i];
         if hi < lo {
-            return Ok(None);
+            return None;
         }
-        steps.push((lo..hi).map(|_| vars.add(variable().binary())).collect());
+        let def = || if binary { variable().binary() } else { variable().min(0).max(1) };
+        steps.push((lo..hi).map(|_| vars.add(def())).collect());
     }
     let c = vars.add(variable().min(lb).max(ub));
     let started = |i: usize, t: i64| -> Expression {
@@ -327,23 +379,7 @@ fn time_indexed_at(
             }
         }
     }
-    let Some(run) = run_highs(vars, c.into(), cons, &[], deadline, 0.999)? else {
-        return Ok(None);
-    };
-    if run.cols.is_empty() {
-        return Ok(Some((None, run.status)));
-    }
-    // Columns were created task by task: count the steps still 0.
-    let mut col = 0;
-    let mut starts = vec![0.0; n];
-    for i in 0..n {
-        let zeros = steps[i].iter().filter(|_| {
-            col += 1;
-            run.cols[col - 1] < 0.5
-        });
-        starts[i] = (window[i].0 + zeros.count() as i64) as f64;
-    }
-    Ok(Some((Some(colour(dag, h, starts)), run.status)))
+    Some(TimeIndexed { vars, c, cons, steps, window })
 }
 
 /// Assigns units to tasks with fixed start times (at most `h` at once):
@@ -378,7 +414,7 @@ fn disjunctive(
     p: &Platform,
     ub: f64,
     lb: f64,
-    deadline: Instant,
+    deadline: Option<Instant>,
     start: &Schedule,
     integral: bool,
 ) -> Result<Outcome, String> {
@@ -596,7 +632,7 @@ fn greedy_period(dag: &Dag, p: &Platform) -> Result<Vec<usize>, String> {
 /// fallback; the bound is max(sum / units, longest task) (fastest units).
 pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolved, String> {
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(opts.time_limit.max(0.0));
+    let deadline = deadline::after(t0, opts.time_limit)?;
     p.check(dag)?;
     let n = dag.len();
     let h = p.units();
@@ -663,4 +699,27 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
     let period = verify_assignment(dag, p, &unit).map_err(|e| format!("the MILP assignment is illegal: {e}"))?;
     let proof = Proof::new(period, bound, simple, status, formulation, heuristic, t0);
     Ok(PeriodSolved { unit, period, proof })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::dag_from;
+
+    /// Independent tasks 1..=6 on 3 units: the load bound 7 is the optimum.
+    /// The LP relaxation at a proven horizon has the horizon as its value:
+    /// the solver starts from the bound, so its first schedule closes the gap.
+    #[test]
+    fn time_indexed_relaxation_starts_at_the_proven_bound() {
+        let names = ["a", "b", "c", "d", "e", "f"];
+        let tasks: Vec<(&str, f64)> = names.iter().zip(1..).map(|(&n, c)| (n, c as f64)).collect();
+        let dag = dag_from(&tasks, &[]).unwrap();
+        let horizon = bounds::lower_bound(&dag, &Platform::identical(3)) as i64;
+        assert_eq!(horizon, 7);
+        let m = time_indexed_model(&dag, 3, horizon, false).expect("every window is non-empty");
+        let c_col: usize = m.steps.iter().map(Vec::len).sum();
+        let run = run_highs(m.vars, m.c.into(), m.cons, &[], None, 1e-9).unwrap().expect("the relaxation is feasible");
+        assert_eq!(run.status, Status::Optimal);
+        assert!((run.cols[c_col] - horizon as f64).abs() < 1e-6, "relaxation value {}", run.cols[c_col]);
+    }
 }

@@ -7,6 +7,7 @@
 //! - [`list`]: list scheduling on the critical path (the heuristic).
 //! - [`periodic`] + [`retime`]: periodic schedule of a repeated DAG with
 //!   retiming (software pipelining).
+//! - [`deadline`]: time limits in seconds, checked (`inf` = none).
 //! - [`ilp`]: exact scheduling as a MILP (HiGHS), makespan and period.
 //! - [`simulate`]: the legality check every schedule passes.
 //! - [`pipeline`]: pipeline configs and profiles as planning inputs, and
@@ -14,6 +15,7 @@
 
 pub mod bounds;
 pub mod dag;
+pub mod deadline;
 pub mod ilp;
 pub mod list;
 pub mod parse;

@@ -147,3 +147,29 @@ fn certifies_stg_optima_above_the_simple_bound() {
         assert_eq!((got.proof.status, got.makespan, got.proof.lower_bound, got.proof.formulation), want, "{key} m={m}");
     }
 }
+
+/// `inf`, `1e20` and `1e300` seconds mean no limit (no panic converting them to
+/// a deadline); NaN and negative limits are errors naming the value.
+#[test]
+fn huge_time_limits_mean_no_limit_and_nan_is_an_error() {
+    let mut rng = Rng(11);
+    let p = Platform::identical(2);
+    let mut solver_calls = 0;
+    for round in 0..6 {
+        let dag = random_dag(&mut rng, 6, false);
+        let want = brute_makespan(&dag, &p).unwrap();
+        for time_limit in [f64::INFINITY, 1e20, 1e300] {
+            let got = ilp::solve_makespan(&dag, &p, Options { time_limit, random_starts: 8 }).unwrap();
+            assert_eq!((got.makespan, got.proof.status), (want, Status::Optimal), "round {round}, {time_limit}");
+            solver_calls += (got.proof.formulation != Formulation::None) as usize;
+            let period = ilp::solve_period(&dag, &p, Options { time_limit, random_starts: 8 }).unwrap();
+            assert_eq!(period.proof.status, Status::Optimal, "round {round}, {time_limit}");
+        }
+        for bad in [f64::NAN, -1.0] {
+            let e = ilp::solve_makespan(&dag, &p, Options { time_limit: bad, random_starts: 8 }).unwrap_err();
+            assert!(e.contains("time limit") && e.contains(&bad.to_string()), "{e}");
+            assert!(ilp::solve_period(&dag, &p, Options { time_limit: bad, random_starts: 8 }).is_err());
+        }
+    }
+    assert!(solver_calls >= 3, "the solver itself ran on only {solver_calls} solves");
+}

@@ -198,3 +198,29 @@ fn idle_bound_is_valid_and_proves_stg_optima() {
     assert_eq!(bounds::simple_bound(&dag, &p), 262.0);
     assert_eq!(bounds::lower_bound(&dag, &p), opt.best_known);
 }
+
+/// With more than one sample per period, the per-sample period may go below
+/// max(sum / h, max c) (that figure holds for X = 1 only); the periodic bound
+/// with `x_max` stays below every plan.
+#[test]
+fn periodic_bound_holds_for_several_samples_per_period() {
+    // A long task and a short one on 2 units: X = 2 puts one long instance on
+    // each unit, 5.5 per sample against the X = 1 figure of 10.
+    let dag = dag_from(&[("long", 10.0), ("short", 1.0)], &[(0, 1, 0.0)]).unwrap();
+    let p = Platform::identical(2);
+    let plan = periodic::plan(&dag, 2, Options { x_max: 4, threshold: 0.99 }).unwrap();
+    let per_sample = plan.period / plan.x as f64;
+    assert!(per_sample < bounds::period_bound(&dag, &p), "{per_sample} per sample at X = {}", plan.x);
+    assert!(per_sample >= bounds::periodic_bound(&dag, &p, 4) - 1e-9);
+    let mut rng = Rng(21);
+    for round in 0..40 {
+        let dag = random_dag(&mut rng, 2 + round % 7, false);
+        for h in 1..=3 {
+            for x_max in [1, 2, 4] {
+                let plan = periodic::plan(&dag, h, Options { x_max, threshold: 0.99 }).unwrap();
+                let bound = bounds::periodic_bound(&dag, &Platform::identical(h), x_max);
+                assert!(plan.period / plan.x as f64 >= bound - 1e-9, "round {round}, h {h}, x_max {x_max}: {plan:?}");
+            }
+        }
+    }
+}

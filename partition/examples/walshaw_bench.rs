@@ -1,0 +1,97 @@
+//! Benchmark: plain edge cut on the Walshaw graphs against their best-known
+//! 2-way cuts at 5% imbalance (each part <= 1.05 x total / 2), for the default
+//! multilevel driver, METIS (same allowance) and the strong mode. Prints a
+//! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
+//!
+//! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--rating heavy|expansion]
+//!  [--vcycles N] [--tries N] [--graphs add20,data]`
+
+mod common;
+
+use common::arg;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use baton_partition::coarsen::Rating;
+use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::multilevel::{self, Params};
+use baton_partition::strong::{self, Strong};
+use baton_partition::{metis_format, metis_ref, metrics};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir: PathBuf = arg(&args, "--dir", PathBuf::from("../shared/data/walshaw"));
+    let seeds: u64 = arg(&args, "--seeds", 3);
+    let repetitions: usize = arg(&args, "--repetitions", 64);
+    let budget: f64 = arg(&args, "--budget", f64::INFINITY);
+    let epsilon: f64 = arg(&args, "--epsilon", 0.05);
+    let defaults = Strong::default();
+    let vcycles: usize = arg(&args, "--vcycles", defaults.vcycles);
+    let tries: usize = arg(&args, "--tries", defaults.initial_tries);
+    let only: String = arg(&args, "--graphs", String::new());
+    let rating = match arg(&args, "--rating", String::new()).as_str() {
+        "heavy" => Rating::Heavy,
+        "expansion" => Rating::Expansion,
+        "" => Strong::default().rating,
+        other => panic!("--rating {other}: expected heavy or expansion"),
+    };
+    let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
+    println!(
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, rating {rating:?}, budget {budget} s, mean of {seeds} seeds\n"
+    );
+    println!("| graph | n | m | best known | multilevel | METIS | strong (mean) | strong (best) | strong / best known | time (s) multilevel / METIS / strong (per seed) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut ratios = Vec::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (name, best_known): (&str, i64) = (f[0], f[3].parse().expect("best-known cut"));
+        if !only.is_empty() && !only.split(',').any(|g| g == name) {
+            continue;
+        }
+        let mut g = metis_format::read_file(&dir.join(format!("{name}.graph"))).expect("graph");
+        critical::mark(&mut g, CriticalRule::None, CriticalValue::Unit);
+        let p = Params { epsilon, ..Params::new(2) };
+        let ml = multilevel::partition(&g, &p);
+        let m = metis_ref::partition(&g, 2, epsilon, false, 1).expect("METIS");
+        let caps = strong::caps(&g, epsilon);
+        let (mut cuts, mut secs) = (Vec::new(), 0.0);
+        for seed in 1..=seeds {
+            let s = Strong {
+                repetitions,
+                budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
+                seed,
+                rating,
+                vcycles,
+                initial_tries: tries,
+            };
+            let t = Instant::now();
+            let (part, rank, _) = strong::bisect(&g, caps, &s);
+            secs += t.elapsed().as_secs_f64();
+            assert_eq!(rank.0, 0, "{name}: strong mode over the limit");
+            assert!(metrics::is_balanced(&g, &part, 2, epsilon));
+            cuts.push(metrics::cut(&g, &part).total);
+        }
+        let mean = cuts.iter().sum::<i64>() as f64 / cuts.len() as f64;
+        ratios.push(mean / best_known as f64);
+        let flag = |b: bool| if b { "" } else { "!" };
+        println!(
+            "| {name} | {} | {} | {best_known} | {}{} | {}{} | {mean:.1} | {} | {:.3} | {:.2} / {:.3} / {:.1} |",
+            g.n(),
+            g.m(),
+            ml.cut.total,
+            flag(ml.balanced),
+            m.cut.total,
+            flag(m.balanced),
+            cuts.iter().min().expect("one seed"),
+            mean / best_known as f64,
+            ml.seconds,
+            m.seconds,
+            secs / seeds as f64
+        );
+    }
+    let mean_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    println!("\nstrong mode: mean cut / best known, averaged over the graphs: {mean_ratio:.3}");
+    println!("`!` marks a partition over the balance limit.");
+}

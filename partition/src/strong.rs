@@ -1,0 +1,221 @@
+//! The strong mode (`--quality strong`): quality for time on two parts.
+//!
+//! One repetition is a multilevel cycle built around [`crate::fm`]:
+//! - coarsen by heavy-relation matching ([`coarsen::heavy_matching`], random
+//!   order among equal degrees) down to [`COARSEST`] vertices, no coarse
+//!   vertex heavier than a share of the load (so single moves can balance);
+//! - bisect the coarsest graph [`Strong::initial_tries`] times by greedy
+//!   graph growing (from a peripheral vertex, then random ones), each refined
+//!   by FM, and keep the best;
+//! - project level by level, refining each level by FM passes until none
+//!   improves;
+//! - V-cycles: coarsen again with matching inside the sides only, so the
+//!   partition survives to the coarsest level, and refine on the way back
+//!   (the best partition kept).
+//!
+//! Repetitions with different seeds run until their count or the time budget
+//! is used up, and the best (least excess, then cut, then load difference) is
+//! kept. With a count and no budget the result depends on the seed alone.
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::bisection::{grow, induced, peripheral, side_limits, side_parts};
+use crate::coarsen::{self, Rating};
+use crate::fm::{self, Bisection};
+use crate::graph::{Graph, Vertex};
+use crate::metrics;
+use crate::refine::{self, RefineParams, State};
+
+/// Coarsening stops at this many vertices.
+pub const COARSEST: usize = 150;
+
+/// A coarse vertex may carry at most this share of `total / COARSEST`.
+const MAX_VERTEX_SHARE: f64 = 1.5;
+
+/// FM passes per level at most (each must improve to go on).
+const MAX_PASSES: usize = 16;
+
+/// Strong-mode settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Strong {
+    /// Repetitions (independent multilevel runs), the best kept.
+    pub repetitions: usize,
+    /// Stop starting repetitions after this long (after the first).
+    pub budget: Option<Duration>,
+    /// Greedy-growing bisections tried at the coarsest level.
+    pub initial_tries: usize,
+    /// V-cycles after each repetition's first cycle.
+    pub vcycles: usize,
+    /// How coarsening rates relations.
+    pub rating: Rating,
+    pub seed: u64,
+}
+
+impl Default for Strong {
+    fn default() -> Self {
+        Strong { repetitions: 64, budget: None, initial_tries: 12, vcycles: 2, rating: Rating::Heavy, seed: 1 }
+    }
+}
+
+/// The best 2-way partition found within the load limits `caps`, its rank,
+/// and the repetitions run.
+pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, (i64, fm::Gain, i64), usize) {
+    let start = Instant::now();
+    let mut best: Option<(Vec<u32>, (i64, fm::Gain, i64))> = None;
+    let mut runs = 0;
+    for r in 0..s.repetitions.max(1) {
+        if r > 0 && s.budget.is_some_and(|b| start.elapsed() >= b) {
+            break;
+        }
+        let mut rng = StdRng::seed_from_u64(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(r as u64));
+        let (part, rank) = repetition(g, caps, s, &mut rng);
+        runs += 1;
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((part, rank));
+        }
+    }
+    let (part, rank) = best.expect("at least one repetition");
+    (part, rank, runs)
+}
+
+/// One repetition: a first cycle, then V-cycles, the best kept.
+fn repetition(g: &Graph, caps: [i64; 2], s: &Strong, rng: &mut StdRng) -> (Vec<u32>, (i64, fm::Gain, i64)) {
+    let (mut part, mut rank) = cycle(g, caps, s, None, rng);
+    for _ in 0..s.vcycles {
+        let (next, r) = cycle(g, caps, s, Some(&part), rng);
+        if r <= rank {
+            (part, rank) = (next, r);
+        }
+    }
+    (part, rank)
+}
+
+/// One multilevel cycle; with `start`, matching stays inside its sides and
+/// the coarsest graph starts from it (a V-cycle).
+fn cycle(
+    g: &Graph,
+    caps: [i64; 2],
+    s: &Strong,
+    start: Option<&[u32]>,
+    rng: &mut StdRng,
+) -> (Vec<u32>, (i64, fm::Gain, i64)) {
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / COARSEST as f64) as i64).max(heaviest);
+    let coarsen::Hierarchy { maps, graphs, within: side } =
+        coarsen::hierarchy(g, COARSEST, max_vw, 0.9, start, s.rating, rng);
+    let coarsest = graphs.last().unwrap_or(g);
+    let patience = |h: &Graph| fm::patience(h.n());
+    let mut part = match side {
+        Some(sp) => {
+            let mut b = Bisection::new(coarsest, sp, caps);
+            b.refine(patience(coarsest), MAX_PASSES, rng);
+            b.part
+        }
+        None => initial(coarsest, caps, s.initial_tries, rng),
+    };
+    for lvl in (0..maps.len()).rev() {
+        let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
+        let mut b = Bisection::new(fine, coarsen::project(&maps[lvl], &part), caps);
+        b.refine(patience(fine), MAX_PASSES, rng);
+        part = b.part;
+    }
+    let b = Bisection::new(g, part, caps);
+    let rank = b.rank();
+    (b.part, rank)
+}
+
+/// The best of `tries` greedy-growing bisections, each refined by FM.
+fn initial(g: &Graph, caps: [i64; 2], tries: usize, rng: &mut StdRng) -> Vec<u32> {
+    let total = g.total_weight();
+    // Part 0 grows to its share of the load (the sides' limits in ratio).
+    let target = (total as i128 * caps[0] as i128 / (caps[0] + caps[1]).max(1) as i128) as i64;
+    let mut best: Option<(Vec<u32>, (i64, fm::Gain, i64))> = None;
+    for t in 0..tries.max(1) {
+        let seed: Vertex = if t == 0 { peripheral(g, rng) } else { rng.random_range(0..g.n() as Vertex) };
+        let mut b = Bisection::new(g, grow(g, seed, target, caps[0]), caps);
+        b.refine(fm::patience(g.n()), MAX_PASSES, rng);
+        let rank = b.rank();
+        if best.as_ref().is_none_or(|x| rank < x.1) {
+            best = Some((b.part, rank));
+        }
+    }
+    best.expect("at least one try").0
+}
+
+/// A k-way partition for any `k >= 1` by recursive strong bisection (sides
+/// of `k / 2` and `k - k / 2` parts with load targets in that ratio, the
+/// imbalance spread over the levels as in [`crate::bisection::recursive`]),
+/// then the k-way refinement under the final limit when `k > 2`.
+pub fn partition(g: &Graph, k: usize, epsilon: f64, s: &Strong, refine_p: &RefineParams) -> Vec<u32> {
+    if k == 2 {
+        return bisect(g, caps(g, epsilon), s).0;
+    }
+    let levels = (k.max(1) as f64).log2().ceil() as i32;
+    let eps = if levels > 0 { (1.0 + epsilon).powf(1.0 / levels as f64) - 1.0 } else { epsilon };
+    let mut part = vec![0u32; g.n()];
+    split(g, &(0..g.n() as Vertex).collect::<Vec<_>>(), k, 0, eps, s, &mut part);
+    if k > 2 {
+        let cap = metrics::max_part_weight(g, k, epsilon);
+        let mut st = State::new(g, k, cap, part);
+        refine::refine(&mut st, refine_p);
+        part = st.part;
+    }
+    part
+}
+
+fn split(g: &Graph, ids: &[Vertex], k: usize, first: u32, eps: f64, s: &Strong, part: &mut [u32]) {
+    if k == 1 || g.n() < 2 {
+        for &v in ids {
+            part[v as usize] = first;
+        }
+        return;
+    }
+    let (k0, k1) = side_parts(k);
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let (_, caps) = side_limits(g.total_weight(), k0, k1, eps, heaviest);
+    let (halves, _, _) = bisect(g, caps, s);
+    for (side, ks, offset) in [(0u32, k0, 0), (1, k1, k0)] {
+        let keep: Vec<bool> = halves.iter().map(|&p| p == side).collect();
+        let (sub, old) = induced(g, &keep);
+        let sub_ids: Vec<Vertex> = old.iter().map(|&v| ids[v as usize]).collect();
+        split(&sub, &sub_ids, ks, first + offset as u32, eps, s, part);
+    }
+}
+
+/// Equal limits for k = 2 at imbalance `epsilon`.
+pub fn caps(g: &Graph, epsilon: f64) -> [i64; 2] {
+    let cap = metrics::max_part_weight(g, 2, epsilon);
+    [cap, cap]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::grid;
+
+    #[test]
+    fn strong_bisection_cuts_a_grid_straight_and_repeats_by_seed() {
+        let g = grid(60, 24);
+        let s = Strong { repetitions: 4, ..Strong::default() };
+        let caps = caps(&g, 0.05);
+        let (part, rank, runs) = bisect(&g, caps, &s);
+        assert_eq!(runs, 4);
+        assert_eq!(rank.0, 0, "balanced");
+        assert_eq!(rank.1, (0, 24), "the straight cut across the short side");
+        assert_eq!(metrics::cut(&g, &part).total, 24);
+        assert_eq!(bisect(&g, caps, &s).0, part, "same seed, same partition");
+    }
+
+    #[test]
+    fn recursive_strong_partition_is_balanced_for_odd_k() {
+        let g = grid(30, 20);
+        let s = Strong { repetitions: 2, ..Strong::default() };
+        for k in [3, 4, 5] {
+            let part = partition(&g, k, 0.05, &s, &RefineParams::default());
+            assert!(metrics::is_balanced(&g, &part, k, 0.05), "k={k}: {:?}", metrics::part_weights(&g, &part, k));
+        }
+    }
+}
