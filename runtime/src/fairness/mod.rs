@@ -30,15 +30,14 @@
 //! ```
 
 mod fifo;
-mod seed_fair;
 mod stride;
+mod weighted;
 
 pub use fifo::Fifo;
-/// The weighted-fair choice with a decaying history weight (`[fairness] policy = "weighted"`).
-/// (Defined in `seed_fair.rs` as `SeedFair`, its former name.)
-pub use seed_fair::SeedFair as WeightedFair;
-pub use seed_fair::{delay_factor, quantize, TargetRule, D_MAX};
 pub use stride::Stride;
+/// The weighted-fair choice with a decaying history weight (`[fairness] policy = "weighted"`).
+pub use weighted::WeightedFair;
+pub use weighted::{delay_factor, quantize, TargetRule, D_MAX};
 
 pub use crate::config::{FairnessConfig, FairnessKind};
 pub use crate::spec::fairness::{FairnessSpec, Tenants, DEFAULT_TENANT, MAX_WEIGHT};

@@ -40,9 +40,9 @@
 //!   time); one that leaves behind is not owed anything on return.
 //!
 //! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
-//! with [`SeedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
+//! with [`WeightedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
 //! `H/d` does not stall; the integer part of `W`, clamped to 1..=256, still
-//! picks `d` from the table. [`SeedFair::literal`] is the seed's integers
+//! picks `d` from the table. [`WeightedFair::literal`] is the seed's integers
 //! with `T = W − H`; the tests check both by hand-computed rounds.
 //!
 //! **(choice)** When the set changes, each member's `T` is kept as it was
@@ -111,7 +111,7 @@ struct Tenant {
 }
 
 /// Seed 004's policy. See the module docs.
-pub struct SeedFair {
+pub struct WeightedFair {
     tenants: Vec<Tenant>,
     /// The set: tenants with waiting jobs.
     backlog: Backlog,
@@ -121,7 +121,7 @@ pub struct SeedFair {
     rounds: u64,
 }
 
-impl SeedFair {
+impl WeightedFair {
     /// Fraction bits of `H` and `W` in the runtime.
     pub const DEFAULT_FRAC_BITS: u32 = 16;
 
@@ -138,7 +138,7 @@ impl SeedFair {
     /// With `frac_bits` fraction bits in `H`, `W` and `T` (0: integers) and the given target rule.
     pub fn with_options(weights: &[u32], frac_bits: u32, rule: TargetRule) -> Self {
         assert!(frac_bits <= 24, "at most 24 fraction bits");
-        SeedFair {
+        WeightedFair {
             tenants: weights.iter().map(|&w| Tenant { configured: u64::from(w.max(1)), ..Tenant::default() }).collect(),
             backlog: Backlog::new(weights.len()),
             frac_bits,
@@ -217,7 +217,7 @@ impl SeedFair {
     }
 }
 
-impl FairPolicy for SeedFair {
+impl FairPolicy for WeightedFair {
     fn enqueue(&mut self, tenant: usize) {
         if self.backlog.push(tenant, self.tenants[tenant].configured) {
             self.reweigh();
@@ -285,8 +285,8 @@ mod tests {
         assert_eq!(quantize(5, 5), 256);
     }
 
-    fn backlogged(weights: &[u32], frac_bits: u32, rule: TargetRule) -> SeedFair {
-        let mut p = SeedFair::with_options(weights, frac_bits, rule);
+    fn backlogged(weights: &[u32], frac_bits: u32, rule: TargetRule) -> WeightedFair {
+        let mut p = WeightedFair::with_options(weights, frac_bits, rule);
         for t in 0..weights.len() {
             for _ in 0..100_000 {
                 p.enqueue(t);
@@ -296,7 +296,7 @@ mod tests {
     }
 
     /// One round: the choice, then `(W, d, H)` of every tenant after it.
-    fn round(p: &mut SeedFair) -> (usize, Vec<(u64, u64, u64)>) {
+    fn round(p: &mut WeightedFair) -> (usize, Vec<(u64, u64, u64)>) {
         let t = p.step().unwrap();
         (t, (0..p.tenants.len()).map(|i| p.state(i)).collect())
     }
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn a_tenant_leaving_ahead_keeps_its_debt_until_repaid() {
         let f = 1i64 << 16;
-        let mut p = SeedFair::new(&[1, 1]);
+        let mut p = WeightedFair::new(&[1, 1]);
         p.enqueue(0);
         for _ in 0..100 {
             p.enqueue(1);
@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn set_changes_keep_members_targets() {
-        let mut p = SeedFair::new(&[1, 2, 4]);
+        let mut p = WeightedFair::new(&[1, 2, 4]);
         for _ in 0..50 {
             p.enqueue(0);
             p.enqueue(1);
@@ -452,7 +452,7 @@ mod tests {
         assert_eq!((p.target(0), p.target(1), p.target(2)), (before.0, before.1, 0));
         // One round: T moves by W − 256 for the served tenant, W for the others, less
         // the change of H (S adds W − H with H after the round), within H/d's truncation.
-        let raw = |p: &SeedFair| (0..3).map(|i| (p.raw_state(i), p.target(i))).collect::<Vec<_>>();
+        let raw = |p: &WeightedFair| (0..3).map(|i| (p.raw_state(i), p.target(i))).collect::<Vec<_>>();
         let before = raw(&p);
         let served = p.step().unwrap();
         let after = raw(&p);
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn set_changes_reweigh_and_newcomers_start_even() {
-        let mut p = SeedFair::literal(&[1, 3]);
+        let mut p = WeightedFair::literal(&[1, 3]);
         p.enqueue(0);
         assert_eq!(p.state(0), (256, 16, 256));
         p.enqueue(1);
