@@ -36,8 +36,10 @@ for port in 8000 8001 8002; do
     ! ss -ltnH "src $ADDR:$port" | grep -q . || fail "$ADDR:$port is in use: set IMAGE_ADDR to a free loopback address"
 done
 
-ROOTFS=.cache/rootfs/bookworm
+ROOTFS=$PWD/.cache/rootfs/bookworm
 if [[ ! -d $ROOTFS ]]; then
+    mkdir -p "$(dirname "$ROOTFS")"
+    rm -rf "$ROOTFS.part"
     debootstrap --variant=minbase bookworm "$ROOTFS.part" http://deb.debian.org/debian >&2
     mv "$ROOTFS.part" "$ROOTFS"
 fi
