@@ -26,6 +26,7 @@ fail() { echo "FAIL image-local: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || skip "needs root (buildah's vfs storage, chroot isolation)"
 command -v buildah >/dev/null || skip "no buildah (apt-get install buildah)"
 command -v debootstrap >/dev/null || skip "no debootstrap (apt-get install debootstrap)"
+buildah --storage-driver vfs info >/dev/null 2>&1 || skip "buildah cannot run here (buildah --storage-driver vfs info fails)"
 BATON=${BATON:-target/release/baton}
 [[ -x $BATON ]] || skip "no $BATON (cargo build --release -p baton-cli)"
 ORT=.cache/onnxruntime/1.31.1/libonnxruntime.so.1.31.1
