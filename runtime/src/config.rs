@@ -194,6 +194,10 @@ pub struct SchedulerConfig {
     /// A join node waiting on a parent raises that parent's inference
     /// priority by (requests waiting for it) × (the join's weight).
     pub join_boost: bool,
+    /// Collaborative rule, budget variant: the budget holds work back only
+    /// while priority work waits (the work-conserving budget, docs/scheduling.md);
+    /// otherwise every node with work and an idle worker runs.
+    pub work_conserving: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -209,6 +213,7 @@ impl Default for SchedulerConfig {
             decide_on_arrival: true,
             priority_follows_dag: true,
             join_boost: true,
+            work_conserving: false,
         }
     }
 }
