@@ -20,7 +20,8 @@
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
 //! `BATON_JOIN_BOOST=0` / `BATON_DAG_PRIORITY=0` turn the join boost and
-//! priority-follows-the-DAG options off, to compare.
+//! priority-follows-the-DAG options off, to compare; `BATON_BACKGROUND_NICE=N`
+//! sets the background batches' nice increment (0: off).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -63,7 +64,13 @@ impl Mode {
         root.join(if self.image_first { "configs/collab_early.toml" } else { "configs/collab.toml" })
     }
 
-    fn stream(self, runtime: &Runtime, session: &Session, id: u64, pace: Option<Duration>) -> Result<SessionResult, String> {
+    fn stream(
+        self,
+        runtime: &Runtime,
+        session: &Session,
+        id: u64,
+        pace: Option<Duration>,
+    ) -> Result<SessionResult, String> {
         if self.image_first {
             stream_session_image_first(runtime, session, id, pace)
         } else {
@@ -79,6 +86,10 @@ fn start(config_path: &Path, policy: BatchingPolicy) -> Result<Runtime, Error> {
     let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "0");
     config.scheduler.join_boost &= !off("BATON_JOIN_BOOST");
     config.scheduler.priority_follows_dag &= !off("BATON_DAG_PRIORITY");
+    // For side-by-side runs of the background-batch option (docs/scheduling.md).
+    if let Ok(nice) = std::env::var("BATON_BACKGROUND_NICE") {
+        config.scheduler.background_nice = nice.parse()?;
+    }
     Ok(Runtime::from_config(&config, Some(config_path), &baton_stages::collab::registry())?)
 }
 
@@ -193,7 +204,12 @@ fn print_stats(policy: BatchingPolicy, stats: &[baton::NodeStats]) {
 }
 
 /// `--capacity` and `--rate`: throughput and latency per policy under load.
-fn load_mode(arg: &dyn Fn(&str) -> Option<String>, mode: Mode, config_path: &Path, data: &Sessions) -> Result<(), Error> {
+fn load_mode(
+    arg: &dyn Fn(&str) -> Option<String>,
+    mode: Mode,
+    config_path: &Path,
+    data: &Sessions,
+) -> Result<(), Error> {
     let policies: Vec<BatchingPolicy> =
         arg("--policies").unwrap_or("collaborative,greedy".into()).split(',').map(policy).collect::<Result<_, _>>()?;
     let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);

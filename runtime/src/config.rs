@@ -198,6 +198,10 @@ pub struct SchedulerConfig {
     /// while priority work waits (the work-conserving budget, docs/scheduling.md);
     /// otherwise every node with work and an idle worker runs.
     pub work_conserving: bool,
+    /// Collaborative rule: a batch holding no priority task runs with its
+    /// worker thread's nice raised by this much (0: off; "Background batches"
+    /// in docs/scheduling.md).
+    pub background_nice: i32,
 }
 
 impl Default for SchedulerConfig {
@@ -214,6 +218,7 @@ impl Default for SchedulerConfig {
             priority_follows_dag: true,
             join_boost: true,
             work_conserving: false,
+            background_nice: 0,
         }
     }
 }
