@@ -55,13 +55,14 @@ pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
     }
 }
 
-/// CPU time all threads of this process have run, ns (from each thread's schedstat; 0 where unknown).
+/// CPU time all threads of this process have run, ns (0 where unknown).
 fn process_cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `t` is.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Resident memory of this process, bytes (0 where unknown).
