@@ -72,12 +72,6 @@ impl From<&str> for EngineError {
 #[serde(transparent)]
 pub struct StageParams(toml::Table);
 
-impl StageParams {
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 /// `params` written as TOML (`key = value` lines), for tools and tests that make a [`StageRequest`].
 impl FromStr for StageParams {
     type Err = ParamsSyntaxError;
@@ -316,5 +310,54 @@ impl fmt::Debug for EngineRegistry {
             .field("engines", &self.providers.keys().collect::<Vec<_>>())
             .field("functions", &self.functions.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Config {
+        threads: usize,
+        #[serde(default)]
+        inputs: Vec<Input>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Input {
+        name: String,
+    }
+
+    fn stage(params: &str) -> StageRequest {
+        StageRequest {
+            location: "n.stages[1]".into(),
+            model: None,
+            params: params.parse().unwrap(),
+            intra_threads: 1,
+            inter_threads: 1,
+        }
+    }
+
+    #[test]
+    fn params_read_into_the_engines_config() {
+        let config: Config = stage("threads = 4\ninputs = [{ name = \"x\" }]").params().unwrap();
+        assert_eq!((config.threads, config.inputs[0].name.as_str()), (4, "x"));
+        let _: NoParams = stage("").params().unwrap();
+    }
+
+    #[test]
+    fn params_errors_name_the_stage_and_the_keys_path() {
+        let err = stage("threads = 4\ninputs = [{ name = \"x\", size = 2 }]").params::<Config>().unwrap_err();
+        assert!(matches!(&err, EngineError::Params { key: Some(k), .. } if k == "inputs[0].size"), "{err:?}");
+        assert!(err.to_string().starts_with("stage n.stages[1]: params `inputs[0].size`: unknown key `size`"), "{err}");
+        let err = stage("threads = \"four\"").params::<Config>().unwrap_err();
+        assert!(err.to_string().starts_with("stage n.stages[1]: params `threads`: invalid type"), "{err}");
+        let err = stage("").params::<Config>().unwrap_err();
+        assert_eq!(err.to_string(), "stage n.stages[1]: params: missing key `threads`");
+        let err = stage("batch = 8").params::<NoParams>().unwrap_err();
+        assert!(err.to_string().contains("params `batch`: unknown key `batch`"), "{err}");
     }
 }
