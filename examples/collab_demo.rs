@@ -7,23 +7,30 @@
 //! session's category is not the expected one.
 //!
 //! ```text
-//! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|dynamic|none]
+//! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|greedy|dynamic|priority_fifo|none]
 //! ```
+//!
+//! `--image-first`: sessions as users send them (`configs/collab_early.toml`):
+//! the image when the session starts, then the speech; the final chunk carries
+//! the text features the image's answer gave.
 //!
 //! Load mode, policies side by side (the issue's 70%-of-capacity comparison):
 //! `--capacity N` first measures sessions/s with N unpaced concurrent sessions;
-//! `--rate R --duration S [--pace-ms 32] [--policies collaborative,dynamic]`
+//! `--rate R --duration S [--pace-ms 32] [--policies collaborative,greedy]`
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
 //! `BATON_JOIN_BOOST=0` / `BATON_DAG_PRIORITY=0` turn the join boost and
-//! priority-follows-the-DAG options off, to compare.
+//! priority-follows-the-DAG options off, to compare; `BATON_BACKGROUND_NICE=N`
+//! sets the background batches' nice increment (0: off).
 
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use baton::{BatchingPolicy, PipelineConfig, Runtime};
-use baton_stages::collab::session::{char_accuracy, stream_session, stream_session_paced, SessionResult, Sessions};
+use baton_stages::collab::session::{
+    char_accuracy, stream_session_image_first, stream_session_paced, Session, SessionResult, Sessions,
+};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -38,10 +45,38 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
 fn policy(name: &str) -> Result<BatchingPolicy, Error> {
     Ok(match name {
         "collaborative" => BatchingPolicy::Collaborative,
+        "greedy" => BatchingPolicy::Greedy,
         "dynamic" => BatchingPolicy::Dynamic,
+        "priority_fifo" => BatchingPolicy::PriorityFifo,
         "none" => BatchingPolicy::None,
         other => return Err(format!("unknown policy `{other}`").into()),
     })
+}
+
+/// How sessions are sent: the image with the final chunk (`configs/collab.toml`), or first.
+#[derive(Clone, Copy)]
+struct Mode {
+    image_first: bool,
+}
+
+impl Mode {
+    fn config(self, root: &Path) -> std::path::PathBuf {
+        root.join(if self.image_first { "configs/collab_early.toml" } else { "configs/collab.toml" })
+    }
+
+    fn stream(
+        self,
+        runtime: &Runtime,
+        session: &Session,
+        id: u64,
+        pace: Option<Duration>,
+    ) -> Result<SessionResult, String> {
+        if self.image_first {
+            stream_session_image_first(runtime, session, id, pace)
+        } else {
+            stream_session_paced(runtime, session, id, pace)
+        }
+    }
 }
 
 fn start(config_path: &Path, policy: BatchingPolicy) -> Result<Runtime, Error> {
@@ -51,6 +86,10 @@ fn start(config_path: &Path, policy: BatchingPolicy) -> Result<Runtime, Error> {
     let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "0");
     config.scheduler.join_boost &= !off("BATON_JOIN_BOOST");
     config.scheduler.priority_follows_dag &= !off("BATON_DAG_PRIORITY");
+    // For side-by-side runs of the background-batch option (docs/scheduling.md).
+    if let Ok(nice) = std::env::var("BATON_BACKGROUND_NICE") {
+        config.scheduler.background_nice = nice.parse()?;
+    }
     Ok(Runtime::from_config(&config, Some(config_path), &baton_stages::collab::registry())?)
 }
 
@@ -71,10 +110,11 @@ fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config_path = root.join("configs/collab.toml");
+    let mode = Mode { image_first: args.iter().any(|a| a == "--image-first") };
+    let config_path = mode.config(&root);
     let data = Sessions::load(&root.join("data"))?;
     if arg("--rate").is_some() || arg("--capacity").is_some() {
-        return load_mode(&arg, &config_path, &data);
+        return load_mode(&arg, mode, &config_path, &data);
     }
     let repeat: usize = arg("--repeat").map_or(Ok(4), |r| r.parse())?;
     let runtime = start(&config_path, policy(&arg("--policy").unwrap_or("collaborative".into()))?)?;
@@ -87,7 +127,7 @@ fn main() -> Result<(), Error> {
         for r in 0..repeat {
             for (s, session) in data.sessions.iter().enumerate() {
                 let (runtime, results, failures) = (&runtime, &results, &failures);
-                scope.spawn(move || match stream_session(runtime, session, (r * 1000 + s) as u64) {
+                scope.spawn(move || match mode.stream(runtime, session, (r * 1000 + s) as u64, None) {
                     Ok(result) => results.lock().unwrap().push((s, result)),
                     Err(e) => failures.lock().unwrap().push(e),
                 });
@@ -164,9 +204,14 @@ fn print_stats(policy: BatchingPolicy, stats: &[baton::NodeStats]) {
 }
 
 /// `--capacity` and `--rate`: throughput and latency per policy under load.
-fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &Path, data: &Sessions) -> Result<(), Error> {
+fn load_mode(
+    arg: &dyn Fn(&str) -> Option<String>,
+    mode: Mode,
+    config_path: &Path,
+    data: &Sessions,
+) -> Result<(), Error> {
     let policies: Vec<BatchingPolicy> =
-        arg("--policies").unwrap_or("collaborative,dynamic".into()).split(',').map(policy).collect::<Result<_, _>>()?;
+        arg("--policies").unwrap_or("collaborative,greedy".into()).split(',').map(policy).collect::<Result<_, _>>()?;
     let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);
     if let Some(n) = arg("--capacity") {
         let n: usize = n.parse()?;
@@ -177,7 +222,7 @@ fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &Path, data: &Se
                 let handles: Vec<_> = (0..n)
                     .map(|i| {
                         let (runtime, session) = (&runtime, &data.sessions[i % data.sessions.len()]);
-                        scope.spawn(move || stream_session(runtime, session, i as u64))
+                        scope.spawn(move || mode.stream(runtime, session, i as u64, None))
                     })
                     .collect();
                 handles.into_iter().filter_map(|h| h.join().unwrap().ok()).collect()
@@ -213,7 +258,7 @@ fn load_mode(arg: &dyn Fn(&str) -> Option<String>, config_path: &Path, data: &Se
                 std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
                 let (runtime, results, errors) = (&runtime, &results, &errors);
                 let session = &data.sessions[i % data.sessions.len()];
-                scope.spawn(move || match stream_session_paced(runtime, session, i as u64, Some(pace)) {
+                scope.spawn(move || match mode.stream(runtime, session, i as u64, Some(pace)) {
                     Ok(r) => results.lock().unwrap().push(r),
                     Err(_) => *errors.lock().unwrap() += 1,
                 });

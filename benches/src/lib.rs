@@ -32,6 +32,7 @@ pub mod plot;
 pub mod raw;
 pub mod remote;
 pub mod report;
+pub mod sweep;
 pub mod target;
 
 use std::path::{Path, PathBuf};
@@ -126,6 +127,13 @@ pub struct BenchOptions {
     /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
     /// per-stream state); each stream's final chunk is a priority task, reported apart.
     pub stream_chunks: usize,
+    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
+    /// chunks carry the other inputs (a flood of plain requests beside the streams).
+    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
+    pub stream_inputs: Vec<String>,
+    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
+    #[arg(long, default_value_t = 0.25)]
+    pub stream_fraction: f64,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     pub warmup: Duration,
     /// Measured time per point (without --stability).
@@ -136,6 +144,16 @@ pub struct BenchOptions {
     pub window: Duration,
     /// Most stability windows per point.
     pub max_windows: usize,
+    /// A load sweep: open-loop Poisson points at these percentages of the capacity
+    /// (greedy's when it runs, else each policy's own), policies alternating (see `sweep`).
+    #[arg(long, value_delimiter = ',', value_name = "PERCENT,..")]
+    pub sweep: Vec<f64>,
+    /// Sweep: the closed-loop concurrency that measures each policy's capacity.
+    #[arg(long, default_value_t = 32)]
+    pub capacity_concurrency: usize,
+    /// Sweep: rounds, each running every point of every policy once.
+    #[arg(long, default_value_t = 2)]
+    pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
     pub policy: Vec<Policy>,
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
@@ -257,6 +275,9 @@ impl BenchOptions {
         if self.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
             return Err("--rate values must be positive".into());
         }
+        if !(self.stream_fraction > 0.0 && self.stream_fraction <= 1.0) {
+            return Err("--stream-fraction must be in (0, 1]".into());
+        }
         if !(0.0..=1.0).contains(&self.priority_fraction) {
             return Err("--priority-fraction must be between 0 and 1".into());
         }
@@ -265,6 +286,12 @@ impl BenchOptions {
         }
         if self.duration.is_zero() || self.window.is_zero() || self.max_windows == 0 {
             return Err("--duration, --window and --max-windows must be positive".into());
+        }
+        if self.sweep.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
+            return Err("--sweep values must be positive percentages".into());
+        }
+        if !self.sweep.is_empty() && self.capacity_concurrency == 0 {
+            return Err("--capacity-concurrency must be at least 1".into());
         }
         if self.policy.is_empty() {
             return Err("--policy needs at least one policy".into());
@@ -281,12 +308,18 @@ impl BenchOptions {
             "pool": self.pool,
             "seed": self.seed,
             "priority_fraction": self.priority_fraction,
+            "stream_chunks": self.stream_chunks,
+            "stream_inputs": self.stream_inputs,
+            "stream_fraction": self.stream_fraction,
             "warmup_s": self.warmup.as_secs_f64(),
             "duration_s": self.duration.as_secs_f64(),
             "stability": self.stability,
             "window_s": self.window.as_secs_f64(),
             "max_windows": self.max_windows,
             "policies": self.policy.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            "sweep": self.sweep,
+            "capacity_concurrency": self.capacity_concurrency,
+            "repeat": self.repeat,
             "max_queue_delay_us": self.max_queue_delay_us,
             "raw": self.raw,
             "raw_duration_s": self.raw_duration.as_secs_f64(),
@@ -339,8 +372,8 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
             return Err(format!("node `{}` keeps per-stream state: give --stream-chunks N", node.name));
         }
     }
-    let pool = RequestPool::new(&spec, args.pool, args.rows, args.seed, args.priority_fraction)?
-        .with_streams(args.stream_chunks);
+    let inputs: Vec<baton::TensorSpec> = spec.inputs.iter().map(|i| i.spec.clone()).collect();
+    let pool = request_pool(args, &inputs)?;
     let loads = args.loads();
 
     let raw = if args.raw {
@@ -363,6 +396,9 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         None
     };
 
+    if !args.sweep.is_empty() {
+        return run_sweep(args, &config, file, engines, &spec, &pool);
+    }
     let mut points = Vec::new();
     for policy in &args.policy {
         let mut cfg = config.clone();
@@ -409,6 +445,53 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     Ok(report)
 }
 
+/// `--sweep`: one runtime per policy, kept up, [`sweep::sweep`] over them; prints
+/// the summary, writes `--json` (every point) and `--plot` (the sweep's plot).
+fn run_sweep(
+    args: &BenchArgs,
+    config: &PipelineConfig,
+    file: &Path,
+    engines: &baton::EngineRegistry,
+    spec: &PipelineSpec,
+    pool: &RequestPool,
+) -> Result<BenchReport, String> {
+    let mut runtimes = Vec::new();
+    for &policy in &args.policy {
+        let mut cfg = config.clone();
+        cfg.scheduler.policy = policy.policy();
+        if let Some(delay) = args.max_queue_delay_us {
+            cfg.scheduler.max_queue_delay_us = delay;
+        }
+        let runtime =
+            Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
+        runtimes.push((policy, runtime));
+    }
+    let report = sweep::sweep(&runtimes, pool, args);
+    for (_, runtime) in runtimes {
+        runtime.shutdown();
+    }
+    let summary = sweep::summarize(&report);
+    println!("Baton: pipeline `{}`, load sweep ({} rounds)", spec.name, args.repeat.max(1));
+    print!("{}", sweep::table(&report, &summary));
+    if let Some(path) = &args.json {
+        let mut value = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+        value["settings"] = args.settings();
+        value["pipeline"] = json!(spec.name);
+        write(path, &(serde_json::to_string_pretty(&value).map_err(|e| e.to_string())? + "\n"))?;
+    }
+    if let Some(path) = &args.plot {
+        plot::sweep_plot(path, &spec.name, &sweep::plot_series(&summary))?;
+    }
+    Ok(BenchReport {
+        pipeline: spec.name.clone(),
+        file: file.display().to_string(),
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        settings: args.settings(),
+        raw: None,
+        points: report.points.into_iter().map(|p| p.point).collect(),
+    })
+}
+
 /// Writes the CSV, JSON and plot the arguments ask for.
 fn write_files(args: &BenchOptions, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
     if let Some(path) = &args.csv {
@@ -441,8 +524,7 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
     let model = remote_model(args)?;
     let remote = Remote::new(url, &model, args.client_threads, &args.client_cores, args.request_timeout)?;
     let inputs = remote.input_specs()?;
-    let pool = RequestPool::from_inputs(&inputs, args.pool, args.rows, args.seed, args.priority_fraction)?
-        .with_streams(args.stream_chunks);
+    let pool = request_pool(args, &inputs)?;
     let label = remote.url();
     let points: Vec<PointResult> =
         args.loads().into_iter().map(|load| run_point(&remote, &pool, args, &label, load)).collect();
@@ -467,6 +549,31 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
     };
     write_files(args, &report, &[])?;
     Ok(report)
+}
+
+/// The requests the load sends: every input in each request, or with
+/// `--stream-inputs` a mixed load (stream chunks with those inputs, plain
+/// requests with the others).
+fn request_pool(args: &BenchArgs, inputs: &[baton::TensorSpec]) -> Result<RequestPool, String> {
+    let generate = |inputs: &[baton::TensorSpec], seed: u64| {
+        RequestPool::from_inputs(inputs, args.pool, args.rows, seed, args.priority_fraction)
+    };
+    if args.stream_inputs.is_empty() {
+        return Ok(generate(inputs, args.seed)?.with_streams(args.stream_chunks));
+    }
+    if let Some(name) = args.stream_inputs.iter().find(|n| !inputs.iter().any(|i| &i.name == *n)) {
+        return Err(format!("--stream-inputs: the pipeline has no input `{name}`"));
+    }
+    if args.stream_chunks == 0 {
+        return Err("--stream-inputs needs --stream-chunks N".into());
+    }
+    let (streamed, plain): (Vec<_>, Vec<_>) =
+        inputs.iter().cloned().partition(|i| args.stream_inputs.contains(&i.name));
+    if plain.is_empty() {
+        return Err("--stream-inputs names every input: a mixed load needs inputs for its plain requests".into());
+    }
+    let plain = generate(&plain, args.seed.wrapping_add(1))?;
+    Ok(generate(&streamed, args.seed)?.with_streams(args.stream_chunks).with_plain(plain, args.stream_fraction))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

@@ -25,6 +25,14 @@ pub struct RequestPool {
     priority_fraction: f64,
     /// Chunks per stream (0: requests are not chunks of streams).
     stream_chunks: usize,
+    /// A mixed load: plain requests sent between the stream chunks (see [`RequestPool::with_plain`]).
+    plain: Option<Plain>,
+}
+
+/// The plain requests of a mixed load, and the fraction of each sender's requests that are stream chunks.
+struct Plain {
+    requests: Vec<Request>,
+    stream_fraction: f64,
 }
 
 /// Open loop: requests go round-robin to this many streams open at once.
@@ -62,7 +70,7 @@ impl RequestPool {
             }
             requests.push(request);
         }
-        Ok(RequestPool { requests, priority_fraction, stream_chunks: 0 })
+        Ok(RequestPool { requests, priority_fraction, stream_chunks: 0, plain: None })
     }
 
     /// Makes every request a chunk of a stream of `chunks` chunks (0: none).
@@ -71,11 +79,30 @@ impl RequestPool {
         self
     }
 
+    /// Makes the load mixed: of each sender's requests, `stream_fraction` (spread
+    /// evenly, as [`is_priority`] spreads priority) are this pool's stream chunks and
+    /// the others are `plain`'s requests (cloned in turn, not chunks of streams).
+    pub fn with_plain(mut self, plain: RequestPool, stream_fraction: f64) -> Self {
+        self.plain = Some(Plain { requests: plain.requests, stream_fraction });
+        self
+    }
+
     /// The request a sender sends as its `n`-th: a pooled request (`i` picks it), and
     /// with streams, chunk `n % chunks` of the sender's stream `n / chunks` (id
-    /// `(sender + 1) << 40 | n / chunks`). Returns
+    /// `(sender + 1) << 40 | n / chunks`). In a mixed load, the sender's plain
+    /// requests are left out of `n` first. Returns
     /// whether it is a priority task (a stream's final chunk, or by the priority pattern).
     pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, bool) {
+        let mut n = n;
+        if let Some(plain) = &self.plain {
+            if !is_priority(n, plain.stream_fraction) {
+                let priority = is_priority(i, self.priority_fraction);
+                let request = plain.requests[(i % plain.requests.len() as u64) as usize].clone();
+                return (request.priority(priority), priority);
+            }
+            // The sender's requests before this one that were stream chunks.
+            n = (n as f64 * plain.stream_fraction).floor() as u64;
+        }
         let (request, priority) = self.get(i);
         if self.stream_chunks == 0 {
             return (request, priority);
@@ -351,7 +378,8 @@ mod tests {
 
     #[test]
     fn stream_chunks_number_streams_per_sender_and_mark_final_chunks_priority() {
-        let pool = RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 3 };
+        let pool =
+            RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 3, plain: None };
         let chunks: Vec<_> = (0..6).map(|n| pool.next(5, n, n)).collect();
         let ids: Vec<(u64, bool, bool)> =
             chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
@@ -369,7 +397,29 @@ mod tests {
         );
         let priority: Vec<bool> = chunks.iter().map(|(_, p)| *p).collect();
         assert_eq!(priority, vec![false, false, true, false, false, true]);
-        let plain = RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 0 };
+        let plain =
+            RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 0, plain: None };
         assert!(plain.next(5, 0, 0).0.stream.is_none());
+    }
+
+    #[test]
+    fn a_mixed_load_sends_plain_requests_between_whole_streams() {
+        let pool = |stream_chunks| RequestPool {
+            requests: vec![Request::new()],
+            priority_fraction: 0.0,
+            stream_chunks,
+            plain: None,
+        };
+        // A quarter of each sender's requests are chunks of 2-chunk streams.
+        let mixed = pool(2).with_plain(pool(0), 0.25);
+        let sent: Vec<_> = (0..16).map(|n| mixed.next(0, n, n)).collect();
+        let chunks: Vec<(u64, u64, bool, bool)> = sent
+            .iter()
+            .enumerate()
+            .filter_map(|(n, (r, _))| r.stream.map(|s| (n as u64, s.id & 0xff, s.start, s.end)))
+            .collect();
+        assert_eq!(chunks, vec![(3, 0, true, false), (7, 0, false, true), (11, 1, true, false), (15, 1, false, true)]);
+        let priority: Vec<u64> = (0..16).filter(|&n| sent[n as usize].1).collect();
+        assert_eq!(priority, vec![7, 15], "only the streams' final chunks are priority");
     }
 }

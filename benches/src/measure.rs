@@ -30,6 +30,8 @@ pub struct Tally {
     pub all: Histogram<u64>,
     /// Latencies of successful priority requests, µs (also in `all`).
     pub priority: Histogram<u64>,
+    /// Latencies of the other successful requests, µs (also in `all`).
+    pub others: Histogram<u64>,
     /// Requests answered with an error.
     pub errors: u64,
     /// Open loop: sends that left more than [`LATE_SEND_US`] after their scheduled time.
@@ -41,7 +43,7 @@ pub const LATE_SEND_US: u64 = 1000;
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { all: new_histogram(), priority: new_histogram(), errors: 0, late_sends: 0 }
+        Tally { all: new_histogram(), priority: new_histogram(), others: new_histogram(), errors: 0, late_sends: 0 }
     }
 }
 
@@ -55,6 +57,7 @@ impl Tally {
     pub fn merge(&mut self, other: &Tally) {
         self.all.add(&other.all).expect("histograms with the same bounds");
         self.priority.add(&other.priority).expect("histograms with the same bounds");
+        self.others.add(&other.others).expect("histograms with the same bounds");
         self.errors += other.errors;
         self.late_sends += other.late_sends;
     }
@@ -62,6 +65,7 @@ impl Tally {
     fn reset(&mut self) {
         self.all.reset();
         self.priority.reset();
+        self.others.reset();
         self.errors = 0;
         self.late_sends = 0;
     }
@@ -87,6 +91,8 @@ impl Recorder {
             shard.all.saturating_record(us);
             if priority {
                 shard.priority.saturating_record(us);
+            } else {
+                shard.others.saturating_record(us);
             }
         } else {
             shard.errors += 1;
@@ -246,6 +252,8 @@ pub struct PointResult {
     pub latency: Latency,
     /// Priority requests only (`count` 0 when none were sent).
     pub priority_latency: Latency,
+    /// The other requests only.
+    pub others_latency: Latency,
     pub nodes: Vec<NodeDelta>,
     /// The windows measured (one for a fixed duration); the reported ones are the last `reported_windows`.
     pub windows: Vec<WindowSummary>,
@@ -294,6 +302,7 @@ pub fn point_result(
         rows_per_s: throughput * rows_per_request as f64,
         latency: Latency::of(&tally.all),
         priority_latency: Latency::of(&tally.priority),
+        others_latency: Latency::of(&tally.others),
         nodes,
         windows: windows
             .iter()

@@ -63,24 +63,75 @@ fn lines(points: &[PointResult], mode: &str) -> Vec<Line> {
     out
 }
 
+/// One panel: its caption, x axis, and lines.
+struct Panel {
+    caption: String,
+    x_desc: &'static str,
+    lines: Vec<Line>,
+}
+
 /// Draws the plot to `path` (`.svg` or `.png`).
 pub fn plot(path: &Path, pipeline: &str, points: &[PointResult]) -> Result<(), String> {
-    let modes: Vec<&str> = ["closed", "open"].into_iter().filter(|m| points.iter().any(|p| p.mode == *m)).collect();
-    if modes.is_empty() {
+    let panels: Vec<Panel> = ["closed", "open"]
+        .into_iter()
+        .filter(|m| points.iter().any(|p| p.mode == *m))
+        .map(|mode| {
+            let what = if mode == "closed" { "closed loop" } else { "open loop" };
+            Panel {
+                caption: format!("{pipeline}: latency vs load ({what})"),
+                x_desc: if mode == "closed" { "concurrency (clients)" } else { "request rate (req/s)" },
+                lines: lines(points, mode),
+            }
+        })
+        .collect();
+    draw_panels(path, &panels)
+}
+
+/// A load sweep's plot: for priority requests and for the others, p50 (solid)
+/// and p99 (dashed) per policy against the load (% of capacity). `series`
+/// holds (policy, load %, priority p50, priority p99, others p50, others p99), µs.
+pub fn sweep_plot(path: &Path, workload: &str, series: &[(String, f64, [f64; 4])]) -> Result<(), String> {
+    let mut policies: Vec<&str> = Vec::new();
+    for (policy, _, _) in series {
+        if !policies.contains(&policy.as_str()) {
+            policies.push(policy);
+        }
+    }
+    let panel = |class: &str, first: usize| {
+        let mut lines = Vec::new();
+        for (i, policy) in policies.iter().enumerate() {
+            let mut of: Vec<&(String, f64, [f64; 4])> = series.iter().filter(|s| s.0 == *policy).collect();
+            of.sort_by(|a, b| a.1.total_cmp(&b.1));
+            for (name, dashed, k) in [("p50", false, first), ("p99", true, first + 1)] {
+                lines.push(Line {
+                    label: format!("{policy} {name}"),
+                    color: COLORS[i % COLORS.len()],
+                    dashed,
+                    points: of.iter().filter(|s| s.2[k] > 0.0).map(|s| (s.1, s.2[k])).collect(),
+                });
+            }
+        }
+        Panel { caption: format!("{workload}: {class} latency vs load"), x_desc: "load (% of capacity)", lines }
+    };
+    draw_panels(path, &[panel("priority", 0), panel("other requests'", 2)])
+}
+
+fn draw_panels(path: &Path, panels: &[Panel]) -> Result<(), String> {
+    if panels.is_empty() {
         return Err("nothing to plot".into());
     }
-    let size = (900 * modes.len() as u32, 600);
+    let size = (900 * panels.len() as u32, 600);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let fail = |e: &dyn std::fmt::Display| format!("cannot draw {}: {e}", path.display());
     match ext.as_str() {
         "svg" => {
             let root = SVGBackend::new(path, size).into_drawing_area();
-            draw(&root, pipeline, points, &modes).map_err(|e| fail(&e))?;
+            draw(&root, panels).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
         "png" => {
             let root = PixelText(BitMapBackend::new(path, size)).into_drawing_area();
-            draw(&root, pipeline, points, &modes).map_err(|e| fail(&e))?;
+            draw(&root, panels).map_err(|e| fail(&e))?;
             root.present().map_err(|e| fail(&e))
         }
         _ => Err(format!("--plot {}: use a .svg or .png file", path.display())),
@@ -89,14 +140,12 @@ pub fn plot(path: &Path, pipeline: &str, points: &[PointResult]) -> Result<(), S
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    pipeline: &str,
-    points: &[PointResult],
-    modes: &[&str],
+    panels: &[Panel],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let panels = root.split_evenly((1, modes.len()));
-    for (panel, mode) in panels.iter().zip(modes) {
-        let lines = lines(points, mode);
+    let areas = root.split_evenly((1, panels.len()));
+    for (area, panel) in areas.iter().zip(panels) {
+        let lines = &panel.lines;
         let all = lines.iter().flat_map(|l| l.points.iter());
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
         for &(x, y) in all {
@@ -115,22 +164,21 @@ fn draw<DB: DrawingBackend>(
         // Some room around the data; log axes need positive, non-empty ranges.
         let (x0, x1) = (x0.max(1e-3) / 1.3, x1.max(1e-3) * 1.3);
         let (y0, y1) = (y0.max(1.0) / 1.5, y1.max(1.0) * 1.5);
-        let what = if *mode == "closed" { "closed loop" } else { "open loop" };
-        let mut chart = ChartBuilder::on(panel)
+        let mut chart = ChartBuilder::on(area)
             .margin(20)
-            .caption(format!("{pipeline}: latency vs load ({what})"), ("sans-serif", 22))
+            .caption(&panel.caption, ("sans-serif", 22))
             .x_label_area_size(45)
             .y_label_area_size(70)
             .build_cartesian_2d((x0..x1).log_scale().with_key_points(ticks), (y0..y1).log_scale())?;
         chart
             .configure_mesh()
-            .x_desc(if *mode == "closed" { "concurrency (clients)" } else { "request rate (req/s)" })
+            .x_desc(panel.x_desc)
             .y_desc("latency (µs)")
             .x_label_formatter(&|x| format!("{}", (x * 100.0).round() / 100.0))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .light_line_style(TRANSPARENT)
             .draw()?;
-        for line in &lines {
+        for line in lines {
             let style = ShapeStyle::from(&line.color).stroke_width(2);
             let label = line.label.clone();
             if line.dashed {

@@ -318,6 +318,7 @@ mod tests {
                 max_us: 500,
             },
             priority_latency: Latency::default(),
+            others_latency: Latency::default(),
             nodes: vec![NodeDelta {
                 name: "mlp".into(),
                 executions: 250,

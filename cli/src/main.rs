@@ -12,6 +12,7 @@ mod plan_partition;
 mod plan_schedule;
 mod profile;
 mod run;
+mod suggest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

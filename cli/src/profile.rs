@@ -7,6 +7,10 @@
 //! Inputs are zero tensors shaped by the model signature; a dynamic dim other
 //! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
 //! earlier stage of the node takes that stage's output, as in the runtime.
+//!
+//! It also prints the collaboration weights and costs [`crate::suggest`]
+//! derives from these measurements (formula in docs/scheduling.md), as
+//! `[nodes.NAME]` lines to paste into the pipeline file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,8 @@ use baton::engine::Dim;
 use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
 use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile};
 use clap::Args;
+
+use crate::suggest::{children, suggest, Measured};
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -49,6 +55,15 @@ pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
     }
 }
 
+/// CPU time all threads of this process have run, ns (from each thread's schedstat; 0 where unknown).
+fn process_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Resident memory of this process, bytes (0 where unknown).
 fn resident_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -64,11 +79,13 @@ struct Stage {
 
 fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     // Full validation first: the same checks `baton check` makes.
-    baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
+    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
     let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut nodes = BTreeMap::new();
+    // Per node: busy cores while its largest batch ran (CPU time / wall time).
+    let mut busy_cores: BTreeMap<String, f64> = BTreeMap::new();
     // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
     let mut keep = Vec::new();
     for (name, node) in &cfg.nodes {
@@ -98,13 +115,19 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
         let mut batches = Vec::new();
         for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
             let mut times = Vec::with_capacity(args.runs);
+            let (mut cpu_start, mut timed_start) = (0, Instant::now());
             for k in 0..args.warmup + args.runs {
+                if k == args.warmup {
+                    (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
+                }
                 let t0 = Instant::now();
                 run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} at batch {b}: {e}"))?;
                 if k >= args.warmup {
                     times.push(t0.elapsed().as_secs_f64() * 1e6);
                 }
             }
+            let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
+            busy_cores.insert(name.clone(), cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64);
             times.sort_by(f64::total_cmp);
             let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
             let t = BatchTiming {
@@ -131,11 +154,46 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
         println!("{name:<16} memory: {} KiB resident, models {} KiB", memory_bytes / 1024, model_bytes / 1024);
         nodes.insert(name.clone(), NodeProfile { batches, memory_bytes, model_bytes });
     }
+    print_suggestions(&spec, &nodes, &busy_cores);
     let profile = Profile { pipeline: args.pipeline.display().to_string(), cores, nodes };
     let text = serde_json::to_string_pretty(&profile).map_err(|e| e.to_string())?;
     std::fs::write(&args.out, text + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// Prints the suggested weights and costs (see [`crate::suggest`]) of the nodes measured at batch 1.
+fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodeProfile>, busy: &BTreeMap<String, f64>) {
+    let measured: Option<Vec<Measured>> = spec
+        .nodes
+        .iter()
+        .map(|n| {
+            let batches = &nodes.get(&n.name)?.batches;
+            let (first, full) = (batches.first()?, batches.last()?);
+            (first.batch == 1).then(|| Measured {
+                batch1_us: first.median_us,
+                full: full.batch,
+                full_us: full.median_us,
+                busy_cores: busy.get(&n.name).copied().unwrap_or(1.0),
+            })
+        })
+        .collect();
+    let Some(measured) = measured else {
+        println!("no suggested weights: measure every node at batch 1 (--batches 1,...)");
+        return;
+    };
+    println!("suggested (docs/scheduling.md, \"Weights and costs from measurements\"):");
+    for (n, s) in spec.nodes.iter().zip(suggest(&children(spec), &measured)) {
+        println!(
+            "[nodes.{}] weight = {:.2}  cost = {:.2}   # effect {:.2}, batching gain {:.1}x, device share {:.1}%",
+            n.name,
+            s.weight,
+            s.cost,
+            s.effect,
+            s.gain,
+            100.0 * s.share
+        );
+    }
 }
 
 /// One run of all the node's stages on a batch of `b` zero rows.

@@ -194,6 +194,14 @@ pub struct SchedulerConfig {
     /// A join node waiting on a parent raises that parent's inference
     /// priority by (requests waiting for it) × (the join's weight).
     pub join_boost: bool,
+    /// Collaborative rule, budget variant: the budget holds work back only
+    /// while priority work waits (the work-conserving budget, docs/scheduling.md);
+    /// otherwise every node with work and an idle worker runs.
+    pub work_conserving: bool,
+    /// Collaborative rule: a batch holding no priority task runs with its
+    /// worker thread's nice raised by this much (0: off; "Background batches"
+    /// in docs/scheduling.md).
+    pub background_nice: i32,
 }
 
 impl Default for SchedulerConfig {
@@ -209,6 +217,8 @@ impl Default for SchedulerConfig {
             decide_on_arrival: true,
             priority_follows_dag: true,
             join_boost: true,
+            work_conserving: false,
+            background_nice: 0,
         }
     }
 }

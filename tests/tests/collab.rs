@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use baton::{Request, RequestError, Runtime, Tensor};
-use baton_stages::collab::session::{char_accuracy, stream_session, Session, Sessions};
+use baton_stages::collab::session::{
+    char_accuracy, stream_session, stream_session_image_first, Session, SessionResult, Sessions,
+};
 use baton_stages::collab::speech::{chunk_tensor, chunks, read_wav, THRESHOLD};
 
 fn root() -> PathBuf {
@@ -128,22 +130,32 @@ fn a_bad_chunk_leaves_the_stream_state_unchanged_and_the_next_chunk_works() {
     assert_eq!(probs, clean, "the bad chunk changed nothing");
 }
 
-#[test]
-fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category() {
-    let data = sessions();
-    let runtime = runtime("configs/collab.toml");
-    let results: HashMap<String, _> = std::thread::scope(|scope| {
+/// Streams every session at once, each on its own thread (stream id = its index), in session order.
+fn every_session_at_once(
+    runtime: &Runtime,
+    data: &Sessions,
+    stream: fn(&Runtime, &Session, u64) -> Result<SessionResult, String>,
+) -> Vec<SessionResult> {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = data
             .sessions
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let runtime = &runtime;
-                scope.spawn(move || stream_session(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}")))
-            })
+            .map(|(i, s)| scope.spawn(move || stream(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}"))))
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).map(|r| (r.id.clone(), r)).collect()
-    });
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category() {
+    let data = sessions();
+    let runtime = runtime("configs/collab.toml");
+    let results: HashMap<String, _> =
+        every_session_at_once(&runtime, &data, |runtime, s, id| stream_session(runtime, s, id))
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect();
     let (mut chars, mut errors) = (0usize, 0.0f64);
     for session in &data.sessions {
         let result = &results[&session.id];
@@ -159,6 +171,22 @@ fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category(
     assert!(accuracy >= 0.95, "OCR character accuracy {accuracy:.3} over {chars} characters");
     let text = runtime.node_stats().into_iter().find(|n| n.name == "text").unwrap();
     assert_eq!(text.tasks, 16, "the text node ran once per session (final chunks only)");
+}
+
+#[test]
+fn sessions_sending_their_image_first_get_the_same_categories_and_texts() {
+    let data = sessions();
+    let runtime = runtime("configs/collab_early.toml");
+    let results =
+        every_session_at_once(&runtime, &data, |runtime, s, id| stream_session_image_first(runtime, s, id, None));
+    for (session, result) in data.sessions.iter().zip(&results) {
+        assert_eq!(data.categories[result.category], session.expected_category, "{}", session.id);
+        assert!(char_accuracy(&result.text, &session.image_text) >= 0.9, "{}: `{}`", session.id, result.text);
+    }
+    let stats = runtime.node_stats();
+    let tasks = |name: &str| stats.iter().find(|n| n.name == name).unwrap().tasks;
+    assert_eq!(tasks("text"), 16, "one image request per session");
+    assert_eq!(tasks("recommend"), 16, "one recommendation per session, at its final chunk");
 }
 
 #[test]

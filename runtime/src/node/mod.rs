@@ -38,6 +38,7 @@
 pub(crate) mod buffer;
 pub(crate) mod fault;
 pub(crate) mod join;
+pub(crate) mod niceness;
 pub(crate) mod stream;
 pub(crate) mod worker;
 

@@ -112,6 +112,7 @@ pub(crate) fn spawn(
             }),
             group,
             requests,
+            nice: super::niceness::BatchNice::new(router.scheduler.background_nice),
         };
         worker.serve(&router.nodes[node].receiver(group).clone());
     })
@@ -136,6 +137,8 @@ struct Worker {
     batch_rows: usize,
     /// Per stage: what its engine was created from (threads as the worker's group says).
     requests: Vec<StageRequest>,
+    /// The thread's nice value per batch (background batches, see [`super::niceness`]).
+    nice: super::niceness::BatchNice,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -216,6 +219,7 @@ impl Worker {
         }
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
+            self.nice.set_for_batch(tasks.iter().any(|t| t.priority));
             let result = self.execute(&tasks);
             // Account before answering, so a woken requester sees its batch counted.
             let compute = now.elapsed();

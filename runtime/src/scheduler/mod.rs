@@ -95,6 +95,8 @@ pub(crate) struct Scheduler {
     /// Per node: most rows a worker stitches into one batch (1 without batching).
     pub batch_rows: Vec<usize>,
     pub decide_on_arrival: bool,
+    /// Background batches' nice increment (the collaborative rule only; 0: off).
+    pub background_nice: i32,
     /// The compute budget, for the decision log.
     budget: f64,
     tick: Duration,
@@ -119,6 +121,11 @@ impl Scheduler {
         Scheduler {
             batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
             decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
+            background_nice: if s.policy == crate::config::BatchingPolicy::Collaborative {
+                s.background_nice
+            } else {
+                0
+            },
             core: Mutex::new(Core { selector, loads, picked: Vec::new() }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),

@@ -6,6 +6,11 @@
 //! microphone would), and an image sent with the final chunk. The final chunk
 //! is a priority task; its answer carries the recognized text and the
 //! recommended category.
+//!
+//! [`stream_session_image_first`] sends a session as users do with
+//! `configs/collab_early.toml`: the image at the start, as a request of its
+//! own, then the chunks; the final chunk carries the text features the
+//! image's answer gave.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -117,6 +122,26 @@ pub fn stream_session_paced(
     stream_id: u64,
     pace: Option<Duration>,
 ) -> Result<SessionResult, String> {
+    stream(runtime, session, stream_id, pace, false)
+}
+
+/// Streams `session` as users send it to `configs/collab_early.toml`: the
+/// image as a request of its own when the session starts, then the chunks
+/// (chunk `k` no earlier than `k × pace` after the start), the final one with
+/// the text features the image's answer gave. The final chunk's latency runs
+/// from when it is due (the speech ended) to its answer, so it includes any
+/// wait for the image's answer.
+pub fn stream_session_image_first(
+    runtime: &Runtime,
+    session: &Session,
+    stream_id: u64,
+    pace: Option<Duration>,
+) -> Result<SessionResult, String> {
+    stream(runtime, session, stream_id, pace, true)
+}
+
+/// The session's samples and its image as a grayscale `[1, H, W]` tensor.
+fn session_inputs(session: &Session) -> Result<(Vec<f32>, Tensor), String> {
     let samples = read_wav(&session.wav)?;
     let image = load_png(&session.image).map_err(|e| format!("{}: {e}", session.image.display()))?;
     let gray = if image.channels == 1 {
@@ -125,6 +150,21 @@ pub fn stream_session_paced(
         image.data.chunks(image.channels).map(|p| p[0]).collect()
     };
     let image = Tensor::from_vec(vec![1, image.height, image.width], gray).map_err(|e| e.to_string())?;
+    Ok((samples, image))
+}
+
+/// Streams a session: the image with the final chunk, or (`image_first`) as a
+/// request of its own at the start whose text features go with the final chunk.
+fn stream(
+    runtime: &Runtime,
+    session: &Session,
+    stream_id: u64,
+    pace: Option<Duration>,
+    image_first: bool,
+) -> Result<SessionResult, String> {
+    let (samples, image) = session_inputs(session)?;
+    let start = Instant::now();
+    let mut image_ticket = image_first.then(|| runtime.submit(Request::new().input("image", image.clone())));
     let chunks = chunks(&samples);
     let mut result = SessionResult {
         id: session.id.clone(),
@@ -135,24 +175,36 @@ pub fn stream_session_paced(
         latencies: Vec::with_capacity(chunks.len()),
     };
     let last = chunks.len() - 1;
-    let start = Instant::now();
     for (k, chunk) in chunks.iter().enumerate() {
         if let Some(pace) = pace {
             let due = start + pace * k as u32;
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
         }
+        let sent = Instant::now();
         let mut request = Request::new().input("chunk", chunk_tensor(chunk)).stream(stream_id, k == 0, k == last);
         if k == last {
-            request = request.input("image", image.clone());
+            request = match image_ticket.take() {
+                Some(ticket) => {
+                    let answer = ticket.wait().map_err(|e: RequestError| format!("{} image: {e}", session.id))?;
+                    let features = answer
+                        .get("text_features")
+                        .ok_or_else(|| format!("{} image: no `text_features` output", session.id))?;
+                    let text = answer.get("text").ok_or_else(|| format!("{} image: no `text` output", session.id))?;
+                    result.text = texts_of(text).into_iter().next().unwrap_or_default();
+                    request.input("text_features", features.clone())
+                }
+                None => request.input("image", image.clone()),
+            };
         }
-        let sent = Instant::now();
         let outputs =
             runtime.submit(request).wait().map_err(|e: RequestError| format!("{} chunk {k}: {e}", session.id))?;
         result.latencies.push(sent.elapsed());
         let get = |name: &str| outputs.get(name).ok_or_else(|| format!("{} chunk {k}: no `{name}` output", session.id));
         result.speech_prob.push(get("speech_prob")?.as_slice::<f32>().map_err(|e| e.to_string())?[0]);
         if k == last {
-            result.text = texts_of(get("text")?).into_iter().next().unwrap_or_default();
+            if !image_first {
+                result.text = texts_of(get("text")?).into_iter().next().unwrap_or_default();
+            }
             result.category = get("category")?.as_slice::<i64>().map_err(|e| e.to_string())?[0] as usize;
             result.probabilities = get("probabilities")?.as_slice::<f32>().map_err(|e| e.to_string())?.to_vec();
         }

@@ -17,6 +17,14 @@
 //!
 //! Nodes not picked keep accumulating tasks, so their priority grows.
 //!
+//! With the **work-conserving budget** ([`Collaborative::with_work_conserving`],
+//! budget variant), the budget holds work back only while priority work
+//! waits: while no node holds a priority task, every candidate runs (as the
+//! greedy baseline would, so light load pays no wait); while one does,
+//! priority nodes run whatever the budget has left, and the other candidates
+//! fill only what the budget still has (stop or skip as above), so the cores
+//! go to the priority work first.
+//!
 //! A node's priority may also carry a *join boost* (see [`NodeLoad::boost`]):
 //! when a join node holds requests waiting for this node's output, their
 //! count times the join's weight is added, so the branch a join waits on runs sooner.
@@ -33,13 +41,21 @@ pub struct Collaborative {
     /// K (count variant).
     pub max_nodes: usize,
     pub on_misfit: OnMisfit,
+    /// Budget variant: the budget holds work back only while priority work waits.
+    pub work_conserving: bool,
     /// Reused each round, so a decision allocates nothing: (priority node, inference priority, node).
     order: Vec<(bool, f64, usize)>,
 }
 
 impl Collaborative {
     pub fn new(selection: Selection, budget: f64, max_nodes: usize, on_misfit: OnMisfit) -> Self {
-        Collaborative { selection, budget, max_nodes, on_misfit, order: Vec::new() }
+        Collaborative { selection, budget, max_nodes, on_misfit, work_conserving: false, order: Vec::new() }
+    }
+
+    /// The rule with the work-conserving budget (see the module docs) on or off.
+    pub fn with_work_conserving(mut self, on: bool) -> Self {
+        self.work_conserving = on;
+        self
     }
 }
 
@@ -61,9 +77,14 @@ impl NodeSelector for Collaborative {
             }
             Selection::Budget => {
                 let mut free = self.budget - running.compute;
-                for &(_, _, i) in order.iter() {
+                let priority_waits = self.work_conserving && loads.iter().any(NodeLoad::is_priority_node);
+                if self.work_conserving && !priority_waits {
+                    picked.extend(order.iter().map(|&(_, _, i)| i));
+                    return None;
+                }
+                for &(priority_node, _, i) in order.iter() {
                     let cost = loads[i].cost;
-                    if cost <= free + 1e-9 {
+                    if cost <= free + 1e-9 || (priority_waits && priority_node) {
                         picked.push(i);
                         free -= cost;
                     } else if self.on_misfit == OnMisfit::Stop {
@@ -195,6 +216,35 @@ mod tests {
             },
         ];
         assert_eq!(pick(count(1), &loads, 0.0, 0), vec![2]);
+    }
+
+    fn work_conserving(b: f64, on_misfit: OnMisfit) -> Collaborative {
+        budget(b, on_misfit).with_work_conserving(true)
+    }
+
+    #[test]
+    fn work_conserving_budget_runs_every_candidate_while_no_priority_work_waits() {
+        let mut loads = seed_example([1.0; 5]);
+        for l in &mut loads {
+            l.priority_pending = 0;
+        }
+        // Budget 1, 3 in use: the rule as written runs nothing.
+        assert!(pick(budget(1.0, OnMisfit::Stop), &loads, 3.0, 3).is_empty());
+        assert_eq!(pick(work_conserving(1.0, OnMisfit::Stop), &loads, 3.0, 3), vec![2, 1, 4, 3, 5]);
+    }
+
+    #[test]
+    fn work_conserving_budget_runs_priority_nodes_and_holds_the_others_to_the_budget() {
+        // Nodes 1-3 hold priority tasks; budget 4, 2.5 in use: 1.5 left.
+        let loads = seed_example([1.0; 5]);
+        assert_eq!(pick(budget(4.0, OnMisfit::Skip), &loads, 2.5, 2), vec![2], "the rule as written");
+        assert_eq!(
+            pick(work_conserving(4.0, OnMisfit::Skip), &loads, 2.5, 2),
+            vec![2, 1, 3],
+            "every priority node runs; nothing is left for node 4 or 5"
+        );
+        // With budget left over after the priority nodes, the others fill it.
+        assert_eq!(pick(work_conserving(4.0, OnMisfit::Skip), &loads, 0.0, 0), vec![2, 1, 3, 4]);
     }
 
     #[test]

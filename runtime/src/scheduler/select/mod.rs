@@ -114,7 +114,10 @@ pub fn selector(spec: &PipelineSpec) -> Box<dyn NodeSelector> {
                 Selection::Count => ((spec.compute_budget / max_cost).floor() as usize).max(1),
                 Selection::Budget => usize::MAX,
             });
-            Box::new(Collaborative::new(s.selection, spec.compute_budget, max_nodes, s.on_misfit))
+            Box::new(
+                Collaborative::new(s.selection, spec.compute_budget, max_nodes, s.on_misfit)
+                    .with_work_conserving(s.work_conserving),
+            )
         }
         BatchingPolicy::Dynamic => Box::new(Dynamic { delay_ns: s.max_queue_delay_us.saturating_mul(1000) }),
         BatchingPolicy::Greedy => Box::new(Greedy),
