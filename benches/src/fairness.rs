@@ -35,25 +35,27 @@ use baton::fairness::{FairPolicy, FairnessKind, WeightedFair};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// `baton bench-fairness` arguments.
-#[derive(Clone, Debug, clap::Args)]
-pub struct FairnessArgs {
+/// What `baton bench-fairness` runs; the command line (`cli/`) fills it, and
+/// [`FairnessOptions::default`] holds the defaults it shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FairnessOptions {
     /// Slots (batches) per trace.
-    #[arg(long, default_value_t = 4000)]
     pub slots: usize,
     /// Jobs per batch (the node's max_batch, one row per job).
-    #[arg(long, default_value_t = 32)]
     pub batch: usize,
     /// Seed of the generated traces.
-    #[arg(long, default_value_t = 4)]
     pub seed: u64,
     /// Decisions timed per policy for the cost per decision.
-    #[arg(long, default_value_t = 2_000_000)]
     pub decisions: usize,
     /// Also run the flood through a real runtime (a simulated 1 ms-per-batch node) for this long per
-    /// policy and case, e.g. 2s; 0 skips it.
-    #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
+    /// policy and case; zero skips it.
     pub runtime: std::time::Duration,
+}
+
+impl Default for FairnessOptions {
+    fn default() -> Self {
+        FairnessOptions { slots: 4000, batch: 32, seed: 4, decisions: 2_000_000, runtime: std::time::Duration::from_secs(2) }
+    }
 }
 
 /// A policy as the benchmark names it.
@@ -343,7 +345,7 @@ pub struct Row {
     pub baseline_p99: Option<Vec<Option<u64>>>,
 }
 
-pub fn run_all(args: &FairnessArgs) -> Vec<Row> {
+pub fn run_all(args: &FairnessOptions) -> Vec<Row> {
     let mut rows = Vec::new();
     for scenario in scenarios(args.slots, args.batch, args.seed) {
         for policy in PolicyName::ALL {
@@ -370,7 +372,7 @@ pub fn run_all(args: &FairnessArgs) -> Vec<Row> {
     rows
 }
 
-pub fn print_table(args: &FairnessArgs, rows: &[Row]) {
+pub fn print_table(args: &FairnessOptions, rows: &[Row]) {
     println!(
         "fairness benchmark: {} slots of {} jobs per trace, seed {}, Jain windows of {WINDOW} dispatches",
         args.slots, args.batch, args.seed
@@ -424,7 +426,7 @@ pub fn print_table(args: &FairnessArgs, rows: &[Row]) {
     }
 }
 
-pub fn print_costs(args: &FairnessArgs) {
+pub fn print_costs(args: &FairnessOptions) {
     println!("\ncost per decision (choose + served, all tenants backlogged, {} decisions):", args.decisions);
     println!("{:<13} {:>12} {:>12} {:>12}", "policy", "3 tenants", "16 tenants", "64 tenants");
     for policy in PolicyName::ALL {
@@ -435,7 +437,7 @@ pub fn print_costs(args: &FairnessArgs) {
 }
 
 /// `baton bench-fairness`.
-pub fn run(args: FairnessArgs) -> ExitCode {
+pub fn run(args: FairnessOptions) -> ExitCode {
     if args.batch == 0 || args.slots == 0 {
         eprintln!("error: --batch and --slots must be at least 1");
         return ExitCode::from(2);
@@ -543,7 +545,7 @@ pub fn runtime_flood(
         .collect())
 }
 
-fn print_runtime_flood(args: &FairnessArgs) -> Result<(), String> {
+fn print_runtime_flood(args: &FairnessOptions) -> Result<(), String> {
     println!(
         "\nthrough a real runtime ({:?} per case): node of a simulated engine, 1 ms a batch of up to 8 (8000 rows/s);",
         args.runtime
@@ -595,7 +597,7 @@ mod tests {
 
     #[test]
     fn backlogged_stride_and_weighted_meet_the_bars_fifo_does_not() {
-        let args = FairnessArgs { slots: 600, batch: 32, seed: 4, decisions: 0, runtime: std::time::Duration::ZERO };
+        let args = FairnessOptions { slots: 600, batch: 32, seed: 4, decisions: 0, runtime: std::time::Duration::ZERO };
         let scenario = scenarios(args.slots, args.batch, args.seed).remove(0);
         let run = |p: PolicyName| simulate(&scenario.trace, &mut *p.build(&scenario.trace.weights), args.batch);
         let stride = run(PolicyName::Stride);

@@ -50,9 +50,9 @@ use crate::remote::Remote;
 use crate::report::BenchReport;
 use crate::target::Target;
 
-/// A batching policy to run, as named on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum PolicyArg {
+/// A batching policy to run, by the name the reports (and `--policy`) give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
     /// The collaborative rule: priority nodes first, pending × weight, under the compute budget.
     Collaborative,
     /// Per-node dynamic batcher: run when the batch is full or the oldest task waited the delay.
@@ -65,72 +65,67 @@ pub enum PolicyArg {
     None,
 }
 
-impl PolicyArg {
+impl Policy {
+    pub const ALL: [Policy; 5] = [Policy::Collaborative, Policy::Dynamic, Policy::Greedy, Policy::PriorityFifo, Policy::None];
+
     pub fn policy(self) -> BatchingPolicy {
         match self {
-            PolicyArg::Collaborative => BatchingPolicy::Collaborative,
-            PolicyArg::Dynamic => BatchingPolicy::Dynamic,
-            PolicyArg::Greedy => BatchingPolicy::Greedy,
-            PolicyArg::PriorityFifo => BatchingPolicy::PriorityFifo,
-            PolicyArg::None => BatchingPolicy::None,
+            Policy::Collaborative => BatchingPolicy::Collaborative,
+            Policy::Dynamic => BatchingPolicy::Dynamic,
+            Policy::Greedy => BatchingPolicy::Greedy,
+            Policy::PriorityFifo => BatchingPolicy::PriorityFifo,
+            Policy::None => BatchingPolicy::None,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            PolicyArg::Collaborative => "collaborative",
-            PolicyArg::Dynamic => "dynamic",
-            PolicyArg::Greedy => "greedy",
-            PolicyArg::PriorityFifo => "priority-fifo",
-            PolicyArg::None => "none",
+            Policy::Collaborative => "collaborative",
+            Policy::Dynamic => "dynamic",
+            Policy::Greedy => "greedy",
+            Policy::PriorityFifo => "priority-fifo",
+            Policy::None => "none",
         }
+    }
+
+    /// The policy called `name` (as [`Policy::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
-/// `baton bench` arguments.
-#[derive(Clone, Debug, clap::Args)]
-pub struct BenchArgs {
+/// What `baton bench` measures and how; the command line (`cli/`) fills it,
+/// and [`BenchOptions::default`] holds the defaults it shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
     /// The pipeline file (with --url: optional, names the model when --model does not).
-    #[arg(required_unless_present = "url")]
     pub pipeline: Option<PathBuf>,
     /// Drive a KServe v2 server over the network instead of a runtime in this process:
     /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT. Inputs follow the model's metadata.
-    #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// With --url: the model to call (default: the pipeline file's name).
-    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// With --url: network threads of the client.
-    #[arg(long, default_value_t = 2, value_name = "N")]
     pub client_threads: usize,
     /// With --url: each request's deadline (it fails past it).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
     /// Closed-loop points: client threads, each submitting and waiting in a loop
     /// (default 1,4,16,64 when no --rate is given).
-    #[arg(long, value_delimiter = ',', value_name = "C,..")]
     pub concurrency: Vec<usize>,
     /// Open-loop points: requests/s sent by one generator thread whatever the answers.
-    #[arg(long, value_delimiter = ',', value_name = "R,..")]
     pub rate: Vec<f64>,
     /// Open-loop arrivals: exponential gaps (poisson) or evenly spaced (constant).
-    #[arg(long, value_enum, default_value = "poisson")]
     pub arrivals: Arrivals,
     /// Rows (dim 0) per request.
-    #[arg(long, default_value_t = 1)]
     pub rows: usize,
     /// Pre-generated requests, cloned in turn.
-    #[arg(long, default_value_t = 64)]
     pub pool: usize,
     /// Seed of the generated inputs and of Poisson arrivals.
-    #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Fraction of requests marked priority (evenly spread); their latency is also reported apart.
-    #[arg(long, default_value_t = 0.0)]
     pub priority_fraction: f64,
     /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
     /// per-stream state); each stream's final chunk is a priority task, reported apart.
-    #[arg(long, default_value_t = 0)]
     pub stream_chunks: usize,
     /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
     /// chunks carry the other inputs (a flood of plain requests beside the streams).
@@ -140,19 +135,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0.25)]
     pub stream_fraction: f64,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
     /// Measured time per point (without --stability).
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Measure in windows until the last 3 throughputs are within 10% of their mean; report those 3.
-    #[arg(long)]
     pub stability: bool,
     /// Stability window length.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub window: Duration,
     /// Most stability windows per point.
-    #[arg(long, default_value_t = 10)]
     pub max_windows: usize,
     /// A load sweep: open-loop Poisson points at these percentages of the capacity
     /// (greedy's when it runs, else each policy's own), policies alternating (see `sweep`).
@@ -165,33 +155,58 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2)]
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "collaborative")]
-    pub policy: Vec<PolicyArg>,
+    pub policy: Vec<Policy>,
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
-    #[arg(long)]
     pub max_queue_delay_us: Option<u64>,
     /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
-    #[arg(long)]
     pub raw: bool,
     /// Raw engine: measured time per batch size.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub raw_duration: Duration,
     /// Raw engine: batch sizes (those above a node's max_batch are skipped).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
     pub raw_batches: Vec<usize>,
     /// Pin the load-generating threads to these cores (round-robin), e.g. away from
     /// the cores the pipeline's workers are pinned to, as remote clients would be.
-    #[arg(long, value_delimiter = ',')]
     pub client_cores: Vec<usize>,
     /// Write one CSV row per point here.
-    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write everything measured (raw included) as JSON here.
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Plot latency percentiles vs load here (.svg or .png).
-    #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            pipeline: None,
+            url: None,
+            model: None,
+            client_threads: 2,
+            request_timeout: Duration::from_secs(30),
+            concurrency: Vec::new(),
+            rate: Vec::new(),
+            arrivals: Arrivals::Poisson,
+            rows: 1,
+            pool: 64,
+            seed: 0,
+            priority_fraction: 0.0,
+            stream_chunks: 0,
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(5),
+            stability: false,
+            window: Duration::from_secs(1),
+            max_windows: 10,
+            policy: vec![Policy::Collaborative],
+            max_queue_delay_us: None,
+            raw: false,
+            raw_duration: Duration::from_secs(2),
+            raw_batches: vec![1, 2, 4, 8, 16, 32],
+            client_cores: Vec::new(),
+            csv: None,
+            json: None,
+            plot: None,
+        }
+    }
 }
 
 /// Parses `5s`, `0.5s`, `500ms`, `250us`, `2m`, or a bare number of seconds.
@@ -242,7 +257,7 @@ impl Load {
     }
 }
 
-impl BenchArgs {
+impl BenchOptions {
     /// The load points, closed loop first.
     pub fn loads(&self) -> Vec<Load> {
         let closed = if self.concurrency.is_empty() && self.rate.is_empty() {
@@ -315,12 +330,12 @@ impl BenchArgs {
 
 /// Runs `baton bench` with the standard engines: exit 0 when every request succeeded,
 /// 1 when some failed, 2 when the bench could not run.
-pub fn run(args: BenchArgs) -> ExitCode {
+pub fn run(args: BenchOptions) -> ExitCode {
     run_with(args, &baton_engines::standard_registry())
 }
 
 /// [`run`] with the given engines and Rust stages.
-pub fn run_with(args: BenchArgs, engines: &baton::EngineRegistry) -> ExitCode {
+pub fn run_with(args: BenchOptions, engines: &baton::EngineRegistry) -> ExitCode {
     match bench_with(&args, engines) {
         Ok(report) if report.points.iter().any(|p| p.errors > 0) => {
             eprintln!("some requests failed (see the errors column)");
@@ -336,12 +351,12 @@ pub fn run_with(args: BenchArgs, engines: &baton::EngineRegistry) -> ExitCode {
 
 /// Runs the whole benchmark: raw engine (with `--raw`), then every policy × load
 /// point; prints the tables to stdout, writes the requested files, and returns the report.
-pub fn bench(args: &BenchArgs) -> Result<BenchReport, String> {
+pub fn bench(args: &BenchOptions) -> Result<BenchReport, String> {
     bench_with(args, &baton_engines::standard_registry())
 }
 
 /// [`bench`] with the given engines and Rust stages.
-pub fn bench_with(args: &BenchArgs, engines: &baton::EngineRegistry) -> Result<BenchReport, String> {
+pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Result<BenchReport, String> {
     args.check()?;
     if let Some(url) = &args.url {
         return bench_remote(args, url);
@@ -478,7 +493,7 @@ fn run_sweep(
 }
 
 /// Writes the CSV, JSON and plot the arguments ask for.
-fn write_files(args: &BenchArgs, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
+fn write_files(args: &BenchOptions, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
     if let Some(path) = &args.csv {
         write(path, &report::csv(&report.points, node_names))?;
     }
@@ -493,7 +508,7 @@ fn write_files(args: &BenchArgs, report: &BenchReport, node_names: &[String]) ->
 }
 
 /// The model `--url` measures: `--model`, else the pipeline file's name.
-fn remote_model(args: &BenchArgs) -> Result<String, String> {
+fn remote_model(args: &BenchOptions) -> Result<String, String> {
     if let Some(model) = &args.model {
         return Ok(model.clone());
     }
@@ -502,7 +517,7 @@ fn remote_model(args: &BenchArgs) -> Result<String, String> {
 }
 
 /// The loads against a server at `url`: each point's policy column names the URL.
-fn bench_remote(args: &BenchArgs, url: &str) -> Result<BenchReport, String> {
+fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
     if args.raw {
         return Err("--raw measures the engine in this process: leave it out with --url".into());
     }
@@ -600,7 +615,7 @@ fn wait_until(until: Instant, start: Instant, bar: &ProgressBar) {
 }
 
 /// Runs one load point on a target: warm-up, then measured windows.
-fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchArgs, policy: &str, load: Load) -> PointResult {
+fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, policy: &str, load: Load) -> PointResult {
     let measured = if args.stability { args.window * args.max_windows as u32 } else { args.duration };
     let bar = progress_bar((args.warmup + measured).as_millis() as u64, format!("{policy} {}", load.label()));
     bar.set_message("warm-up");

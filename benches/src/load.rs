@@ -161,13 +161,29 @@ pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut StdRng) -> Result<Tens
 }
 
 /// How open-loop requests are spaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Exponential gaps (a Poisson process) with mean 1/rate.
     Poisson,
     /// Every 1/rate exactly.
     Constant,
+}
+
+impl Arrivals {
+    pub const ALL: [Arrivals; 2] = [Arrivals::Poisson, Arrivals::Constant];
+
+    /// The name `--arrivals` and the JSON report give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Poisson => "poisson",
+            Arrivals::Constant => "constant",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Arrivals> {
+        Arrivals::ALL.into_iter().find(|a| a.name() == name)
+    }
 }
 
 /// Gaps between open-loop arrivals, s.

@@ -1,14 +1,10 @@
 //! Runs `baton bench` for real on configs/mlp.toml (ONNX Runtime, tiny
 //! durations, two policies, the raw engine) and checks the JSON it writes.
 
-use clap::Parser;
-use serde_json::Value;
+use std::time::Duration;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: baton_bench::BenchArgs,
-}
+use baton_bench::{BenchOptions, Policy};
+use serde_json::Value;
 
 #[test]
 fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
@@ -17,30 +13,20 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     let csv = json.with_extension("csv");
     let svg = json.with_extension("svg");
     let pipeline = root.join("configs/mlp.toml");
-    let args = Cli::parse_from([
-        "bench",
-        pipeline.to_str().unwrap(),
-        "--warmup",
-        "0.1s",
-        "--duration",
-        "0.3s",
-        "--concurrency",
-        "1,4",
-        "--policy",
-        "collaborative,dynamic",
-        "--raw",
-        "--raw-duration",
-        "0.1s",
-        "--priority-fraction",
-        "0.25",
-        "--json",
-        json.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ])
-    .bench;
+    let args = BenchOptions {
+        pipeline: Some(pipeline),
+        warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(300),
+        concurrency: vec![1, 4],
+        policy: vec![Policy::Collaborative, Policy::Dynamic],
+        raw: true,
+        raw_duration: Duration::from_millis(100),
+        priority_fraction: 0.25,
+        json: Some(json.clone()),
+        csv: Some(csv.clone()),
+        plot: Some(svg.clone()),
+        ..BenchOptions::default()
+    };
     baton_bench::bench(&args).expect("the bench runs");
 
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

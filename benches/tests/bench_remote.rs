@@ -6,14 +6,15 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
+use std::time::Duration;
+
+use baton_bench::BenchOptions;
 use baton_server::{Server, ServerConfig};
-use clap::Parser;
 use serde_json::Value;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: baton_bench::BenchArgs,
+/// Options for a bench of `model` on the server at `url`, defaults otherwise.
+fn remote(url: &str, model: Option<&str>) -> BenchOptions {
+    BenchOptions { url: Some(url.into()), model: model.map(Into::into), ..BenchOptions::default() }
 }
 
 /// The sum of `baton_server_requests_total` series of the infer endpoint with these labels.
@@ -55,27 +56,15 @@ fn the_remote_bench_drives_a_server_over_http_and_grpc() {
     for (protocol, url, model, chunks) in cases {
         let json =
             std::env::temp_dir().join(format!("baton-bench-remote-{}-{protocol}-{model}.json", std::process::id()));
-        let chunks = chunks.to_string();
-        let args = Cli::parse_from([
-            "bench",
-            "--url",
-            &url,
-            "--model",
-            model,
-            "--warmup",
-            "0.1s",
-            "--duration",
-            "0.3s",
-            "--concurrency",
-            "1,4",
-            "--rate",
-            "200",
-            "--stream-chunks",
-            &chunks,
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .bench;
+        let args = BenchOptions {
+            warmup: Duration::from_millis(100),
+            duration: Duration::from_millis(300),
+            concurrency: vec![1, 4],
+            rate: vec![200.0],
+            stream_chunks: chunks,
+            json: Some(json.clone()),
+            ..remote(&url, Some(model))
+        };
         // The server labels HTTP answers by status, gRPC answers by code name.
         let (ok, refused) = if protocol == "http" { ("200", "400") } else { ("OK", "INVALID_ARGUMENT") };
         let before = infer_answers(metrics, protocol, model, ok);
@@ -108,17 +97,17 @@ fn the_remote_bench_drives_a_server_over_http_and_grpc() {
 
 #[test]
 fn the_remote_bench_refuses_what_it_cannot_do_clearly() {
-    let args = Cli::parse_from(["bench", "--url", "grpc://127.0.0.1:1"]).bench;
+    let args = remote("grpc://127.0.0.1:1", None);
     let e = baton_bench::bench(&args).unwrap_err();
     assert!(e.contains("--model"), "{e}");
-    let args = Cli::parse_from(["bench", "--url", "grpc://127.0.0.1:1", "--model", "m", "--raw"]).bench;
+    let args = BenchOptions { raw: true, ..remote("grpc://127.0.0.1:1", Some("m")) };
     assert!(baton_bench::bench(&args).unwrap_err().contains("--raw"));
-    let args = Cli::parse_from(["bench", "--url", "tcp://x:1", "--model", "m"]).bench;
+    let args = remote("tcp://x:1", Some("m"));
     assert!(baton_bench::bench(&args).unwrap_err().contains("tcp://x:1"));
     // Nothing listens there: the metadata call fails naming the endpoint.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let url = format!("http://{free}");
-    let args = Cli::parse_from(["bench", "--url", &url, "--model", "m"]).bench;
+    let args = remote(&url, Some("m"));
     let e = baton_bench::bench(&args).unwrap_err();
     assert!(e.contains(&url) && e.contains("cannot connect"), "{e}");
 }

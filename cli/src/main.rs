@@ -5,6 +5,7 @@
 //! - `baton run PIPELINE.toml` starts it, feeds requests (from files or
 //!   generated), and prints outputs as JSON lines and a latency summary.
 
+mod bench_args;
 mod inputs;
 mod plan;
 mod plan_partition;
@@ -35,11 +36,11 @@ enum Command {
     /// Run a pipeline on inputs from files or generated, printing outputs as JSON.
     Run(run::RunArgs),
     /// Benchmark a pipeline: latency vs load, batching policies side by side, ratios to the raw engine.
-    Bench(baton_bench::BenchArgs),
+    Bench(bench_args::BenchArgs),
     /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
     Serve(baton_server::ServeArgs),
     /// Benchmark request-level fairness policies (seed 004, stride, fifo) on generated traces.
-    BenchFairness(baton_bench::fairness::FairnessArgs),
+    BenchFairness(bench_args::FairnessArgs),
     /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
     Plan(plan::PlanArgs),
     /// Measure each node's latency per batch size and its memory, for the planners.
@@ -71,10 +72,10 @@ fn main() -> ExitCode {
             }
         },
         Command::Run(args) => run::run(args, &engines()),
-        Command::Bench(args) => baton_bench::run_with(args, &engines()),
+        Command::Bench(args) => baton_bench::run_with(args.options(), &engines()),
         Command::Serve(args) => baton_server::run_with(args, &engines()),
         Command::Plan(args) => plan::run(args),
-        Command::BenchFairness(args) => baton_bench::fairness::run(args),
+        Command::BenchFairness(args) => baton_bench::fairness::run(args.options()),
         Command::Profile(args) => profile::run(args, &engines()),
     }
 }

@@ -222,7 +222,7 @@ fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
             inputs.push(t);
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        let outs = stage.engine.run(&refs)?;
+        let outs = stage.engine.run(&refs).map_err(|e| e.to_string())?;
         for (spec, t) in stage.signature.outputs.iter().zip(outs) {
             produced.insert(spec.name.clone(), t);
         }

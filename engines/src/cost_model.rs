@@ -38,15 +38,16 @@
 //!   valid) waits its latency and then returns an error containing
 //!   "injected failure".
 
+use std::fmt;
+use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
-use baton::{DType, Dim, Engine, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use baton::{DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
 
 /// Runs shorter than this (in µs) busy-wait in `auto` mode; longer ones sleep.
 pub const SPIN_BELOW_US: f64 = 200.0;
-
-const PARAM_KEYS: [&str; 5] = ["inputs", "outputs", "latency_us", "mode", "fail_every"];
-const SPEC_KEYS: [&str; 3] = ["name", "dtype", "shape"];
 
 /// Provider of [`CostModelEngine`]s, registered as `cost_model`. Stateless.
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,19 +60,21 @@ impl CostModelProvider {
 }
 
 impl EngineProvider for CostModelProvider {
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
         Ok(CostModelConfig::from_stage(stage)?.signature)
     }
 
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(CostModelEngine::new(stage)?))
     }
 }
 
 /// How a run waits out its latency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WaitMode {
     /// Spin below [`SPIN_BELOW_US`], sleep above.
+    #[default]
     Auto,
     Spin,
     Sleep,
@@ -122,123 +125,142 @@ pub struct CostModelConfig {
 }
 
 impl CostModelConfig {
-    /// Parses `stage.params`; errors name the stage and the offending key.
-    pub fn from_stage(stage: &StageRequest) -> Result<CostModelConfig, String> {
-        Self::from_params(&stage.params).map_err(|e| format!("stage {}: cost_model params: {e}", stage.location))
-    }
-
-    /// Parses a `params` table; errors name the offending key.
-    pub fn from_params(params: &toml::Table) -> Result<CostModelConfig, String> {
-        if let Some(key) = params.keys().find(|k| !PARAM_KEYS.contains(&k.as_str())) {
-            return Err(format!("unknown key `{key}` (expected one of: {})", PARAM_KEYS.join(", ")));
+    /// Reads `stage.params`; errors name the stage and the offending key.
+    pub fn from_stage(stage: &StageRequest) -> Result<CostModelConfig, EngineError> {
+        let params: CostModelParams = stage.params()?;
+        if params.inputs.is_empty() {
+            return Err(stage.params_error("inputs", "must list at least one input (its dim 0 is the batch size)"));
         }
-        let inputs = parse_specs(params, "inputs")?;
-        if inputs.is_empty() {
-            return Err("`inputs` must list at least one input (its dim 0 is the batch size)".into());
-        }
-        let outputs = parse_specs(params, "outputs")?;
-        let latency = match params.get("latency_us") {
-            None => LatencyCurve::Constant(0.0),
-            Some(v) => parse_latency(v)?,
-        };
-        let mode = match params.get("mode") {
-            None => WaitMode::Auto,
-            Some(toml::Value::String(s)) => match s.as_str() {
-                "auto" => WaitMode::Auto,
-                "spin" => WaitMode::Spin,
-                "sleep" => WaitMode::Sleep,
-                other => return Err(format!("`mode` must be \"spin\", \"sleep\" or \"auto\", not \"{other}\"")),
-            },
-            Some(v) => return Err(format!("`mode` must be a string, not {}", v.type_str())),
-        };
-        let fail_every = match params.get("fail_every") {
-            None => None,
-            Some(toml::Value::Integer(n)) if *n >= 1 => Some(*n as u64),
-            Some(v) => return Err(format!("`fail_every` must be an integer >= 1, not {v}")),
-        };
-        Ok(CostModelConfig { signature: ModelSignature { inputs, outputs }, latency, mode, fail_every })
+        let inputs = tensor_specs(stage, "inputs", params.inputs)?;
+        let outputs = tensor_specs(stage, "outputs", params.outputs)?;
+        Ok(CostModelConfig {
+            signature: ModelSignature { inputs, outputs },
+            latency: params.latency_us.unwrap_or(LatencyCurve::Constant(0.0)),
+            mode: params.mode,
+            fail_every: params.fail_every.map(NonZeroU64::get),
+        })
     }
 }
 
-fn parse_specs(params: &toml::Table, key: &str) -> Result<Vec<TensorSpec>, String> {
-    let list = match params.get(key) {
-        Some(toml::Value::Array(list)) => list,
-        Some(v) => return Err(format!("`{key}` must be an array of tables, not {}", v.type_str())),
-        None => {
-            return Err(format!(
-                "missing `{key}` (an array like [{{ name = \"x\", dtype = \"f32\", shape = [-1, 4] }}])"
-            ))
-        }
-    };
+/// The stage's `params` as written (see the module docs).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CostModelParams {
+    inputs: Vec<TensorParams>,
+    outputs: Vec<TensorParams>,
+    latency_us: Option<LatencyCurve>,
+    #[serde(default)]
+    mode: WaitMode,
+    fail_every: Option<NonZeroU64>,
+}
+
+/// One entry of `inputs` or `outputs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorParams {
+    name: String,
+    #[serde(deserialize_with = "dtype")]
+    dtype: DType,
+    #[serde(deserialize_with = "shape")]
+    shape: Vec<Dim>,
+}
+
+/// `list` (the stage's `key`) as specs: names non-empty and listed once.
+fn tensor_specs(stage: &StageRequest, key: &str, list: Vec<TensorParams>) -> Result<Vec<TensorSpec>, EngineError> {
     let mut specs: Vec<TensorSpec> = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        let at = format!("{key}[{i}]");
-        let table = item.as_table().ok_or_else(|| format!("`{at}` must be a table, not {}", item.type_str()))?;
-        if let Some(k) = table.keys().find(|k| !SPEC_KEYS.contains(&k.as_str())) {
-            return Err(format!("unknown key `{at}.{k}` (expected name, dtype, shape)"));
+    for (i, TensorParams { name, dtype, shape }) in list.into_iter().enumerate() {
+        let at = format!("{key}[{i}].name");
+        if name.is_empty() {
+            return Err(stage.params_error(&at, "must be a non-empty string"));
         }
-        let name = match table.get("name") {
-            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(format!("`{at}.name` must be a non-empty string")),
-        };
-        let dtype = match table.get("dtype") {
-            Some(toml::Value::String(s)) => {
-                DType::parse(s).ok_or_else(|| format!("`{at}.dtype`: unknown dtype \"{s}\""))?
-            }
-            _ => return Err(format!("`{at}.dtype` must be a string like \"f32\"")),
-        };
-        let dims = match table.get("shape") {
-            Some(toml::Value::Array(dims)) if !dims.is_empty() => dims,
-            _ => return Err(format!("`{at}.shape` must be a non-empty array (dim 0 is the batch dim)")),
-        };
-        let shape = dims
-            .iter()
-            .map(|d| match d {
-                toml::Value::Integer(-1) => Ok(Dim::Dynamic(None)),
-                toml::Value::Integer(n) if *n >= 0 => Ok(Dim::Fixed(*n as usize)),
-                toml::Value::String(s) if !s.is_empty() => Ok(Dim::Dynamic(Some(s.clone()))),
-                other => Err(format!("`{at}.shape`: {other} is not a dim (use n >= 0, -1 or a name)")),
-            })
-            .collect::<Result<Vec<Dim>, String>>()?;
         if specs.iter().any(|s| s.name == name) {
-            return Err(format!("`{at}.name`: \"{name}\" is listed twice in `{key}`"));
+            return Err(stage.params_error(&at, format!("\"{name}\" is listed twice in `{key}`")));
         }
         specs.push(TensorSpec { name, dtype, shape });
     }
     Ok(specs)
 }
 
-fn parse_latency(v: &toml::Value) -> Result<LatencyCurve, String> {
-    let us = |v: &toml::Value, at: &str| -> Result<f64, String> {
-        let us = match v {
-            toml::Value::Integer(n) => *n as f64,
-            toml::Value::Float(f) => *f,
-            other => return Err(format!("`{at}` must be a number of microseconds, not {}", other.type_str())),
-        };
-        if us.is_finite() && us >= 0.0 {
-            Ok(us)
-        } else {
-            Err(format!("`{at}` must be >= 0, not {us}"))
+fn dtype<'de, D: Deserializer<'de>>(deserializer: D) -> Result<DType, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    DType::parse(&name).ok_or_else(|| de::Error::custom(format!("unknown dtype \"{name}\"")))
+}
+
+/// A dim as written: `n >= 0`, `-1` (dynamic) or a name (dynamic).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DimParam {
+    Size(i64),
+    Name(String),
+}
+
+fn shape<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Dim>, D::Error> {
+    let dims = Vec::<DimParam>::deserialize(deserializer)?;
+    if dims.is_empty() {
+        return Err(de::Error::custom("must be a non-empty array (dim 0 is the batch dim)"));
+    }
+    dims.into_iter()
+        .map(|d| match d {
+            DimParam::Size(-1) => Ok(Dim::Dynamic(None)),
+            DimParam::Size(n) if n >= 0 => Ok(Dim::Fixed(n as usize)),
+            DimParam::Name(s) if !s.is_empty() => Ok(Dim::Dynamic(Some(s))),
+            DimParam::Size(n) => Err(de::Error::custom(format!("{n} is not a dim (use n >= 0, -1 or a name)"))),
+            DimParam::Name(_) => Err(de::Error::custom("\"\" is not a dim (use n >= 0, -1 or a name)")),
+        })
+        .collect()
+}
+
+/// `latency_us`: a number of microseconds, or a table of batch size -> microseconds.
+impl<'de> Deserialize<'de> for LatencyCurve {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CurveVisitor)
+    }
+}
+
+struct CurveVisitor;
+
+impl<'de> Visitor<'de> for CurveVisitor {
+    type Value = LatencyCurve;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number of microseconds or a table like { \"1\" = 100, \"8\" = 300 }")
+    }
+
+    fn visit_i64<E: de::Error>(self, us: i64) -> Result<LatencyCurve, E> {
+        self.visit_f64(us as f64)
+    }
+
+    fn visit_u64<E: de::Error>(self, us: u64) -> Result<LatencyCurve, E> {
+        self.visit_f64(us as f64)
+    }
+
+    fn visit_f64<E: de::Error>(self, us: f64) -> Result<LatencyCurve, E> {
+        microseconds(us).map(LatencyCurve::Constant)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LatencyCurve, A::Error> {
+        let mut points = Vec::new();
+        while let Some((key, us)) = map.next_entry::<String, f64>()? {
+            let batch: usize = key
+                .parse()
+                .ok()
+                .filter(|&b| b >= 1)
+                .ok_or_else(|| de::Error::custom(format!("key \"{key}\" is not a batch size >= 1")))?;
+            points.push((batch as f64, microseconds(us)?));
         }
-    };
-    match v {
-        toml::Value::Table(table) => {
-            let mut points = Vec::with_capacity(table.len());
-            for (k, v) in table {
-                let batch: usize = k
-                    .parse()
-                    .ok()
-                    .filter(|&b| b >= 1)
-                    .ok_or_else(|| format!("`latency_us`: key \"{k}\" is not a batch size >= 1"))?;
-                points.push((batch as f64, us(v, &format!("latency_us.\"{k}\""))?));
-            }
-            if points.is_empty() {
-                return Err("`latency_us` table has no points".into());
-            }
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Ok(LatencyCurve::Points(points))
+        if points.is_empty() {
+            return Err(de::Error::custom("the table has no points"));
         }
-        other => Ok(LatencyCurve::Constant(us(other, "latency_us")?)),
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(LatencyCurve::Points(points))
+    }
+}
+
+fn microseconds<E: de::Error>(us: f64) -> Result<f64, E> {
+    if us.is_finite() && us >= 0.0 {
+        Ok(us)
+    } else {
+        Err(E::custom(format!("must be >= 0 microseconds, not {us}")))
     }
 }
 
@@ -251,7 +273,7 @@ pub struct CostModelEngine {
 }
 
 impl CostModelEngine {
-    pub fn new(stage: &StageRequest) -> Result<CostModelEngine, String> {
+    pub fn new(stage: &StageRequest) -> Result<CostModelEngine, EngineError> {
         Ok(CostModelEngine { config: CostModelConfig::from_stage(stage)?, location: stage.location.clone(), runs: 0 })
     }
 
@@ -307,9 +329,9 @@ impl CostModelEngine {
 }
 
 impl Engine for CostModelEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let start = Instant::now();
-        self.check_inputs(inputs).map_err(|e| format!("stage {}: {e}", self.location))?;
+        self.check_inputs(inputs).map_err(|message| EngineError::Input { location: self.location.clone(), message })?;
         self.runs += 1;
         let batch = inputs[0].batch_rows();
         let latency_us = self.config.latency.latency_us(batch);
@@ -321,12 +343,12 @@ impl Engine for CostModelEngine {
         let deadline = start + Duration::from_secs_f64(latency_us / 1e6);
         if self.config.fail_every.is_some_and(|n| self.runs % n == 0) {
             wait_until(deadline, spin);
-            return Err(format!(
+            return Err(EngineError::Run(format!(
                 "stage {}: injected failure (run {}, fail_every = {})",
                 self.location,
                 self.runs,
                 self.config.fail_every.unwrap_or_default()
-            ));
+            )));
         }
         let outputs = self
             .config
@@ -335,7 +357,7 @@ impl Engine for CostModelEngine {
             .iter()
             .map(|spec| self.output(spec, inputs, batch))
             .collect::<Result<Vec<_>, String>>()
-            .map_err(|e| format!("stage {}: {e}", self.location))?;
+            .map_err(|e| EngineError::Run(format!("stage {}: {e}", self.location)))?;
         wait_until(deadline, spin);
         Ok(outputs)
     }
@@ -387,7 +409,14 @@ mod tests {
     }
 
     fn parse(src: &str) -> Result<CostModelConfig, String> {
-        CostModelConfig::from_params(&src.parse::<toml::Table>().unwrap())
+        let stage = StageRequest {
+            location: "n.stages[0]".into(),
+            model: None,
+            params: src.parse().unwrap(),
+            intra_threads: 1,
+            inter_threads: 1,
+        };
+        CostModelConfig::from_stage(&stage).map_err(|e| e.to_string())
     }
 
     const IO: &str = r#"

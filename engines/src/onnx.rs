@@ -14,18 +14,19 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use baton::{DType, Dim, Engine, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use baton::{DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
 use parking_lot::Mutex;
+use serde::Deserialize;
 
 use crate::ort_library;
 
 /// Provider of [`OnnxEngine`]s, registered as `onnx`.
 ///
-/// Stage settings: `model` (required), `intra_threads`, `inter_threads`.
-/// The engine takes no `params` yet: any key there is an error.
+/// Stage settings: `model` (required), `intra_threads`, `inter_threads`, and
+/// `params` as [`OnnxParams`] says.
 #[derive(Default)]
 pub struct OnnxProvider {
     /// Signatures by canonical model path, so inspecting a model twice loads it once.
@@ -39,22 +40,26 @@ impl OnnxProvider {
     }
 }
 
+/// The onnx engine's `params`. None yet: any key is an error naming it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxParams {}
+
 impl EngineProvider for OnnxProvider {
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
+        let _: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
         if let Some(sig) = self.signatures.lock().get(&path) {
             return Ok(sig.clone());
         }
         // Load outside the lock; only the signature is needed, so skip graph optimizations.
-        let env = ort_library::environment().map_err(|e| format!("stage {}: {e}", stage.location))?;
-        let session = load_session(env, &path, GraphOptimizationLevel::Disable, 1, 1)
-            .map_err(|e| format!("stage {}: cannot load model {}: {e}", stage.location, path.display()))?;
-        let sig = signature(&session, &path).map_err(|e| format!("stage {}: {e}", stage.location))?;
+        let session = load_session(stage, &path, GraphOptimizationLevel::Disable, 1, 1)?;
+        let sig = signature(&session, stage, &path)?;
         self.signatures.lock().insert(path, sig.clone());
         Ok(sig)
     }
 
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(OnnxEngine::new(stage)?))
     }
 }
@@ -69,12 +74,12 @@ pub struct OnnxEngine {
 impl OnnxEngine {
     /// Loads the stage's model into a new session with the stage's thread settings
     /// (`intra_threads`, `inter_threads`) and all graph optimizations.
-    pub fn new(stage: &StageRequest) -> Result<OnnxEngine, String> {
+    pub fn new(stage: &StageRequest) -> Result<OnnxEngine, EngineError> {
+        let _: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
-        let env = ort_library::environment().map_err(|e| format!("stage {}: {e}", stage.location))?;
-        let session = load_session(env, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads)
-            .map_err(|e| format!("stage {}: cannot load model {}: {e}", stage.location, path.display()))?;
-        let signature = signature(&session, &path).map_err(|e| format!("stage {}: {e}", stage.location))?;
+        let session =
+            load_session(stage, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads)?;
+        let signature = signature(&session, stage, &path)?;
         Ok(OnnxEngine { session, signature, location: stage.location.clone() })
     }
 
@@ -85,40 +90,32 @@ impl OnnxEngine {
 }
 
 impl Engine for OnnxEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let specs = &self.signature.inputs;
+        let input_error = |message: String| EngineError::Input { location: self.location.clone(), message };
         if inputs.len() != specs.len() {
-            return Err(format!(
-                "stage {}: the model takes {} inputs but {} were given",
-                self.location,
-                specs.len(),
-                inputs.len()
-            ));
+            return Err(input_error(format!("the model takes {} inputs but {} were given", specs.len(), inputs.len())));
         }
         let mut values: Vec<SessionInputValue<'_>> = Vec::with_capacity(inputs.len());
         for (tensor, spec) in inputs.iter().zip(specs) {
             if tensor.dtype() != spec.dtype {
-                return Err(format!(
-                    "stage {}: input `{}` must be {} but a {} tensor was given",
-                    self.location,
+                return Err(input_error(format!(
+                    "input `{}` must be {} but a {} tensor was given",
                     spec.name,
                     spec.dtype,
                     tensor.dtype()
-                ));
+                )));
             }
-            let value =
-                input_view(tensor).map_err(|e| format!("stage {}: input `{}`: {e}", self.location, spec.name))?;
+            let value = input_view(tensor).map_err(|e| input_error(format!("input `{}`: {e}", spec.name)))?;
             values.push(value);
         }
         // A slice of values is matched to the session's inputs by position (signature order).
-        let outputs = self
-            .session
-            .run(values.as_slice())
-            .map_err(|e| format!("stage {}: ONNX Runtime failed: {e}", self.location))?;
+        let run_error = |message: String| EngineError::Run(format!("stage {}: {message}", self.location));
+        let outputs = self.session.run(values.as_slice()).map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
         let mut result = Vec::with_capacity(self.signature.outputs.len());
         for (i, spec) in self.signature.outputs.iter().enumerate() {
-            let tensor = output_tensor(&outputs[i], spec.dtype)
-                .map_err(|e| format!("stage {}: output `{}`: {e}", self.location, spec.name))?;
+            let tensor =
+                output_tensor(&outputs[i], spec.dtype).map_err(|e| run_error(format!("output `{}`: {e}", spec.name)))?;
             result.push(tensor);
         }
         Ok(result)
@@ -148,44 +145,51 @@ fn output_tensor(value: &ort::value::DynValue, dtype: DType) -> Result<Tensor, S
 
 /// A session on `path` with the given optimization level and thread counts (all set explicitly).
 fn load_session(
-    env: &ort::environment::Environment,
+    stage: &StageRequest,
     path: &Path,
     level: GraphOptimizationLevel,
     intra_threads: usize,
     inter_threads: usize,
-) -> ort::Result<Session> {
-    Session::builder(env)?
-        .with_optimization_level(level)?
-        .with_intra_threads(intra_threads)?
-        .with_inter_threads(inter_threads)?
-        .commit_from_file(path)
+) -> Result<Session, EngineError> {
+    let env = ort_library::environment()
+        .map_err(|message| EngineError::Unavailable { location: stage.location.clone(), message })?;
+    let build = || {
+        Session::builder(env)?
+            .with_optimization_level(level)?
+            .with_intra_threads(intra_threads)?
+            .with_inter_threads(inter_threads)?
+            .commit_from_file(path)
+    };
+    build().map_err(|e: ort::Error| EngineError::Load {
+        location: stage.location.clone(),
+        model: path.to_path_buf(),
+        reason: e.to_string(),
+    })
 }
 
 /// The stage's model path, canonicalized (the signature cache key).
-fn model_path(stage: &StageRequest) -> Result<PathBuf, String> {
-    if let Some(key) = stage.params.keys().next() {
-        return Err(format!(
-            "stage {}: unknown onnx engine parameter `{key}` (the onnx engine takes no params)",
-            stage.location
-        ));
-    }
-    let model = stage
-        .model
-        .as_ref()
-        .ok_or_else(|| format!("stage {}: the onnx engine needs `model = \"path.onnx\"`", stage.location))?;
+fn model_path(stage: &StageRequest) -> Result<PathBuf, EngineError> {
+    let setting = |message: String| EngineError::Setting { location: stage.location.clone(), message };
+    let model = stage.model.as_ref().ok_or_else(|| setting("the onnx engine needs `model = \"path.onnx\"`".into()))?;
     if !model.is_file() {
-        return Err(format!("stage {}: model file {} not found", stage.location, model.display()));
+        return Err(setting(format!("model file {} not found", model.display())));
     }
-    model.canonicalize().map_err(|e| format!("stage {}: model file {}: {e}", stage.location, model.display()))
+    model.canonicalize().map_err(|e| setting(format!("model file {}: {e}", model.display())))
 }
 
 /// The session's inputs and outputs as Baton specs, in session order.
-fn signature(session: &Session, path: &Path) -> Result<ModelSignature, String> {
+fn signature(session: &Session, stage: &StageRequest, path: &Path) -> Result<ModelSignature, EngineError> {
     let specs = |outlets: &[Outlet]| {
         outlets
             .iter()
-            .map(|o| tensor_spec(o.name(), o.dtype()).map_err(|e| format!("model {}: {e}", path.display())))
-            .collect::<Result<Vec<_>, String>>()
+            .map(|o| {
+                tensor_spec(o.name(), o.dtype()).map_err(|reason| EngineError::Load {
+                    location: stage.location.clone(),
+                    model: path.to_path_buf(),
+                    reason,
+                })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()
     };
     Ok(ModelSignature { inputs: specs(session.inputs())?, outputs: specs(session.outputs())? })
 }
@@ -287,16 +291,14 @@ mod tests {
 
     #[test]
     fn params_are_rejected_before_anything_is_loaded() {
-        let mut params = toml::Table::new();
-        params.insert("threads".into(), toml::Value::Integer(2));
         let stage = StageRequest {
             location: "n.stages[0]".into(),
             model: Some("/nonexistent.onnx".into()),
-            params,
+            params: "threads = 2".parse().unwrap(),
             intra_threads: 1,
             inter_threads: 1,
         };
-        let err = model_path(&stage).unwrap_err();
+        let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
         assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");
     }
 }

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use baton::{DType, Dim, EngineProvider, Tensor};
+use baton::{DType, Dim, EngineError, EngineProvider, Tensor};
 use baton_engines::{standard_registry, CostModelProvider};
 use common::cost_stage;
 
@@ -107,10 +107,10 @@ fn fail_every_n_fails_exactly_every_nth_run() {
     );
     let mut engine = CostModelProvider::new().create(&stage).unwrap();
     let x = Tensor::zeros(DType::F32, vec![1, 1]).unwrap();
-    let results: Vec<Result<Vec<Tensor>, String>> = (0..7).map(|_| engine.run(&[&x])).collect();
+    let results: Vec<Result<Vec<Tensor>, EngineError>> = (0..7).map(|_| engine.run(&[&x])).collect();
     let failed: Vec<usize> = results.iter().enumerate().filter(|(_, r)| r.is_err()).map(|(i, _)| i + 1).collect();
     assert_eq!(failed, [3, 6]);
-    let err = results[2].as_ref().unwrap_err();
+    let err = results[2].as_ref().unwrap_err().to_string();
     assert!(err.contains("injected failure") && err.contains("sim.stages[0]"), "{err}");
 }
 
@@ -125,14 +125,14 @@ fn invalid_inputs_are_rejected_and_not_counted_as_runs() {
     );
     let mut engine = CostModelProvider::new().create(&stage).unwrap();
     let wrong_width = Tensor::zeros(DType::F32, vec![1, 5]).unwrap();
-    let err = engine.run(&[&wrong_width]).unwrap_err();
+    let err = engine.run(&[&wrong_width]).unwrap_err().to_string();
     assert!(err.contains("`x`") && err.contains("[?, 4]") && err.contains("[1, 5]"), "{err}");
     let wrong_dtype = Tensor::zeros(DType::F64, vec![1, 4]).unwrap();
-    assert!(engine.run(&[&wrong_dtype]).unwrap_err().contains("`x`"));
-    assert!(engine.run(&[]).unwrap_err().contains("takes 1 inputs but 0"));
+    assert!(engine.run(&[&wrong_dtype]).unwrap_err().to_string().contains("`x`"));
+    assert!(engine.run(&[]).unwrap_err().to_string().contains("takes 1 inputs but 0"));
     let x = Tensor::zeros(DType::F32, vec![1, 4]).unwrap();
     assert!(engine.run(&[&x]).is_ok(), "first valid run");
-    assert!(engine.run(&[&x]).unwrap_err().contains("injected failure"), "second valid run");
+    assert!(engine.run(&[&x]).unwrap_err().to_string().contains("injected failure"), "second valid run");
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn fixed_batch_output_rejects_other_batch_sizes() {
     );
     let mut engine = CostModelProvider::new().create(&stage).unwrap();
     assert_eq!(engine.run(&[&Tensor::zeros(DType::F32, vec![1, 2]).unwrap()]).unwrap()[0].shape(), &[1, 2]);
-    let err = engine.run(&[&Tensor::zeros(DType::F32, vec![3, 2]).unwrap()]).unwrap_err();
+    let err = engine.run(&[&Tensor::zeros(DType::F32, vec![3, 2]).unwrap()]).unwrap_err().to_string();
     assert!(err.contains("`y`") && err.contains("3 rows"), "{err}");
 }
 
@@ -158,7 +158,7 @@ fn unknown_param_key_errors_naming_stage_and_key() {
         latency = 100
         "#,
     );
-    let err = CostModelProvider::new().inspect(&stage).unwrap_err();
+    let err = CostModelProvider::new().inspect(&stage).unwrap_err().to_string();
     assert!(err.contains("sim.stages[0]") && err.contains("unknown key `latency`"), "{err}");
     assert!(CostModelProvider::new().create(&stage).is_err());
 }

@@ -137,9 +137,9 @@ fn missing_model_file_errors_naming_the_path() {
     let path = temp_dir("missing").join("nope.onnx");
     let stage = onnx_stage(path.clone());
     let provider = OnnxProvider::new();
-    let err = provider.inspect(&stage).unwrap_err();
+    let err = provider.inspect(&stage).unwrap_err().to_string();
     assert!(err.contains(&path.display().to_string()) && err.contains("test.stages[0]"), "{err}");
-    let err = provider.create(&stage).err().unwrap();
+    let err = provider.create(&stage).err().unwrap().to_string();
     assert!(err.contains(&path.display().to_string()), "{err}");
 }
 
@@ -147,17 +147,17 @@ fn missing_model_file_errors_naming_the_path() {
 fn stage_without_model_errors() {
     let mut stage = onnx_stage(model("mlp"));
     stage.model = None;
-    let err = OnnxProvider::new().inspect(&stage).unwrap_err();
+    let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
     assert_eq!(err, "stage test.stages[0]: the onnx engine needs `model = \"path.onnx\"`");
 }
 
 #[test]
 fn unknown_params_key_errors_naming_it() {
     let mut stage = onnx_stage(model("mlp"));
-    stage.params.insert("batch".into(), toml::Value::Integer(8));
-    let err = OnnxProvider::new().inspect(&stage).unwrap_err();
+    stage.params = "batch = 8".parse().unwrap();
+    let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
     assert!(err.contains("`batch`"), "{err}");
-    let err = OnnxProvider::new().create(&stage).err().unwrap();
+    let err = OnnxProvider::new().create(&stage).err().unwrap().to_string();
     assert!(err.contains("`batch`"), "{err}");
 }
 
@@ -165,7 +165,7 @@ fn unknown_params_key_errors_naming_it() {
 fn unloadable_model_errors_naming_the_path_and_ort_reason() {
     let path = temp_dir("garbage").join("garbage.onnx");
     std::fs::write(&path, b"this is not a protobuf").unwrap();
-    let err = OnnxProvider::new().inspect(&onnx_stage(path.clone())).unwrap_err();
+    let err = OnnxProvider::new().inspect(&onnx_stage(path.clone())).unwrap_err().to_string();
     let canonical = path.canonicalize().unwrap();
     assert!(err.contains(&canonical.display().to_string()), "{err}");
     assert!(err.contains("Protobuf parsing failed"), "ONNX Runtime's reason is kept: {err}");
@@ -192,16 +192,16 @@ fn inspect_caches_signatures_per_model_file() {
 fn wrong_inputs_are_errors_not_panics() {
     let mut engine = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
     let ints = Tensor::zeros(DType::I32, vec![2, 256]).unwrap();
-    let err = engine.run(&[&ints]).unwrap_err();
+    let err = engine.run(&[&ints]).unwrap_err().to_string();
     assert!(err.contains("`input`") && err.contains("f32") && err.contains("i32"), "{err}");
 
     let x = Tensor::zeros(DType::F32, vec![2, 256]).unwrap();
-    let err = engine.run(&[&x, &x]).unwrap_err();
+    let err = engine.run(&[&x, &x]).unwrap_err().to_string();
     assert!(err.contains("1 inputs but 2"), "{err}");
 
     // A shape the model does not accept: ONNX Runtime's own message comes through.
     let narrow = Tensor::zeros(DType::F32, vec![2, 255]).unwrap();
-    let err = engine.run(&[&narrow]).unwrap_err();
+    let err = engine.run(&[&narrow]).unwrap_err().to_string();
     assert!(err.contains("ONNX Runtime failed") && err.contains("Got invalid dimensions for input"), "{err}");
     // The engine still works afterwards.
     assert_eq!(engine.run(&[&x]).unwrap()[0].shape(), &[2, 10]);

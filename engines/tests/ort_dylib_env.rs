@@ -19,14 +19,14 @@ fn missing_ort_dylib_path_is_an_error_naming_it_and_stays_one() {
     let provider = OnnxProvider::new();
     let stage = onnx_stage(model("mlp"));
 
-    let first = provider.inspect(&stage).unwrap_err();
+    let first = provider.inspect(&stage).unwrap_err().to_string();
     assert!(first.contains("ORT_DYLIB_PATH") && first.contains(bogus), "{first}");
-    let err = registry.get("onnx").unwrap().create(&stage).err().unwrap();
+    let err = registry.get("onnx").unwrap().create(&stage).err().unwrap().to_string();
     assert!(err.contains(bogus), "{err}");
 
     // The failure is kept: pointing the variable at the real library does not retry.
     std::env::set_var("ORT_DYLIB_PATH", common::repo_root().join(baton_engines::ort_library::CACHE_RELATIVE_PATH));
-    assert_eq!(provider.inspect(&stage).unwrap_err(), first);
+    assert_eq!(provider.inspect(&stage).unwrap_err().to_string(), first);
 
     // Cost-model stages do not need ONNX Runtime at all.
     let sim = cost_stage(

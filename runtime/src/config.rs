@@ -407,9 +407,9 @@ pub struct StageConfig {
     pub engine: Option<String>,
     /// A Rust processing stage registered by the embedding program under this name.
     pub function: Option<String>,
-    /// Engine-specific settings.
+    /// Engine-specific settings, read by the engine into its own config.
     #[serde(default)]
-    pub params: toml::Table,
+    pub params: crate::engine::StageParams,
 }
 
 /// `[[edges]]`: one node output routed to one node input.

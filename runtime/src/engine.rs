@@ -8,13 +8,88 @@
 //! whole life. Engines are synchronous and need not be thread-safe (`Send`
 //! only): ONNX Runtime's `Run` is not, so nothing but the owning worker ever
 //! touches one.
+//!
+//! Errors cross this boundary as an [`EngineError`]. A stage's `params` reach
+//! the engine as opaque [`StageParams`]; the engine reads them into its own
+//! typed config with [`StageRequest::params`] (serde, unknown keys refused).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
 use crate::tensor::{DType, Tensor};
+
+/// Why an engine could not be inspected, created or run. Every variant but
+/// [`EngineError::Run`] names the stage (`node.stages[i]`) it is about.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The stage's `params` do not fit the engine's config; `key` is the
+    /// offending key's path (`inputs[0].dtype`) when there is one.
+    #[error("stage {location}: params{}: {message}", key_suffix(key))]
+    Params { location: String, key: Option<String>, message: String },
+    /// The stage lacks a setting the engine needs, or names a model file that is not there.
+    #[error("stage {location}: {message}")]
+    Setting { location: String, message: String },
+    /// The engine's own runtime (a shared library, a server) is not available.
+    #[error("stage {location}: {message}")]
+    Unavailable { location: String, message: String },
+    /// The model file exists but the engine cannot load it.
+    #[error("stage {location}: cannot load model {}: {reason}", model.display())]
+    Load { location: String, model: PathBuf, reason: String },
+    /// The inputs given do not match the stage's signature.
+    #[error("stage {location}: {message}")]
+    Input { location: String, message: String },
+    /// Running the batch failed, for the engine's own reason (the worker adds
+    /// the node and stage). Function stages' `?` on a `String` or `&str` lands here.
+    #[error("{0}")]
+    Run(String),
+}
+
+fn key_suffix(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!(" `{k}`")).unwrap_or_default()
+}
+
+impl From<String> for EngineError {
+    fn from(message: String) -> Self {
+        EngineError::Run(message)
+    }
+}
+
+impl From<&str> for EngineError {
+    fn from(message: &str) -> Self {
+        EngineError::Run(message.to_string())
+    }
+}
+
+/// A stage's `params` table as the pipeline file gives it. Opaque: an engine
+/// reads it into its own config with [`StageRequest::params`].
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct StageParams(toml::Table);
+
+/// `params` written as TOML (`key = value` lines), for tools and tests that make a [`StageRequest`].
+impl FromStr for StageParams {
+    type Err = ParamsSyntaxError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.parse().map(StageParams).map_err(|e: toml::de::Error| ParamsSyntaxError(e.to_string()))
+    }
+}
+
+/// Text given to [`StageParams::from_str`] that is not a TOML table.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("params are not a TOML table: {0}")]
+pub struct ParamsSyntaxError(String);
+
+/// The config of an engine or function that takes no `params`: any key is an error naming it.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
 
 /// One dimension of a model tensor, as the model declares it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,12 +148,37 @@ pub struct StageRequest {
     pub location: String,
     /// Model file, resolved against the config file's folder (if the stage names one).
     pub model: Option<PathBuf>,
-    /// Engine-specific settings from the stage's `params` table.
-    pub params: toml::Table,
+    /// Engine-specific settings from the stage's `params` table; read them with [`StageRequest::params`].
+    pub params: StageParams,
     /// ONNX Runtime intra-op threads (or the engine's equivalent).
     pub intra_threads: usize,
     /// Inter-op threads.
     pub inter_threads: usize,
+}
+
+impl StageRequest {
+    /// The stage's `params` read into the engine's config `T` (give `T`
+    /// `#[serde(deny_unknown_fields)]`). Errors name the stage and the key's path.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
+        serde_path_to_error::deserialize(self.params.0.clone()).map_err(|e| {
+            let path = e.path().to_string();
+            EngineError::Params {
+                location: self.location.clone(),
+                key: (path != ".").then_some(path),
+                message: in_toml_words(e.into_inner().message()),
+            }
+        })
+    }
+
+    /// An [`EngineError::Params`] about `key` of this stage, for checks serde cannot make.
+    pub fn params_error(&self, key: &str, message: impl Into<String>) -> EngineError {
+        EngineError::Params { location: self.location.clone(), key: Some(key.to_string()), message: message.into() }
+    }
+}
+
+/// Serde's message in the words of a TOML file: its tables have keys, not fields.
+fn in_toml_words(message: &str) -> String {
+    message.replacen("unknown field", "unknown key", 1).replacen("missing field", "missing key", 1)
 }
 
 /// What a stage returns for a batch.
@@ -95,19 +195,19 @@ pub struct StageOutput {
 pub trait Engine: Send {
     /// Runs the stage on `inputs`, given in the order of the signature's inputs.
     /// Returns the outputs in the order of the signature's outputs.
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String>;
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError>;
 
     /// Runs the stage on a batch whose tasks hold `rows[i]` rows each, in order.
     /// Stages that change how many items a task has override this and report the
     /// new counts; the default runs [`Engine::run`] and keeps them.
-    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, EngineError> {
         let _ = rows;
         Ok(StageOutput { tensors: self.run(inputs)?, rows: None })
     }
 }
 
 /// The body of a Rust processing stage: inputs (stitched, signature order) and rows per task in.
-pub type StageFn = dyn Fn(&[&Tensor], &[usize]) -> Result<StageOutput, String> + Send + Sync;
+pub type StageFn = dyn Fn(&[&Tensor], &[usize]) -> Result<StageOutput, EngineError> + Send + Sync;
 
 /// A Rust processing stage (pre/post-processing, cropping, decoding) made of a
 /// signature and a function; registered by name with [`EngineRegistry::with_function`]
@@ -122,7 +222,7 @@ pub struct FunctionStage {
 impl FunctionStage {
     pub fn new(
         signature: ModelSignature,
-        body: impl Fn(&[&Tensor], &[usize]) -> Result<StageOutput, String> + Send + Sync + 'static,
+        body: impl Fn(&[&Tensor], &[usize]) -> Result<StageOutput, EngineError> + Send + Sync + 'static,
     ) -> Self {
         FunctionStage { signature, body: Arc::new(body) }
     }
@@ -131,25 +231,23 @@ impl FunctionStage {
 struct FunctionEngine(Arc<StageFn>);
 
 impl Engine for FunctionEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let rows = vec![inputs.first().map_or(0, |t| t.batch_rows())];
         (self.0)(inputs, &rows).map(|out| out.tensors)
     }
 
-    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, EngineError> {
         (self.0)(inputs, rows)
     }
 }
 
 impl EngineProvider for FunctionStage {
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
-        if let Some(key) = stage.params.keys().next() {
-            return Err(format!("unknown param `{key}`: this function takes no params"));
-        }
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
+        stage.params::<NoParams>()?;
         Ok(self.signature.clone())
     }
 
-    fn create(&self, _stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, _stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(FunctionEngine(Arc::clone(&self.body))))
     }
 }
@@ -157,9 +255,9 @@ impl EngineProvider for FunctionStage {
 /// Creates engines of one kind.
 pub trait EngineProvider: Send + Sync {
     /// Reads the stage's signature without keeping an engine (load-time checks).
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String>;
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError>;
     /// Creates an engine for one worker thread.
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String>;
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError>;
 }
 
 /// Engine providers by kind name, as stages name them (`engine = "onnx"`).
@@ -212,5 +310,54 @@ impl fmt::Debug for EngineRegistry {
             .field("engines", &self.providers.keys().collect::<Vec<_>>())
             .field("functions", &self.functions.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Config {
+        threads: usize,
+        #[serde(default)]
+        inputs: Vec<Input>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Input {
+        name: String,
+    }
+
+    fn stage(params: &str) -> StageRequest {
+        StageRequest {
+            location: "n.stages[1]".into(),
+            model: None,
+            params: params.parse().unwrap(),
+            intra_threads: 1,
+            inter_threads: 1,
+        }
+    }
+
+    #[test]
+    fn params_read_into_the_engines_config() {
+        let config: Config = stage("threads = 4\ninputs = [{ name = \"x\" }]").params().unwrap();
+        assert_eq!((config.threads, config.inputs[0].name.as_str()), (4, "x"));
+        let _: NoParams = stage("").params().unwrap();
+    }
+
+    #[test]
+    fn params_errors_name_the_stage_and_the_keys_path() {
+        let err = stage("threads = 4\ninputs = [{ name = \"x\", size = 2 }]").params::<Config>().unwrap_err();
+        assert!(matches!(&err, EngineError::Params { key: Some(k), .. } if k == "inputs[0].size"), "{err:?}");
+        assert!(err.to_string().starts_with("stage n.stages[1]: params `inputs[0].size`: unknown key `size`"), "{err}");
+        let err = stage("threads = \"four\"").params::<Config>().unwrap_err();
+        assert!(err.to_string().starts_with("stage n.stages[1]: params `threads`: invalid type"), "{err}");
+        let err = stage("").params::<Config>().unwrap_err();
+        assert_eq!(err.to_string(), "stage n.stages[1]: params: missing key `threads`");
+        let err = stage("batch = 8").params::<NoParams>().unwrap_err();
+        assert!(err.to_string().contains("params `batch`: unknown key `batch`"), "{err}");
     }
 }

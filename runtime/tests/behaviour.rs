@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+use baton::engine::{Dim, Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
 use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::Mutex;
 
@@ -25,8 +25,8 @@ struct TestEngines {
 struct FnEngine(Arc<RunFn>);
 
 impl Engine for FnEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
-        (self.0)(inputs)
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
+        (self.0)(inputs).map_err(EngineError::Run)
     }
 }
 
@@ -58,10 +58,10 @@ impl TestEngines {
         self.kinds.lock().push((kind.to_string(), ModelSignature { inputs, outputs }, Arc::new(f)));
     }
 
-    fn find(&self, stage: &StageRequest) -> Result<(ModelSignature, Arc<RunFn>), String> {
-        let kind = stage.params.get("kind").and_then(|k| k.as_str()).ok_or("no kind")?;
+    fn find(&self, stage: &StageRequest) -> Result<(ModelSignature, Arc<RunFn>), EngineError> {
+        let KindParams { kind } = stage.params()?;
         let kinds = self.kinds.lock();
-        let (_, sig, f) = kinds.iter().find(|(k, _, _)| k == kind).ok_or(format!("no test engine `{kind}`"))?;
+        let (_, sig, f) = kinds.iter().find(|(k, _, _)| *k == kind).ok_or(format!("no test engine `{kind}`"))?;
         Ok((sig.clone(), f.clone()))
     }
 
@@ -70,11 +70,18 @@ impl TestEngines {
     }
 }
 
+/// A test stage's `params`: which registered test engine it runs.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindParams {
+    kind: String,
+}
+
 impl EngineProvider for TestEngines {
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
         self.find(stage).map(|(s, _)| s)
     }
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         self.find(stage).map(|(_, f)| Box::new(FnEngine(f)) as Box<dyn Engine>)
     }
 }

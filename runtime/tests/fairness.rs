@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 mod common;
 
-use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::engine::{Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
 use baton::{PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
@@ -33,7 +33,7 @@ impl Recorder {
 }
 
 impl Engine for Recorder {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let rows = inputs[0].as_slice::<f32>().unwrap().to_vec();
         self.log.lock().extend(&rows);
         let mut open = self.gate.0.lock();
@@ -49,10 +49,10 @@ impl Engine for Recorder {
 }
 
 impl EngineProvider for Recorder {
-    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, EngineError> {
         Ok(common::column_signature())
     }
-    fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(self.clone()))
     }
 }

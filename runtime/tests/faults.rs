@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::engine::{Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
 use baton::{PipelineConfig, PipelineSpec, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
@@ -30,7 +30,7 @@ struct Doubler {
 struct DoublerEngine(Doubler);
 
 impl Engine for DoublerEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         self.0.entered.fetch_add(1, Ordering::SeqCst);
         let (open, cv) = &*self.0.gate;
         let mut open = open.lock();
@@ -45,10 +45,10 @@ impl Engine for DoublerEngine {
 }
 
 impl EngineProvider for Doubler {
-    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, EngineError> {
         Ok(common::column_signature())
     }
-    fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, _: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         self.created.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(DoublerEngine(self.clone())))
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 mod common;
 
-use baton::engine::{Engine, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
+use baton::engine::{Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest};
 use baton::{PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::{Condvar, Mutex};
 
@@ -49,7 +49,7 @@ struct GroupEngine {
 }
 
 impl Engine for GroupEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let rows = inputs[0].as_slice::<f32>().unwrap().to_vec();
         self.groups.log.lock().extend(rows.iter().map(|&x| (self.threads, x)));
         let (gates, changed) = &*self.groups.gates;
@@ -63,10 +63,10 @@ impl Engine for GroupEngine {
 }
 
 impl EngineProvider for Groups {
-    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, _: &StageRequest) -> Result<ModelSignature, EngineError> {
         Ok(common::column_signature())
     }
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(GroupEngine { groups: self.clone(), threads: stage.intra_threads }))
     }
 }

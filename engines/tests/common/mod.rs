@@ -22,7 +22,7 @@ pub fn onnx_stage(model: PathBuf) -> StageRequest {
     StageRequest {
         location: "test.stages[0]".into(),
         model: Some(model),
-        params: toml::Table::new(),
+        params: baton::StageParams::default(),
         intra_threads: 1,
         inter_threads: 1,
     }

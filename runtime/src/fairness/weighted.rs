@@ -8,8 +8,8 @@
 //! - **history weight** `H`, after the round: `H − H/d` for a tenant not
 //!   chosen, `H − H/d + d_max/d` for the one chosen (`d_max` = 256);
 //! - **target weight** `T`, which "grows with `W − H`": the largest `T`
-//!   wins, ties go to the larger `W` (then to the lower tenant index, so runs
-//!   are reproducible).
+//!   wins (under the integral rule below, the largest `T + W`), ties go to
+//!   the larger `W` (then to the lower tenant index, so runs are reproducible).
 //!
 //! `H` is an exponential average of `256 × (share of rounds served)` over
 //! about `d` rounds and `W` is `256 × (share configured)`, so a tenant served
@@ -27,17 +27,30 @@
 //!   weight 255 (whose `H` settles at 256) the tie then always goes to the
 //!   heavier one and the light one starves (tested below).
 //! - [`TargetRule::Integral`] **(choice, the default)**: `T = S + d·(W − H)`
-//!   where `S` grows by `W − H` every round. The sum of an exponential
-//!   average over time equals the sum of what it averages less `d` times its
-//!   change, so `S ≈ 256·lag + d·(H − H₀)` and `T ≈ 256·lag + d·(W − H₀)`:
-//!   with `H₀ = W` when a tenant enters, `T` is the tenant's lag behind its
-//!   share (in 1/256 jobs) built from the seed's own `W`, `d` and `H` — a
-//!   proportional-plus-integral reading of "T grows with W − H". Shares then
-//!   follow the weights exactly and the lag stays about a job when tenants
-//!   stay backlogged (`baton bench-fairness` measures it). A tenant that
-//!   leaves the set ahead of its share keeps that debt, shrinking by `W` per
-//!   round it is away (as stride scheduling's pass does against its virtual
-//!   time); one that leaves behind is not owed anything on return.
+//!   where `S` grows by `W − H` every round, `H` taken as the round finds
+//!   it. The sum of an exponential average over time equals the sum of what
+//!   it averages less `d` times its change (`d·(H' − H) = 256·served − H`
+//!   each round), so `S = 256·lag + d·(H − H₀)` and `T = 256·lag + d·(W − H₀)`:
+//!   with `H₀ = W` when a tenant enters, `T` is exactly the tenant's lag
+//!   behind its share (in 1/256 jobs) built from the seed's own `W`, `d` and
+//!   `H` — a proportional-plus-integral reading of "T grows with W − H".
+//!   The choice takes the largest `T + W`: the lag the tenant will have after
+//!   the round if it is not served, so the tenant that would fall furthest
+//!   behind goes first (with `T` alone, a tenant sitting just below the
+//!   leader's lag waits one round too many; the bursts of `baton
+//!   bench-fairness` showed it as a worst lag of 1.22 jobs, 1.00 with `T + W`).
+//!   Shares then follow the weights exactly and the lag stays within about a
+//!   job. A tenant that leaves the set ahead of its share keeps that debt,
+//!   shrinking by `W` per round it is away (as stride scheduling's pass does
+//!   against its virtual time); one that leaves behind is not owed anything
+//!   on return.
+//!
+//!   Adding `W − H` *after* the round's update instead (an earlier form of
+//!   this rule) leaves `T = 256·lag + W − H`: an error of up to a job that
+//!   restarts at every change of the set, so with light tenants coming and
+//!   going beside a flooding one it added up (worst lag 8 jobs in the
+//!   flood trace, 1.33 — stride scheduling's figure — once `H` is taken
+//!   before the round).
 //!
 //! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
 //! with [`WeightedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
@@ -50,8 +63,8 @@
 //! a constant `W`, and without this every arrival or departure of another
 //! tenant would shift a member's target by `d·ΔW·(W − H)/W`, a drift that
 //! adds up when light tenants come and go every batch. Kept, `T` moves by
-//! `W − 256` when the tenant is served and by `W` when not (less the round's
-//! change of `H`, a bounded term) — its lag against the generalized processor
+//! `W − 256` when the tenant is served and by `W` when not (less `H mod d`,
+//! the truncation of `H/d`) — its lag against the generalized processor
 //! sharing of the set, as stride scheduling's pass measures against virtual time.
 //!
 //! **(choice)** `H` starts at `W` when a tenant enters the set (the seed
@@ -168,16 +181,27 @@ impl WeightedFair {
         (t.w, t.h)
     }
 
-    /// The eligible waiting tenant with the largest `T` (ties: larger `W`, then lower index).
+    /// What the choice compares: under the integral rule `T + W`, the lag the
+    /// tenant will have after this round if it is not served (so the tenant
+    /// that would fall furthest behind goes first); under the difference rule
+    /// `T` itself, as the rule's text says.
+    fn selection_key(&self, tenant: usize) -> i64 {
+        match self.rule {
+            TargetRule::Difference => self.target(tenant),
+            TargetRule::Integral => self.target(tenant) + self.tenants[tenant].w as i64,
+        }
+    }
+
+    /// The eligible waiting tenant with the largest selection key (ties: larger `W`, then lower index).
     fn best(&self, mut eligible: impl FnMut(usize) -> bool) -> Option<usize> {
         let mut best: Option<(i64, u64, usize)> = None;
         for &i in &self.backlog.active {
             if !eligible(i) {
                 continue;
             }
-            let target = self.target(i);
             let t = &self.tenants[i];
-            // Largest T, then larger W; the lower index wins what is left (iteration order).
+            let target = self.selection_key(i);
+            // Largest key, then larger W; the lower index wins what is left (iteration order).
             if best.is_none_or(|(bt, bw, _)| target > bt || (target == bt && t.w > bw)) {
                 best = Some((target, t.w, i));
             }
@@ -237,12 +261,15 @@ impl FairPolicy for WeightedFair {
         let integral = self.rule == TargetRule::Integral;
         for &i in &self.backlog.active {
             let t = &mut self.tenants[i];
+            // S adds the round's W − H with H as the round found it: the sum of
+            // the average then equals the sum of what it averages less d times
+            // its change, exactly, so T stays the lag (module docs).
+            if integral {
+                t.t += t.w as i64 - t.h as i64;
+            }
             t.h -= t.h / t.d;
             if i == tenant {
                 t.h += (D_MAX / t.d) << frac;
-            }
-            if integral {
-                t.t += t.w as i64 - t.h as i64;
             }
         }
         self.rounds += 1;
@@ -345,24 +372,27 @@ mod tests {
             let t = p.step().unwrap();
             rounds.push((t, p.state(0).2, p.state(1).2, p.target(0), p.target(1)));
         }
-        // (chosen, H0, H1, T0, T1) after each round, T = S + 16·(W − H) with S += W − H.
-        // Round 1: tie at 0 → larger W. H = 60, 196; S = 4, −4; T = 4 + 64, −4 − 64.
-        // Round 2: H = 73, 184; S = −5, 4; T = −5 − 144, 4 + 128.
-        // Round 3: H = 69, 189; S = −10, 7; T = −10 − 80, 7 + 48.
-        // Round 4: H = 65, 194; S = −11, 5; T = −11 − 16, 5 − 32: a tie,
-        // Round 5: → the larger W. H = 61, 198; S = −8, −1; T = −8 + 48, −1 − 96.
-        // Round 6: H = 74, 186; S = −18, 5; T = −18 − 160, 5 + 96.
-        // Round 7: H = 70, 191; S = −24, 6; T = −24 − 96, 6 + 16.
+        // (chosen, H0, H1, T0, T1) after each round; T = S + 16·(W − H), S adding the
+        // round's W − H with H before the round; the choice takes the largest T + W.
+        // W = 64, 192.
+        // Round 1: T + W = 64, 192 → 1. S = 0, 0; H = 60, 196; T = 16·4, 16·(−4).
+        // Round 2: T + W = 128, 128: a tie → the larger W, 1. S = 4, −4; H = 57, 200;
+        //          T = 4 + 16·7, −4 − 16·8.
+        // Round 3: T + W = 180, 60 → 0. S = 11, −12; H = 70, 188; T = 11 − 16·6, −12 + 16·4.
+        // Round 4: T + W = −21, 244 → 1. S = 5, −8; H = 66, 193; T = 5 − 16·2, −8 − 16.
+        // Round 5: T + W = 37, 168 → 1. S = 3, −9; H = 62, 197; T = 3 + 32, −9 − 80.
+        // Round 6: T + W = 99, 103 → 1. S = 5, −14; H = 59, 201; T = 5 + 80, −14 − 144.
+        // Round 7: T + W = 149, 34 → 0. S = 10, −23; H = 72, 189; T = 10 − 128, −23 + 48.
         assert_eq!(
             rounds,
             [
-                (1, 60, 196, 68, -68),
-                (0, 73, 184, -149, 132),
-                (1, 69, 189, -90, 55),
-                (1, 65, 194, -27, -27),
-                (1, 61, 198, 40, -97),
-                (0, 74, 186, -178, 101),
-                (1, 70, 191, -120, 22),
+                (1, 60, 196, 64, -64),
+                (1, 57, 200, 116, -132),
+                (0, 70, 188, -85, 52),
+                (1, 66, 193, -27, -24),
+                (1, 62, 197, 35, -89),
+                (1, 59, 201, 85, -158),
+                (0, 72, 189, -118, 25),
             ]
         );
     }
@@ -384,15 +414,15 @@ mod tests {
         // Weights 1, 255 → W = 1, 255 exactly, in fixed point.
         let mut p = backlogged(&[1, 255], 16, TargetRule::Integral);
         assert_eq!((p.raw_state(0), p.raw_state(1)), ((f, f), (255 * f, 255 * f)));
-        // Round 1: tie → tenant 1. H0 = f − f/256 = 65280; H1 = 255f − 255f/16 + 16f.
+        // Round 1: T + W = f, 255f → tenant 1. H0 = f − f/256 = 65280; H1 = 255f − 255f/16 + 16f.
         assert_eq!(p.step(), Some(1));
         assert_eq!(p.raw_state(0).1, 65_280);
         assert_eq!(p.raw_state(1).1, 255 * f - 255 * f / 16 + 16 * f);
-        // S0 = f − 65280 = 256, T0 = S0 + 256·256 (d0 = 256);
-        // S1 = 255f − H1 = 255f/16 − 16f = −4096, T1 = S1 + 16·S1.
-        assert_eq!((p.target(0), p.target(1)), (256 + 256 * 256, -4096 * 17));
-        // Round 2: T0 > T1 → tenant 0. H0 = 65280 − 255 + 65536 = 130561.
-        assert_eq!((p.step(), p.raw_state(0).1), (Some(0), 130_561));
+        // S = 0, 0 (W − H before the round); T0 = 256·(f − 65280) = f, a 1/256 job behind;
+        // T1 = 16·(255f − H1) = 16·(−4096) = −f, a 1/256 job ahead.
+        assert_eq!((p.target(0), p.target(1)), (f as i64, -(f as i64)));
+        // Round 2: T + W = 2f, 254f → tenant 1 again. H0 = 65280 − 255 = 65025.
+        assert_eq!((p.step(), p.raw_state(0).1), (Some(1), 65_025));
         // Over many rounds tenant 0 gets about its 1/256 share.
         let served0 = (0..25_600).filter(|_| round(&mut p).0 == 0).count();
         assert!((95..=105).contains(&served0), "{served0}");
@@ -421,14 +451,17 @@ mod tests {
         for _ in 0..100 {
             p.enqueue(1);
         }
-        // W = 128 each; tie → tenant 0, which leaves. H0 = 128 − 8 + 16 = 136, S0 = −8,
-        // T0 = −8 + 16·(−8) = −136: the debt. H1 = 120, S1 = 8, T1 = 136.
+        // W = 128 each; tie → tenant 0, which leaves. S0 = 0, H0 = 128 − 8 + 16 = 136,
+        // T0 = 16·(−8) = −128: the debt (half a job ahead). H1 = 120, T1 = 128.
         assert_eq!(p.step(), Some(0));
         p.enqueue(0);
-        assert_eq!((p.target(0), p.target(1)), (-136 * f, 136 * f));
+        assert_eq!((p.target(0), p.target(1)), (-128 * f, 128 * f));
+        // Tenant 1 runs (T + W = 0, 256), which evens both at T = 0; the tie goes to tenant 0.
         assert_eq!(p.step(), Some(1));
+        assert_eq!((p.target(0), p.target(1)), (0, 0));
         assert_eq!(p.step(), Some(0));
-        // Leaving ahead again, then away 3 rounds: repaid by 3·W = 384 > its debt, so it comes back even.
+        // Leaving ahead again (T0 = −128), then away 3 rounds: repaid by 3·W = 384 > its debt,
+        // so it comes back even.
         for _ in 0..3 {
             assert_eq!(p.step(), Some(1));
         }
@@ -450,16 +483,18 @@ mod tests {
         // Tenant 2 arrives: W of 0 and 1 fall from 1/3, 2/3 to 1/7, 2/7, their targets stay.
         p.enqueue(2);
         assert_eq!((p.target(0), p.target(1), p.target(2)), (before.0, before.1, 0));
-        // One round: T moves by W − 256 for the served tenant, W for the others, less
-        // the change of H (S adds W − H with H after the round), within H/d's truncation.
+        // A second job keeps tenant 2 in the set through the round below, whoever it serves.
+        p.enqueue(2);
+        // One round: T moves by W − 256 for the served tenant and by W for the others,
+        // exactly but for H/d's truncation (less than d in fixed point).
         let raw = |p: &WeightedFair| (0..3).map(|i| (p.raw_state(i), p.target(i))).collect::<Vec<_>>();
         let before = raw(&p);
         let served = p.step().unwrap();
         let after = raw(&p);
         for i in 0..3 {
-            let ((w, h0), t0) = before[i];
-            let ((_, h1), t1) = after[i];
-            let step = w as i64 - if i == served { 256 << 16 } else { 0 } - (h1 as i64 - h0 as i64);
+            let ((w, _), t0) = before[i];
+            let (_, t1) = after[i];
+            let step = w as i64 - if i == served { 256 << 16 } else { 0 };
             assert!((t1 - t0 - step).abs() < 256, "tenant {i}: T moved {} for {step}", t1 - t0);
         }
     }

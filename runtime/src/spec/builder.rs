@@ -1,13 +1,12 @@
 //! From a parsed config to a [`PipelineSpec`]: inputs, edges, outputs, the scheduler's budget, worker kinds.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use super::fairness::FairnessSpec;
 use super::topology::topological_order;
 use super::types::*;
 use super::{err, port_position, split_ref, NodeSpec, PipelineSpec, Port, Result, Target};
-use crate::config::{ConfigError, OnMisfit, PipelineConfig, Selection};
+use crate::config::{ConfigError, EdgeConfig, InputConfig, OnMisfit, PipelineConfig, Selection};
 use crate::engine::{Dim, EngineRegistry, TensorSpec};
 use crate::tensor::DType;
 
@@ -81,192 +80,30 @@ pub(super) fn check_compatible(
 }
 
 impl Builder<'_> {
+    /// Builds every node, wires edges, pipeline inputs and outputs between them,
+    /// then checks the pipeline-wide rules.
     fn build(&self) -> Result<PipelineSpec> {
         let cfg = self.config;
-        if cfg.nodes.is_empty() {
-            return err("nodes", "the pipeline has no nodes; add a `[nodes.NAME]` table");
-        }
-        if cfg.inputs.is_empty() {
-            return err(
-                "inputs",
-                "the pipeline has no inputs; add an `[inputs.NAME]` table with `to = [\"node.tensor\"]`",
-            );
-        }
-        if cfg.outputs.is_empty() {
-            return err(
-                "outputs",
-                "the pipeline has no outputs; add an `[outputs.NAME]` table with `from = \"node.tensor\"`",
-            );
-        }
-        if cfg.pipeline.max_in_flight == 0 {
-            return err("pipeline.max_in_flight", "must be at least 1");
-        }
-        let names: Vec<&String> = cfg.nodes.keys().collect();
-        let mut nodes = Vec::with_capacity(names.len());
+        check_sections(cfg)?;
+        let mut nodes = Vec::with_capacity(cfg.nodes.len());
         for (name, node) in &cfg.nodes {
             nodes.push(self.node(name, node)?);
         }
-        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
-
-        // Which source feeds each node input slot, for "fed twice / never" checks.
-        let mut fed_by: Vec<Vec<Option<String>>> = nodes.iter().map(|n| vec![None; n.inputs.len()]).collect();
-        for (n, node) in nodes.iter().enumerate() {
-            for state in &node.state {
-                fed_by[n][state.slot] = Some(format!("the node's own state (output `{}`)", state.output));
-            }
-        }
-        let resolve_input = |location: &str, text: &str, nodes: &[NodeSpec]| -> Result<(usize, usize)> {
-            let (node, tensor) = split_ref(location, text)?;
-            let &n = index.get(node).ok_or_else(|| {
-                ConfigError::new(location, format!("no node named `{node}` (nodes: {})", join(&names)))
-            })?;
-            let slot = port_position(location, node, Port::Input, &nodes[n].inputs, |i| &i.name, tensor)?;
-            Ok((n, slot))
-        };
-        let feed = |location: &str,
-                    target: &str,
-                    n: usize,
-                    slot: usize,
-                    fed_by: &mut Vec<Vec<Option<String>>>|
-         -> Result<()> {
-            if let Some(other) = &fed_by[n][slot] {
-                return err(
-                    location,
-                    format!("`{target}` is already fed by {other}; an input takes exactly one source"),
-                );
-            }
-            fed_by[n][slot] = Some(location.to_string());
-            Ok(())
-        };
-
-        // Edges.
+        let mut wiring = Wiring::new(nodes);
         for (i, edge) in cfg.edges.iter().enumerate() {
-            let location = format!("edges[{i}]");
-            let (from_node, from_tensor) = split_ref(&format!("{location}.from"), &edge.from)?;
-            let &f = index.get(from_node).ok_or_else(|| {
-                ConfigError::new(
-                    format!("{location}.from"),
-                    format!("no node named `{from_node}` (nodes: {})", join(&names)),
-                )
-            })?;
-            let routes = &nodes[f].routes;
-            let route =
-                port_position(format!("{location}.from"), from_node, Port::Output, routes, |r| &r.name, from_tensor)?;
-            let (t, slot) = resolve_input(&format!("{location}.to"), &edge.to, &nodes)?;
-            if t == f {
-                return err(
-                    &location,
-                    format!("edge from `{}` to itself: a node cannot feed its own input", edge.from),
-                );
-            }
-            let from_spec = output_spec(&nodes[f], route).clone();
-            check_compatible(&location, &from_spec, &edge.from, &nodes[t].inputs[slot], &edge.to)?;
-            feed(&location, &edge.to, t, slot, &mut fed_by)?;
-            nodes[f].routes[route].targets.push(Target::Node { node: t, slot });
+            wiring.edge(i, edge)?;
         }
-
-        // Pipeline inputs.
-        let mut inputs = Vec::new();
-        for (name, input) in &cfg.inputs {
-            let location = format!("inputs.{name}");
-            if input.to.is_empty() {
-                return err(format!("{location}.to"), "feeds nothing; list node inputs as `to = [\"node.tensor\"]`");
-            }
-            let mut spec: Option<TensorSpec> = None;
-            let mut targets = Vec::new();
-            for (j, to) in input.to.iter().enumerate() {
-                let (n, slot) = resolve_input(&format!("{location}.to[{j}]"), to, &nodes)?;
-                let slot_spec = nodes[n].inputs[slot].clone();
-                if let Some(first) = &spec {
-                    check_compatible(&format!("{location}.to[{j}]"), first, &input.to[0], &slot_spec, to)?;
-                } else {
-                    spec = Some(slot_spec);
-                }
-                feed(&location, to, n, slot, &mut fed_by)?;
-                targets.push(Target::Node { node: n, slot });
-            }
-            let mut spec = spec.expect("at least one target");
-            spec.name = name.clone();
-            if let Some(dtype) = &input.dtype {
-                let d = DType::parse(dtype).ok_or_else(|| {
-                    ConfigError::new(
-                        format!("{location}.dtype"),
-                        format!("unknown dtype `{dtype}` (use one of {})", dtype_names()),
-                    )
-                })?;
-                if d != spec.dtype {
-                    return err(
-                        format!("{location}.dtype"),
-                        format!("says {d} but `{}` takes {}", input.to[0], spec.dtype),
-                    );
-                }
-            }
-            if let Some(shape) = &input.shape {
-                let declared = TensorSpec {
-                    name: name.clone(),
-                    dtype: spec.dtype,
-                    shape: dims_from_config(&format!("{location}.shape"), shape)?,
-                };
-                check_compatible(&format!("{location}.shape"), &declared, name, &spec, &input.to[0])?;
-                spec.shape = declared.shape;
-            }
-            inputs.push(InputSpec { spec, targets, optional: input.optional });
-        }
-
-        // Every node input is fed.
-        for (n, node) in nodes.iter().enumerate() {
-            for (slot, fed) in fed_by[n].iter().enumerate() {
-                if fed.is_none() {
-                    let tensor = &node.inputs[slot].name;
-                    return err(
-                        format!("nodes.{}", node.name),
-                        format!("input `{tensor}` is fed by nothing; add an edge with `to = \"{}.{tensor}\"` or list it in a pipeline input's `to`", node.name),
-                    );
-                }
-            }
-        }
-
-        // Pipeline outputs.
-        let mut outputs = Vec::new();
-        for (i, (name, output)) in cfg.outputs.iter().enumerate() {
-            let location = format!("outputs.{name}.from");
-            let (node, tensor) = split_ref(&location, &output.from)?;
-            let &n = index.get(node).ok_or_else(|| {
-                ConfigError::new(&location, format!("no node named `{node}` (nodes: {})", join(&names)))
-            })?;
-            let route = port_position(&location, node, Port::Output, &nodes[n].routes, |r| &r.name, tensor)?;
-            let mut spec = output_spec(&nodes[n], route).clone();
-            spec.name = name.clone();
-            nodes[n].routes[route].targets.push(Target::Output(i));
-            outputs.push(OutputSpec { spec, node: n });
-        }
-
-        // Nodes whose work goes nowhere are mistakes.
-        for node in &nodes {
-            if node.routes.iter().all(|r| r.targets.is_empty()) {
-                return err(
-                    format!("nodes.{}", node.name),
-                    "none of its outputs goes anywhere; route one with an edge or a pipeline output",
-                );
-            }
-        }
-        // Keep only routed outputs: unrouted ones are never split or copied.
-        for node in &mut nodes {
-            node.routes.retain(|r| !r.targets.is_empty());
-        }
-
+        let inputs = cfg.inputs.iter().map(|(name, input)| wiring.pipeline_input(name, input)).collect::<Result<_>>()?;
+        wiring.check_all_fed()?;
+        let outputs = (cfg.outputs.iter().enumerate())
+            .map(|(i, (name, output))| wiring.pipeline_output(i, name, &output.from))
+            .collect::<Result<_>>()?;
+        let mut nodes = wiring.nodes;
+        keep_routed_outputs(&mut nodes)?;
         let topo_order = topological_order(&nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = FairnessSpec::build(&cfg.fairness, &nodes)?;
-        let mut worker_kinds: Vec<String> =
-            nodes.iter().flat_map(|n| n.groups.iter().map(|g| g.kind.clone())).collect();
-        worker_kinds.sort();
-        worker_kinds.dedup();
-        for node in &mut nodes {
-            for group in &mut node.groups {
-                group.kind_index = worker_kinds.binary_search(&group.kind).expect("collected above");
-            }
-        }
+        let worker_kinds = index_worker_kinds(&mut nodes);
         Ok(PipelineSpec {
             name: cfg.pipeline.name.clone(),
             file: None,
@@ -309,6 +146,188 @@ impl Builder<'_> {
         }
         Ok(budget)
     }
+}
+
+/// The sections every pipeline needs, and `max_in_flight` of at least 1.
+fn check_sections(cfg: &PipelineConfig) -> Result<()> {
+    if cfg.nodes.is_empty() {
+        return err("nodes", "the pipeline has no nodes; add a `[nodes.NAME]` table");
+    }
+    if cfg.inputs.is_empty() {
+        return err("inputs", "the pipeline has no inputs; add an `[inputs.NAME]` table with `to = [\"node.tensor\"]`");
+    }
+    if cfg.outputs.is_empty() {
+        return err("outputs", "the pipeline has no outputs; add an `[outputs.NAME]` table with `from = \"node.tensor\"`");
+    }
+    if cfg.pipeline.max_in_flight == 0 {
+        return err("pipeline.max_in_flight", "must be at least 1");
+    }
+    Ok(())
+}
+
+/// The built nodes being wired together: which source feeds each node input
+/// (for the "fed twice / never" checks) and where each output goes.
+struct Wiring {
+    nodes: Vec<NodeSpec>,
+    /// Per node, per input slot: what feeds it (for messages), once something does.
+    fed_by: Vec<Vec<Option<String>>>,
+}
+
+impl Wiring {
+    /// Nodes as built; inputs written back from a node's own state count as fed.
+    fn new(nodes: Vec<NodeSpec>) -> Wiring {
+        let mut fed_by: Vec<Vec<Option<String>>> = nodes.iter().map(|n| vec![None; n.inputs.len()]).collect();
+        for (n, node) in nodes.iter().enumerate() {
+            for state in &node.state {
+                fed_by[n][state.slot] = Some(format!("the node's own state (output `{}`)", state.output));
+            }
+        }
+        Wiring { nodes, fed_by }
+    }
+
+    /// The index of the node called `name`, or an error at `location` listing the nodes.
+    fn node_named(&self, location: &str, name: &str) -> Result<usize> {
+        self.nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+            let names: Vec<&String> = self.nodes.iter().map(|n| &n.name).collect();
+            ConfigError::new(location, format!("no node named `{name}` (nodes: {})", join(&names)))
+        })
+    }
+
+    /// `node.tensor` naming a node input, as (node, slot).
+    fn node_input(&self, location: &str, text: &str) -> Result<(usize, usize)> {
+        let (node, tensor) = split_ref(location, text)?;
+        let n = self.node_named(location, node)?;
+        let slot = port_position(location, node, Port::Input, &self.nodes[n].inputs, |i| &i.name, tensor)?;
+        Ok((n, slot))
+    }
+
+    /// `node.tensor` naming a node output, as (node, route).
+    fn node_output(&self, location: &str, text: &str) -> Result<(usize, usize)> {
+        let (node, tensor) = split_ref(location, text)?;
+        let n = self.node_named(location, node)?;
+        let route = port_position(location, node, Port::Output, &self.nodes[n].routes, |r| &r.name, tensor)?;
+        Ok((n, route))
+    }
+
+    /// Records that `location` feeds input `slot` of node `n` (written `target`); an input takes one source.
+    fn feed(&mut self, location: &str, target: &str, n: usize, slot: usize) -> Result<()> {
+        if let Some(other) = &self.fed_by[n][slot] {
+            return err(location, format!("`{target}` is already fed by {other}; an input takes exactly one source"));
+        }
+        self.fed_by[n][slot] = Some(location.to_string());
+        Ok(())
+    }
+
+    /// `[[edges]]` entry `i`: routes a node output to another node's input.
+    fn edge(&mut self, i: usize, edge: &EdgeConfig) -> Result<()> {
+        let location = format!("edges[{i}]");
+        let (f, route) = self.node_output(&format!("{location}.from"), &edge.from)?;
+        let (t, slot) = self.node_input(&format!("{location}.to"), &edge.to)?;
+        if t == f {
+            return err(&location, format!("edge from `{}` to itself: a node cannot feed its own input", edge.from));
+        }
+        let from_spec = output_spec(&self.nodes[f], route);
+        check_compatible(&location, from_spec, &edge.from, &self.nodes[t].inputs[slot], &edge.to)?;
+        self.feed(&location, &edge.to, t, slot)?;
+        self.nodes[f].routes[route].targets.push(Target::Node { node: t, slot });
+        Ok(())
+    }
+
+    /// `[inputs.NAME]`: the node inputs it feeds (all alike), checked against its declared dtype and shape.
+    fn pipeline_input(&mut self, name: &str, input: &InputConfig) -> Result<InputSpec> {
+        let location = format!("inputs.{name}");
+        if input.to.is_empty() {
+            return err(format!("{location}.to"), "feeds nothing; list node inputs as `to = [\"node.tensor\"]`");
+        }
+        let mut spec: Option<TensorSpec> = None;
+        let mut targets = Vec::new();
+        for (j, to) in input.to.iter().enumerate() {
+            let (n, slot) = self.node_input(&format!("{location}.to[{j}]"), to)?;
+            let slot_spec = &self.nodes[n].inputs[slot];
+            match &spec {
+                Some(first) => check_compatible(&format!("{location}.to[{j}]"), first, &input.to[0], slot_spec, to)?,
+                None => spec = Some(slot_spec.clone()),
+            }
+            self.feed(&location, to, n, slot)?;
+            targets.push(Target::Node { node: n, slot });
+        }
+        let mut spec = spec.expect("at least one target");
+        spec.name = name.to_string();
+        check_declared_input(&location, name, input, &mut spec)?;
+        Ok(InputSpec { spec, targets, optional: input.optional })
+    }
+
+    /// Every node input is fed by an edge, a pipeline input or the node's state.
+    fn check_all_fed(&self) -> Result<()> {
+        for (node, fed_by) in self.nodes.iter().zip(&self.fed_by) {
+            if let Some(slot) = fed_by.iter().position(Option::is_none) {
+                let tensor = &node.inputs[slot].name;
+                return err(
+                    format!("nodes.{}", node.name),
+                    format!("input `{tensor}` is fed by nothing; add an edge with `to = \"{}.{tensor}\"` or list it in a pipeline input's `to`", node.name),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `[outputs.NAME]`, pipeline output `i`, taken `from` a node output.
+    fn pipeline_output(&mut self, i: usize, name: &str, from: &str) -> Result<OutputSpec> {
+        let (n, route) = self.node_output(&format!("outputs.{name}.from"), from)?;
+        let mut spec = output_spec(&self.nodes[n], route).clone();
+        spec.name = name.to_string();
+        self.nodes[n].routes[route].targets.push(Target::Output(i));
+        Ok(OutputSpec { spec, node: n })
+    }
+}
+
+/// Checks a pipeline input's own `dtype` and `shape` (if given) against what it
+/// feeds; a declared shape replaces the inferred one.
+fn check_declared_input(location: &str, name: &str, input: &InputConfig, spec: &mut TensorSpec) -> Result<()> {
+    if let Some(dtype) = &input.dtype {
+        let d = DType::parse(dtype).ok_or_else(|| {
+            ConfigError::new(format!("{location}.dtype"), format!("unknown dtype `{dtype}` (use one of {})", dtype_names()))
+        })?;
+        if d != spec.dtype {
+            return err(format!("{location}.dtype"), format!("says {d} but `{}` takes {}", input.to[0], spec.dtype));
+        }
+    }
+    if let Some(shape) = &input.shape {
+        let declared = TensorSpec {
+            name: name.to_string(),
+            dtype: spec.dtype,
+            shape: dims_from_config(&format!("{location}.shape"), shape)?,
+        };
+        check_compatible(&format!("{location}.shape"), &declared, name, spec, &input.to[0])?;
+        spec.shape = declared.shape;
+    }
+    Ok(())
+}
+
+/// A node whose outputs all go nowhere is a mistake; unrouted outputs of the
+/// others are dropped (never split or copied).
+fn keep_routed_outputs(nodes: &mut [NodeSpec]) -> Result<()> {
+    if let Some(node) = nodes.iter().find(|n| n.routes.iter().all(|r| r.targets.is_empty())) {
+        return err(
+            format!("nodes.{}", node.name),
+            "none of its outputs goes anywhere; route one with an edge or a pipeline output",
+        );
+    }
+    for node in nodes {
+        node.routes.retain(|r| !r.targets.is_empty());
+    }
+    Ok(())
+}
+
+/// The worker kinds of all groups, sorted and deduplicated; each group learns its kind's index.
+fn index_worker_kinds(nodes: &mut [NodeSpec]) -> Vec<String> {
+    let mut kinds: Vec<String> = nodes.iter().flat_map(|n| n.groups.iter().map(|g| g.kind.clone())).collect();
+    kinds.sort();
+    kinds.dedup();
+    for group in nodes.iter_mut().flat_map(|n| &mut n.groups) {
+        group.kind_index = kinds.binary_search(&group.kind).expect("collected above");
+    }
+    kinds
 }
 
 pub(super) fn output_spec(node: &NodeSpec, route: usize) -> &TensorSpec {

@@ -1,183 +1,48 @@
 //! One node's part of the build: stages and their signatures, inputs and routes, state, pads, worker groups, faults.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::builder::{check_compatible, list_or_none, Builder};
 use super::types::*;
 use super::{err, port_position, NodeSpec, Port, Result};
-use crate::config::{ConfigError, FaultConfig, NodeConfig};
-use crate::engine::{Dim, StageRequest, TensorSpec};
+use crate::config::{ConfigError, FaultConfig, NodeConfig, StageConfig};
+use crate::engine::{Dim, EngineProvider, StageRequest, TensorSpec};
 use crate::tensor::Tensor;
 
 impl Builder<'_> {
+    /// Builds node `name`: checks its settings, inspects its stages (chaining
+    /// them by tensor name), and sets up its routes, state, pads and worker groups.
     pub(super) fn node(&self, name: &str, cfg: &NodeConfig) -> Result<NodeSpec> {
-        let at = |field: &str| format!("nodes.{name}.{field}");
-        if name.contains('.') {
-            return err(format!("nodes.{name}"), "node names cannot contain `.`");
-        }
-        if cfg.stages.is_empty() {
-            return err(at("stages"), "a node needs at least one stage, e.g. `stages = [{ model = \"model.onnx\" }]`");
-        }
-        for (field, value) in [
-            ("max_batch", cfg.max_batch),
-            ("workers", cfg.workers.unwrap_or(1)),
-            ("intra_threads", cfg.intra_threads),
-            ("inter_threads", cfg.inter_threads),
-        ] {
-            if value == 0 {
-                return err(at(field), "must be at least 1");
-            }
-        }
-        if !(cfg.weight.is_finite() && cfg.weight >= 0.0) {
-            return err(at("weight"), format!("{} is not a number >= 0", cfg.weight));
-        }
-        if cfg.max_queue == Some(0) {
-            return err(at("max_queue"), "must be at least 1 (leave it out for no bound of the node's own)");
-        }
-        if let Some(faults) = &cfg.faults {
-            check_faults(&at("faults"), faults)?;
-        }
-        if !(cfg.cost.is_finite() && cfg.cost > 0.0) {
-            return err(at("cost"), format!("{} is not a positive number", cfg.cost));
-        }
-        check_cores(&at("cores"), &cfg.cores)?;
+        check_node_settings(name, cfg)?;
         let groups = worker_groups(name, cfg)?;
-
-        let mut stages: Vec<StageSpec> = Vec::new();
-        let mut inputs: Vec<TensorSpec> = Vec::new();
-        // Latest producer of each tensor name inside the node.
-        let mut produced: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut chain = StageChain::default();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
-            let (engine, provider) = match (&stage.function, &stage.engine) {
-                (Some(function), None) => {
-                    // A function stage may name a `model` file too: data it reads (a dictionary, say).
-                    let provider = self.engines.function(function).ok_or_else(|| {
-                        ConfigError::new(
-                            format!("{location}.function"),
-                            format!(
-                                "unknown function `{function}` (registered: {})",
-                                list_or_none(&self.engines.function_names())
-                            ),
-                        )
-                    })?;
-                    (format!("function:{function}"), provider)
-                }
-                (Some(_), Some(_)) => {
-                    return err(&location, "give either `function` (a Rust stage) or `engine`, not both");
-                }
-                (None, engine) => {
-                    let engine = engine.as_deref().unwrap_or("onnx");
-                    let provider = self.engines.get(engine).ok_or_else(|| {
-                        ConfigError::new(
-                            format!("{location}.engine"),
-                            format!("unknown engine `{engine}` (registered: {})", self.engines.kinds().join(", ")),
-                        )
-                    })?;
-                    (engine.to_string(), provider)
-                }
-            };
-            let model = match &stage.model {
-                Some(m) => {
-                    let path = self.base.join(m);
-                    if !path.is_file() {
-                        let shown = std::path::absolute(&path).unwrap_or(path.clone());
-                        return err(
-                            format!("{location}.model"),
-                            format!("model file `{m}` not found (looked at {})", shown.display()),
-                        );
-                    }
-                    Some(path)
-                }
-                None => None,
-            };
+            let (engine, provider) = self.stage_provider(&location, stage)?;
             let request = StageRequest {
                 location: location.clone(),
-                model,
+                model: self.model_path(&location, stage)?,
                 params: stage.params.clone(),
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
             };
-            let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e))?;
-            let mut sources = Vec::new();
-            for input in &signature.inputs {
-                if input.shape.is_empty() {
-                    return err(
-                        &location,
-                        format!(
-                            "model input `{}` is a scalar; Baton batches along dim 0, so every input needs a batch dim",
-                            input.name
-                        ),
-                    );
-                }
-                if let Some(&(ps, pi)) = produced.get(&input.name) {
-                    let from = &stages[ps].signature.outputs[pi];
-                    check_compatible(
-                        &location,
-                        from,
-                        &format!("stages[{ps}].{}", from.name),
-                        input,
-                        &format!("stages[{s}].{}", input.name),
-                    )?;
-                    sources.push(StageSource::StageOutput { stage: ps, index: pi });
-                } else if let Some(slot) = inputs.iter().position(|i| i.name == input.name) {
-                    check_compatible(&location, &inputs[slot], &inputs[slot].name, input, &input.name)?;
-                    sources.push(StageSource::NodeInput(slot));
-                } else {
-                    inputs.push(input.clone());
-                    sources.push(StageSource::NodeInput(inputs.len() - 1));
-                }
-                if let Some(Dim::Fixed(b)) = input.shape.first() {
-                    if *b < cfg.max_batch {
-                        return err(
-                            at("max_batch"),
-                            format!(
-                                "is {} but model input `{}` has a fixed batch dim of {b}; set max_batch = {b}",
-                                cfg.max_batch, input.name
-                            ),
-                        );
-                    }
-                }
-            }
-            for (i, output) in signature.outputs.iter().enumerate() {
-                if output.shape.is_empty() {
-                    return err(
-                        &location,
-                        format!("model output `{}` is a scalar; Baton splits outputs along dim 0", output.name),
-                    );
-                }
-                produced.insert(output.name.clone(), (s, i));
-            }
-            stages.push(StageSpec { request, engine, provider: Arc::clone(provider), signature, sources });
+            let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e.to_string()))?;
+            chain.push(&location, name, cfg.max_batch, StageSpec {
+                request,
+                engine,
+                provider: Arc::clone(provider),
+                signature,
+                sources: Vec::new(),
+            })?;
         }
+        let StageChain { stages, inputs, produced } = chain;
         let mut routes: Vec<Route> = produced
             .into_iter()
             .map(|(name, (stage, index))| Route { name, stage, index, targets: Vec::new() })
             .collect();
-        let mut state = Vec::new();
-        for (k, write_back) in cfg.state.iter().enumerate() {
-            let location = format!("nodes.{name}.state[{k}]");
-            let slot =
-                port_position(format!("{location}.input"), name, Port::Input, &inputs, |i| &i.name, &write_back.input)?;
-            let output = &write_back.output;
-            let route = port_position(format!("{location}.output"), name, Port::Output, &routes, |r| &r.name, output)?;
-            let out_spec = &stages[routes[route].stage].signature.outputs[routes[route].index];
-            check_compatible(&location, out_spec, &write_back.output, &inputs[slot], &write_back.input)?;
-            let initial = self.initial_state(&location, &inputs[slot], write_back)?;
-            routes[route].targets.push(Target::State(k));
-            state.push(StateSpec { slot, output: write_back.output.clone(), initial });
-        }
-        let state_bytes: usize = state.iter().map(|s| s.initial.as_bytes().len()).sum();
-        if state_bytes > self.config.streams.max_state_bytes {
-            return err(
-                at("state"),
-                format!(
-                    "one stream's state takes {state_bytes} bytes, over streams.max_state_bytes ({}): no stream could open",
-                    self.config.streams.max_state_bytes
-                ),
-            );
-        }
+        let state = self.state(name, cfg, &stages, &inputs, &mut routes)?;
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
         Ok(NodeSpec {
             name: name.to_string(),
@@ -197,6 +62,86 @@ impl Builder<'_> {
             placement_timeout_ns: cfg.placement_timeout_us.map(|us| us.saturating_mul(1000)),
             groups,
         })
+    }
+
+    /// The engine kind (`function:NAME` for a function stage) and provider a stage names.
+    fn stage_provider(&self, location: &str, stage: &StageConfig) -> Result<(String, &Arc<dyn EngineProvider>)> {
+        match (&stage.function, &stage.engine) {
+            (Some(function), None) => {
+                // A function stage may name a `model` file too: data it reads (a dictionary, say).
+                let provider = self.engines.function(function).ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{location}.function"),
+                        format!(
+                            "unknown function `{function}` (registered: {})",
+                            list_or_none(&self.engines.function_names())
+                        ),
+                    )
+                })?;
+                Ok((format!("function:{function}"), provider))
+            }
+            (Some(_), Some(_)) => err(location, "give either `function` (a Rust stage) or `engine`, not both"),
+            (None, engine) => {
+                let engine = engine.as_deref().unwrap_or("onnx");
+                let provider = self.engines.get(engine).ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{location}.engine"),
+                        format!("unknown engine `{engine}` (registered: {})", self.engines.kinds().join(", ")),
+                    )
+                })?;
+                Ok((engine.to_string(), provider))
+            }
+        }
+    }
+
+    /// The stage's model file resolved against the pipeline file's folder; it must exist.
+    fn model_path(&self, location: &str, stage: &StageConfig) -> Result<Option<PathBuf>> {
+        let Some(m) = &stage.model else { return Ok(None) };
+        let path = self.base.join(m);
+        if !path.is_file() {
+            let shown = std::path::absolute(&path).unwrap_or(path.clone());
+            return err(
+                format!("{location}.model"),
+                format!("model file `{m}` not found (looked at {})", shown.display()),
+            );
+        }
+        Ok(Some(path))
+    }
+
+    /// The node's `state` write-backs: each from a routed output to a node input of
+    /// the same spec; one stream's state must fit `streams.max_state_bytes`.
+    fn state(
+        &self,
+        name: &str,
+        cfg: &NodeConfig,
+        stages: &[StageSpec],
+        inputs: &[TensorSpec],
+        routes: &mut [Route],
+    ) -> Result<Vec<StateSpec>> {
+        let mut state = Vec::new();
+        for (k, write_back) in cfg.state.iter().enumerate() {
+            let location = format!("nodes.{name}.state[{k}]");
+            let slot =
+                port_position(format!("{location}.input"), name, Port::Input, inputs, |i| &i.name, &write_back.input)?;
+            let output = &write_back.output;
+            let route = port_position(format!("{location}.output"), name, Port::Output, routes, |r| &r.name, output)?;
+            let out_spec = &stages[routes[route].stage].signature.outputs[routes[route].index];
+            check_compatible(&location, out_spec, &write_back.output, &inputs[slot], &write_back.input)?;
+            let initial = self.initial_state(&location, &inputs[slot], write_back)?;
+            routes[route].targets.push(Target::State(k));
+            state.push(StateSpec { slot, output: write_back.output.clone(), initial });
+        }
+        let state_bytes: usize = state.iter().map(|s| s.initial.as_bytes().len()).sum();
+        if state_bytes > self.config.streams.max_state_bytes {
+            return err(
+                format!("nodes.{name}.state"),
+                format!(
+                    "one stream's state takes {state_bytes} bytes, over streams.max_state_bytes ({}): no stream could open",
+                    self.config.streams.max_state_bytes
+                ),
+            );
+        }
+        Ok(state)
     }
 
     fn pads(
@@ -327,6 +272,107 @@ impl Builder<'_> {
 }
 
 /// Checks that every core in `cores` exists on this machine.
+/// A node's own settings, before any stage is inspected.
+fn check_node_settings(name: &str, cfg: &NodeConfig) -> Result<()> {
+    let at = |field: &str| format!("nodes.{name}.{field}");
+    if name.contains('.') {
+        return err(format!("nodes.{name}"), "node names cannot contain `.`");
+    }
+    if cfg.stages.is_empty() {
+        return err(at("stages"), "a node needs at least one stage, e.g. `stages = [{ model = \"model.onnx\" }]`");
+    }
+    for (field, value) in [
+        ("max_batch", cfg.max_batch),
+        ("workers", cfg.workers.unwrap_or(1)),
+        ("intra_threads", cfg.intra_threads),
+        ("inter_threads", cfg.inter_threads),
+    ] {
+        if value == 0 {
+            return err(at(field), "must be at least 1");
+        }
+    }
+    if !(cfg.weight.is_finite() && cfg.weight >= 0.0) {
+        return err(at("weight"), format!("{} is not a number >= 0", cfg.weight));
+    }
+    if cfg.max_queue == Some(0) {
+        return err(at("max_queue"), "must be at least 1 (leave it out for no bound of the node's own)");
+    }
+    if let Some(faults) = &cfg.faults {
+        check_faults(&at("faults"), faults)?;
+    }
+    if !(cfg.cost.is_finite() && cfg.cost > 0.0) {
+        return err(at("cost"), format!("{} is not a positive number", cfg.cost));
+    }
+    check_cores(&at("cores"), &cfg.cores)
+}
+
+/// A node's stages in order, chained by tensor name: a stage input named like
+/// an earlier stage's output reads it; any other becomes a node input.
+#[derive(Default)]
+struct StageChain {
+    stages: Vec<StageSpec>,
+    inputs: Vec<TensorSpec>,
+    /// Latest producer (stage, output index) of each tensor name inside the node.
+    produced: BTreeMap<String, (usize, usize)>,
+}
+
+impl StageChain {
+    /// Appends `stage` (its `sources` filled here) of node `node` with `max_batch`.
+    fn push(&mut self, location: &str, node: &str, max_batch: usize, mut stage: StageSpec) -> Result<()> {
+        let s = self.stages.len();
+        for input in &stage.signature.inputs {
+            stage.sources.push(self.source(location, s, input)?);
+            if let Some(Dim::Fixed(b)) = input.shape.first() {
+                if *b < max_batch {
+                    return err(
+                        format!("nodes.{node}.max_batch"),
+                        format!(
+                            "is {max_batch} but model input `{}` has a fixed batch dim of {b}; set max_batch = {b}",
+                            input.name
+                        ),
+                    );
+                }
+            }
+        }
+        for (i, output) in stage.signature.outputs.iter().enumerate() {
+            if output.shape.is_empty() {
+                return err(
+                    location,
+                    format!("model output `{}` is a scalar; Baton splits outputs along dim 0", output.name),
+                );
+            }
+            self.produced.insert(output.name.clone(), (s, i));
+        }
+        self.stages.push(stage);
+        Ok(())
+    }
+
+    /// Where input `input` of stage `s` reads from: an earlier stage's output or a node input (new or shared).
+    fn source(&mut self, location: &str, s: usize, input: &TensorSpec) -> Result<StageSource> {
+        if input.shape.is_empty() {
+            return err(
+                location,
+                format!(
+                    "model input `{}` is a scalar; Baton batches along dim 0, so every input needs a batch dim",
+                    input.name
+                ),
+            );
+        }
+        if let Some(&(ps, pi)) = self.produced.get(&input.name) {
+            let from = &self.stages[ps].signature.outputs[pi];
+            let from_name = format!("stages[{ps}].{}", from.name);
+            check_compatible(location, from, &from_name, input, &format!("stages[{s}].{}", input.name))?;
+            Ok(StageSource::StageOutput { stage: ps, index: pi })
+        } else if let Some(slot) = self.inputs.iter().position(|i| i.name == input.name) {
+            check_compatible(location, &self.inputs[slot], &self.inputs[slot].name, input, &input.name)?;
+            Ok(StageSource::NodeInput(slot))
+        } else {
+            self.inputs.push(input.clone());
+            Ok(StageSource::NodeInput(self.inputs.len() - 1))
+        }
+    }
+}
+
 fn check_cores(location: &str, cores: &[usize]) -> Result<()> {
     if cores.is_empty() {
         return Ok(());

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use baton::{
-    DType, Dim, Engine, EngineProvider, FunctionStage, ModelSignature, StageOutput, StageRequest, Tensor, TensorSpec,
+    DType, Dim, Engine, EngineError, EngineProvider, FunctionStage, ModelSignature, NoParams, StageOutput, StageRequest,
+    Tensor, TensorSpec,
 };
 use parking_lot::Mutex;
 
@@ -100,16 +101,21 @@ impl DecodeStage {
         }
     }
 
-    fn dictionary(&self, stage: &StageRequest) -> Result<Arc<Dictionary>, String> {
-        let path = stage.model.clone().ok_or("ocr_decode needs `model` = the recognizer (for its dictionary)")?;
-        if !stage.params.is_empty() {
-            return Err("ocr_decode takes no params".into());
-        }
+    fn dictionary(&self, stage: &StageRequest) -> Result<Arc<Dictionary>, EngineError> {
+        let path = stage.model.clone().ok_or_else(|| EngineError::Setting {
+            location: stage.location.clone(),
+            message: "ocr_decode needs `model` = the recognizer (for its dictionary)".into(),
+        })?;
+        let _: NoParams = stage.params()?;
         let mut cache = self.dictionaries.lock();
         if let Some(dict) = cache.get(&path) {
             return Ok(Arc::clone(dict));
         }
-        let dict = Arc::new(Dictionary::from_rec_model(&path).map_err(|e| e.0)?);
+        let dict = Arc::new(Dictionary::from_rec_model(&path).map_err(|e| EngineError::Load {
+            location: stage.location.clone(),
+            model: path.clone(),
+            reason: e.0,
+        })?);
         cache.insert(path, Arc::clone(&dict));
         Ok(dict)
     }
@@ -118,12 +124,12 @@ impl DecodeStage {
 struct Decoder(Arc<Dictionary>);
 
 impl Engine for Decoder {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
         let rows = [inputs[0].batch_rows()];
         self.run_tasks(inputs, &rows).map(|out| out.tensors)
     }
 
-    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+    fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, EngineError> {
         let mut texts = Vec::with_capacity(rows.len());
         let mut features = Vec::with_capacity(rows.len() * BUCKETS);
         let mut at = 0;
@@ -142,12 +148,12 @@ impl Engine for Decoder {
 }
 
 impl EngineProvider for DecodeStage {
-    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
+    fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
         self.dictionary(stage)?;
         Ok(Self::signature())
     }
 
-    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, String> {
+    fn create(&self, stage: &StageRequest) -> Result<Box<dyn Engine>, EngineError> {
         Ok(Box::new(Decoder(self.dictionary(stage)?)))
     }
 }

@@ -1,0 +1,223 @@
+//! The clap arguments of `baton bench` and `baton bench-fairness`, turned into
+//! the plain options the `baton-bench` crate runs on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_bench::fairness::FairnessOptions;
+use baton_bench::load::Arrivals;
+use baton_bench::{parse_duration, BenchOptions, Policy};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+
+/// `baton bench` arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The pipeline file (with --url: optional, names the model when --model does not).
+    #[arg(required_unless_present = "url")]
+    pub pipeline: Option<PathBuf>,
+    /// Drive a KServe v2 server over the network instead of a runtime in this process:
+    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT. Inputs follow the model's metadata.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: the model to call (default: the pipeline file's name).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// With --url: network threads of the client.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub client_threads: usize,
+    /// With --url: each request's deadline (it fails past it).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Closed-loop points: client threads, each submitting and waiting in a loop
+    /// (default 1,4,16,64 when no --rate is given).
+    #[arg(long, value_delimiter = ',', value_name = "C,..")]
+    pub concurrency: Vec<usize>,
+    /// Open-loop points: requests/s sent by one generator thread whatever the answers.
+    #[arg(long, value_delimiter = ',', value_name = "R,..")]
+    pub rate: Vec<f64>,
+    /// Open-loop arrivals: exponential gaps (poisson) or evenly spaced (constant).
+    #[arg(long, default_value = "poisson", value_parser = arrivals_parser())]
+    pub arrivals: Arrivals,
+    /// Rows (dim 0) per request.
+    #[arg(long, default_value_t = 1)]
+    pub rows: usize,
+    /// Pre-generated requests, cloned in turn.
+    #[arg(long, default_value_t = 64)]
+    pub pool: usize,
+    /// Seed of the generated inputs and of Poisson arrivals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of requests marked priority (evenly spread); their latency is also reported apart.
+    #[arg(long, default_value_t = 0.0)]
+    pub priority_fraction: f64,
+    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
+    /// per-stream state); each stream's final chunk is a priority task, reported apart.
+    #[arg(long, default_value_t = 0)]
+    pub stream_chunks: usize,
+    /// Warm-up before each point's measurement (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Measured time per point (without --stability).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Measure in windows until the last 3 throughputs are within 10% of their mean; report those 3.
+    #[arg(long)]
+    pub stability: bool,
+    /// Stability window length.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub window: Duration,
+    /// Most stability windows per point.
+    #[arg(long, default_value_t = 10)]
+    pub max_windows: usize,
+    /// Batching policies to run side by side, each on a fresh runtime.
+    #[arg(long, value_delimiter = ',', default_value = "collaborative", value_parser = policy_parser())]
+    pub policy: Vec<Policy>,
+    /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
+    #[arg(long)]
+    pub max_queue_delay_us: Option<u64>,
+    /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
+    #[arg(long)]
+    pub raw: bool,
+    /// Raw engine: measured time per batch size.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub raw_duration: Duration,
+    /// Raw engine: batch sizes (those above a node's max_batch are skipped).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub raw_batches: Vec<usize>,
+    /// Pin the load-generating threads to these cores (round-robin), e.g. away from
+    /// the cores the pipeline's workers are pinned to, as remote clients would be.
+    #[arg(long, value_delimiter = ',')]
+    pub client_cores: Vec<usize>,
+    /// Write one CSV row per point here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write everything measured (raw included) as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Plot latency percentiles vs load here (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    /// The options these arguments say.
+    pub fn options(self) -> BenchOptions {
+        BenchOptions {
+            pipeline: self.pipeline,
+            url: self.url,
+            model: self.model,
+            client_threads: self.client_threads,
+            request_timeout: self.request_timeout,
+            concurrency: self.concurrency,
+            rate: self.rate,
+            arrivals: self.arrivals,
+            rows: self.rows,
+            pool: self.pool,
+            seed: self.seed,
+            priority_fraction: self.priority_fraction,
+            stream_chunks: self.stream_chunks,
+            warmup: self.warmup,
+            duration: self.duration,
+            stability: self.stability,
+            window: self.window,
+            max_windows: self.max_windows,
+            policy: self.policy,
+            max_queue_delay_us: self.max_queue_delay_us,
+            raw: self.raw,
+            raw_duration: self.raw_duration,
+            raw_batches: self.raw_batches,
+            client_cores: self.client_cores,
+            csv: self.csv,
+            json: self.json,
+            plot: self.plot,
+        }
+    }
+}
+
+/// `baton bench-fairness` arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct FairnessArgs {
+    /// Slots (batches) per trace.
+    #[arg(long, default_value_t = 4000)]
+    pub slots: usize,
+    /// Jobs per batch (the node's max_batch, one row per job).
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    /// Seed of the generated traces.
+    #[arg(long, default_value_t = 4)]
+    pub seed: u64,
+    /// Decisions timed per policy for the cost per decision.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub decisions: usize,
+    /// Also run the flood through a real runtime (a simulated 1 ms-per-batch node) for this long per
+    /// policy and case, e.g. 2s; 0 skips it.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub runtime: std::time::Duration,
+}
+
+impl FairnessArgs {
+    /// The options these arguments say.
+    pub fn options(self) -> FairnessOptions {
+        FairnessOptions {
+            slots: self.slots,
+            batch: self.batch,
+            seed: self.seed,
+            decisions: self.decisions,
+            runtime: self.runtime,
+        }
+    }
+}
+
+/// `--policy` values: the names [`Policy::name`] gives.
+fn policy_parser() -> impl TypedValueParser<Value = Policy> {
+    PossibleValuesParser::new(Policy::ALL.map(Policy::name))
+        .map(|name| Policy::from_name(&name).expect("one of the possible values"))
+}
+
+/// `--arrivals` values: the names [`Arrivals::name`] gives.
+fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
+    PossibleValuesParser::new(Arrivals::ALL.map(Arrivals::name))
+        .map(|name| Arrivals::from_name(&name).expect("one of the possible values"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    enum Cli {
+        Bench(BenchArgs),
+        BenchFairness(FairnessArgs),
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("baton").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn bench_defaults_are_the_options_defaults() {
+        let Cli::Bench(args) = parse(&["bench", "p.toml"]) else { panic!("bench") };
+        assert_eq!(args.options(), BenchOptions { pipeline: Some("p.toml".into()), ..BenchOptions::default() });
+    }
+
+    #[test]
+    fn bench_fairness_defaults_are_the_options_defaults() {
+        let Cli::BenchFairness(args) = parse(&["bench-fairness"]) else { panic!("bench-fairness") };
+        assert_eq!(args.options(), FairnessOptions::default());
+    }
+
+    #[test]
+    fn policies_and_arrivals_parse_by_name() {
+        let Cli::Bench(args) =
+            parse(&["bench", "p.toml", "--policy", "greedy,priority-fifo,none", "--arrivals", "constant"])
+        else {
+            panic!("bench")
+        };
+        let options = args.options();
+        assert_eq!(options.policy, [Policy::Greedy, Policy::PriorityFifo, Policy::None]);
+        assert_eq!(options.arrivals, Arrivals::Constant);
+        assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--policy", "fastest"]).is_err());
+    }
+}
