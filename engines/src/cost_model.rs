@@ -160,7 +160,7 @@ impl CostModelConfig {
     }
 }
 
-fn parse_specs(params: &toml::Table, key: &str) -> Result<Vec<TensorSpec>, String> {
+pub(crate) fn parse_specs(params: &toml::Table, key: &str) -> Result<Vec<TensorSpec>, String> {
     let list = match params.get(key) {
         Some(toml::Value::Array(list)) => list,
         Some(v) => return Err(format!("`{key}` must be an array of tables, not {}", v.type_str())),

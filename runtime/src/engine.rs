@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
+use crate::request::StreamChunk;
 use crate::tensor::{DType, Tensor};
 
 /// One dimension of a model tensor, as the model declares it.
@@ -91,6 +93,16 @@ pub struct StageOutput {
     pub rows: Option<Vec<usize>>,
 }
 
+/// What a batch's requests ask of it beyond their tensors, for engines that
+/// pass it on (a remote stage sends the deadline and each chunk's stream).
+#[derive(Clone, Debug, Default)]
+pub struct BatchInfo {
+    /// The earliest deadline among the batch's requests (`None`: none has one).
+    pub deadline: Option<Instant>,
+    /// Each task's place in its stream, in batch order (`None`: not a stream chunk).
+    pub streams: Vec<Option<StreamChunk>>,
+}
+
 /// Runs one stage. Owned by one worker thread for its whole life.
 pub trait Engine: Send {
     /// Runs the stage on `inputs`, given in the order of the signature's inputs.
@@ -103,6 +115,13 @@ pub trait Engine: Send {
     fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
         let _ = rows;
         Ok(StageOutput { tensors: self.run(inputs)?, rows: None })
+    }
+
+    /// Runs the stage on a batch, knowing its requests' deadline and streams.
+    /// Engines that pass those on override this; the default runs [`Engine::run_tasks`].
+    fn run_batch(&mut self, inputs: &[&Tensor], rows: &[usize], batch: &BatchInfo) -> Result<StageOutput, String> {
+        let _ = batch;
+        self.run_tasks(inputs, rows)
     }
 }
 

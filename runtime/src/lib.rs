@@ -31,7 +31,8 @@ mod wakeup;
 
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
 pub use engine::{
-    Dim, Engine, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, StageOutput, StageRequest, TensorSpec,
+    BatchInfo, Dim, Engine, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, StageOutput, StageRequest,
+    TensorSpec,
 };
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
 pub use half;

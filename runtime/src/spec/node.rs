@@ -43,6 +43,7 @@ impl Builder<'_> {
         }
         check_cores(&at("cores"), &cfg.cores)?;
         let groups = worker_groups(name, cfg)?;
+        let remote = super::remote::check(name, cfg)?;
 
         let mut stages: Vec<StageSpec> = Vec::new();
         let mut inputs: Vec<TensorSpec> = Vec::new();
@@ -51,6 +52,22 @@ impl Builder<'_> {
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
             let (engine, provider) = match (&stage.function, &stage.engine) {
+                _ if stage.remote.is_some() => {
+                    if stage.function.is_some() || stage.engine.is_some() {
+                        return err(&location, "a remote stage runs on its server: leave out `function` and `engine`");
+                    }
+                    let kind = super::remote::REMOTE_ENGINE;
+                    let provider = self.engines.get(kind).ok_or_else(|| {
+                        ConfigError::new(
+                            format!("{location}.remote"),
+                            format!(
+                                "no `{kind}` engine is registered (registered: {}); register baton_engines' RemoteProvider",
+                                self.engines.kinds().join(", ")
+                            ),
+                        )
+                    })?;
+                    (kind.to_string(), provider)
+                }
                 (Some(function), None) => {
                     // A function stage may name a `model` file too: data it reads (a dictionary, say).
                     let provider = self.engines.function(function).ok_or_else(|| {
@@ -79,6 +96,8 @@ impl Builder<'_> {
                 }
             };
             let model = match &stage.model {
+                // A remote stage's model is a name on its server, not a file.
+                Some(_) if stage.remote.is_some() => None,
                 Some(m) => {
                     let path = self.base.join(m);
                     if !path.is_file() {
@@ -92,10 +111,14 @@ impl Builder<'_> {
                 }
                 None => None,
             };
+            let params = match &stage.remote {
+                Some(url) => super::remote::params(&location, stage, url)?,
+                None => stage.params.clone(),
+            };
             let request = StageRequest {
                 location: location.clone(),
                 model,
-                params: stage.params.clone(),
+                params,
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
             };
@@ -179,6 +202,10 @@ impl Builder<'_> {
             );
         }
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
+        let resource = match &remote {
+            Some(r) => r.resource(),
+            None => Resource::Cores { cost: cfg.cost },
+        };
         Ok(NodeSpec {
             name: name.to_string(),
             stages,
@@ -186,8 +213,14 @@ impl Builder<'_> {
             routes,
             max_batch: cfg.max_batch,
             weight: cfg.weight,
-            cost: cfg.cost,
-            workers: if groups.is_empty() { cfg.workers.unwrap_or(1) } else { groups.iter().map(|g| g.workers).sum() },
+            cost: resource.budget_cost(),
+            resource,
+            remote_streams: remote.as_ref().is_some_and(|r| r.stateful),
+            workers: match (&remote, groups.is_empty()) {
+                (Some(r), _) => r.window,
+                (None, true) => cfg.workers.unwrap_or(1),
+                (None, false) => groups.iter().map(|g| g.workers).sum(),
+            },
             cores: cfg.cores.clone(),
             idle_spin_us: cfg.idle_spin_us,
             pad,
