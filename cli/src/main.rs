@@ -7,6 +7,7 @@
 
 mod inputs;
 mod plan;
+mod plan_hosts;
 mod plan_partition;
 mod plan_schedule;
 mod profile;

@@ -26,11 +26,15 @@
 //!   (default 30 000) from the batch's start. What is left of it goes with
 //!   every attempt as the gRPC deadline and as the `timeout` parameter, and
 //!   cuts the call off locally, so no batch outlives it.
-//! - **Retries**: only failures where the request cannot have run — no
+//! - **Retries**: failures where the request cannot have run — no
 //!   connection could be made, or the server answered UNAVAILABLE — are
 //!   retried, with exponential backoff (2 ms doubling to 200 ms), while the
-//!   deadline leaves room. Any other failure fails the batch at once. The
-//!   error names the endpoint, the model and the attempts made.
+//!   deadline leaves room. A connection that broke after the request may have
+//!   gone out (a kept connection to a server that went away and came back) is
+//!   retried too, but only by a stateless stage: running a stateless batch
+//!   twice costs work, never a wrong answer, while a stream's chunk must not
+//!   reach the far side's state twice. Any other failure fails the batch at
+//!   once. The error names the endpoint, the model and the attempts made.
 //! - **Streams** (`stateful = true`): the server keeps per-stream state, so
 //!   each task of the batch goes as its own ModelInfer carrying its stream's
 //!   `sequence_id`, `sequence_start` and `sequence_end`, all of the batch's
@@ -300,9 +304,9 @@ impl Engine for RemoteEngine {
         } else {
             vec![self.request(&inputs.iter().map(|&t| t.clone()).collect::<Vec<_>>())]
         };
-        let client = &self.client;
+        let (client, stateful) = (&self.client, self.settings.stateful);
         let answers = self.network.block_on(async {
-            let calls = calls.into_iter().map(|request| infer_with_retries(client, request, deadline));
+            let calls = calls.into_iter().map(|request| infer_with_retries(client, request, deadline, stateful));
             futures_join(calls).await
         });
         let mut outputs: Vec<Vec<Tensor>> = Vec::with_capacity(answers.len());
@@ -370,9 +374,15 @@ async fn futures_join<F: std::future::Future>(calls: impl Iterator<Item = F>) ->
     done.into_iter().map(|d| d.expect("every call finished")).collect()
 }
 
-/// Whether a failed call certainly did not run: no connection, or the server said UNAVAILABLE.
-fn retryable(e: &kserve::Error) -> bool {
-    matches!(e.kind(), ErrorKind::Connect | ErrorKind::Unavailable)
+/// Whether a failed call may be sent again: it certainly did not run (no
+/// connection, or the server said UNAVAILABLE), or it is stateless and its
+/// connection broke (running it twice is harmless).
+fn retryable(e: &kserve::Error, stateful: bool) -> bool {
+    match e.kind() {
+        ErrorKind::Connect | ErrorKind::Unavailable => true,
+        ErrorKind::Transport => !stateful,
+        _ => false,
+    }
 }
 
 /// One ModelInfer, retried with backoff while it could not have run and the deadline leaves room.
@@ -380,6 +390,7 @@ async fn infer_with_retries(
     client: &Client,
     mut request: InferRequest,
     deadline: Instant,
+    stateful: bool,
 ) -> Result<kserve::InferResponse, String> {
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1.. {
@@ -391,7 +402,7 @@ async fn infer_with_retries(
         request.server_timeout = Some(left);
         match client.infer(&request).await {
             Ok(answer) => return Ok(answer),
-            Err(e) if retryable(&e) && Instant::now() + backoff < deadline => {
+            Err(e) if retryable(&e, stateful) && Instant::now() + backoff < deadline => {
                 tracing::debug!(attempt, error = %e, "remote call not run; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
