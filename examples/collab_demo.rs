@@ -71,7 +71,8 @@ fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config_path = root.join("configs/collab.toml");
+    // `--config` runs another file of the same pipeline (one host of a split, say).
+    let config_path = arg("--config").map_or_else(|| root.join("configs/collab.toml"), std::path::PathBuf::from);
     let data = Sessions::load(&root.join("data"))?;
     if arg("--rate").is_some() || arg("--capacity").is_some() {
         return load_mode(&arg, &config_path, &data);

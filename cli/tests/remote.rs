@@ -297,3 +297,42 @@ fn baton_check_names_the_node_and_endpoint_of_an_unreachable_remote_and_bad_remo
     assert_eq!(code, 2, "{said}");
     assert!(said.contains("nodes.mlp.window") && said.contains("remote nodes only"), "{said}");
 }
+
+#[test]
+fn baton_plan_places_a_pipeline_on_hosts_with_either_placement() {
+    let dir = scratch("plan");
+    let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/diamond.toml");
+    for placement in ["critical", "metis"] {
+        let out = dir.join(placement);
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["plan", "--method", "partition", "-k", "2", "--hosts", "a=127.0.0.1:18001,b=127.0.0.1:18002"])
+            .args(["--placement", placement, "--pipeline"])
+            .arg(&pipeline)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{said}{}", String::from_utf8_lossy(&run.stderr));
+        let home = std::fs::read_to_string(out.join("a.toml")).unwrap();
+        let far = std::fs::read_to_string(out.join("b.toml")).unwrap();
+        // The home host keeps the input node and calls the far host's pipeline through one remote node.
+        assert!(home.contains("[nodes.embed]") && home.contains("[nodes.on_b]"), "{home}");
+        assert!(home.contains("remote = \"grpc://127.0.0.1:18002\"") && home.contains("model = \"diamond_b\""), "{home}");
+        assert!(far.contains("name = \"diamond_b\"") && !far.contains("[nodes.embed]"), "{far}");
+        // Both files are valid pipelines: the far one on its own, the home one once its far host answers.
+        let far_runtime = pipeline_file(&out.join("b.toml"));
+        let server = Far::start(far_runtime, 0);
+        let home_text = home.replace("127.0.0.1:18002", &server.addr().to_string());
+        std::fs::write(out.join("a.toml"), home_text).unwrap();
+        let home_runtime = pipeline_file(&out.join("a.toml"));
+        let answer = home_runtime.submit(Request::new().input("x", diamond_input(3))).wait().unwrap();
+        assert_eq!(answer.get("out").unwrap().shape(), [diamond_input(3).shape()[0], 4]);
+        home_runtime.shutdown();
+        server.stop();
+    }
+}
+
+fn pipeline_file(path: &Path) -> Runtime {
+    Runtime::from_file(path, &baton_engines::standard_registry()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
