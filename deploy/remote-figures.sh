@@ -56,6 +56,14 @@ stop() {
   server=""
 }
 
+# summary BENCH.json: one line per point: load, requests/s, p50 and p99.
+summary() {
+  python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1]))["points"]:
+    l = p["latency"]
+    print("   c=%d: %8.0f req/s  p50 %d us  p99 %d us  errors %d" % (p["load"], p["throughput_rps"], l["p50_us"], l["p99_us"], p["errors"]))' "$1"
+}
+
 hop() {
   echo "== per-hop cost: the MLP node remote (far host, core 1) vs local; bench client and home on core 0"
   sed -e "s#MODELS#$root/models#" >"$OUT/mlp_far.toml" <<'TOML'
@@ -81,11 +89,13 @@ stages = [{ remote = "grpc://$THERE:8001", model = "mlp" }]
 max_batch = 32
 window = 4
 TOML
-  echo "-- local: taskset -c 1 baton bench configs/mlp.toml (node and client on core 1)"
-  taskset -c 1 "$BATON" bench configs/mlp.toml --concurrency 1,64 --policy greedy --duration "$DURATION" --json "$OUT/hop-local.json" | tail -n 8
+  echo "-- local: taskset -c 0,1 baton bench configs/mlp.toml (one process on both cores)"
+  taskset -c 0,1 "$BATON" bench configs/mlp.toml --concurrency 1,64 --policy greedy --duration "$DURATION" --json "$OUT/hop-local.json" >"$OUT/hop-local.txt"
+  summary "$OUT/hop-local.json"
   serve "$OUT/mlp_far.toml" 1
   echo "-- remote: far baton serve on core 1; taskset -c 0 baton bench mlp_near.toml"
-  taskset -c 0 "$BATON" bench "$OUT/mlp_near.toml" --concurrency 1,64 --policy greedy --duration "$DURATION" --json "$OUT/hop-remote.json" | tail -n 8
+  taskset -c 0 "$BATON" bench "$OUT/mlp_near.toml" --concurrency 1,64 --policy greedy --duration "$DURATION" --json "$OUT/hop-remote.json" >"$OUT/hop-remote.txt"
+  summary "$OUT/hop-remote.json"
   stop
 }
 
@@ -109,7 +119,8 @@ placement() {
       --placement "$p" --out "$OUT/diamond-$p" | grep placement
     serve "$OUT/diamond-$p/b.toml" 1
     taskset -c 0 "$BATON" bench "$OUT/diamond-$p/a.toml" --concurrency 1,16 --policy greedy --duration "$DURATION" \
-      --json "$OUT/placement-$p.json" | tail -n 6
+      --json "$OUT/placement-$p.json" >"$OUT/placement-$p.txt"
+    summary "$OUT/placement-$p.json"
     stop
   done
 }
