@@ -298,7 +298,7 @@ impl<'a> Split<'a> {
     }
 
     fn segment_file(&self, s: &Segment) -> Result<Table, String> {
-        let mut file = self.settings(&s.model);
+        let file = self.settings(&s.model);
         let mut nodes = Table::new();
         for n in &s.nodes {
             nodes.insert(n.clone(), self.node_table(n)?.into());
@@ -346,18 +346,12 @@ impl<'a> Split<'a> {
                 (name, t.into())
             })
             .collect();
-        file.insert("inputs".into(), inputs.into());
-        file.insert("outputs".into(), outputs.into());
-        file.insert("nodes".into(), nodes.into());
-        if !edges.is_empty() {
-            file.insert("edges".into(), Value::Array(edges));
-        }
-        Ok(file)
+        Ok(with_graph(file, inputs, outputs, nodes, edges))
     }
 
     /// The home host's pipeline: its own nodes, and one remote node per far segment.
     fn home(&self) -> Result<Table, String> {
-        let mut file = self.settings(&self.name);
+        let file = self.settings(&self.name);
         let mut nodes = Table::new();
         for n in self.nodes.keys().filter(|n| self.host(n) == 0) {
             nodes.insert(n.clone(), self.node_table(n)?.into());
@@ -403,13 +397,7 @@ impl<'a> Split<'a> {
                 edges.push(edge(&from, &to));
             }
         }
-        file.insert("inputs".into(), inputs.into());
-        file.insert("outputs".into(), outputs.into());
-        file.insert("nodes".into(), nodes.into());
-        if !edges.is_empty() {
-            file.insert("edges".into(), Value::Array(edges));
-        }
-        Ok(file)
+        Ok(with_graph(file, inputs, outputs, nodes, edges))
     }
 
     /// The remote node standing in for segment `s` on the home host.
@@ -439,6 +427,17 @@ impl<'a> Split<'a> {
             ("weight", weight.into()),
         ])
     }
+}
+
+/// A pipeline file's settings with its graph: inputs, outputs, nodes and edges.
+fn with_graph(mut file: Table, inputs: Table, outputs: Table, nodes: Table, edges: Vec<Value>) -> Table {
+    file.insert("inputs".into(), inputs.into());
+    file.insert("outputs".into(), outputs.into());
+    file.insert("nodes".into(), nodes.into());
+    if !edges.is_empty() {
+        file.insert("edges".into(), Value::Array(edges));
+    }
+    file
 }
 
 /// The name a tensor crossing the cut as edge `node.tensor` has on both sides.
