@@ -111,7 +111,8 @@ fn main() -> Result<(), Error> {
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mode = Mode { image_first: args.iter().any(|a| a == "--image-first") };
-    let config_path = mode.config(&root);
+    // `--config` runs another file of the same pipeline (one host of a split, say).
+    let config_path = arg("--config").map_or_else(|| mode.config(&root), std::path::PathBuf::from);
     let data = Sessions::load(&root.join("data"))?;
     if arg("--rate").is_some() || arg("--capacity").is_some() {
         return load_mode(&arg, mode, &config_path, &data);

@@ -8,6 +8,7 @@
 mod bench_args;
 mod inputs;
 mod plan;
+mod plan_hosts;
 mod plan_partition;
 mod plan_schedule;
 mod profile;

@@ -118,6 +118,15 @@ pub struct PlanArgs {
     /// (default: PIPELINE.placed.toml next to the pipeline).
     #[arg(long)]
     pub placed: Option<PathBuf>,
+    /// With --method partition --pipeline: place the k parts on these hosts
+    /// (`NAME=HOST:PORT` of each host's gRPC server, the home host first) and
+    /// write one pipeline per host into --out DIR, cut edges as remote stages.
+    #[arg(long)]
+    pub hosts: Option<String>,
+    /// Which partition --hosts places: `critical` (the critical-relationship
+    /// refinement, default) or `metis` (METIS's, for comparison).
+    #[arg(long, default_value = "critical")]
+    pub placement: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

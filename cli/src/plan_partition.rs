@@ -41,6 +41,22 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     if args.gain_threshold < 0 {
         return Err("--gain-threshold must be >= 0".into());
     }
+    let hosts = match &args.hosts {
+        Some(text) => {
+            let hosts = crate::plan_hosts::parse_hosts(text)?;
+            if args.pipeline.is_none() || args.out.is_none() {
+                return Err("--hosts places a pipeline: give --pipeline and --out DIR".into());
+            }
+            if hosts.len() != args.parts {
+                return Err(format!("--hosts names {} hosts but -k is {}: one part per host", hosts.len(), args.parts));
+            }
+            if !["critical", "metis"].contains(&args.placement.as_str()) {
+                return Err(format!("--placement `{}`: use critical or metis", args.placement));
+            }
+            Some(hosts)
+        }
+        None => None,
+    };
     let rule: CriticalRule = args.critical.parse()?;
     let value: CriticalValue = args.critical_value.parse()?;
     let scheme: Scheme = args.scheme.parse()?;
@@ -80,7 +96,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let o = multilevel::partition(&g, &p);
     let label = if p.quality == Quality::Strong { "strong" } else { args.scheme.as_str() };
     let mut rows = vec![Row::from_outcome(label, &g, k, &o)];
-    if args.compare_metis {
+    if args.compare_metis || (hosts.is_some() && args.placement == "metis") {
         let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
         rows.push(Row::from_outcome("metis", &g, k, &m));
     }
@@ -91,6 +107,15 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
                 println!("    part {i}: {}", names.join(", "));
             }
         }
+    }
+    if let (Some(hosts), Some(pipeline), Some(out)) = (&hosts, &args.pipeline, &args.out) {
+        let row = rows.iter().find(|r| (r.method == "metis") == (args.placement == "metis")).expect("run above");
+        let host_of = crate::plan_hosts::host_of_parts(pipeline, &g, &row.part)?;
+        println!("placement ({}): {}", row.method, crate::plan_hosts::describe(&host_of, hosts));
+        for file in crate::plan_hosts::write_split(pipeline, hosts, &host_of, out)? {
+            println!("wrote {}", file.display());
+        }
+        return Ok(());
     }
     if let Some(out) = &args.out {
         let results: Vec<_> = rows

@@ -157,7 +157,7 @@ struct CostModelParams {
 /// One entry of `inputs` or `outputs`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct TensorParams {
+pub(crate) struct TensorParams {
     name: String,
     #[serde(deserialize_with = "dtype")]
     dtype: DType,
@@ -166,7 +166,7 @@ struct TensorParams {
 }
 
 /// `list` (the stage's `key`) as specs: names non-empty and listed once.
-fn tensor_specs(stage: &StageRequest, key: &str, list: Vec<TensorParams>) -> Result<Vec<TensorSpec>, EngineError> {
+pub(crate) fn tensor_specs(stage: &StageRequest, key: &str, list: Vec<TensorParams>) -> Result<Vec<TensorSpec>, EngineError> {
     let mut specs: Vec<TensorSpec> = Vec::with_capacity(list.len());
     for (i, TensorParams { name, dtype, shape }) in list.into_iter().enumerate() {
         let at = format!("{key}[{i}].name");

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::time::Duration;
 
 use tonic::metadata::MetadataValue;
 
@@ -37,14 +38,28 @@ impl GrpcClient {
         &self.url
     }
 
-    /// Runs `rpc` on the connection within the call's deadline, mapping failures to errors naming `method`.
+    /// Runs `rpc` on the connection within the client's deadline, mapping failures to errors naming `method`.
     async fn call<T, R, F, Fut>(&self, method: &str, message: T, rpc: F) -> Result<tonic::Response<R>, Error>
     where
         F: FnOnce(GrpcInferenceServiceClient<H2Service>, tonic::Request<T>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
+        self.call_within(method, message, self.options.timeout, rpc).await
+    }
+
+    /// Runs `rpc` within `deadline` (sent as `grpc-timeout` too).
+    async fn call_within<T, R, F, Fut>(
+        &self,
+        method: &str,
+        message: T,
+        deadline: Duration,
+        rpc: F,
+    ) -> Result<tonic::Response<R>, Error>
+    where
+        F: FnOnce(GrpcInferenceServiceClient<H2Service>, tonic::Request<T>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
         let endpoint = format!("{} {method}", self.url);
-        let deadline = self.options.timeout;
         let attempt = async {
             let service = self.conn.sender().await.map_err(|e| match e {
                 SendError::Connect(message) | SendError::Transport(message) => {
@@ -96,8 +111,9 @@ impl GrpcClient {
     pub async fn infer(&self, request: &InferRequest) -> Result<InferResponse, Error> {
         let message = encode_infer(request);
         let sequence = request.sequence.map(|s| MetadataValue::from(s.id));
+        let deadline = request.timeout.unwrap_or(self.options.timeout);
         let r = self
-            .call("ModelInfer", message, |mut c, mut r| async move {
+            .call_within("ModelInfer", message, deadline, |mut c, mut r| async move {
                 if let Some(id) = sequence {
                     r.metadata_mut().insert(SEQUENCE_ID_HEADER, id);
                 }

@@ -9,6 +9,7 @@ use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use serde_json::{json, Map, Value};
+use std::time::Duration;
 
 use crate::conn::{Http1Pool, SendError};
 use crate::tensor::bytes_from_json;
@@ -47,9 +48,18 @@ impl HttpClient {
         format!("{}{path}", self.url)
     }
 
-    /// Sends one request within the call's deadline.
+    /// Sends one request within the client's deadline.
     async fn call(&self, request: Request<Full<Bytes>>, endpoint: &str) -> Result<Answer, Error> {
-        let deadline = self.options.timeout;
+        self.call_within(request, endpoint, self.options.timeout).await
+    }
+
+    /// Sends one request within `deadline`.
+    async fn call_within(
+        &self,
+        request: Request<Full<Bytes>>,
+        endpoint: &str,
+        deadline: Duration,
+    ) -> Result<Answer, Error> {
         let sent = tokio::time::timeout(deadline, self.pool.send(request)).await;
         let (parts, body) = match sent {
             Err(_) => return Err(Error::Timeout { endpoint: endpoint.to_string(), deadline }),
@@ -147,7 +157,7 @@ impl HttpClient {
         if let Some(sequence) = request.sequence {
             headers.insert(SEQUENCE_ID_HEADER, HeaderValue::from(sequence.id));
         }
-        let answer = self.call(http, &endpoint).await?;
+        let answer = self.call_within(http, &endpoint, request.timeout.unwrap_or(self.options.timeout)).await?;
         if answer.status != 200 {
             return Err(Self::server_error(&endpoint, &answer));
         }

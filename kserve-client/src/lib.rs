@@ -72,6 +72,8 @@ pub struct InferRequest {
     pub priority: bool,
     /// The `timeout` parameter: how long the server may queue the request.
     pub server_timeout: Option<Duration>,
+    /// This call's deadline, from its start to its whole answer (default: the client's `timeout`).
+    pub timeout: Option<Duration>,
 }
 
 impl InferRequest {

@@ -303,6 +303,10 @@ pub struct NodeConfig {
     /// (`baton_placement_retries_total`, [`crate::NodeStats::placement_retries`]).
     /// Checked every scheduler tick. Unset: tasks wait without retries.
     pub placement_timeout_us: Option<u64>,
+    /// A remote node only (its stage names `remote`): most batches in flight to
+    /// the server at once (default 4). It holds no local cores: its batches
+    /// take nothing from `compute_budget`; one worker thread per batch in flight.
+    pub window: Option<usize>,
 }
 
 /// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.
@@ -405,6 +409,17 @@ pub struct StageConfig {
     pub model: Option<String>,
     /// Engine kind: `onnx` (default for model stages) or another registered kind such as `cost_model`.
     pub engine: Option<String>,
+    /// A KServe v2 gRPC server (`grpc://HOST:PORT`) that runs this stage: `model`
+    /// is then the model's name there, not a file (see docs/remote.md).
+    pub remote: Option<String>,
+    /// A remote stage only: the server need not answer at load; its signature
+    /// is then given in `params` (`inputs`, `outputs`).
+    #[serde(default)]
+    pub lazy: bool,
+    /// A remote stage only: the remote model keeps per-stream state, so each
+    /// chunk goes with its stream's id, start and end, one chunk of a stream at a time.
+    #[serde(default)]
+    pub stateful: bool,
     /// A Rust processing stage registered by the embedding program under this name.
     pub function: Option<String>,
     /// Engine-specific settings, read by the engine into its own config.

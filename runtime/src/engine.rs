@@ -18,10 +18,12 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use crate::request::StreamChunk;
 use crate::tensor::{DType, Tensor};
 
 /// Why an engine could not be inspected, created or run. Every variant but
@@ -71,6 +73,22 @@ impl From<&str> for EngineError {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct StageParams(toml::Table);
+
+impl StageParams {
+    /// The table, with `(key, value)` pairs set over what it has: how the
+    /// builder hands an engine settings the stage itself gives (a remote
+    /// stage's endpoint and model).
+    pub(crate) fn with_entries(&self, entries: impl IntoIterator<Item = (&'static str, toml::Value)>) -> StageParams {
+        let mut table = self.0.clone();
+        table.extend(entries.into_iter().map(|(k, v)| (k.to_string(), v)));
+        StageParams(table)
+    }
+
+    /// The keys the pipeline file gives.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.keys()
+    }
+}
 
 /// `params` written as TOML (`key = value` lines), for tools and tests that make a [`StageRequest`].
 impl FromStr for StageParams {
@@ -191,6 +209,16 @@ pub struct StageOutput {
     pub rows: Option<Vec<usize>>,
 }
 
+/// What a batch's requests ask of it beyond their tensors, for engines that
+/// pass it on (a remote stage sends the deadline and each chunk's stream).
+#[derive(Clone, Debug, Default)]
+pub struct BatchInfo {
+    /// The earliest deadline among the batch's requests (`None`: none has one).
+    pub deadline: Option<Instant>,
+    /// Each task's place in its stream, in batch order (`None`: not a stream chunk).
+    pub streams: Vec<Option<StreamChunk>>,
+}
+
 /// Runs one stage. Owned by one worker thread for its whole life.
 pub trait Engine: Send {
     /// Runs the stage on `inputs`, given in the order of the signature's inputs.
@@ -203,6 +231,13 @@ pub trait Engine: Send {
     fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, EngineError> {
         let _ = rows;
         Ok(StageOutput { tensors: self.run(inputs)?, rows: None })
+    }
+
+    /// Runs the stage on a batch, knowing its requests' deadline and streams.
+    /// Engines that pass those on override this; the default runs [`Engine::run_tasks`].
+    fn run_batch(&mut self, inputs: &[&Tensor], rows: &[usize], batch: &BatchInfo) -> Result<StageOutput, EngineError> {
+        let _ = batch;
+        self.run_tasks(inputs, rows)
     }
 }
 

@@ -31,8 +31,8 @@ mod wakeup;
 
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
 pub use engine::{
-    Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams, StageOutput,
-    StageParams, StageRequest, TensorSpec,
+    BatchInfo, Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams,
+    StageOutput, StageParams, StageRequest, TensorSpec,
 };
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
 pub use half;

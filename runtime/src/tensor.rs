@@ -61,6 +61,21 @@ impl DType {
         }
     }
 
+    /// The KServe v2 / Open Inference Protocol datatype name (`FP32`, `INT64`, ...).
+    pub const fn kserve_name(self) -> &'static str {
+        match self {
+            DType::F32 => "FP32",
+            DType::F64 => "FP64",
+            DType::F16 => "FP16",
+            DType::I64 => "INT64",
+            DType::I32 => "INT32",
+            DType::I16 => "INT16",
+            DType::I8 => "INT8",
+            DType::U8 => "UINT8",
+            DType::Bool => "BOOL",
+        }
+    }
+
     /// All supported dtypes.
     pub const ALL: [DType; 9] =
         [DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::I16, DType::I8, DType::U8, DType::Bool];

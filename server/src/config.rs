@@ -85,7 +85,7 @@ impl ModelConfig {
             dims: dims(s, batches),
             optional,
         };
-        let stateful = spec.nodes.iter().any(|n| !n.state.is_empty());
+        let stateful = spec.nodes.iter().any(|n| n.keeps_streams());
         ModelConfig {
             name: spec.name.clone(),
             max_batch_size,

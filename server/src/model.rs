@@ -20,17 +20,7 @@ pub const PLATFORM: &str = "baton";
 
 /// The protocol's name of a dtype (`FP32`, `INT64`, `BOOL`, ...).
 pub fn datatype_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "FP32",
-        DType::F64 => "FP64",
-        DType::F16 => "FP16",
-        DType::I64 => "INT64",
-        DType::I32 => "INT32",
-        DType::I16 => "INT16",
-        DType::I8 => "INT8",
-        DType::U8 => "UINT8",
-        DType::Bool => "BOOL",
-    }
+    dtype.kserve_name()
 }
 
 /// The dtype of a protocol datatype name, if Baton supports it.

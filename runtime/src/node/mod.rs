@@ -212,8 +212,7 @@ impl NodeState {
             receiver,
             metrics: NodeMetrics::new(pipeline, name),
             counters: NodeCounters::default(),
-            streams: (!spec.state.is_empty())
-                .then(|| stream::StreamStates::new(name, spec.state.clone(), max_state_bytes)),
+            streams: spec.keeps_streams().then(|| stream::StreamStates::new(name, spec.state.clone(), max_state_bytes)),
         }
     }
 

@@ -21,7 +21,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
-use crate::engine::{Engine, StageOutput, StageRequest};
+use crate::engine::{BatchInfo, Engine, StageOutput, StageRequest};
 use crate::pipeline::Router;
 use crate::request::RequestError;
 use crate::scheduler::Reason;
@@ -274,6 +274,10 @@ impl Worker {
             inputs.push(stitched.map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
         }
         let task_rows: Vec<usize> = tasks.iter().map(|t| t.rows).collect();
+        let batch = BatchInfo {
+            deadline: tasks.iter().filter_map(|t| t.request.deadline).min(),
+            streams: tasks.iter().map(|t| t.request.stream).collect(),
+        };
         let mut outputs: Vec<Vec<Tensor>> = Vec::with_capacity(spec.stages.len());
         let mut rows_out: Vec<Vec<usize>> = Vec::with_capacity(spec.stages.len());
         for (s, stage) in spec.stages.iter().enumerate() {
@@ -298,7 +302,7 @@ impl Worker {
                 // Nothing to infer (every request has zero items here): empty outputs, no engine call.
                 StageOutput { tensors: empty_outputs(&stage.signature)?, rows: None }
             } else {
-                self.run_stage(s, &stage_inputs, &rows_in)?
+                self.run_stage(s, &stage_inputs, &rows_in, &batch)?
             };
             let rows = output.rows.unwrap_or(rows_in);
             if rows.len() != tasks.len() {
@@ -316,7 +320,13 @@ impl Worker {
     }
 
     /// Runs stage `s`, catching a panic (the engine is then recreated).
-    fn run_stage(&mut self, s: usize, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
+    fn run_stage(
+        &mut self,
+        s: usize,
+        inputs: &[&Tensor],
+        rows: &[usize],
+        batch: &BatchInfo,
+    ) -> Result<StageOutput, String> {
         let router = Arc::clone(&self.router);
         let spec = &router.spec.nodes[self.node];
         let stage = &spec.stages[s];
@@ -326,13 +336,13 @@ impl Worker {
             router.nodes[self.node].metrics.injected_fault(fault.kind());
         }
         let run = || match fault {
-            None => engine.run_tasks(inputs, rows),
+            None => engine.run_batch(inputs, rows, batch),
             Some(Fault::Error) => Err("injected fault: error".into()),
             // A real unwind, like a panicking engine's, minus the panic hook's report.
             Some(Fault::Panic) => std::panic::resume_unwind(Box::new("injected fault: panic")),
             Some(Fault::Slow(factor)) => {
                 let started = Instant::now();
-                let out = engine.run_tasks(inputs, rows);
+                let out = engine.run_batch(inputs, rows, batch);
                 std::thread::sleep(started.elapsed().mul_f64(factor - 1.0));
                 out
             }

@@ -106,7 +106,7 @@ impl Router {
     /// A request that is not a stream chunk may not run any node keeping per-stream state.
     fn check_stateless(&self, runs: &Mask) -> Result<(), RequestError> {
         let nodes = self.spec.nodes.iter().enumerate();
-        let mut stateful = nodes.filter(|(n, node)| !node.state.is_empty() && runs.as_ref().is_none_or(|r| r[*n]));
+        let mut stateful = nodes.filter(|(n, node)| node.keeps_streams() && runs.as_ref().is_none_or(|r| r[*n]));
         match stateful.next() {
             None => Ok(()),
             Some((_, node)) => Err(RequestError::InvalidInput(format!(

@@ -126,7 +126,9 @@ impl Builder<'_> {
             return err("scheduler.tick_us", format!("{} is out of range; use 1 to 10000000 µs", s.tick_us));
         }
         let total: f64 = nodes.iter().map(|n| n.cost).sum();
-        let budget = s.compute_budget.unwrap_or(total);
+        // Remote nodes hold no local compute (cost 0): a pipeline of only those needs
+        // no budget of its own, and any positive one lets every node run.
+        let budget = s.compute_budget.unwrap_or(if total > 0.0 { total } else { 1.0 });
         if !(budget.is_finite() && budget > 0.0) {
             return err("scheduler.compute_budget", format!("{budget} is not a positive number"));
         }

@@ -21,6 +21,7 @@
 mod builder;
 pub mod fairness;
 mod node;
+pub mod remote;
 pub mod topology;
 pub mod types;
 

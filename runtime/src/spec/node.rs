@@ -17,14 +17,19 @@ impl Builder<'_> {
     pub(super) fn node(&self, name: &str, cfg: &NodeConfig) -> Result<NodeSpec> {
         check_node_settings(name, cfg)?;
         let groups = worker_groups(name, cfg)?;
+        let remote = super::remote::check(name, cfg)?;
         let mut chain = StageChain::default();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
             let (engine, provider) = self.stage_provider(&location, stage)?;
+            let params = match &stage.remote {
+                Some(url) => super::remote::params(&location, stage, url)?,
+                None => stage.params.clone(),
+            };
             let request = StageRequest {
                 location: location.clone(),
                 model: self.model_path(&location, stage)?,
-                params: stage.params.clone(),
+                params,
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
             };
@@ -44,6 +49,10 @@ impl Builder<'_> {
             .collect();
         let state = self.state(name, cfg, &stages, &inputs, &mut routes)?;
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
+        let resource = match &remote {
+            Some(r) => r.resource(),
+            None => Resource::Cores { cost: cfg.cost },
+        };
         Ok(NodeSpec {
             name: name.to_string(),
             stages,
@@ -51,8 +60,14 @@ impl Builder<'_> {
             routes,
             max_batch: cfg.max_batch,
             weight: cfg.weight,
-            cost: cfg.cost,
-            workers: if groups.is_empty() { cfg.workers.unwrap_or(1) } else { groups.iter().map(|g| g.workers).sum() },
+            cost: resource.budget_cost(),
+            resource,
+            remote_streams: remote.as_ref().is_some_and(|r| r.stateful),
+            workers: match (&remote, groups.is_empty()) {
+                (Some(r), _) => r.window,
+                (None, true) => cfg.workers.unwrap_or(1),
+                (None, false) => groups.iter().map(|g| g.workers).sum(),
+            },
             cores: cfg.cores.clone(),
             idle_spin_us: cfg.idle_spin_us,
             pad,
@@ -67,6 +82,22 @@ impl Builder<'_> {
     /// The engine kind (`function:NAME` for a function stage) and provider a stage names.
     fn stage_provider(&self, location: &str, stage: &StageConfig) -> Result<(String, &Arc<dyn EngineProvider>)> {
         match (&stage.function, &stage.engine) {
+            _ if stage.remote.is_some() => {
+                if stage.function.is_some() || stage.engine.is_some() {
+                    return err(location, "a remote stage runs on its server: leave out `function` and `engine`");
+                }
+                let kind = super::remote::REMOTE_ENGINE;
+                let provider = self.engines.get(kind).ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{location}.remote"),
+                        format!(
+                            "no `{kind}` engine is registered (registered: {}); register baton_engines' RemoteProvider",
+                            self.engines.kinds().join(", ")
+                        ),
+                    )
+                })?;
+                Ok((kind.to_string(), provider))
+            }
             (Some(function), None) => {
                 // A function stage may name a `model` file too: data it reads (a dictionary, say).
                 let provider = self.engines.function(function).ok_or_else(|| {
@@ -94,9 +125,10 @@ impl Builder<'_> {
         }
     }
 
-    /// The stage's model file resolved against the pipeline file's folder; it must exist.
+    /// The stage's model file resolved against the pipeline file's folder; it
+    /// must exist. A remote stage's `model` is a name on its server, not a file.
     fn model_path(&self, location: &str, stage: &StageConfig) -> Result<Option<PathBuf>> {
-        let Some(m) = &stage.model else { return Ok(None) };
+        let Some(m) = stage.model.as_ref().filter(|_| stage.remote.is_none()) else { return Ok(None) };
         let path = self.base.join(m);
         if !path.is_file() {
             let shown = std::path::absolute(&path).unwrap_or(path.clone());

@@ -86,7 +86,13 @@ pub struct NodeSpec {
     pub routes: Vec<Route>,
     pub max_batch: usize,
     pub weight: f64,
+    /// What a running batch holds against `scheduler.compute_budget`: [`Resource::budget_cost`].
     pub cost: f64,
+    /// What the node's batches hold while they run.
+    pub resource: Resource,
+    /// The node's stage keeps per-stream state on a remote server: its tasks
+    /// need a stream, and a stream's chunks pass one at a time, in order.
+    pub remote_streams: bool,
     pub workers: usize,
     pub cores: Vec<usize>,
     pub idle_spin_us: u64,
@@ -102,6 +108,26 @@ pub struct NodeSpec {
     pub groups: Vec<GroupSpec>,
     /// With groups: how long a task may wait for a fitting worker before its round fails, ns.
     pub placement_timeout_ns: Option<u64>,
+}
+
+/// What a node holds while one of its batches runs (the budget rule, docs/remote.md).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Resource {
+    /// Local compute: `cost` held against `scheduler.compute_budget` per running batch.
+    Cores { cost: f64 },
+    /// Batches in flight to a remote server: nothing held locally; at most
+    /// `window` at once, one per worker thread.
+    Remote { window: usize },
+}
+
+impl Resource {
+    /// What one running batch holds against the compute budget.
+    pub fn budget_cost(&self) -> f64 {
+        match *self {
+            Resource::Cores { cost } => cost,
+            Resource::Remote { .. } => 0.0,
+        }
+    }
 }
 
 /// A validated worker group of a node (see [`crate::config::WorkerGroupConfig`]).
@@ -124,6 +150,12 @@ pub struct GroupSpec {
 pub const MAX_GROUPS: usize = 64;
 
 impl NodeSpec {
+    /// Chunks of one stream pass this node one at a time, in order: it keeps
+    /// per-stream state here (write-back) or on its remote server.
+    pub fn keeps_streams(&self) -> bool {
+        !self.state.is_empty() || self.remote_streams
+    }
+
     /// The group worker `index` of this node belongs to (`None` without groups).
     pub fn group_of(&self, index: usize) -> Option<usize> {
         self.groups.iter().position(|g| (g.first_worker..g.first_worker + g.workers).contains(&index))
