@@ -66,7 +66,8 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 5] = [Policy::Collaborative, Policy::Dynamic, Policy::Greedy, Policy::PriorityFifo, Policy::None];
+    pub const ALL: [Policy; 5] =
+        [Policy::Collaborative, Policy::Dynamic, Policy::Greedy, Policy::PriorityFifo, Policy::None];
 
     pub fn policy(self) -> BatchingPolicy {
         match self {
@@ -129,10 +130,8 @@ pub struct BenchOptions {
     pub stream_chunks: usize,
     /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
     /// chunks carry the other inputs (a flood of plain requests beside the streams).
-    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
     pub stream_inputs: Vec<String>,
     /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
-    #[arg(long, default_value_t = 0.25)]
     pub stream_fraction: f64,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     pub warmup: Duration,
@@ -146,13 +145,10 @@ pub struct BenchOptions {
     pub max_windows: usize,
     /// A load sweep: open-loop Poisson points at these percentages of the capacity
     /// (greedy's when it runs, else each policy's own), policies alternating (see `sweep`).
-    #[arg(long, value_delimiter = ',', value_name = "PERCENT,..")]
     pub sweep: Vec<f64>,
     /// Sweep: the closed-loop concurrency that measures each policy's capacity.
-    #[arg(long, default_value_t = 32)]
     pub capacity_concurrency: usize,
     /// Sweep: rounds, each running every point of every policy once.
-    #[arg(long, default_value_t = 2)]
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
     pub policy: Vec<Policy>,
@@ -191,11 +187,16 @@ impl Default for BenchOptions {
             seed: 0,
             priority_fraction: 0.0,
             stream_chunks: 0,
+            stream_inputs: Vec::new(),
+            stream_fraction: 0.25,
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(5),
             stability: false,
             window: Duration::from_secs(1),
             max_windows: 10,
+            sweep: Vec::new(),
+            capacity_concurrency: 32,
+            repeat: 2,
             policy: vec![Policy::Collaborative],
             max_queue_delay_us: None,
             raw: false,
@@ -448,7 +449,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
 /// `--sweep`: one runtime per policy, kept up, [`sweep::sweep`] over them; prints
 /// the summary, writes `--json` (every point) and `--plot` (the sweep's plot).
 fn run_sweep(
-    args: &BenchArgs,
+    args: &BenchOptions,
     config: &PipelineConfig,
     file: &Path,
     engines: &baton::EngineRegistry,
@@ -554,7 +555,7 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
 /// The requests the load sends: every input in each request, or with
 /// `--stream-inputs` a mixed load (stream chunks with those inputs, plain
 /// requests with the others).
-fn request_pool(args: &BenchArgs, inputs: &[baton::TensorSpec]) -> Result<RequestPool, String> {
+fn request_pool(args: &BenchOptions, inputs: &[baton::TensorSpec]) -> Result<RequestPool, String> {
     let generate = |inputs: &[baton::TensorSpec], seed: u64| {
         RequestPool::from_inputs(inputs, args.pool, args.rows, seed, args.priority_fraction)
     };

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::load::RequestPool;
 use crate::measure::PointResult;
-use crate::{run_point, BenchArgs, Load, PolicyArg};
+use crate::{run_point, BenchOptions, Load, Policy};
 
 /// The policy whose capacity sets the offered rates, and the ratios' denominator.
 pub const BASELINE: &str = "greedy";
@@ -45,7 +45,7 @@ pub struct SweepReport {
 }
 
 /// Runs the sweep on one runtime per policy (all kept up, used in turn).
-pub fn sweep(runtimes: &[(PolicyArg, Runtime)], pool: &RequestPool, args: &BenchArgs) -> SweepReport {
+pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOptions) -> SweepReport {
     let capacity: Vec<(String, f64)> = runtimes
         .iter()
         .map(|(policy, runtime)| {

@@ -54,6 +54,13 @@ pub struct BenchArgs {
     /// per-stream state); each stream's final chunk is a priority task, reported apart.
     #[arg(long, default_value_t = 0)]
     pub stream_chunks: usize,
+    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
+    /// chunks carry the other inputs (a flood of plain requests beside the streams).
+    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
+    pub stream_inputs: Vec<String>,
+    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
+    #[arg(long, default_value_t = 0.25)]
+    pub stream_fraction: f64,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
@@ -69,6 +76,16 @@ pub struct BenchArgs {
     /// Most stability windows per point.
     #[arg(long, default_value_t = 10)]
     pub max_windows: usize,
+    /// A load sweep: open-loop Poisson points at these percentages of the capacity
+    /// (greedy's when it runs, else each policy's own), policies alternating.
+    #[arg(long, value_delimiter = ',', value_name = "PERCENT,..")]
+    pub sweep: Vec<f64>,
+    /// Sweep: the closed-loop concurrency that measures each policy's capacity.
+    #[arg(long, default_value_t = 32)]
+    pub capacity_concurrency: usize,
+    /// Sweep: rounds, each running every point of every policy once.
+    #[arg(long, default_value_t = 2)]
+    pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
     #[arg(long, value_delimiter = ',', default_value = "collaborative", value_parser = policy_parser())]
     pub policy: Vec<Policy>,
@@ -116,11 +133,16 @@ impl BenchArgs {
             seed: self.seed,
             priority_fraction: self.priority_fraction,
             stream_chunks: self.stream_chunks,
+            stream_inputs: self.stream_inputs,
+            stream_fraction: self.stream_fraction,
             warmup: self.warmup,
             duration: self.duration,
             stability: self.stability,
             window: self.window,
             max_windows: self.max_windows,
+            sweep: self.sweep,
+            capacity_concurrency: self.capacity_concurrency,
+            repeat: self.repeat,
             policy: self.policy,
             max_queue_delay_us: self.max_queue_delay_us,
             raw: self.raw,
