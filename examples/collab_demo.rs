@@ -7,7 +7,8 @@
 //! session's category is not the expected one.
 //!
 //! ```text
-//! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|dynamic|none]
+//! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|dynamic|greedy|none]
+//!     [--config configs/collab-gpu.toml]
 //! ```
 //!
 //! Load mode, policies side by side (the issue's 70%-of-capacity comparison):
@@ -39,6 +40,7 @@ fn policy(name: &str) -> Result<BatchingPolicy, Error> {
     Ok(match name {
         "collaborative" => BatchingPolicy::Collaborative,
         "dynamic" => BatchingPolicy::Dynamic,
+        "greedy" => BatchingPolicy::Greedy,
         "none" => BatchingPolicy::None,
         other => return Err(format!("unknown policy `{other}`").into()),
     })
@@ -71,7 +73,8 @@ fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config_path = root.join("configs/collab.toml");
+    // `--config configs/collab-gpu.toml`: the same sessions on the GPU pipeline.
+    let config_path = root.join(arg("--config").unwrap_or("configs/collab.toml".into()));
     let data = Sessions::load(&root.join("data"))?;
     if arg("--rate").is_some() || arg("--capacity").is_some() {
         return load_mode(&arg, &config_path, &data);

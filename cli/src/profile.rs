@@ -64,7 +64,7 @@ struct Stage {
 
 fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     // Full validation first: the same checks `baton check` makes.
-    baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
+    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
     let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -90,6 +90,8 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
                 params: stage.params.clone(),
                 intra_threads: node.intra_threads,
                 inter_threads: node.inter_threads,
+                // A GPU node is profiled on its GPU.
+                execution: spec.nodes.iter().find(|n| n.name == *name).map(|n| n.execution.clone()).unwrap_or_default(),
             };
             let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
             let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;

@@ -7,6 +7,7 @@
 //! ```
 
 pub mod cost_model;
+pub mod cuda;
 pub mod onnx;
 pub mod ort_library;
 

@@ -14,7 +14,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
 use baton::{DType, Dim, Engine, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use ort::ep::cuda::ConvAlgorithmSearch;
+use ort::ep::{ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch, CUDA};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
@@ -40,6 +43,15 @@ impl OnnxProvider {
 }
 
 impl EngineProvider for OnnxProvider {
+    /// A CUDA node: the GPU, ONNX Runtime's GPU build and the CUDA libraries must be
+    /// there; the build is loaded now, before any stage is inspected (see [`crate::cuda`]).
+    fn prepare(&self, execution: &Execution) -> Result<(), String> {
+        match execution {
+            Execution::Cpu => Ok(()),
+            Execution::Cuda { device, .. } => ort_library::gpu_environment(*device).map(|_| ()),
+        }
+    }
+
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String> {
         let path = model_path(stage)?;
         if let Some(sig) = self.signatures.lock().get(&path) {
@@ -64,18 +76,23 @@ pub struct OnnxEngine {
     session: Session,
     signature: ModelSignature,
     location: String,
+    /// On a GPU: bytes of the tensors handed to and taken from the session since
+    /// they were last read (inputs live in host memory and ORT copies them to the
+    /// device; outputs come back to host memory). `None` on the CPU.
+    copied: Option<u64>,
 }
 
 impl OnnxEngine {
     /// Loads the stage's model into a new session with the stage's thread settings
-    /// (`intra_threads`, `inter_threads`) and all graph optimizations.
+    /// (`intra_threads`, `inter_threads`), all graph optimizations, and on a CUDA
+    /// node ONNX Runtime's CUDA provider with the node's options (an error, never a
+    /// silent fall-back to the CPU, when it cannot be registered).
     pub fn new(stage: &StageRequest) -> Result<OnnxEngine, String> {
         let path = model_path(stage)?;
-        let env = ort_library::environment().map_err(|e| format!("stage {}: {e}", stage.location))?;
-        let session = load_session(env, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads)
-            .map_err(|e| format!("stage {}: cannot load model {}: {e}", stage.location, path.display()))?;
+        let session = open_session(stage)?;
         let signature = signature(&session, &path).map_err(|e| format!("stage {}: {e}", stage.location))?;
-        Ok(OnnxEngine { session, signature, location: stage.location.clone() })
+        let copied = (stage.execution != Execution::Cpu).then_some(0);
+        Ok(OnnxEngine { session, signature, location: stage.location.clone(), copied })
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.
@@ -121,7 +138,15 @@ impl Engine for OnnxEngine {
                 .map_err(|e| format!("stage {}: output `{}`: {e}", self.location, spec.name))?;
             result.push(tensor);
         }
+        if let Some(copied) = &mut self.copied {
+            let bytes = |ts: &mut dyn Iterator<Item = &Tensor>| ts.map(|t| t.as_bytes().len() as u64).sum::<u64>();
+            *copied += bytes(&mut inputs.iter().copied()) + bytes(&mut result.iter());
+        }
         Ok(result)
+    }
+
+    fn host_device_bytes(&mut self) -> u64 {
+        self.copied.as_mut().map_or(0, std::mem::take)
     }
 }
 
@@ -159,6 +184,61 @@ fn load_session(
         .with_intra_threads(intra_threads)?
         .with_inter_threads(inter_threads)?
         .commit_from_file(path)
+}
+
+/// The session the `onnx` engine runs `stage` in: the stage's model and thread settings, all
+/// graph optimizations, and on a CUDA node the CUDA provider with the node's options (the raw
+/// baseline of `baton bench` opens the same).
+pub fn open_session(stage: &StageRequest) -> Result<Session, String> {
+    let path = model_path(stage)?;
+    let env = match &stage.execution {
+        Execution::Cpu => ort_library::environment(),
+        Execution::Cuda { device, .. } => ort_library::gpu_environment(*device),
+    }
+    .map_err(|e| format!("stage {}: {e}", stage.location))?;
+    match &stage.execution {
+        Execution::Cpu => load_session(env, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads),
+        Execution::Cuda { device, options } => load_cuda_session(env, &path, stage, *device, options),
+    }
+    .map_err(|e| format!("stage {}: cannot load model {} ({}): {e}", stage.location, path.display(), stage.execution))
+}
+
+/// A session on `path` whose nodes run on CUDA device `device` (those the CUDA provider
+/// lacks run on the CPU, as ONNX Runtime places them), registered with `error_on_failure`.
+fn load_cuda_session(
+    env: &ort::environment::Environment,
+    path: &Path,
+    stage: &StageRequest,
+    device: usize,
+    options: &CudaOptions,
+) -> ort::Result<Session> {
+    Session::builder(env)?
+        .with_optimization_level(GraphOptimizationLevel::All)?
+        .with_intra_threads(stage.intra_threads)?
+        .with_inter_threads(stage.inter_threads)?
+        .with_execution_providers([cuda_provider(device, options)])?
+        .commit_from_file(path)
+}
+
+/// ONNX Runtime's CUDA provider on `device` with the node's options; registering it fails
+/// loudly (`error_on_failure`) rather than falling back to the CPU.
+fn cuda_provider(device: usize, options: &CudaOptions) -> ExecutionProviderDispatch {
+    let search = match options.cudnn_conv_algo_search {
+        ConvAlgoSearch::Exhaustive => ConvAlgorithmSearch::Exhaustive,
+        ConvAlgoSearch::Heuristic => ConvAlgorithmSearch::Heuristic,
+        ConvAlgoSearch::Default => ConvAlgorithmSearch::Default,
+    };
+    let mut ep = CUDA::default().with_device_id(device as i32).with_conv_algorithm_search(search);
+    if let Some(limit) = options.gpu_mem_limit {
+        ep = ep.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    if let Some(tf32) = options.tf32 {
+        ep = ep.with_tf32(tf32);
+    }
+    if let Some(default_stream) = options.copy_in_default_stream {
+        ep = ep.with_arbitrary_config("do_copy_in_default_stream", u8::from(default_stream));
+    }
+    ep.build().error_on_failure()
 }
 
 /// The stage's model path, canonicalized (the signature cache key).
@@ -295,6 +375,7 @@ mod tests {
             params,
             intra_threads: 1,
             inter_threads: 1,
+            execution: baton::Execution::Cpu,
         };
         let err = model_path(&stage).unwrap_err();
         assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");

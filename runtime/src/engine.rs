@@ -14,6 +14,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::execution::Execution;
 use crate::tensor::{DType, Tensor};
 
 /// One dimension of a model tensor, as the model declares it.
@@ -79,6 +80,8 @@ pub struct StageRequest {
     pub intra_threads: usize,
     /// Inter-op threads.
     pub inter_threads: usize,
+    /// Where the stage's node runs: the CPU, or a GPU with its options (the node's `provider`).
+    pub execution: Execution,
 }
 
 /// What a stage returns for a batch.
@@ -103,6 +106,12 @@ pub trait Engine: Send {
     fn run_tasks(&mut self, inputs: &[&Tensor], rows: &[usize]) -> Result<StageOutput, String> {
         let _ = rows;
         Ok(StageOutput { tensors: self.run(inputs)?, rows: None })
+    }
+
+    /// Bytes this engine copied between host and device memory since the last call
+    /// (read by its worker after each run). Default: 0, an engine on the CPU.
+    fn host_device_bytes(&mut self) -> u64 {
+        0
     }
 }
 
@@ -156,6 +165,15 @@ impl EngineProvider for FunctionStage {
 
 /// Creates engines of one kind.
 pub trait EngineProvider: Send + Sync {
+    /// Readies the provider for stages that run on `execution` (a GPU, say: its
+    /// libraries found and loaded, the device present). Called at load, once per
+    /// node and provider, for every node before any stage is inspected, so a
+    /// provider that loads a process-wide library picks the right one. The
+    /// error says what is missing and how to get it. Default: nothing to do.
+    fn prepare(&self, execution: &Execution) -> Result<(), String> {
+        let _ = execution;
+        Ok(())
+    }
     /// Reads the stage's signature without keeping an engine (load-time checks).
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, String>;
     /// Creates an engine for one worker thread.

@@ -23,6 +23,7 @@
 //! "set reason, try lock" against "unlock, look at reasons"). Decisions
 //! are serialized by the lock and never block a poking thread.
 
+mod devices;
 pub mod select;
 
 use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
@@ -36,6 +37,7 @@ use crate::clock;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
 use crate::spec::PipelineSpec;
+use devices::DeviceSlots;
 use select::{NodeLoad, NodeSelector, Running};
 
 /// Why a decision is wanted (bits of `Scheduler::reasons`).
@@ -84,6 +86,8 @@ struct Core {
     selector: Box<dyn NodeSelector>,
     loads: Vec<NodeLoad>,
     picked: Vec<usize>,
+    /// GPU nodes' device budgets (see [`devices`]).
+    devices: DeviceSlots,
 }
 
 pub(crate) struct Scheduler {
@@ -111,15 +115,23 @@ impl Scheduler {
     pub fn new(spec: &PipelineSpec, metrics: PipelineMetrics) -> Self {
         let s = &spec.scheduler;
         let selector = select::selector(spec);
+        let devices = DeviceSlots::new(spec);
+        // A GPU node holds a slot of its device, none of the compute budget: cost 0 to the selector.
         let loads = spec
             .nodes
             .iter()
-            .map(|n| NodeLoad { weight: n.weight, cost: n.cost, max_batch: n.max_batch, ..NodeLoad::default() })
+            .enumerate()
+            .map(|(i, n)| NodeLoad {
+                weight: n.weight,
+                cost: if devices.on_device(i) { 0.0 } else { n.cost },
+                max_batch: n.max_batch,
+                ..NodeLoad::default()
+            })
             .collect();
         Scheduler {
             batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
             decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
-            core: Mutex::new(Core { selector, loads, picked: Vec::new() }),
+            core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
@@ -160,12 +172,14 @@ impl Scheduler {
 
     fn decide(&self, core: &mut Core, reasons: u8, nodes: &[NodeState]) {
         let started = Instant::now();
-        let Core { selector, loads, picked } = core;
+        let Core { selector, loads, picked, devices } = core;
         let mut in_use = 0.0;
         let mut running = 0;
         let now_ns = clock::now_ns();
+        devices.begin();
         for (n, state) in nodes.iter().enumerate() {
             let busy = state.busy();
+            devices.hold(n, busy);
             let load = &mut loads[n];
             load.pending = state.buffer.pending();
             load.priority_pending = state.buffer.priority_pending();
@@ -180,9 +194,15 @@ impl Scheduler {
         for &(join, slot, parent, weight) in &self.boosts {
             loads[parent].boost += nodes[join].joins.waiting_for(slot) as f64 * weight;
         }
+        // A node whose device has no slot left cannot start this round; the picks take
+        // their devices' slots in pick order (the device-budget protocol, `devices`).
+        for (n, load) in loads.iter_mut().enumerate() {
+            load.can_start &= devices.has_room(n);
+        }
         let due = selector
             .select(loads, Running { compute: in_use, nodes: running }, picked)
             .map_or(u64::MAX, |left| now_ns + left);
+        picked.retain(|&n| devices.admit(n));
         if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
             if let Some(ticker) = self.ticker.get() {
                 ticker.unpark();

@@ -9,6 +9,7 @@ use super::types::*;
 use super::{err, port_position, split_ref, NodeSpec, PipelineSpec, Port, Result, Target};
 use crate::config::{ConfigError, OnMisfit, PipelineConfig, Selection};
 use crate::engine::{Dim, EngineRegistry, TensorSpec};
+use crate::execution::Resource;
 use crate::tensor::DType;
 
 impl PipelineSpec {
@@ -101,6 +102,7 @@ impl Builder<'_> {
         if cfg.pipeline.max_in_flight == 0 {
             return err("pipeline.max_in_flight", "must be at least 1");
         }
+        self.prepare_engines()?;
         let names: Vec<&String> = cfg.nodes.keys().collect();
         let mut nodes = Vec::with_capacity(names.len());
         for (name, node) in &cfg.nodes {
@@ -256,6 +258,7 @@ impl Builder<'_> {
         }
 
         let topo_order = topological_order(&nodes)?;
+        let devices = self.devices(&mut nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = FairnessSpec::build(&cfg.fairness, &nodes)?;
         let mut worker_kinds: Vec<String> =
@@ -275,6 +278,7 @@ impl Builder<'_> {
             outputs,
             scheduler: cfg.scheduler.clone(),
             compute_budget,
+            devices,
             max_in_flight: cfg.pipeline.max_in_flight,
             topo_order,
             streams: cfg.streams.clone(),
@@ -288,12 +292,14 @@ impl Builder<'_> {
         if s.tick_us == 0 || s.tick_us > 10_000_000 {
             return err("scheduler.tick_us", format!("{} is out of range; use 1 to 10000000 µs", s.tick_us));
         }
-        let total: f64 = nodes.iter().map(|n| n.cost).sum();
-        let budget = s.compute_budget.unwrap_or(total);
+        // GPU nodes hold a slot of their device's budget, not cores: only CPU nodes count here.
+        let on_cores = || nodes.iter().filter(|n| n.resource == Resource::Cores);
+        let total: f64 = on_cores().map(|n| n.cost).sum();
+        let budget = s.compute_budget.unwrap_or(if total > 0.0 { total } else { 1.0 });
         if !(budget.is_finite() && budget > 0.0) {
             return err("scheduler.compute_budget", format!("{budget} is not a positive number"));
         }
-        for node in nodes {
+        for node in on_cores() {
             if node.cost > budget {
                 return err(
                     format!("nodes.{}.cost", node.name),

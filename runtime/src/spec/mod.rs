@@ -19,6 +19,7 @@
 //! over the built graph), and [`fairness`] (the validated `[fairness]`).
 
 mod builder;
+mod devices;
 pub mod fairness;
 mod node;
 pub mod topology;

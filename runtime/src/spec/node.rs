@@ -3,11 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::builder::{check_compatible, list_or_none, Builder};
+use super::builder::{check_compatible, Builder};
+use super::devices::node_execution;
 use super::types::*;
 use super::{err, port_position, NodeSpec, Port, Result};
 use crate::config::{ConfigError, FaultConfig, NodeConfig};
 use crate::engine::{Dim, StageRequest, TensorSpec};
+use crate::execution::Resource;
 use crate::tensor::Tensor;
 
 impl Builder<'_> {
@@ -43,6 +45,7 @@ impl Builder<'_> {
         }
         check_cores(&at("cores"), &cfg.cores)?;
         let groups = worker_groups(name, cfg)?;
+        let execution = node_execution(name, cfg)?;
 
         let mut stages: Vec<StageSpec> = Vec::new();
         let mut inputs: Vec<TensorSpec> = Vec::new();
@@ -50,34 +53,8 @@ impl Builder<'_> {
         let mut produced: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
-            let (engine, provider) = match (&stage.function, &stage.engine) {
-                (Some(function), None) => {
-                    // A function stage may name a `model` file too: data it reads (a dictionary, say).
-                    let provider = self.engines.function(function).ok_or_else(|| {
-                        ConfigError::new(
-                            format!("{location}.function"),
-                            format!(
-                                "unknown function `{function}` (registered: {})",
-                                list_or_none(&self.engines.function_names())
-                            ),
-                        )
-                    })?;
-                    (format!("function:{function}"), provider)
-                }
-                (Some(_), Some(_)) => {
-                    return err(&location, "give either `function` (a Rust stage) or `engine`, not both");
-                }
-                (None, engine) => {
-                    let engine = engine.as_deref().unwrap_or("onnx");
-                    let provider = self.engines.get(engine).ok_or_else(|| {
-                        ConfigError::new(
-                            format!("{location}.engine"),
-                            format!("unknown engine `{engine}` (registered: {})", self.engines.kinds().join(", ")),
-                        )
-                    })?;
-                    (engine.to_string(), provider)
-                }
-            };
+            // A function stage may name a `model` file too: data it reads (a dictionary, say).
+            let (engine, provider) = self.stage_provider(&location, stage)?;
             let model = match &stage.model {
                 Some(m) => {
                     let path = self.base.join(m);
@@ -98,6 +75,7 @@ impl Builder<'_> {
                 params: stage.params.clone(),
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
+                execution: execution.clone(),
             };
             let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e))?;
             let mut sources = Vec::new();
@@ -196,6 +174,9 @@ impl Builder<'_> {
             faults: cfg.faults.clone(),
             placement_timeout_ns: cfg.placement_timeout_us.map(|us| us.saturating_mul(1000)),
             groups,
+            execution,
+            // Set pipeline-wide, with the devices (`Builder::devices`).
+            resource: Resource::Cores,
         })
     }
 

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use super::fairness::FairnessSpec;
 use crate::config::{FaultConfig, SchedulerConfig, StreamsConfig};
 use crate::engine::{EngineProvider, ModelSignature, StageRequest, TensorSpec};
+pub use crate::execution::DeviceSpec;
+use crate::execution::{Execution, Resource};
 use crate::tensor::Tensor;
 
 /// Where a stage input comes from within its node.
@@ -102,6 +104,11 @@ pub struct NodeSpec {
     pub groups: Vec<GroupSpec>,
     /// With groups: how long a task may wait for a fitting worker before its round fails, ns.
     pub placement_timeout_ns: Option<u64>,
+    /// Where its stages run (`provider`, `device`, `cuda`).
+    pub execution: Execution,
+    /// What a running batch holds until it ends: cores (its `cost` of the compute budget)
+    /// or a slot of its device's budget.
+    pub resource: Resource,
 }
 
 /// A validated worker group of a node (see [`crate::config::WorkerGroupConfig`]).
@@ -166,8 +173,10 @@ pub struct PipelineSpec {
     pub inputs: Vec<InputSpec>,
     pub outputs: Vec<OutputSpec>,
     pub scheduler: SchedulerConfig,
-    /// The compute budget after defaults (sum of costs when unset).
+    /// The compute budget after defaults (sum of the CPU nodes' costs when unset).
     pub compute_budget: f64,
+    /// The GPUs nodes run on, indexed by [`Resource::Device`], each with its budget.
+    pub devices: Vec<DeviceSpec>,
     pub max_in_flight: usize,
     /// Nodes in an order where every node comes after all its parents.
     pub topo_order: Vec<usize>,
