@@ -267,3 +267,21 @@ pub fn start(name: &str, scheduling: Scheduling) -> baton::Runtime {
     }
     baton::Runtime::from_config(&cfg, Some(&path), &registry()).unwrap_or_else(|e| panic!("{name} starts: {e}"))
 }
+
+/// Streams every committed session through `runtime` at once (one thread each), as the
+/// collab pipeline's users would; the results by session id. A session that fails panics.
+pub fn stream_every_session(
+    runtime: &baton::Runtime,
+    data: &baton_stages::collab::session::Sessions,
+) -> std::collections::HashMap<String, baton_stages::collab::session::SessionResult> {
+    use baton_stages::collab::session::stream_session;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = data
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| scope.spawn(move || stream_session(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}"))))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).map(|r| (r.id.clone(), r)).collect()
+    })
+}

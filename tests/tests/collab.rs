@@ -3,7 +3,6 @@
 //! together), PP-OCRv4 text recognition with the Rust stages, and the whole
 //! `configs/collab.toml` recommending each session's category.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use baton::{Request, RequestError, Runtime, Tensor};
@@ -132,18 +131,7 @@ fn a_bad_chunk_leaves_the_stream_state_unchanged_and_the_next_chunk_works() {
 fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category() {
     let data = sessions();
     let runtime = runtime("configs/collab.toml");
-    let results: HashMap<String, _> = std::thread::scope(|scope| {
-        let handles: Vec<_> = data
-            .sessions
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let runtime = &runtime;
-                scope.spawn(move || stream_session(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}")))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).map(|r| (r.id.clone(), r)).collect()
-    });
+    let results = baton_e2e::stream_every_session(&runtime, &data);
     let (mut chars, mut errors) = (0usize, 0.0f64);
     for session in &data.sessions {
         let result = &results[&session.id];
