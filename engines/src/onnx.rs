@@ -10,6 +10,14 @@
 //! creating the provider never fails, so pipelines that only use the cost
 //! model run without ONNX Runtime installed; a missing library is reported by
 //! `inspect` and `create`.
+//!
+//! A stage of a node with `provider = "cuda"` runs in a session with ONNX
+//! Runtime's CUDA provider (registered with `error_on_failure`: no silent
+//! fall-back to the CPU); [`OnnxProvider`]'s `prepare` loads the GPU build for
+//! it at load time (see [`crate::cuda`]). Its inputs and outputs are host
+//! tensors, so ORT copies each input to the device and each output back; the
+//! engine counts those bytes ([`Engine::host_device_bytes`]). Keeping tensors
+//! passed between GPU nodes on the device is designed in docs/gpu.md, not built.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,9 @@
 //! on the channel of a group that has an idle worker and waiting tasks it
 //! fits: see [`crate::node`]'s module docs).
 //!
+//! GPU nodes hold a slot of their device's budget instead of compute (the
+//! device-budget protocol, `scheduler/devices.rs`).
+//!
 //! Decisions are made on the scheduler thread every `tick_us`, and at once on
 //! events: a priority task arrives, a node finishes a batch, or (with
 //! `decide_on_arrival`) any task arrives at a node that has an idle worker.
