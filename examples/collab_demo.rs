@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! cargo run --release -p baton-examples --example collab -- [--repeat N] [--policy collaborative|greedy|dynamic|priority_fifo|none]
+//!     [--config configs/collab-gpu.toml]
 //! ```
 //!
 //! `--image-first`: sessions as users send them (`configs/collab_early.toml`):

@@ -4,8 +4,17 @@
 # shape-annotated copies for the partitioner (.cache/shapes/), and the
 # serving tests' client venv (.venv-client, by scripts/setup-client.sh) and Triton's perf_analyzer
 # (.cache/perf_analyzer, by scripts/setup-perf-analyzer.sh).
+# `--gpu` also fetches ONNX Runtime's GPU build and the CUDA 13 / cuDNN 9 libraries
+# (.cache/onnxruntime-gpu, by scripts/setup-gpu.sh; see docs/gpu.md).
 # Idempotent and cached: safe to run any number of times.
 set -euo pipefail
+gpu=0
+for arg in "$@"; do
+    case $arg in
+        --gpu) gpu=1 ;;
+        *) echo "usage: scripts/setup.sh [--gpu]" >&2; exit 2 ;;
+    esac
+done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
@@ -104,13 +113,14 @@ fi
 # d. .gitignore entries for everything this script produces.
 touch .gitignore
 [[ ! -s .gitignore || -z $(tail -c1 .gitignore) ]] || echo >> .gitignore  # ensure trailing newline
-for pat in /target /.venv /.cache /models; do
+for pat in /target /.venv /.cache /models /.device; do
     grep -qxF "$pat" .gitignore || { echo "$pat" >> .gitignore; did=1; }
 done
 
 # e. The serving tests' client venv (.venv-client: tritonclient, numpy, onnxruntime); its own script.
 scripts/setup-client.sh
 scripts/setup-perf-analyzer.sh
+[[ $gpu == 0 ]] || scripts/setup-gpu.sh
 
 [[ $did == 1 ]] || echo "everything is up to date"
 echo "ONNX Runtime library: $ROOT/$ORT_LIB"

@@ -161,6 +161,8 @@ pub struct NodeDelta {
     pub mean_queue_us: f64,
     /// Stitching and running the stages, µs per batch.
     pub mean_compute_us: f64,
+    /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
+    pub host_device_bytes: u64,
 }
 
 /// Per-node differences `end - start` (matched by position; names from `end`).
@@ -184,6 +186,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_batch: per(rows, executions),
                 mean_queue_us: per(queue_ns, tasks) / 1000.0,
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
+                host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
             }
         })
         .collect()
@@ -264,6 +267,8 @@ pub struct PointResult {
     pub ratio_to_raw: Option<f64>,
     /// Concurrency 1: p50 − the raw engine's batch-1 median along the pipeline's critical path, µs (with `--raw`).
     pub p50_minus_raw_us: Option<f64>,
+    /// Bytes copied between host and device memory per successful request, all nodes (0 on the CPU).
+    pub host_device_bytes_per_request: f64,
 }
 
 /// Builds a point's result from its windows: the last `reported` ones are merged.
@@ -290,6 +295,8 @@ pub fn point_result(
     };
     let seconds = elapsed.as_secs_f64();
     let throughput = if seconds > 0.0 { tally.ok() as f64 / seconds } else { 0.0 };
+    let copied: u64 = nodes.iter().map(|n| n.host_device_bytes).sum();
+    let host_device_bytes_per_request = if tally.ok() > 0 { copied as f64 / tally.ok() as f64 } else { 0.0 };
     PointResult {
         policy: policy.to_string(),
         mode: mode.to_string(),
@@ -312,6 +319,7 @@ pub fn point_result(
         stable,
         ratio_to_raw: None,
         p50_minus_raw_us: None,
+        host_device_bytes_per_request,
     }
 }
 
@@ -329,6 +337,7 @@ mod tests {
             queue_ns,
             compute_ns,
             placement_retries: 0,
+            host_device_bytes: 0,
             batch_sizes: Vec::new(),
         }
     }

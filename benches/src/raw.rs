@@ -1,6 +1,7 @@
 //! The ceiling: ONNX Runtime called directly, without Baton, on each node whose
-//! stages are a single ONNX stage — same model, same intra-op threads, inter-op
-//! 1, all graph optimizations (as the `onnx` engine sets them), pinned like the
+//! stages are a single ONNX stage — the session the `onnx` engine opens (same
+//! model, threads, all graph optimizations; on a CUDA node ONNX Runtime's CUDA
+//! provider with the node's options), pinned like the
 //! node's first worker — in a tight loop at each batch size up to the node's
 //! `max_batch`. Inputs are seeded random tensors of that batch (other dynamic
 //! dims 1), handed to ORT as zero-copy views each run, as the engine does.
@@ -14,7 +15,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use baton::{Dim, PipelineSpec, Tensor};
-use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::TensorRef;
 use rand::rngs::StdRng;
@@ -133,7 +133,7 @@ pub fn measure(
                     if let Some(core) = core {
                         core_affinity::set_for_current(core_affinity::CoreId { id: core });
                     }
-                    let mut session = open_session(&model, intra)?;
+                    let mut session = baton_engines::onnx::open_session(&stage.request).map_err(|e| e.to_string())?;
                     let mut rng = StdRng::seed_from_u64(seed);
                     let mut out = Vec::new();
                     for &batch in &sizes {
@@ -185,19 +185,6 @@ fn critical_path(spec: &PipelineSpec, nodes: &[RawNode]) -> Option<f64> {
         finish[n] = start + weight[n]?;
     }
     finish.into_iter().reduce(f64::max)
-}
-
-/// A session like the `onnx` engine's: all optimizations, `intra` intra-op threads, 1 inter-op thread.
-fn open_session(model: &std::path::Path, intra: usize) -> Result<Session, String> {
-    let env = baton_engines::ort_library::environment()?;
-    let build = || -> ort::Result<Session> {
-        Session::builder(env)?
-            .with_optimization_level(GraphOptimizationLevel::All)?
-            .with_intra_threads(intra)?
-            .with_inter_threads(1)?
-            .commit_from_file(model)
-    };
-    build().map_err(|e| format!("cannot load {}: {e}", model.display()))
 }
 
 /// Warms up, then runs `inputs` for `duration`, timing each run.

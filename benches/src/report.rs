@@ -125,6 +125,7 @@ pub fn points_table(points: &[PointResult]) -> String {
         "p99.9 µs",
         "mean µs",
         "errors",
+        "H↔D B/req",
     ];
     if has_priority {
         headers.extend(["prio p50", "prio p99"]);
@@ -152,6 +153,7 @@ pub fn points_table(points: &[PointResult]) -> String {
                 l.p999_us.to_string(),
                 format!("{:.1}", l.mean_us),
                 p.errors.to_string(),
+                format!("{:.0}", p.host_device_bytes_per_request),
             ];
             if has_priority {
                 let q = &p.priority_latency;
@@ -328,12 +330,14 @@ mod tests {
                 mean_batch: 8.0,
                 mean_queue_us: 12.25,
                 mean_compute_us: 300.0,
+                host_device_bytes: 0,
             }],
             windows: vec![],
             reported_windows: 1,
             stable: None,
             ratio_to_raw: Some(0.91234),
             p50_minus_raw_us: None,
+            host_device_bytes_per_request: 0.0,
         }
     }
 

@@ -108,6 +108,8 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
                 params: stage.params.clone(),
                 intra_threads: node.intra_threads,
                 inter_threads: node.inter_threads,
+                // A GPU node is profiled on its GPU.
+                execution: spec.nodes.iter().find(|n| n.name == *name).map(|n| n.execution.clone()).unwrap_or_default(),
             };
             let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
             let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;

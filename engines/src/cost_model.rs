@@ -415,6 +415,7 @@ mod tests {
             params: src.parse().unwrap(),
             intra_threads: 1,
             inter_threads: 1,
+            execution: baton::Execution::Cpu,
         };
         CostModelConfig::from_stage(&stage).map_err(|e| e.to_string())
     }

@@ -8,6 +8,7 @@
 //! ```
 
 pub mod cost_model;
+pub mod cuda;
 pub mod onnx;
 pub mod ort_library;
 pub mod remote;

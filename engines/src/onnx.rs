@@ -10,11 +10,22 @@
 //! creating the provider never fails, so pipelines that only use the cost
 //! model run without ONNX Runtime installed; a missing library is reported by
 //! `inspect` and `create`.
+//!
+//! A stage of a node with `provider = "cuda"` runs in a session with ONNX
+//! Runtime's CUDA provider (registered with `error_on_failure`: no silent
+//! fall-back to the CPU); [`OnnxProvider`]'s `prepare` loads the GPU build for
+//! it at load time (see [`crate::cuda`]). Its inputs and outputs are host
+//! tensors, so ORT copies each input to the device and each output back; the
+//! engine counts those bytes ([`Engine::host_device_bytes`]). Keeping tensors
+//! passed between GPU nodes on the device is designed in docs/gpu.md, not built.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
 use baton::{DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use ort::ep::cuda::ConvAlgorithmSearch;
+use ort::ep::{ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch, CUDA};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
@@ -46,6 +57,18 @@ impl OnnxProvider {
 pub struct OnnxParams {}
 
 impl EngineProvider for OnnxProvider {
+    /// A CUDA node: the GPU, ONNX Runtime's GPU build and the CUDA libraries must be
+    /// there; the build is loaded now, before any stage is inspected (see [`crate::cuda`]).
+    /// What is missing is an [`EngineError::Unavailable`] at the device (`cuda0`).
+    fn prepare(&self, execution: &Execution) -> Result<(), EngineError> {
+        match execution {
+            Execution::Cpu => Ok(()),
+            Execution::Cuda { device, .. } => ort_library::gpu_environment(*device)
+                .map(|_| ())
+                .map_err(|message| EngineError::Unavailable { location: execution.to_string(), message }),
+        }
+    }
+
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
         let _: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
@@ -53,7 +76,8 @@ impl EngineProvider for OnnxProvider {
             return Ok(sig.clone());
         }
         // Load outside the lock; only the signature is needed, so skip graph optimizations.
-        let session = load_session(stage, &path, GraphOptimizationLevel::Disable, 1, 1)?;
+        // On the CPU even for a CUDA node: the signature does not depend on the provider.
+        let session = load_session(stage, &path, &Execution::Cpu, GraphOptimizationLevel::Disable, 1, 1)?;
         let sig = signature(&session, stage, &path)?;
         self.signatures.lock().insert(path, sig.clone());
         Ok(sig)
@@ -69,18 +93,24 @@ pub struct OnnxEngine {
     session: Session,
     signature: ModelSignature,
     location: String,
+    /// On a GPU: bytes of the tensors handed to and taken from the session since
+    /// they were last read (inputs live in host memory and ORT copies them to the
+    /// device; outputs come back to host memory). `None` on the CPU.
+    copied: Option<u64>,
 }
 
 impl OnnxEngine {
     /// Loads the stage's model into a new session with the stage's thread settings
-    /// (`intra_threads`, `inter_threads`) and all graph optimizations.
+    /// (`intra_threads`, `inter_threads`), all graph optimizations, and on a CUDA
+    /// node ONNX Runtime's CUDA provider with the node's options (an error, never a
+    /// silent fall-back to the CPU, when it cannot be registered).
     pub fn new(stage: &StageRequest) -> Result<OnnxEngine, EngineError> {
         let _: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
-        let session =
-            load_session(stage, &path, GraphOptimizationLevel::All, stage.intra_threads, stage.inter_threads)?;
+        let session = open_session(stage)?;
         let signature = signature(&session, stage, &path)?;
-        Ok(OnnxEngine { session, signature, location: stage.location.clone() })
+        let copied = (stage.execution != Execution::Cpu).then_some(0);
+        Ok(OnnxEngine { session, signature, location: stage.location.clone(), copied })
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.
@@ -118,7 +148,15 @@ impl Engine for OnnxEngine {
                 output_tensor(&outputs[i], spec.dtype).map_err(|e| run_error(format!("output `{}`: {e}", spec.name)))?;
             result.push(tensor);
         }
+        if let Some(copied) = &mut self.copied {
+            let bytes = |ts: &mut dyn Iterator<Item = &Tensor>| ts.map(|t| t.as_bytes().len() as u64).sum::<u64>();
+            *copied += bytes(&mut inputs.iter().copied()) + bytes(&mut result.iter());
+        }
         Ok(result)
+    }
+
+    fn host_device_bytes(&mut self) -> u64 {
+        self.copied.as_mut().map_or(0, std::mem::take)
     }
 }
 
@@ -143,28 +181,72 @@ fn output_tensor(value: &ort::value::DynValue, dtype: DType) -> Result<Tensor, S
     })
 }
 
-/// A session on `path` with the given optimization level and thread counts (all set explicitly).
+/// A session on `path` with the given optimization level and thread counts (all set
+/// explicitly), on `execution`: on a CUDA device, its nodes run there (those the CUDA
+/// provider lacks run on the CPU, as ONNX Runtime places them), the provider registered
+/// with `error_on_failure`.
 fn load_session(
     stage: &StageRequest,
     path: &Path,
+    execution: &Execution,
     level: GraphOptimizationLevel,
     intra_threads: usize,
     inter_threads: usize,
 ) -> Result<Session, EngineError> {
-    let env = ort_library::environment()
-        .map_err(|message| EngineError::Unavailable { location: stage.location.clone(), message })?;
+    let env = match execution {
+        Execution::Cpu => ort_library::environment(),
+        Execution::Cuda { device, .. } => ort_library::gpu_environment(*device),
+    }
+    .map_err(|message| EngineError::Unavailable { location: stage.location.clone(), message })?;
     let build = || {
-        Session::builder(env)?
+        let builder = Session::builder(env)?
             .with_optimization_level(level)?
             .with_intra_threads(intra_threads)?
-            .with_inter_threads(inter_threads)?
-            .commit_from_file(path)
+            .with_inter_threads(inter_threads)?;
+        match execution {
+            Execution::Cpu => builder,
+            Execution::Cuda { device, options } => builder.with_execution_providers([cuda_provider(*device, options)])?,
+        }
+        .commit_from_file(path)
     };
     build().map_err(|e: ort::Error| EngineError::Load {
         location: stage.location.clone(),
         model: path.to_path_buf(),
-        reason: e.to_string(),
+        reason: match execution {
+            Execution::Cpu => e.to_string(),
+            gpu => format!("{e} (on {gpu})"),
+        },
     })
+}
+
+/// The session the `onnx` engine runs `stage` in: the stage's model and thread settings, all
+/// graph optimizations, and on a CUDA node the CUDA provider with the node's options (the raw
+/// baseline of `baton bench` opens the same).
+pub fn open_session(stage: &StageRequest) -> Result<Session, EngineError> {
+    let path = model_path(stage)?;
+    let level = GraphOptimizationLevel::All;
+    load_session(stage, &path, &stage.execution, level, stage.intra_threads, stage.inter_threads)
+}
+
+/// ONNX Runtime's CUDA provider on `device` with the node's options; registering it fails
+/// loudly (`error_on_failure`) rather than falling back to the CPU.
+fn cuda_provider(device: usize, options: &CudaOptions) -> ExecutionProviderDispatch {
+    let search = match options.cudnn_conv_algo_search {
+        ConvAlgoSearch::Exhaustive => ConvAlgorithmSearch::Exhaustive,
+        ConvAlgoSearch::Heuristic => ConvAlgorithmSearch::Heuristic,
+        ConvAlgoSearch::Default => ConvAlgorithmSearch::Default,
+    };
+    let mut ep = CUDA::default().with_device_id(device as i32).with_conv_algorithm_search(search);
+    if let Some(limit) = options.gpu_mem_limit {
+        ep = ep.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    if let Some(tf32) = options.tf32 {
+        ep = ep.with_tf32(tf32);
+    }
+    if let Some(default_stream) = options.copy_in_default_stream {
+        ep = ep.with_arbitrary_config("do_copy_in_default_stream", u8::from(default_stream));
+    }
+    ep.build().error_on_failure()
 }
 
 /// The stage's model path, canonicalized (the signature cache key).
@@ -297,6 +379,7 @@ mod tests {
             params: "threads = 2".parse().unwrap(),
             intra_threads: 1,
             inter_threads: 1,
+            execution: baton::Execution::Cpu,
         };
         let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
         assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");

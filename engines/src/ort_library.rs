@@ -11,15 +11,33 @@
 //!    current directory and its ancestors, the current executable's directory
 //!    and its ancestors, and this crate's workspace root (known at build time).
 //!
-//! The ONNX Runtime environment is created lazily by [`environment`] on first
-//! use and kept for the life of the process (ONNX Runtime allows one per
-//! process); a failure is kept too, so every later call returns the same error.
+//! The ONNX Runtime environment is created lazily on first use and kept for the
+//! life of the process (ONNX Runtime allows one per process); a failure is kept
+//! too, so every later call returns the same error. Which build it loads is
+//! decided by the first caller: [`gpu_environment`] (a CUDA node, readied at
+//! load before any stage is inspected) loads the GPU build (see [`crate::cuda`]),
+//! [`environment`] the CPU build, or whichever build is already loaded (the GPU
+//! build runs CPU nodes too). A pipeline with no CUDA node never loads the GPU build.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ort::environment::Environment;
+
+use crate::cuda;
+
+/// Which ONNX Runtime build the process loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// PyPI's `onnxruntime`: the CPU provider only.
+    Cpu,
+    /// PyPI's `onnxruntime-gpu`: the CPU and CUDA providers.
+    Gpu,
+}
+
+/// The process's ONNX Runtime: its environment and build, or why it could not be loaded.
+static LOADED: OnceLock<Result<(Environment, Build), String>> = OnceLock::new();
 
 /// The ONNX Runtime version Baton is tested against (what `scripts/setup.sh` fetches).
 pub const ORT_VERSION: &str = "1.31.1";
@@ -33,20 +51,53 @@ pub const CACHE_RELATIVE_PATH: &str = ".cache/onnxruntime/1.31.1/libonnxruntime.
 /// environment named `baton`. Errors are kept: later calls return the same
 /// message without trying again.
 pub fn environment() -> Result<&'static Environment, String> {
-    static ENV: OnceLock<Result<Environment, String>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let path = find_library()?;
-        let builder =
-            ort::init_from(&path).map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", path.display()))?;
-        let env = builder
-            .with_name("baton")
-            .build()
-            .map_err(|e| format!("cannot create the ONNX Runtime environment (library {}): {e}", path.display()))?;
-        tracing::info!(library = %path.display(), "ONNX Runtime loaded");
-        Ok(env)
-    })
-    .as_ref()
-    .map_err(Clone::clone)
+    LOADED
+        .get_or_init(|| {
+            let path = find_library()?;
+            let build = if path.with_file_name(cuda::CUDA_PROVIDER_LIBRARY).is_file() { Build::Gpu } else { Build::Cpu };
+            load(&path, build)
+        })
+        .as_ref()
+        .map(|(env, _)| env)
+        .map_err(Clone::clone)
+}
+
+/// The process-wide environment of ONNX Runtime's GPU build, for a node on CUDA
+/// `device`. The first call finds the build and the CUDA libraries, checks the
+/// GPU (see [`crate::cuda`]), preloads the libraries and loads the build; a check
+/// that fails loads nothing, so the process can still load the CPU build. An
+/// error, too, when the CPU build is already loaded (one build per process).
+pub fn gpu_environment(device: usize) -> Result<&'static Environment, String> {
+    let dev = Path::new("/dev");
+    let loaded = match LOADED.get() {
+        Some(loaded) => loaded,
+        None => {
+            let path = cuda::locate_gpu_build(std::env::var_os("ORT_DYLIB_PATH"), &search_roots())?;
+            let libraries =
+                cuda::locate_cuda_libraries(&cuda::cuda_library_dirs(std::env::var_os("BATON_CUDA_LIBS"), &path))?;
+            cuda::check_device(dev, device)?;
+            LOADED.get_or_init(|| cuda::preload(&libraries).and_then(|()| load(&path, Build::Gpu)))
+        }
+    };
+    match loaded {
+        Ok((env, Build::Gpu)) => cuda::check_device(dev, device).map(|()| env),
+        Ok((_, Build::Cpu)) => Err("ONNX Runtime's CPU build is already loaded in this process (by a pipeline \
+                                    loaded earlier), and a process holds one build: load pipelines with CUDA \
+                                    nodes first, or in a process of their own"
+            .to_string()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Loads the library at `path` and builds the environment named `baton`.
+fn load(path: &Path, build: Build) -> Result<(Environment, Build), String> {
+    let builder = ort::init_from(path).map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", path.display()))?;
+    let env = builder
+        .with_name("baton")
+        .build()
+        .map_err(|e| format!("cannot create the ONNX Runtime environment (library {}): {e}", path.display()))?;
+    tracing::info!(library = %path.display(), ?build, "ONNX Runtime loaded");
+    Ok((env, build))
 }
 
 /// The ONNX Runtime library this process would load, from `ORT_DYLIB_PATH` or the project cache.
@@ -108,11 +159,11 @@ pub fn locate(dylib_env: Option<OsString>, roots: &[PathBuf]) -> Result<PathBuf,
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A fresh, empty folder under the system temp dir.
-    fn temp_dir(tag: &str) -> PathBuf {
+    pub(crate) fn temp_dir(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("baton-ort-lib-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

@@ -453,6 +453,7 @@ mod tests {
             params: params.parse().unwrap(),
             intra_threads: 1,
             inter_threads: 1,
+            execution: baton::Execution::Cpu,
         }
     }
 

@@ -36,6 +36,9 @@
 //! policy = "weighted"      # "fifo" (default), "weighted" (the weighted-fair rule) or "stride"
 //! tenants = { alice = 1, bob = 2 }
 //! granule = 8              # split requests larger than max_batch into jobs of 8·k rows
+//!
+//! [devices.cuda0]          # optional: a GPU nodes run on (`provider = "cuda"`, see crate::execution)
+//! budget = 2               # batches that may run on it at once
 //! ```
 
 use std::collections::BTreeMap;
@@ -43,6 +46,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::execution::{CudaOptions, DeviceConfig, ProviderKind};
 
 /// A whole pipeline file.
 #[derive(Clone, Debug, Deserialize)]
@@ -71,6 +76,9 @@ pub struct PipelineConfig {
     /// requests (see [`FairnessConfig`]).
     #[serde(default)]
     pub fairness: FairnessConfig,
+    /// GPUs the nodes share, by name (`cuda0`, ...): each one's budget (see [`crate::execution`]).
+    #[serde(default)]
+    pub devices: BTreeMap<String, DeviceConfig>,
 }
 
 /// `[streams]`: limits on per-stream state (write-back edges).
@@ -307,6 +315,13 @@ pub struct NodeConfig {
     /// the server at once (default 4). It holds no local cores: its batches
     /// take nothing from `compute_budget`; one worker thread per batch in flight.
     pub window: Option<usize>,
+    /// Where the node's model stages run: `cpu` (default) or `cuda` (see [`crate::execution`]).
+    #[serde(default)]
+    pub provider: ProviderKind,
+    /// With `provider = "cuda"`: the CUDA device index (default 0).
+    pub device: Option<usize>,
+    /// With `provider = "cuda"`: the CUDA provider's options.
+    pub cuda: Option<CudaOptions>,
 }
 
 /// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.

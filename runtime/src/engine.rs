@@ -23,6 +23,7 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use crate::execution::Execution;
 use crate::request::StreamChunk;
 use crate::tensor::{DType, Tensor};
 
@@ -172,6 +173,8 @@ pub struct StageRequest {
     pub intra_threads: usize,
     /// Inter-op threads.
     pub inter_threads: usize,
+    /// Where the stage's node runs: the CPU, or a GPU with its options (the node's `provider`).
+    pub execution: Execution,
 }
 
 impl StageRequest {
@@ -239,6 +242,12 @@ pub trait Engine: Send {
         let _ = batch;
         self.run_tasks(inputs, rows)
     }
+
+    /// Bytes this engine copied between host and device memory since the last call
+    /// (read by its worker after each run). Default: 0, an engine on the CPU.
+    fn host_device_bytes(&mut self) -> u64 {
+        0
+    }
 }
 
 /// The body of a Rust processing stage: inputs (stitched, signature order) and rows per task in.
@@ -289,6 +298,16 @@ impl EngineProvider for FunctionStage {
 
 /// Creates engines of one kind.
 pub trait EngineProvider: Send + Sync {
+    /// Readies the provider for stages that run on `execution` (a GPU, say: its
+    /// libraries found and loaded, the device present). Called at load, once per
+    /// node and provider, for every node before any stage is inspected, so a
+    /// provider that loads a process-wide library picks the right one. The
+    /// error ([`EngineError::Unavailable`], say) tells what is missing and how to
+    /// get it. Default: nothing to do.
+    fn prepare(&self, execution: &Execution) -> Result<(), EngineError> {
+        let _ = execution;
+        Ok(())
+    }
     /// Reads the stage's signature without keeping an engine (load-time checks).
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError>;
     /// Creates an engine for one worker thread.
@@ -373,6 +392,7 @@ mod tests {
             params: params.parse().unwrap(),
             intra_threads: 1,
             inter_threads: 1,
+            execution: Execution::Cpu,
         }
     }
 

@@ -15,6 +15,7 @@
 mod clock;
 pub mod config;
 pub mod engine;
+pub mod execution;
 pub mod fairness;
 pub mod metrics;
 mod node;
@@ -30,6 +31,7 @@ pub mod tensor;
 mod wakeup;
 
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
+pub use execution::{CudaOptions, Execution};
 pub use engine::{
     BatchInfo, Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams,
     StageOutput, StageParams, StageRequest, TensorSpec,

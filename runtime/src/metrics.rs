@@ -43,6 +43,9 @@ pub const INJECTED_FAULTS: &str = "baton_injected_faults_total";
 /// Requests refused at admission because a node they enter at had `max_queue` tasks waiting.
 pub const NODE_REFUSALS: &str = "baton_node_refusals_total";
 
+/// Bytes a node's engines copied between host and device memory (GPU nodes; 0 on the CPU).
+pub const HOST_DEVICE_BYTES: &str = "baton_host_device_bytes_total";
+
 /// Tasks at a node with worker groups not placed on a fitting worker within
 /// `placement_timeout_us`, sent back to wait for another round.
 pub const PLACEMENT_RETRIES: &str = "baton_placement_retries_total";
@@ -61,6 +64,7 @@ pub(crate) struct NodeMetrics {
     pub picks: Counter,
     pub refusals: Counter,
     pub placement_retries: Counter,
+    pub host_device_bytes: Counter,
     /// Labels, for the rarely used per-kind counters.
     labels: [(&'static str, String); 2],
 }
@@ -80,6 +84,7 @@ impl NodeMetrics {
             picks: counter!(PICKS, &labels),
             refusals: counter!(NODE_REFUSALS, &labels),
             placement_retries: counter!(PLACEMENT_RETRIES, &labels),
+            host_device_bytes: counter!(HOST_DEVICE_BYTES, &labels),
             labels,
         }
     }

@@ -13,6 +13,7 @@ pub mod mixed;
 use std::path::PathBuf;
 
 use baton::{DType, Tensor};
+use baton_stages::collab::session as collab;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{Session, SessionInputValue};
 use ort::value::TensorRef;
@@ -266,4 +267,32 @@ pub fn start(name: &str, scheduling: Scheduling) -> baton::Runtime {
         cfg.scheduler.tick_us = 20_000;
     }
     baton::Runtime::from_config(&cfg, Some(&path), &registry()).unwrap_or_else(|e| panic!("{name} starts: {e}"))
+}
+
+/// Streams every session of `data` through `runtime` at once, each on its own thread
+/// (stream id = its index) with `stream`; the results in session order. A session that fails panics.
+pub fn every_session_at_once(
+    runtime: &baton::Runtime,
+    data: &collab::Sessions,
+    stream: fn(&baton::Runtime, &collab::Session, u64) -> Result<collab::SessionResult, String>,
+) -> Vec<collab::SessionResult> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = data
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| scope.spawn(move || stream(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}"))))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Streams every committed session through `runtime` at once (one thread each), as the
+/// collab pipeline's users would; the results by session id. A session that fails panics.
+pub fn stream_every_session(
+    runtime: &baton::Runtime,
+    data: &collab::Sessions,
+) -> std::collections::HashMap<String, collab::SessionResult> {
+    let results = every_session_at_once(runtime, data, collab::stream_session);
+    results.into_iter().map(|r| (r.id.clone(), r)).collect()
 }

@@ -3,13 +3,10 @@
 //! together), PP-OCRv4 text recognition with the Rust stages, and the whole
 //! `configs/collab.toml` recommending each session's category.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use baton::{Request, RequestError, Runtime, Tensor};
-use baton_stages::collab::session::{
-    char_accuracy, stream_session, stream_session_image_first, Session, SessionResult, Sessions,
-};
+use baton_stages::collab::session::{char_accuracy, stream_session, stream_session_image_first, Session, Sessions};
 use baton_stages::collab::speech::{chunk_tensor, chunks, read_wav, THRESHOLD};
 
 fn root() -> PathBuf {
@@ -130,32 +127,11 @@ fn a_bad_chunk_leaves_the_stream_state_unchanged_and_the_next_chunk_works() {
     assert_eq!(probs, clean, "the bad chunk changed nothing");
 }
 
-/// Streams every session at once, each on its own thread (stream id = its index), in session order.
-fn every_session_at_once(
-    runtime: &Runtime,
-    data: &Sessions,
-    stream: fn(&Runtime, &Session, u64) -> Result<SessionResult, String>,
-) -> Vec<SessionResult> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = data
-            .sessions
-            .iter()
-            .enumerate()
-            .map(|(i, s)| scope.spawn(move || stream(runtime, s, i as u64).unwrap_or_else(|e| panic!("{e}"))))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
 #[test]
 fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category() {
     let data = sessions();
     let runtime = runtime("configs/collab.toml");
-    let results: HashMap<String, _> =
-        every_session_at_once(&runtime, &data, |runtime, s, id| stream_session(runtime, s, id))
-            .into_iter()
-            .map(|r| (r.id.clone(), r))
-            .collect();
+    let results = baton_e2e::stream_every_session(&runtime, &data);
     let (mut chars, mut errors) = (0usize, 0.0f64);
     for session in &data.sessions {
         let result = &results[&session.id];
@@ -177,8 +153,9 @@ fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category(
 fn sessions_sending_their_image_first_get_the_same_categories_and_texts() {
     let data = sessions();
     let runtime = runtime("configs/collab_early.toml");
-    let results =
-        every_session_at_once(&runtime, &data, |runtime, s, id| stream_session_image_first(runtime, s, id, None));
+    let results = baton_e2e::every_session_at_once(&runtime, &data, |runtime, s, id| {
+        stream_session_image_first(runtime, s, id, None)
+    });
     for (session, result) in data.sessions.iter().zip(&results) {
         assert_eq!(data.categories[result.category], session.expected_category, "{}", session.id);
         assert!(char_accuracy(&result.text, &session.image_text) >= 0.9, "{}: `{}`", session.id, result.text);

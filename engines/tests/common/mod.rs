@@ -25,6 +25,7 @@ pub fn onnx_stage(model: PathBuf) -> StageRequest {
         params: baton::StageParams::default(),
         intra_threads: 1,
         inter_threads: 1,
+        execution: baton::Execution::Cpu,
     }
 }
 
@@ -36,6 +37,7 @@ pub fn cost_stage(params: &str) -> StageRequest {
         params: params.parse().expect("test params are valid TOML"),
         intra_threads: 1,
         inter_threads: 1,
+        execution: baton::Execution::Cpu,
     }
 }
 

@@ -119,6 +119,7 @@ pub(crate) struct NodeCounters {
     pub queue_ns: AtomicU64,
     pub compute_ns: AtomicU64,
     pub placement_retries: AtomicU64,
+    pub host_device_bytes: AtomicU64,
     /// Executed batches by size.
     pub batch_sizes: crate::stats::BatchSizes,
 }
@@ -142,6 +143,8 @@ pub struct NodeStats {
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
     pub placement_retries: u64,
+    /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
+    pub host_device_bytes: u64,
     /// Executed batches by batch size (rows), by increasing size.
     pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
 }
@@ -158,6 +161,7 @@ impl NodeCounters {
             queue_ns: get(&self.queue_ns),
             compute_ns: get(&self.compute_ns),
             placement_retries: get(&self.placement_retries),
+            host_device_bytes: get(&self.host_device_bytes),
             batch_sizes: self.batch_sizes.snapshot(),
         }
     }

@@ -347,7 +347,14 @@ impl Worker {
                 out
             }
         };
-        match catch_unwind(AssertUnwindSafe(run)) {
+        let result = catch_unwind(AssertUnwindSafe(run));
+        let copied = self.engines[s].host_device_bytes();
+        if copied > 0 {
+            let state = &router.nodes[self.node];
+            state.metrics.host_device_bytes.increment(copied);
+            state.counters.host_device_bytes.fetch_add(copied, Ordering::Relaxed);
+        }
+        match result {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
             Err(panic) => {

@@ -7,6 +7,9 @@
 //! on the channel of a group that has an idle worker and waiting tasks it
 //! fits: see [`crate::node`]'s module docs).
 //!
+//! GPU nodes hold a slot of their device's budget instead of compute (the
+//! device-budget protocol, `scheduler/devices.rs`).
+//!
 //! Decisions are made on the scheduler thread every `tick_us`, and at once on
 //! events: a priority task arrives, a node finishes a batch, or (with
 //! `decide_on_arrival`) any task arrives at a node that has an idle worker.
@@ -23,6 +26,7 @@
 //! "set reason, try lock" against "unlock, look at reasons"). Decisions
 //! are serialized by the lock and never block a poking thread.
 
+mod devices;
 pub mod select;
 
 use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
@@ -36,6 +40,7 @@ use crate::clock;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
 use crate::spec::PipelineSpec;
+use devices::DeviceSlots;
 use select::{NodeLoad, NodeSelector, Running};
 
 /// Why a decision is wanted (bits of `Scheduler::reasons`).
@@ -84,6 +89,8 @@ struct Core {
     selector: Box<dyn NodeSelector>,
     loads: Vec<NodeLoad>,
     picked: Vec<usize>,
+    /// GPU nodes' device budgets (see [`devices`]).
+    devices: DeviceSlots,
 }
 
 pub(crate) struct Scheduler {
@@ -113,6 +120,8 @@ impl Scheduler {
     pub fn new(spec: &PipelineSpec, metrics: PipelineMetrics) -> Self {
         let s = &spec.scheduler;
         let selector = select::selector(spec);
+        let devices = DeviceSlots::new(spec);
+        // A GPU node holds a slot of its device, none of the compute budget: its spec's cost is 0.
         let loads = spec
             .nodes
             .iter()
@@ -126,7 +135,7 @@ impl Scheduler {
             } else {
                 0
             },
-            core: Mutex::new(Core { selector, loads, picked: Vec::new() }),
+            core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
@@ -167,12 +176,14 @@ impl Scheduler {
 
     fn decide(&self, core: &mut Core, reasons: u8, nodes: &[NodeState]) {
         let started = Instant::now();
-        let Core { selector, loads, picked } = core;
+        let Core { selector, loads, picked, devices } = core;
         let mut in_use = 0.0;
         let mut running = 0;
         let now_ns = clock::now_ns();
+        devices.begin();
         for (n, state) in nodes.iter().enumerate() {
             let busy = state.busy();
+            devices.hold(n, busy);
             let load = &mut loads[n];
             load.pending = state.buffer.pending();
             load.priority_pending = state.buffer.priority_pending();
@@ -187,9 +198,15 @@ impl Scheduler {
         for &(join, slot, parent, weight) in &self.boosts {
             loads[parent].boost += nodes[join].joins.waiting_for(slot) as f64 * weight;
         }
+        // A node whose device has no slot left cannot start this round; the picks take
+        // their devices' slots in pick order (the device-budget protocol, `devices`).
+        for (n, load) in loads.iter_mut().enumerate() {
+            load.can_start &= devices.has_room(n);
+        }
         let due = selector
             .select(loads, Running { compute: in_use, nodes: running }, picked)
             .map_or(u64::MAX, |left| now_ns + left);
+        picked.retain(|&n| devices.admit(n));
         if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
             if let Some(ticker) = self.ticker.get() {
                 ticker.unpark();

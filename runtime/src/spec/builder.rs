@@ -85,6 +85,7 @@ impl Builder<'_> {
     fn build(&self) -> Result<PipelineSpec> {
         let cfg = self.config;
         check_sections(cfg)?;
+        self.prepare_engines()?;
         let mut nodes = Vec::with_capacity(cfg.nodes.len());
         for (name, node) in &cfg.nodes {
             nodes.push(self.node(name, node)?);
@@ -101,6 +102,7 @@ impl Builder<'_> {
         let mut nodes = wiring.nodes;
         keep_routed_outputs(&mut nodes)?;
         let topo_order = topological_order(&nodes)?;
+        let devices = self.devices(&mut nodes)?;
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = FairnessSpec::build(&cfg.fairness, &nodes)?;
         let worker_kinds = index_worker_kinds(&mut nodes);
@@ -112,6 +114,7 @@ impl Builder<'_> {
             outputs,
             scheduler: cfg.scheduler.clone(),
             compute_budget,
+            devices,
             max_in_flight: cfg.pipeline.max_in_flight,
             topo_order,
             streams: cfg.streams.clone(),
@@ -126,8 +129,8 @@ impl Builder<'_> {
             return err("scheduler.tick_us", format!("{} is out of range; use 1 to 10000000 µs", s.tick_us));
         }
         let total: f64 = nodes.iter().map(|n| n.cost).sum();
-        // Remote nodes hold no local compute (cost 0): a pipeline of only those needs
-        // no budget of its own, and any positive one lets every node run.
+        // Remote and GPU nodes hold no local compute (cost 0, `Resource::budget_cost`): a
+        // pipeline of only those needs no budget of its own, and any positive one lets every node run.
         let budget = s.compute_budget.unwrap_or(if total > 0.0 { total } else { 1.0 });
         if !(budget.is_finite() && budget > 0.0) {
             return err("scheduler.compute_budget", format!("{budget} is not a positive number"));

@@ -15,10 +15,12 @@
 //!
 //! The module reads top-down: [`types`] (what a validated pipeline is),
 //! [`builder`] (config to spec, pipeline-wide checks), `node` (one node's
-//! stages, signatures, state, pads and worker groups), [`topology`] (queries
+//! stages, signatures, state, pads and worker groups), `devices` (where nodes
+//! run: `provider`, `device`, `cuda`, `[devices]`), [`topology`] (queries
 //! over the built graph), and [`fairness`] (the validated `[fairness]`).
 
 mod builder;
+mod devices;
 pub mod fairness;
 mod node;
 pub mod remote;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::builder::{check_compatible, list_or_none, Builder};
+use super::devices::node_execution;
 use super::types::*;
 use super::{err, port_position, NodeSpec, Port, Result};
 use crate::config::{ConfigError, FaultConfig, NodeConfig, StageConfig};
@@ -18,6 +19,7 @@ impl Builder<'_> {
         check_node_settings(name, cfg)?;
         let groups = worker_groups(name, cfg)?;
         let remote = super::remote::check(name, cfg)?;
+        let execution = node_execution(name, cfg)?;
         let mut chain = StageChain::default();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
@@ -32,6 +34,7 @@ impl Builder<'_> {
                 params,
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
+                execution: execution.clone(),
             };
             let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e.to_string()))?;
             chain.push(&location, name, cfg.max_batch, StageSpec {
@@ -49,6 +52,7 @@ impl Builder<'_> {
             .collect();
         let state = self.state(name, cfg, &stages, &inputs, &mut routes)?;
         let pad = self.pads(name, cfg, &inputs, &routes, &stages, &state)?;
+        // A CUDA node's `Resource::Device` is set pipeline-wide, with the devices (`Builder::devices`).
         let resource = match &remote {
             Some(r) => r.resource(),
             None => Resource::Cores { cost: cfg.cost },
@@ -76,11 +80,12 @@ impl Builder<'_> {
             faults: cfg.faults.clone(),
             placement_timeout_ns: cfg.placement_timeout_us.map(|us| us.saturating_mul(1000)),
             groups,
+            execution,
         })
     }
 
     /// The engine kind (`function:NAME` for a function stage) and provider a stage names.
-    fn stage_provider(&self, location: &str, stage: &StageConfig) -> Result<(String, &Arc<dyn EngineProvider>)> {
+    pub(super) fn stage_provider(&self, location: &str, stage: &StageConfig) -> Result<(String, &Arc<dyn EngineProvider>)> {
         match (&stage.function, &stage.engine) {
             _ if stage.remote.is_some() => {
                 if stage.function.is_some() || stage.engine.is_some() {

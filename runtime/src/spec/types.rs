@@ -6,6 +6,8 @@ use std::sync::Arc;
 use super::fairness::FairnessSpec;
 use crate::config::{FaultConfig, SchedulerConfig, StreamsConfig};
 use crate::engine::{EngineProvider, ModelSignature, StageRequest, TensorSpec};
+pub use crate::execution::DeviceSpec;
+use crate::execution::Execution;
 use crate::tensor::Tensor;
 
 /// Where a stage input comes from within its node.
@@ -88,7 +90,8 @@ pub struct NodeSpec {
     pub weight: f64,
     /// What a running batch holds against `scheduler.compute_budget`: [`Resource::budget_cost`].
     pub cost: f64,
-    /// What the node's batches hold while they run.
+    /// What the node's batches hold while they run: cores, a window of batches in
+    /// flight to a server, or a slot of a device's budget.
     pub resource: Resource,
     /// The node's stage keeps per-stream state on a remote server: its tasks
     /// need a stream, and a stream's chunks pass one at a time, in order.
@@ -108,6 +111,8 @@ pub struct NodeSpec {
     pub groups: Vec<GroupSpec>,
     /// With groups: how long a task may wait for a fitting worker before its round fails, ns.
     pub placement_timeout_ns: Option<u64>,
+    /// Where its stages run (`provider`, `device`, `cuda`).
+    pub execution: Execution,
 }
 
 /// What a node holds while one of its batches runs (the budget rule, docs/remote.md).
@@ -118,6 +123,9 @@ pub enum Resource {
     /// Batches in flight to a remote server: nothing held locally; at most
     /// `window` at once, one per worker thread.
     Remote { window: usize },
+    /// One batch slot of device `index` in [`PipelineSpec::devices`] (a CUDA node,
+    /// set by the builder once the pipeline's devices are known): no cores held.
+    Device(usize),
 }
 
 impl Resource {
@@ -125,7 +133,7 @@ impl Resource {
     pub fn budget_cost(&self) -> f64 {
         match *self {
             Resource::Cores { cost } => cost,
-            Resource::Remote { .. } => 0.0,
+            Resource::Remote { .. } | Resource::Device(_) => 0.0,
         }
     }
 }
@@ -198,8 +206,10 @@ pub struct PipelineSpec {
     pub inputs: Vec<InputSpec>,
     pub outputs: Vec<OutputSpec>,
     pub scheduler: SchedulerConfig,
-    /// The compute budget after defaults (sum of costs when unset).
+    /// The compute budget after defaults (sum of the CPU nodes' costs when unset).
     pub compute_budget: f64,
+    /// The GPUs nodes run on, indexed by [`Resource::Device`], each with its budget.
+    pub devices: Vec<DeviceSpec>,
     pub max_in_flight: usize,
     /// Nodes in an order where every node comes after all its parents.
     pub topo_order: Vec<usize>,

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU figures of docs/gpu.md, each a side-by-side in one run, into DIR (default /tmp/baton-figures).
+# Runs on a machine with a GPU and ONNX Runtime's GPU build (scripts/setup.sh --gpu, or as
+# scripts/device-run.sh sets it up: ORT_DYLIB_PATH, BATON_CUDA_LIBS, BATON_BIN, COLLAB_BIN).
+#
+#   1. MLP 4096 wide on CUDA: Baton (greedy, collaborative) vs raw ONNX Runtime-CUDA, c=1 p50 and saturation
+#   2. PP-OCRv4 detection (3x640x640) and recognition (3x48x320) on CUDA: the same
+#   3. the collab pipeline on the GPU: capacity (sessions/s) against the CPU pipeline; final-chunk
+#      p99 at 70% and 90% of the GPU capacity, collaborative vs greedy vs dynamic (1 ms)
+#   4. the MLP of configs/mlp.toml on the CPU with 1, 2, 4, 8, 16 workers vs raw ONNX Runtime on the
+#      same cores (workers x the one-core raw best: perfect scaling, the strongest baseline)
+#
+# FIGURES=1,2,3,4 picks some; DURATION (default 5s) is each bench point's length.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DIR=${1:-/tmp/baton-figures}
+mkdir -p "$DIR" .device/configs
+BATON=${BATON_BIN:-target/release/baton}
+COLLAB=${COLLAB_BIN:-target/release/examples/collab}
+FIGURES=${FIGURES:-1,2,3,4}
+DURATION=${DURATION:-5s}
+want() { [[ ,$FIGURES, == *,$1,* ]]; }
+log() { echo "$ $*" | tee -a "$DIR/commands.txt"; }
+run() { log "$@"; "$@"; }
+
+[[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
+    run python3 scripts/make_gpu_models.py models
+
+bench_gpu() { # NAME CONFIG CONCURRENCY RAW_BATCHES
+    run "$BATON" bench "$2" --concurrency "$3" --policy greedy,collaborative --raw --raw-batches "$4" \
+        --duration "$DURATION" --client-threads 8 --json "$DIR/$1.json" --csv "$DIR/$1.csv" 2>&1 | tee "$DIR/$1.txt"
+}
+
+if want 1; then
+    bench_gpu mlp4096 configs/gpu/mlp4096.toml 1,8,32,128,256 1,8,32,64,128
+fi
+if want 2; then
+    bench_gpu ocr-det configs/gpu/ocr-det.toml 1,4,16,32 1,2,4,8
+    bench_gpu ocr-rec configs/gpu/ocr-rec.toml 1,8,32,128 1,8,16,32
+fi
+if want 3; then
+    capacity() { # CONFIG -> sessions/s of 64 unpaced sessions, collaborative
+        run "$COLLAB" --config "$1" --capacity 64 --policies collaborative | tee -a "$DIR/collab-capacity.txt" |
+            sed -n 's/.*= \([0-9.]*\) sessions\/s.*/\1/p' | tail -1
+    }
+    gpu_capacity=$(capacity configs/collab-gpu.toml)
+    cpu_capacity=$(capacity configs/collab.toml)
+    echo "collab capacity: GPU $gpu_capacity sessions/s, CPU $cpu_capacity sessions/s" | tee -a "$DIR/collab-capacity.txt"
+    for share in 70 90; do
+        rate=$(python3 -c "print(round($gpu_capacity * $share / 100, 2))")
+        run "$COLLAB" --config configs/collab-gpu.toml --rate "$rate" --duration 20 \
+            --policies collaborative,greedy,dynamic 2>&1 | tee "$DIR/collab-gpu-$share.txt"
+    done
+fi
+if want 4; then
+    cores=$(nproc)
+    for workers in 1 2 4 8 16; do
+        ((workers < cores)) || workers=$((cores - 1))
+        config=.device/configs/mlp-cpu-$workers.toml
+        list=$(seq -s, 1 "$workers")
+        sed -e "s/^cores = \[1\].*/cores = [$list]\nworkers = $workers/" configs/mlp.toml > "$config"
+        clients=$(seq -s, $((workers + 1)) $((cores - 1)))
+        client_cores=()
+        [[ -n $clients ]] && client_cores=(--client-cores "$clients")
+        raw=()
+        ((workers == 1)) && raw=(--raw)
+        run "$BATON" bench "$config" --concurrency $((workers * 64)) --policy greedy,collaborative "${raw[@]}" \
+            --duration "$DURATION" --client-threads 4 "${client_cores[@]}" \
+            --json "$DIR/mlp-cpu-$workers.json" 2>&1 | tee "$DIR/mlp-cpu-$workers.txt"
+    done
+fi
+echo "figures in $DIR (commands in $DIR/commands.txt)"
