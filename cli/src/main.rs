@@ -13,6 +13,7 @@ mod plan_partition;
 mod plan_schedule;
 mod profile;
 mod run;
+mod serve_args;
 mod suggest;
 
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ enum Command {
     /// Benchmark a pipeline: latency vs load, batching policies side by side, ratios to the raw engine.
     Bench(bench_args::BenchArgs),
     /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
-    Serve(baton_server::ServeArgs),
+    Serve(serve_args::ServeArgs),
     /// Benchmark request-level fairness policies (seed 004, stride, fifo) on generated traces.
     BenchFairness(bench_args::FairnessArgs),
     /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
@@ -74,7 +75,7 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => run::run(args, &engines()),
         Command::Bench(args) => baton_bench::run_with(args.options(), &engines()),
-        Command::Serve(args) => baton_server::run_with(args, &engines()),
+        Command::Serve(args) => baton_server::run_with(args.options(), &engines()),
         Command::Plan(args) => plan::run(args),
         Command::BenchFairness(args) => baton_bench::fairness::run(args.options()),
         Command::Profile(args) => profile::run(args, &engines()),

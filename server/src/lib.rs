@@ -34,7 +34,7 @@
 //! repository: each `NAME.toml` model `NAME`, loaded at start, and loaded,
 //! reloaded or unloaded while serving through the repository extension.
 
-pub mod cli;
+pub mod serve;
 pub mod config;
 pub mod conn;
 pub mod grpc;
@@ -55,7 +55,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use cli::{run, run_with, ServeArgs};
+pub use serve::{parse_listen_addr, run, run_with, ServeOptions};
 pub use metrics::install_recorder;
 pub use model::{ErrorKind, Model, Models};
 pub use models::Repository;

@@ -1,0 +1,108 @@
+//! Serving pipelines until SIGTERM / ctrl-c: loading them, running the
+//! server, and the exit code (what `baton serve` runs; its command-line
+//! arguments live in the `baton` command, `cli/src/serve_args.rs`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use baton::{EngineRegistry, Runtime};
+
+use crate::{install_recorder, Server, ServerConfig};
+
+/// What to serve and how.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Pipeline files; each is served as a model named by its pipeline name, version 1.
+    pub pipelines: Vec<PathBuf>,
+    /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`.
+    pub model_repository: Option<PathBuf>,
+    /// Threads for the network front ends (tokio workers).
+    pub threads: usize,
+    /// Addresses, limits and timeouts.
+    pub config: ServerConfig,
+}
+
+/// A listen address: `HOST:PORT`, a bare port (on 127.0.0.1), `localhost:PORT`, or `off` (`None`).
+pub fn parse_listen_addr(s: &str) -> Result<Option<SocketAddr>, String> {
+    if s == "off" {
+        return Ok(None);
+    }
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+    }
+    if let Some(port) = s.strip_prefix("localhost:") {
+        let port = port.parse::<u16>().map_err(|e| format!("bad port in {s:?}: {e}"))?;
+        return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+    }
+    s.parse::<SocketAddr>().map(Some).map_err(|e| format!("{s:?} is not HOST:PORT, PORT or `off`: {e}"))
+}
+
+/// Runs `baton serve` with the standard engines (`onnx`, `cost_model`).
+pub fn run(options: ServeOptions) -> ExitCode {
+    run_with(options, &baton_engines::standard_registry())
+}
+
+/// Runs `baton serve` with the given engines: exit 0 after a graceful shutdown,
+/// 2 when a pipeline does not load, 1 when the server cannot start.
+pub fn run_with(options: ServeOptions, engines: &EngineRegistry) -> ExitCode {
+    // Before any runtime starts: runtimes register their metrics at start.
+    install_recorder();
+    let mut runtimes: Vec<Runtime> = Vec::new();
+    for path in &options.pipelines {
+        match Runtime::from_file(path, engines) {
+            Ok(runtime) => runtimes.push(runtime),
+            Err(e) => {
+                let message = e.to_string();
+                if message.contains(&path.display().to_string()) {
+                    eprintln!("error: {message}");
+                } else {
+                    eprintln!("error: {}: {message}", path.display());
+                }
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut server = Server::new(options.config).models(runtimes);
+    if let Some(dir) = &options.model_repository {
+        server = server.repository(dir, engines.clone());
+    }
+    let started = server.run_blocking(options.threads, |running| {
+        let models = running.models().list();
+        let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+        let show = |a: Option<SocketAddr>, prefix: &str, suffix: &str| {
+            a.map_or_else(|| "off".to_string(), |a| format!("{prefix}{a}{suffix}"))
+        };
+        eprintln!(
+            "baton serve: models {} (version 1) | HTTP {} | gRPC {} | metrics {}",
+            names.join(", "),
+            show(running.http_addr(), "http://", "/v2"),
+            show(running.grpc_addr(), "", ""),
+            show(running.metrics_addr(), "http://", "/metrics"),
+        );
+    });
+    match started {
+        Ok(()) => {
+            eprintln!("baton serve: shut down");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse() {
+        assert_eq!(parse_listen_addr("off").unwrap(), None);
+        assert_eq!(parse_listen_addr("9000").unwrap(), Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(parse_listen_addr("localhost:9000").unwrap(), Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(parse_listen_addr("0.0.0.0:80").unwrap(), Some("0.0.0.0:80".parse().unwrap()));
+        assert!(parse_listen_addr("nowhere").is_err());
+    }
+}
