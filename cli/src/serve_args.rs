@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn addresses_and_timeouts_are_read() {
-        let cli = Cli::try_parse_from(["serve", "p.toml", "--http", "off", "--grpc", "9001", "--body-read-timeout", "-1"]);
+        let cli = Cli::try_parse_from(["serve", "p.toml", "--http", "off", "--grpc", "9001", "--body-read-timeout=-1"]);
         let options = cli.unwrap().serve.options();
         assert_eq!(options.config.http, None);
         assert_eq!(options.config.grpc, Some("127.0.0.1:9001".parse().unwrap()));
