@@ -54,7 +54,13 @@ pub struct FairnessOptions {
 
 impl Default for FairnessOptions {
     fn default() -> Self {
-        FairnessOptions { slots: 4000, batch: 32, seed: 4, decisions: 2_000_000, runtime: std::time::Duration::from_secs(2) }
+        FairnessOptions {
+            slots: 4000,
+            batch: 32,
+            seed: 4,
+            decisions: 2_000_000,
+            runtime: std::time::Duration::from_secs(2),
+        }
     }
 }
 

@@ -318,7 +318,10 @@ fn baton_plan_places_a_pipeline_on_hosts_with_either_placement() {
         let far = std::fs::read_to_string(out.join("b.toml")).unwrap();
         // The home host keeps the input node and calls the far host's pipeline through one remote node.
         assert!(home.contains("[nodes.embed]") && home.contains("[nodes.on_b]"), "{home}");
-        assert!(home.contains("remote = \"grpc://127.0.0.1:18002\"") && home.contains("model = \"diamond_b\""), "{home}");
+        assert!(
+            home.contains("remote = \"grpc://127.0.0.1:18002\"") && home.contains("model = \"diamond_b\""),
+            "{home}"
+        );
         assert!(far.contains("name = \"diamond_b\"") && !far.contains("[nodes.embed]"), "{far}");
         // Both files are valid pipelines: the far one on its own, the home one once its far host answers.
         let far_runtime = pipeline_file(&out.join("b.toml"));

@@ -166,7 +166,11 @@ pub(crate) struct TensorParams {
 }
 
 /// `list` (the stage's `key`) as specs: names non-empty and listed once.
-pub(crate) fn tensor_specs(stage: &StageRequest, key: &str, list: Vec<TensorParams>) -> Result<Vec<TensorSpec>, EngineError> {
+pub(crate) fn tensor_specs(
+    stage: &StageRequest,
+    key: &str,
+    list: Vec<TensorParams>,
+) -> Result<Vec<TensorSpec>, EngineError> {
     let mut specs: Vec<TensorSpec> = Vec::with_capacity(list.len());
     for (i, TensorParams { name, dtype, shape }) in list.into_iter().enumerate() {
         let at = format!("{key}[{i}].name");

@@ -130,7 +130,9 @@ pub fn check_device(dev: &Path, device: usize) -> Result<(), String> {
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.strip_prefix("nvidia").is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit())))
+                .filter(|n| {
+                    n.strip_prefix("nvidia").is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+                })
                 .collect()
         })
         .unwrap_or_default();

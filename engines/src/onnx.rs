@@ -141,11 +141,12 @@ impl Engine for OnnxEngine {
         }
         // A slice of values is matched to the session's inputs by position (signature order).
         let run_error = |message: String| EngineError::Run(format!("stage {}: {message}", self.location));
-        let outputs = self.session.run(values.as_slice()).map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
+        let outputs =
+            self.session.run(values.as_slice()).map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
         let mut result = Vec::with_capacity(self.signature.outputs.len());
         for (i, spec) in self.signature.outputs.iter().enumerate() {
-            let tensor =
-                output_tensor(&outputs[i], spec.dtype).map_err(|e| run_error(format!("output `{}`: {e}", spec.name)))?;
+            let tensor = output_tensor(&outputs[i], spec.dtype)
+                .map_err(|e| run_error(format!("output `{}`: {e}", spec.name)))?;
             result.push(tensor);
         }
         if let Some(copied) = &mut self.copied {
@@ -205,7 +206,9 @@ fn load_session(
             .with_inter_threads(inter_threads)?;
         match execution {
             Execution::Cpu => builder,
-            Execution::Cuda { device, options } => builder.with_execution_providers([cuda_provider(*device, options)])?,
+            Execution::Cuda { device, options } => {
+                builder.with_execution_providers([cuda_provider(*device, options)])?
+            }
         }
         .commit_from_file(path)
     };

@@ -54,7 +54,8 @@ pub fn environment() -> Result<&'static Environment, String> {
     LOADED
         .get_or_init(|| {
             let path = find_library()?;
-            let build = if path.with_file_name(cuda::CUDA_PROVIDER_LIBRARY).is_file() { Build::Gpu } else { Build::Cpu };
+            let build =
+                if path.with_file_name(cuda::CUDA_PROVIDER_LIBRARY).is_file() { Build::Gpu } else { Build::Cpu };
             load(&path, build)
         })
         .as_ref()

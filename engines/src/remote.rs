@@ -189,9 +189,9 @@ impl EngineProvider for RemoteProvider {
                 tracing::warn!(stage = %stage.location, "{e}; lazy: using the signature in params, connecting at the first batch");
                 Ok(declared)
             }
-            (Err(e), None, true) => {
-                Err(unavailable(format!("{e}; a lazy remote stage needs its signature in params (`inputs`, `outputs`)")))
-            }
+            (Err(e), None, true) => Err(unavailable(format!(
+                "{e}; a lazy remote stage needs its signature in params (`inputs`, `outputs`)"
+            ))),
             (Err(e), _, false) => {
                 Err(unavailable(format!("{e} (set `lazy = true` and give the signature to start without it)")))
             }
@@ -463,8 +463,9 @@ mod tests {
 
     #[test]
     fn settings_read_the_endpoint_model_and_timeouts() {
-        let s = settings("url = \"grpc://127.0.0.1:9\"\nmodel = \"m\"\nlazy = false\nstateful = true\ntimeout_ms = 250")
-            .unwrap();
+        let s =
+            settings("url = \"grpc://127.0.0.1:9\"\nmodel = \"m\"\nlazy = false\nstateful = true\ntimeout_ms = 250")
+                .unwrap();
         assert_eq!((s.url.as_str(), s.model.as_str(), s.stateful), ("grpc://127.0.0.1:9", "m", true));
         assert_eq!(s.timeout, Duration::from_millis(250));
         assert!(s.declared.is_none());
@@ -476,8 +477,9 @@ mod tests {
         assert!(e.contains("grpc://HOST:PORT"), "{e}");
         let e = settings("url = \"grpc://h:1\"\nmodel = \"m\"\nretries = 3").unwrap_err();
         assert!(e.contains("unknown key `retries`"), "{e}");
-        let e = settings("url = \"grpc://h:1\"\nmodel = \"m\"\ninputs = [{ name = \"x\", dtype = \"f32\", shape = [-1] }]")
-            .unwrap_err();
+        let e =
+            settings("url = \"grpc://h:1\"\nmodel = \"m\"\ninputs = [{ name = \"x\", dtype = \"f32\", shape = [-1] }]")
+                .unwrap_err();
         assert!(e.contains("both `inputs` and `outputs`"), "{e}");
     }
 

@@ -31,11 +31,11 @@ pub mod tensor;
 mod wakeup;
 
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
-pub use execution::{CudaOptions, Execution};
 pub use engine::{
     BatchInfo, Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams,
     StageOutput, StageParams, StageRequest, TensorSpec,
 };
+pub use execution::{CudaOptions, Execution};
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
 pub use half;
 pub use node::NodeStats;

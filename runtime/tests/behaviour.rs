@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+use baton::engine::{
+    Dim, Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec,
+};
 use baton::{DType, PipelineConfig, Request, RequestError, Runtime, Tensor};
 use parking_lot::Mutex;
 

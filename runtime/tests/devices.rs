@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::engine::{Dim, Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec};
+use baton::engine::{
+    Dim, Engine, EngineError, EngineProvider, EngineRegistry, ModelSignature, StageRequest, TensorSpec,
+};
 use baton::execution::{ConvAlgoSearch, DeviceSpec, Execution};
 use baton::spec::Resource;
 use baton::{DType, PipelineConfig, PipelineSpec, Request, Runtime, Tensor};
@@ -170,8 +172,8 @@ fn start(engines: &GatedEngines, toml: &str) -> (Runtime, Snapshotter) {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let config = PipelineConfig::parse(toml).unwrap();
-    let runtime = metrics::with_local_recorder(&recorder, || Runtime::from_config(&config, None, &engines.registry()))
-        .unwrap();
+    let runtime =
+        metrics::with_local_recorder(&recorder, || Runtime::from_config(&config, None, &engines.registry())).unwrap();
     (runtime, snapshotter)
 }
 
@@ -214,7 +216,10 @@ fn gpu_nodes_get_their_device_and_options_and_cpu_nodes_stay_on_cores() {
     let Execution::Cuda { device, options } = &by_name("a").stages[0].request.execution else {
         panic!("node a runs on CUDA");
     };
-    assert_eq!((*device, options.gpu_mem_limit, options.cudnn_conv_algo_search), (0, Some(1024), ConvAlgoSearch::Heuristic));
+    assert_eq!(
+        (*device, options.gpu_mem_limit, options.cudnn_conv_algo_search),
+        (0, Some(1024), ConvAlgoSearch::Heuristic)
+    );
     assert_eq!(by_name("c").stages[0].request.execution, Execution::Cpu);
     assert_eq!(spec.compute_budget, 2.0, "the default compute budget adds up the CPU nodes' costs only");
 }
@@ -228,26 +233,24 @@ fn device_keys_on_a_cpu_node_are_errors_naming_the_key() {
 #[test]
 fn bad_cuda_options_are_errors_naming_the_key() {
     config_error(&node("a", "provider = \"rocm\""), &["provider", "rocm", "cpu", "cuda"]);
-    config_error(&node("a", &format!("{ON_CUDA0}\ncuda = {{ cudnn_conv_algo_search = \"fast\" }}")), &[
-        "cudnn_conv_algo_search",
-        "fast",
-        "exhaustive",
-    ]);
+    config_error(
+        &node("a", &format!("{ON_CUDA0}\ncuda = {{ cudnn_conv_algo_search = \"fast\" }}")),
+        &["cudnn_conv_algo_search", "fast", "exhaustive"],
+    );
     config_error(&node("a", &format!("{ON_CUDA0}\ncuda = {{ arena = 5 }}")), &["arena"]);
-    config_error(&node("a", &format!("{ON_CUDA0}\ncuda = {{ gpu_mem_limit = 0 }}")), &[
-        "nodes.a.cuda.gpu_mem_limit",
-        "at least 1",
-    ]);
+    config_error(
+        &node("a", &format!("{ON_CUDA0}\ncuda = {{ gpu_mem_limit = 0 }}")),
+        &["nodes.a.cuda.gpu_mem_limit", "at least 1"],
+    );
     config_error(&node("a", "provider = \"cuda\"\ndevice = 64"), &["nodes.a.device", "out of range"]);
 }
 
 #[test]
 fn device_entries_must_be_used_and_have_a_budget() {
-    config_error(&format!("{}[devices.cuda1]\nbudget = 2\n", node("a", ON_CUDA0)), &[
-        "devices.cuda1",
-        "no node runs on `cuda1`",
-        "cuda0",
-    ]);
+    config_error(
+        &format!("{}[devices.cuda1]\nbudget = 2\n", node("a", ON_CUDA0)),
+        &["devices.cuda1", "no node runs on `cuda1`", "cuda0"],
+    );
     config_error(&format!("{}[devices.cuda0]\nbudget = 0\n", node("a", ON_CUDA0)), &["devices.cuda0.budget"]);
 }
 

@@ -34,7 +34,6 @@
 //! repository: each `NAME.toml` model `NAME`, loaded at start, and loaded,
 //! reloaded or unloaded while serving through the repository extension.
 
-pub mod serve;
 pub mod config;
 pub mod conn;
 pub mod grpc;
@@ -43,6 +42,7 @@ mod json;
 pub mod metrics;
 pub mod model;
 pub mod models;
+pub mod serve;
 pub mod stats;
 
 use std::net::SocketAddr;
@@ -55,10 +55,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use serve::{parse_listen_addr, run, run_with, ServeOptions};
 pub use metrics::install_recorder;
 pub use model::{ErrorKind, Model, Models};
 pub use models::Repository;
+pub use serve::{parse_listen_addr, run, run_with, ServeOptions};
 
 /// The generated protobuf messages and service of proto/grpc_service.proto.
 #[allow(clippy::all, missing_docs)]

@@ -54,7 +54,10 @@ fn relative_error(got: &Tensor, want: &Tensor) -> f64 {
     let (g, w) = (got.as_slice::<f32>().unwrap(), want.as_slice::<f32>().unwrap());
     let scale = w.iter().fold(0.0f64, |m, &x| m.max(f64::from(x).abs()));
     let floor = (1e-3 * scale).max(1e-6);
-    g.iter().zip(w).map(|(&a, &b)| (f64::from(a) - f64::from(b)).abs() / f64::from(b).abs().max(floor)).fold(0.0, f64::max)
+    g.iter()
+        .zip(w)
+        .map(|(&a, &b)| (f64::from(a) - f64::from(b)).abs() / f64::from(b).abs().max(floor))
+        .fold(0.0, f64::max)
 }
 
 /// Runs `model` with Baton's onnx engine on CUDA and with ONNX Runtime on the CPU, on the same
@@ -182,7 +185,8 @@ fn a_chain_of_two_gpu_nodes_copies_nothing_between_them() {
     let runtime = Runtime::from_file(&write_chain(), &baton_e2e::registry()).unwrap_or_else(|e| panic!("{e}"));
     let x = baton_e2e::random_f32(&mut rng(), 1, 32);
     let out = runtime.submit(Request::new().input("x", x.clone())).wait().unwrap();
-    let want = Direct::load("branch_a.onnx").run_one(&[("h", &Direct::load("embed.onnx").run_one(&[("x", &x)], "h"))], "a");
+    let want =
+        Direct::load("branch_a.onnx").run_one(&[("h", &Direct::load("embed.onnx").run_one(&[("x", &x)], "h"))], "a");
     assert!(relative_error(out.get("a").unwrap(), &want) <= 1e-3);
     let stats = runtime.node_stats();
     let by_name = |n: &str| stats.iter().find(|s| s.name == n).unwrap();

@@ -17,8 +17,8 @@
 //! ends a batch, so a count read without the lock is never below the true one:
 //! a device never runs more batches than its budget.
 
-use crate::spec::Resource;
 use crate::spec::PipelineSpec;
+use crate::spec::Resource;
 
 /// Per node, its device; per device, its budget and the slots left this round.
 pub(crate) struct DeviceSlots {

@@ -94,7 +94,8 @@ impl Builder<'_> {
         for (i, edge) in cfg.edges.iter().enumerate() {
             wiring.edge(i, edge)?;
         }
-        let inputs = cfg.inputs.iter().map(|(name, input)| wiring.pipeline_input(name, input)).collect::<Result<_>>()?;
+        let inputs =
+            cfg.inputs.iter().map(|(name, input)| wiring.pipeline_input(name, input)).collect::<Result<_>>()?;
         wiring.check_all_fed()?;
         let outputs = (cfg.outputs.iter().enumerate())
             .map(|(i, (name, output))| wiring.pipeline_output(i, name, &output.from))
@@ -162,7 +163,10 @@ fn check_sections(cfg: &PipelineConfig) -> Result<()> {
         return err("inputs", "the pipeline has no inputs; add an `[inputs.NAME]` table with `to = [\"node.tensor\"]`");
     }
     if cfg.outputs.is_empty() {
-        return err("outputs", "the pipeline has no outputs; add an `[outputs.NAME]` table with `from = \"node.tensor\"`");
+        return err(
+            "outputs",
+            "the pipeline has no outputs; add an `[outputs.NAME]` table with `from = \"node.tensor\"`",
+        );
     }
     if cfg.pipeline.max_in_flight == 0 {
         return err("pipeline.max_in_flight", "must be at least 1");
@@ -291,7 +295,10 @@ impl Wiring {
 fn check_declared_input(location: &str, name: &str, input: &InputConfig, spec: &mut TensorSpec) -> Result<()> {
     if let Some(dtype) = &input.dtype {
         let d = DType::parse(dtype).ok_or_else(|| {
-            ConfigError::new(format!("{location}.dtype"), format!("unknown dtype `{dtype}` (use one of {})", dtype_names()))
+            ConfigError::new(
+                format!("{location}.dtype"),
+                format!("unknown dtype `{dtype}` (use one of {})", dtype_names()),
+            )
         })?;
         if d != spec.dtype {
             return err(format!("{location}.dtype"), format!("says {d} but `{}` takes {}", input.to[0], spec.dtype));

@@ -39,7 +39,10 @@ pub(super) fn node_execution(name: &str, cfg: &NodeConfig) -> Result<Execution> 
             }
             let device = cfg.device.unwrap_or(0);
             if device >= MAX_DEVICES {
-                return err(at("device"), format!("{device} is out of range; CUDA devices are 0 to {}", MAX_DEVICES - 1));
+                return err(
+                    at("device"),
+                    format!("{device} is out of range; CUDA devices are 0 to {}", MAX_DEVICES - 1),
+                );
             }
             let options = cfg.cuda.clone().unwrap_or_default();
             if options.gpu_mem_limit == Some(0) {
@@ -102,7 +105,10 @@ impl Builder<'_> {
                 );
             }
             if device.budget == 0 {
-                return err(format!("devices.{name}.budget"), "must be at least 1 (batches that may run on it at once)");
+                return err(
+                    format!("devices.{name}.budget"),
+                    "must be at least 1 (batches that may run on it at once)",
+                );
             }
         }
         let mut devices = Vec::with_capacity(used.len());

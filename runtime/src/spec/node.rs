@@ -37,13 +37,12 @@ impl Builder<'_> {
                 execution: execution.clone(),
             };
             let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e.to_string()))?;
-            chain.push(&location, name, cfg.max_batch, StageSpec {
-                request,
-                engine,
-                provider: Arc::clone(provider),
-                signature,
-                sources: Vec::new(),
-            })?;
+            chain.push(
+                &location,
+                name,
+                cfg.max_batch,
+                StageSpec { request, engine, provider: Arc::clone(provider), signature, sources: Vec::new() },
+            )?;
         }
         let StageChain { stages, inputs, produced } = chain;
         let mut routes: Vec<Route> = produced
@@ -85,7 +84,11 @@ impl Builder<'_> {
     }
 
     /// The engine kind (`function:NAME` for a function stage) and provider a stage names.
-    pub(super) fn stage_provider(&self, location: &str, stage: &StageConfig) -> Result<(String, &Arc<dyn EngineProvider>)> {
+    pub(super) fn stage_provider(
+        &self,
+        location: &str,
+        stage: &StageConfig,
+    ) -> Result<(String, &Arc<dyn EngineProvider>)> {
         match (&stage.function, &stage.engine) {
             _ if stage.remote.is_some() => {
                 if stage.function.is_some() || stage.engine.is_some() {

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use baton::{
-    DType, Dim, Engine, EngineError, EngineProvider, FunctionStage, ModelSignature, NoParams, StageOutput, StageRequest,
-    Tensor, TensorSpec,
+    DType, Dim, Engine, EngineError, EngineProvider, FunctionStage, ModelSignature, NoParams, StageOutput,
+    StageRequest, Tensor, TensorSpec,
 };
 use parking_lot::Mutex;
 
