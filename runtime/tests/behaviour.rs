@@ -836,3 +836,62 @@ fn priority_follows_the_dag_unless_configured_otherwise() {
         urgent.wait().unwrap();
     }
 }
+
+/// The nice value of this process's thread named `name`, from /proc.
+fn thread_nice(name: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|task| {
+        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+        if comm.trim_end() != name {
+            return None;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+        // Fields after the command's closing parenthesis start at field 3; nice is field 19.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
+    })
+}
+
+/// Whether a thread of this process may lower its nice again after raising it.
+fn may_lower_nice() -> bool {
+    std::thread::spawn(|| unsafe {
+        let own = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, (own + 1).min(19)) == 0
+            && libc::setpriority(libc::PRIO_PROCESS, 0, own) == 0
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_node() {
+    if !may_lower_nice() {
+        eprintln!("skipped: this process may not lower a thread's nice value back (no CAP_SYS_NICE)");
+        return;
+    }
+    let engines = TestEngines::default();
+    let (gate, seen) = gated(&engines);
+    let runtime =
+        start(&engines, &format!("[scheduler]\npolicy = \"collaborative\"\nbackground_nice = 5\n{ONE_NODE}"));
+    // Opens the gate however the test ends, so a failed check fails instead of hanging the shutdown.
+    struct OpenOnDrop(Gate);
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            *self.0 .0.lock() = true;
+            self.0 .1.notify_all();
+        }
+    }
+    let gate = OpenOnDrop(gate);
+    let own = thread_nice("baton-n-0").expect("the worker thread");
+    // A batch without priority tasks runs at the background nice (blocked at the gate).
+    let background = runtime.submit(Request::new().input("x", value(1.0)));
+    wait_until("the worker runs the background batch at the raised nice", || {
+        thread_nice("baton-n-0") == Some((own + 5).min(19))
+    });
+    // A priority task reaches the node while that batch still runs: the worker comes back to its own nice.
+    let urgent = runtime.submit(Request::new().input("x", value(2.0)).priority(true));
+    wait_until("the worker is lifted to its own nice", || thread_nice("baton-n-0") == Some(own));
+    assert!(seen.lock().is_empty(), "the background batch is still running");
+    drop(gate);
+    background.wait().unwrap();
+    urgent.wait().unwrap();
+    assert_eq!(*seen.lock(), vec![1.0, 2.0]);
+}

@@ -156,7 +156,7 @@ fn config_error(toml: &str, parts: &[&str]) {
 }
 
 fn request(node: &str, x: f32) -> Request {
-    Request::new().input(&format!("x_{node}"), Tensor::from_vec(vec![1, 1], vec![x]).unwrap())
+    Request::new().input(format!("x_{node}"), Tensor::from_vec(vec![1, 1], vec![x]).unwrap())
 }
 
 fn wait_until(what: &str, done: impl Fn() -> bool) {

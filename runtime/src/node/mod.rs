@@ -182,6 +182,8 @@ pub(crate) struct NodeState {
     pub streams: Option<stream::StreamStates>,
     /// Worker groups' channels and busy counts (empty without groups; see the module docs).
     pub groups: Vec<GroupState>,
+    /// The workers' nice values (background batches; see [`niceness::NodeNice`]).
+    pub nice: niceness::NodeNice,
 }
 
 /// One worker group of a node: its own instruction channel and busy count.
@@ -207,6 +209,7 @@ impl NodeState {
             .collect();
         NodeState {
             groups,
+            nice: niceness::NodeNice::new(workers),
             buffer: buffer::BatchBuffer::default(),
             joins: join::JoinTable::new(
                 (0..spec.inputs.len()).map(|i| spec.state.iter().all(|s| s.slot != i)).collect(),

@@ -22,6 +22,7 @@
 //! `max_state_bytes` is refused for that stream alone.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -61,6 +62,9 @@ pub(crate) struct StreamStates {
     initial_bytes: usize,
     max_bytes: usize,
     inner: Mutex<Inner>,
+    /// Priority chunks waiting behind an earlier chunk of their stream (changed under
+    /// `inner`'s lock, read without it: see [`StreamStates::priority_parked`]).
+    priority_parked: AtomicUsize,
 }
 
 fn state_bytes(state: &[Tensor]) -> usize {
@@ -76,6 +80,7 @@ impl StreamStates {
             specs,
             max_bytes,
             inner: Mutex::new(Inner { streams: HashMap::new(), bytes: 0 }),
+            priority_parked: AtomicUsize::new(0),
         }
     }
 
@@ -135,6 +140,9 @@ impl StreamStates {
         }
         let stream = streams.get_mut(&chunk.id).expect("present");
         if stream.running {
+            if task.priority {
+                self.priority_parked.fetch_add(1, Ordering::SeqCst);
+            }
             stream.waiting.push_back(task);
             return Admission::Parked;
         }
@@ -174,6 +182,7 @@ impl StreamStates {
         if chunk.end {
             let closed = streams.remove(&chunk.id).expect("present");
             *bytes -= closed.bytes;
+            self.unpark_priority(&closed.waiting);
             let refused = closed
                 .waiting
                 .into_iter()
@@ -185,6 +194,7 @@ impl StreamStates {
             return (None, refused);
         }
         let Some(mut next) = stream.waiting.pop_front() else { return (None, Vec::new()) };
+        self.unpark_priority(std::slice::from_ref(&next));
         stream.running = true;
         if next.request.stream.is_some_and(|c| c.start) {
             Self::reset(stream, &self.specs, bytes);
@@ -219,6 +229,73 @@ impl StreamStates {
     pub fn drain(&self) -> Vec<Task> {
         let mut inner = self.inner.lock();
         inner.bytes = 0;
-        inner.streams.drain().flat_map(|(_, s)| s.waiting).collect()
+        let waiting: Vec<Task> = inner.streams.drain().flat_map(|(_, s)| s.waiting).collect();
+        self.unpark_priority(&waiting);
+        waiting
+    }
+
+    /// Priority chunks parked behind an earlier chunk of their stream. The chunk they wait
+    /// for runs in a batch that holds no priority task, which should not go to the
+    /// background for that (see [`super::niceness::NodeNice`]).
+    pub fn priority_parked(&self) -> usize {
+        self.priority_parked.load(Ordering::SeqCst)
+    }
+
+    /// `tasks` leave the streams' waiting queues (under the lock).
+    fn unpark_priority<'a>(&self, tasks: impl IntoIterator<Item = &'a Task>) {
+        let priority = tasks.into_iter().filter(|t| t.priority).count();
+        if priority > 0 {
+            self.priority_parked.fetch_sub(priority, Ordering::SeqCst);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::request::{Completion, Request, RequestState};
+    use crate::tensor::DType;
+
+    fn store() -> StreamStates {
+        let state =
+            StateSpec { slot: 1, output: "new_state".into(), initial: Tensor::zeros(DType::F32, vec![1, 2]).unwrap() };
+        StreamStates::new("speech", vec![state], 1 << 20)
+    }
+
+    fn chunk(id: u64, start: bool, end: bool) -> Task {
+        let request = Request::new().stream(id, start, end);
+        let state = RequestState::new(0, &request, 1, None, None, Arc::new(Completion::default()));
+        let input = Tensor::zeros(DType::F32, vec![1, 4]).unwrap();
+        Task::new(Arc::new(state), vec![input, super::super::placeholder()], 1)
+    }
+
+    #[test]
+    fn a_final_chunk_parked_behind_its_stream_counts_as_parked_priority_until_it_leaves() {
+        let streams = store();
+        assert!(matches!(streams.admit(chunk(7, true, false)), Admission::Run(_)));
+        assert!(matches!(streams.admit(chunk(7, false, true)), Admission::Parked));
+        assert!(matches!(streams.admit(chunk(8, true, false)), Admission::Run(_)));
+        assert_eq!(streams.priority_parked(), 1, "the final chunk is a priority task waiting behind chunk 1");
+        let (next, refused) = streams.release(StreamChunk { id: 7, start: true, end: false }, None);
+        assert!(next.is_some_and(|t| t.priority) && refused.is_empty());
+        assert_eq!(streams.priority_parked(), 0, "admitted: it is in the buffer now, counted there");
+    }
+
+    #[test]
+    fn parked_priority_chunks_refused_or_drained_leave_the_count() {
+        let streams = store();
+        assert!(matches!(streams.admit(chunk(1, true, false)), Admission::Run(_)));
+        assert!(matches!(streams.admit(chunk(1, false, true)), Admission::Parked));
+        assert!(matches!(streams.admit(chunk(2, true, false)), Admission::Run(_)));
+        assert!(matches!(streams.admit(chunk(2, false, true)), Admission::Parked));
+        assert_eq!(streams.priority_parked(), 2);
+        // Stream 1's running chunk closes it (it was final after all): its parked chunk is refused.
+        let (next, refused) = streams.release(StreamChunk { id: 1, start: true, end: true }, None);
+        assert!(next.is_none() && refused.len() == 1);
+        assert_eq!(streams.priority_parked(), 1);
+        assert_eq!(streams.drain().len(), 1);
+        assert_eq!(streams.priority_parked(), 0);
     }
 }

@@ -112,7 +112,7 @@ pub(crate) fn spawn(
             }),
             group,
             requests,
-            nice: super::niceness::BatchNice::new(router.scheduler.background_nice),
+            nice: super::niceness::BatchNice::new(&router.nodes[node].nice, index, router.scheduler.background_nice),
         };
         worker.serve(&router.nodes[node].receiver(group).clone());
     })
@@ -219,7 +219,10 @@ impl Worker {
         }
         if !tasks.is_empty() {
             let rows: usize = tasks.iter().map(|t| t.rows).sum();
-            self.nice.set_for_batch(tasks.iter().any(|t| t.priority));
+            let priority_waits = || {
+                state.buffer.priority_pending() > 0 || state.streams.as_ref().is_some_and(|s| s.priority_parked() > 0)
+            };
+            self.nice.set_for_batch(&state.nice, tasks.iter().any(|t| t.priority), priority_waits);
             let result = self.execute(&tasks);
             // Account before answering, so a woken requester sees its batch counted.
             let compute = now.elapsed();

@@ -69,11 +69,17 @@ impl Router {
     /// Puts a task whose inputs all arrived into node `node`'s buffer (through the
     /// node's stream gate if it keeps per-stream state). Returns the reason to poke, if any.
     pub(crate) fn enqueue(&self, node: usize, task: Task) -> Option<Reason> {
+        let task_priority = task.priority;
         let task = match &self.nodes[node].streams {
             None => task,
             Some(streams) => match streams.admit(task) {
                 Admission::Run(task) => task,
-                Admission::Parked => return None,
+                Admission::Parked => {
+                    if task_priority {
+                        self.nodes[node].nice.lift();
+                    }
+                    return None;
+                }
                 Admission::Refused(task, error) => {
                     self.resolve(&task.request, Err(error));
                     return None;
@@ -110,6 +116,7 @@ impl Router {
         }
         state.metrics.queue_depth.set(pending as f64);
         if priority {
+            state.nice.lift();
             state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
         }
         let reason = if priority { Reason::PriorityArrival } else { Reason::Arrival };
