@@ -148,6 +148,9 @@ pub struct BenchOptions {
     pub sweep: Vec<f64>,
     /// Sweep: the closed-loop concurrency that measures each policy's capacity.
     pub capacity_concurrency: usize,
+    /// Sweep: also search the baseline's open-loop capacity (the highest Poisson rate it
+    /// keeps up with) and take the percentages of that (see `sweep`).
+    pub open_capacity: bool,
     /// Sweep: rounds, each running every point of every policy once.
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
@@ -196,6 +199,7 @@ impl Default for BenchOptions {
             max_windows: 10,
             sweep: Vec::new(),
             capacity_concurrency: 32,
+            open_capacity: true,
             repeat: 2,
             policy: vec![Policy::Collaborative],
             max_queue_delay_us: None,
@@ -320,6 +324,7 @@ impl BenchOptions {
             "policies": self.policy.iter().map(|p| p.name()).collect::<Vec<_>>(),
             "sweep": self.sweep,
             "capacity_concurrency": self.capacity_concurrency,
+            "open_capacity": self.open_capacity,
             "repeat": self.repeat,
             "max_queue_delay_us": self.max_queue_delay_us,
             "raw": self.raw,

@@ -4,6 +4,13 @@
 //!
 //! 1. Capacity: each policy's throughput under closed loop with
 //!    `--capacity-concurrency` clients (as many requests in flight as that).
+//!    With `--capacity-search open` (the default), the baseline's capacity is
+//!    then searched in open loop: the highest Poisson rate it keeps up with
+//!    ([`keeps_up`]), by bisection between 0 and 1.5× its closed-loop
+//!    throughput. Closed loop lets the queue, and so the batches, grow as
+//!    large as the clients allow, which open loop need not reach: on a
+//!    pipeline whose batches grow with its queues, "50%" of the closed-loop
+//!    figure may already overload it.
 //! 2. The offered rates: each percentage of the *baseline's* capacity
 //!    (`greedy`'s when it runs, so every policy gets the same offered load and
 //!    a slower policy shows its overload; otherwise each policy's own).
@@ -39,9 +46,34 @@ pub struct SweepPoint {
 /// A whole sweep.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepReport {
-    /// (policy, capacity in requests/s).
+    /// (policy, capacity in requests/s), closed loop.
     pub capacity: Vec<(String, f64)>,
+    /// The baseline's open-loop capacity, requests/s (with `--capacity-search open`).
+    pub open_capacity: Option<f64>,
     pub points: Vec<SweepPoint>,
+}
+
+/// Bisection steps of the open-loop capacity search (resolution 1.5 / 2^7 ≈ 1.2% of the closed-loop figure).
+const SEARCH_STEPS: usize = 7;
+
+/// Whether an open-loop point kept up with its offered rate: every request
+/// answered and at least 97% of the offered rate served.
+pub fn keeps_up(point: &PointResult) -> bool {
+    point.errors == 0 && point.throughput_rps >= 0.97 * point.load
+}
+
+/// The highest Poisson rate `runtime` keeps up with, by bisection in (0, 1.5 × `closed`].
+fn open_loop_capacity(runtime: &Runtime, pool: &RequestPool, args: &BenchOptions, policy: &str, closed: f64) -> f64 {
+    let (mut low, mut high) = (0.0, 1.5 * closed);
+    for _ in 0..SEARCH_STEPS {
+        let rate = (low + high) / 2.0;
+        if keeps_up(&run_point(runtime, pool, args, policy, Load::Open(rate.max(1.0)))) {
+            low = rate;
+        } else {
+            high = rate;
+        }
+    }
+    low
 }
 
 /// Runs the sweep on one runtime per policy (all kept up, used in turn).
@@ -53,7 +85,11 @@ pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOpt
             (policy.name().to_string(), point.throughput_rps)
         })
         .collect();
-    let base = capacity.iter().find(|(p, _)| p == BASELINE).map(|(_, c)| *c);
+    let baseline = runtimes.iter().zip(&capacity).find(|((p, _), _)| p.name() == BASELINE);
+    let open_capacity = baseline
+        .filter(|_| args.open_capacity)
+        .map(|((policy, runtime), (_, closed))| open_loop_capacity(runtime, pool, args, policy.name(), *closed));
+    let base = open_capacity.or(baseline.map(|(_, (_, c))| *c));
     let mut points = Vec::new();
     for round in 0..args.repeat.max(1) {
         for &percent in &args.sweep {
@@ -69,7 +105,7 @@ pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOpt
             }
         }
     }
-    SweepReport { capacity, points }
+    SweepReport { capacity, open_capacity, points }
 }
 
 /// The four latencies of a point the sweep compares: priority p50/p99, others' p50/p99, µs.
@@ -153,6 +189,9 @@ pub fn table(report: &SweepReport, summary: &[Summary]) -> String {
     let mut out = String::new();
     let capacities: Vec<String> = report.capacity.iter().map(|(p, c)| format!("{p} {c:.0}/s")).collect();
     let _ = writeln!(out, "capacity (closed loop): {}", capacities.join(", "));
+    if let Some(open) = report.open_capacity {
+        let _ = writeln!(out, "{BASELINE}'s capacity in open loop (the percentages' base): {open:.0}/s");
+    }
     let _ = writeln!(
         out,
         "| load | policy | offered/s | req/s | priority p50 | priority p99 | others p50 | others p99 | ×{BASELINE}: req/s | prio p50 | prio p99 | others p50 | others p99 |"
@@ -221,7 +260,7 @@ mod tests {
             SweepPoint { round: 1, percent: 90.0, point: point("greedy", 100.0, 2000, 200) },
             SweepPoint { round: 1, percent: 90.0, point: point("collaborative", 100.0, 600, 200) },
         ];
-        let report = SweepReport { capacity: vec![("greedy".into(), 111.0)], points };
+        let report = SweepReport { capacity: vec![("greedy".into(), 111.0)], open_capacity: None, points };
         let summary = summarize(&report);
         assert_eq!(summary.len(), 2);
         let collab = &summary[1];
@@ -236,5 +275,16 @@ mod tests {
         let greedy = &summary[0];
         assert!((greedy.ratios.unwrap()[2].0 - 1.0).abs() < 1e-9);
         assert!(table(&report, &summary).contains("| 90% | collaborative |"));
+    }
+
+    #[test]
+    fn a_point_keeps_up_only_serving_97_percent_of_its_rate_without_errors() {
+        // 200 requests in the 1 s window.
+        assert!(keeps_up(&point("greedy", 200.0, 100, 100)));
+        assert!(keeps_up(&point("greedy", 206.0, 100, 100)), "200 of 206/s is 97.1%");
+        assert!(!keeps_up(&point("greedy", 207.0, 100, 100)), "200 of 207/s is 96.6%");
+        let mut failed = point("greedy", 200.0, 100, 100);
+        failed.errors = 1;
+        assert!(!keeps_up(&failed), "a refused or failed request means it did not keep up");
     }
 }

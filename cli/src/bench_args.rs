@@ -83,6 +83,10 @@ pub struct BenchArgs {
     /// Sweep: the closed-loop concurrency that measures each policy's capacity.
     #[arg(long, default_value_t = 32)]
     pub capacity_concurrency: usize,
+    /// Sweep: where the percentages come from: `open` searches the highest Poisson rate
+    /// the baseline keeps up with; `closed` takes the closed-loop throughput.
+    #[arg(long, default_value = "open", value_parser = ["open", "closed"])]
+    pub capacity_search: String,
     /// Sweep: rounds, each running every point of every policy once.
     #[arg(long, default_value_t = 2)]
     pub repeat: usize,
@@ -142,6 +146,7 @@ impl BenchArgs {
             max_windows: self.max_windows,
             sweep: self.sweep,
             capacity_concurrency: self.capacity_concurrency,
+            open_capacity: self.capacity_search == "open",
             repeat: self.repeat,
             policy: self.policy,
             max_queue_delay_us: self.max_queue_delay_us,

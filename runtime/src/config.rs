@@ -172,6 +172,18 @@ pub enum OnMisfit {
     Skip,
 }
 
+/// Which batches go to the background under `background_nice`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundScope {
+    /// Every batch of a node no priority task has reached yet: the nodes only
+    /// bulk work passes through run behind those the answers users wait for pass through.
+    #[default]
+    Node,
+    /// Every batch that holds no priority task, at any node.
+    Batch,
+}
+
 /// `[scheduler]`: the collaborative scheduler's settings.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -210,6 +222,14 @@ pub struct SchedulerConfig {
     /// worker thread's nice raised by this much (0: off; "Background batches"
     /// in docs/scheduling.md).
     pub background_nice: i32,
+    /// Which batches `background_nice` sends to the background: `node` (those of
+    /// nodes no priority task has reached) or `batch` (those holding no priority task).
+    pub background_scope: BackgroundScope,
+    /// Collaborative rule: a batch that holds priority tasks takes no other
+    /// tasks, so it is as short as it can be (and, with `background_nice`, the
+    /// rest run after it as a background batch; "Priority batches alone" in
+    /// docs/scheduling.md).
+    pub separate_priority_batches: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -227,6 +247,8 @@ impl Default for SchedulerConfig {
             join_boost: true,
             work_conserving: false,
             background_nice: 0,
+            background_scope: BackgroundScope::Node,
+            separate_priority_batches: false,
         }
     }
 }

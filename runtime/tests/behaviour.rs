@@ -869,8 +869,7 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     }
     let engines = TestEngines::default();
     let (gate, seen) = gated(&engines);
-    let runtime =
-        start(&engines, &format!("[scheduler]\npolicy = \"collaborative\"\nbackground_nice = 5\n{ONE_NODE}"));
+    let runtime = start(&engines, &format!("[scheduler]\npolicy = \"collaborative\"\nbackground_nice = 5\n{ONE_NODE}"));
     // Opens the gate however the test ends, so a failed check fails instead of hanging the shutdown.
     struct OpenOnDrop(Gate);
     impl Drop for OpenOnDrop {
@@ -894,4 +893,41 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     background.wait().unwrap();
     urgent.wait().unwrap();
     assert_eq!(*seen.lock(), vec![1.0, 2.0]);
+}
+
+#[test]
+fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
+    let engines = TestEngines::default();
+    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let batches = Arc::new(Mutex::new(Vec::<Vec<f32>>::new()));
+    let (g, b) = (gate.clone(), batches.clone());
+    engines.add("k", &["x"], &["y"], move |inputs| {
+        let mut open = g.0.lock();
+        while !*open {
+            g.1.wait(&mut open);
+        }
+        b.lock().push(inputs[0].as_slice::<f32>().unwrap().to_vec());
+        Ok(map(inputs, |x| x))
+    });
+    let toml = "[scheduler]\npolicy = \"collaborative\"\nseparate_priority_batches = true\n";
+    let runtime = start(&engines, &format!("{toml}{ONE_NODE}"));
+    let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+    wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
+    let normal: Vec<_> = (1..=3).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    let urgent = runtime.submit(Request::new().input("x", value(100.0)).priority(true));
+    assert_eq!(runtime.pending(0), (4, 1));
+    {
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+    }
+    blocker.wait().unwrap();
+    urgent.wait().unwrap();
+    for t in normal {
+        t.wait().unwrap();
+    }
+    assert_eq!(
+        *batches.lock(),
+        vec![vec![0.0], vec![100.0], vec![1.0, 2.0, 3.0]],
+        "the priority task alone, then the rest"
+    );
 }

@@ -92,6 +92,8 @@ pub(crate) struct BatchBuffer {
     oldest_ns: AtomicU64,
     /// Per worker group: waiting tasks that fit it (empty without groups).
     fit_pending: Box<[AtomicUsize]>,
+    /// A batch that takes priority tasks takes no others (`separate_priority_batches`).
+    priority_alone: bool,
 }
 
 impl Default for BatchBuffer {
@@ -102,6 +104,7 @@ impl Default for BatchBuffer {
             priority_pending: AtomicUsize::new(0),
             oldest_ns: AtomicU64::new(u64::MAX),
             fit_pending: Box::default(),
+            priority_alone: false,
         }
     }
 }
@@ -124,6 +127,11 @@ impl BatchBuffer {
             queues: (0..spec.tenants.weights.len()).map(|_| VecDeque::new()).collect(),
             policy: spec.policy.build(&spec.tenants.weights),
         });
+    }
+
+    /// Makes a batch that takes priority tasks take no others. Call before any take.
+    pub fn set_priority_alone(&mut self, on: bool) {
+        self.priority_alone = on;
     }
 
     /// Makes the buffer count, per worker group, the waiting tasks that fit it. Call before any push.
@@ -186,7 +194,8 @@ impl BatchBuffer {
         now_ns.saturating_sub(self.oldest_ns.load(Ordering::Acquire))
     }
 
-    /// Moves up to `max_rows` rows of tasks into `out`, priority tasks first.
+    /// Moves up to `max_rows` rows of tasks into `out`, priority tasks first
+    /// (only those, when it keeps priority batches alone).
     ///
     /// A batch holds tasks whose inputs agree on every dim but the first, so
     /// the first task taken sets the shapes and the take stops at the first
@@ -207,11 +216,12 @@ impl BatchBuffer {
                 out.push(queue.pop_front().expect("front exists"));
                 taken_priority += usize::from(is_priority);
             }
-            if rows >= max_rows {
+            if rows >= max_rows || (self.priority_alone && taken_priority > 0) {
                 break;
             }
         }
-        if let Some(fair) = q.fair.as_mut().filter(|_| rows < max_rows) {
+        let room = rows < max_rows && !(self.priority_alone && taken_priority > 0);
+        if let Some(fair) = q.fair.as_mut().filter(|_| room) {
             fair.take(max_rows, pad_axes, &mut rows, out);
         }
         self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
@@ -243,8 +253,12 @@ impl BatchBuffer {
                 out.push(queue.remove(at).expect("index in range"));
                 taken_priority += usize::from(is_priority);
             }
+            if self.priority_alone && taken_priority > 0 {
+                break;
+            }
         }
-        if let Some(fair) = q.fair.as_mut().filter(|_| rows < max_rows) {
+        let room = rows < max_rows && !(self.priority_alone && taken_priority > 0);
+        if let Some(fair) = q.fair.as_mut().filter(|_| room) {
             fair.take_for(bit, max_rows, pad_axes, &mut rows, out);
         }
         for task in out.iter() {

@@ -1,9 +1,12 @@
 //! Background batches: the OS's priority follows the tasks' priority.
 //!
 //! Under the collaborative rule with `[scheduler] background_nice = N` (N > 0),
-//! a worker about to run a batch that holds no priority task raises its
-//! thread's nice value by N over the thread's own; a batch holding one runs at
-//! the thread's own nice. With more runnable workers than cores, the OS then
+//! a worker about to run a *background batch* raises its thread's nice value
+//! by N over the thread's own; other batches run at the thread's own nice.
+//! With `background_scope = "node"` (the default) the background batches are
+//! those of nodes no priority task has reached yet (bulk-only nodes, such as
+//! an OCR node whose images arrive long before the answer is wanted); with
+//! `"batch"`, every batch that holds no priority task. With more runnable workers than cores, the OS then
 //! gives the cores to batches holding priority tasks first, while background
 //! batches still use whatever is left: the answers users wait for are not
 //! slowed by a core shared with bulk work. A worker in the background is
@@ -25,6 +28,8 @@
 
 use std::sync::atomic::{fence, AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
+
+use crate::config::BackgroundScope;
 
 /// The calling thread's id, as `setpriority` takes it.
 fn thread_id() -> libc::id_t {
@@ -96,16 +101,24 @@ struct WorkerSlot {
 /// includes the node's parked priority chunks.
 pub(crate) struct NodeNice {
     workers: Vec<WorkerSlot>,
+    /// A priority task has reached this node.
+    seen_priority: AtomicBool,
 }
 
 impl NodeNice {
     pub fn new(workers: usize) -> NodeNice {
-        NodeNice { workers: (0..workers).map(|_| WorkerSlot::default()).collect() }
+        NodeNice {
+            workers: (0..workers).map(|_| WorkerSlot::default()).collect(),
+            seen_priority: AtomicBool::new(false),
+        }
     }
 
     /// A priority task arrived: every worker of the node at the background nice goes back to its own.
     /// Call after the task is in the buffer (the fence here pairs with the worker's).
     pub fn lift(&self) {
+        if !self.seen_priority.load(Ordering::Relaxed) {
+            self.seen_priority.store(true, Ordering::Relaxed);
+        }
         fence(Ordering::SeqCst);
         for slot in &self.workers {
             if slot.in_background.load(Ordering::Relaxed) && slot.in_background.swap(false, Ordering::SeqCst) {
@@ -119,18 +132,19 @@ impl NodeNice {
 pub(crate) struct BatchNice {
     slot: usize,
     background: i32,
+    scope: BackgroundScope,
 }
 
 impl BatchNice {
     /// For the calling thread, worker `slot` of its node; `background` 0 (or no right
     /// to come back) leaves its nice alone.
-    pub fn new(node: &NodeNice, slot: usize, background: i32) -> BatchNice {
+    pub fn new(node: &NodeNice, slot: usize, background: i32, scope: BackgroundScope) -> BatchNice {
         let tid = thread_id();
         let background = if background > 0 && may_lower_nice() { background } else { 0 };
         let worker = &node.workers[slot];
         worker.own.store(get_nice(tid), Ordering::Relaxed);
         worker.tid.store(tid as i32, Ordering::Release);
-        BatchNice { slot, background }
+        BatchNice { slot, background, scope }
     }
 
     /// Before a batch: background nice when it holds no priority task and none
@@ -142,7 +156,8 @@ impl BatchNice {
         }
         let worker = &node.workers[self.slot];
         let (tid, own) = (worker.tid.load(Ordering::Relaxed) as libc::id_t, worker.own.load(Ordering::Relaxed));
-        if holds_priority {
+        let foreground_node = self.scope == BackgroundScope::Node && node.seen_priority.load(Ordering::Relaxed);
+        if holds_priority || foreground_node {
             if worker.in_background.swap(false, Ordering::SeqCst) {
                 set_nice(tid, own);
             }
@@ -165,14 +180,18 @@ mod tests {
 
     /// Runs `body` on a fresh thread (so its nice changes touch no other test) with a
     /// one-worker node whose worker is that thread; skips where nice cannot come back down.
-    fn on_worker_thread(background: i32, body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send) {
+    fn on_worker_thread(
+        background: i32,
+        background_scope: BackgroundScope,
+        body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send,
+    ) {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     let tid = thread_id();
                     let own = get_nice(tid);
                     let node = NodeNice::new(1);
-                    let nice = BatchNice::new(&node, 0, background);
+                    let nice = BatchNice::new(&node, 0, background, background_scope);
                     body(tid, own, &node, &nice)
                 })
                 .join()
@@ -182,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_background_batch_runs_at_the_raised_nice_and_a_priority_batch_at_the_threads_own() {
-        on_worker_thread(5, |tid, own, node, nice| {
+        on_worker_thread(5, BackgroundScope::Batch, |tid, own, node, nice| {
             nice.set_for_batch(node, false, || false);
             if !may_lower_nice() {
                 assert_eq!(get_nice(tid), own, "without the right to come back, nothing changes");
@@ -198,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_priority_arrival_lifts_a_worker_in_the_background_from_another_thread() {
-        on_worker_thread(5, |tid, own, node, nice| {
+        on_worker_thread(5, BackgroundScope::Batch, |tid, own, node, nice| {
             nice.set_for_batch(node, false, || false);
             if !may_lower_nice() {
                 return;
@@ -213,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_worker_does_not_go_to_the_background_while_a_priority_task_waits() {
-        on_worker_thread(5, |tid, own, node, nice| {
+        on_worker_thread(5, BackgroundScope::Batch, |tid, own, node, nice| {
             nice.set_for_batch(node, false, || true);
             assert_eq!(get_nice(tid), own);
             assert!(!node.workers[0].in_background.load(Ordering::SeqCst));
@@ -222,11 +241,30 @@ mod tests {
 
     #[test]
     fn zero_leaves_the_nice_alone() {
-        on_worker_thread(0, |tid, own, node, nice| {
+        on_worker_thread(0, BackgroundScope::Batch, |tid, own, node, nice| {
             nice.set_for_batch(node, false, || false);
             assert_eq!(get_nice(tid), own);
             node.lift();
             assert_eq!(get_nice(tid), own);
+        });
+    }
+
+    #[test]
+    fn with_node_scope_a_node_reached_by_a_priority_task_stays_at_the_threads_own_nice() {
+        on_worker_thread(5, BackgroundScope::Node, |tid, own, node, nice| {
+            nice.set_for_batch(node, false, || false);
+            if !may_lower_nice() {
+                return;
+            }
+            assert_eq!(get_nice(tid), (own + 5).min(19), "no priority task has reached the node yet");
+            node.lift();
+            assert_eq!(get_nice(tid), own);
+            nice.set_for_batch(node, false, || false);
+            assert_eq!(
+                get_nice(tid),
+                own,
+                "a batch without priority tasks at a node they reach stays in the foreground"
+            );
         });
     }
 }

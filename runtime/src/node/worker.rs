@@ -112,7 +112,12 @@ pub(crate) fn spawn(
             }),
             group,
             requests,
-            nice: super::niceness::BatchNice::new(&router.nodes[node].nice, index, router.scheduler.background_nice),
+            nice: super::niceness::BatchNice::new(
+                &router.nodes[node].nice,
+                index,
+                router.scheduler.background_nice,
+                router.scheduler.background_scope,
+            ),
         };
         worker.serve(&router.nodes[node].receiver(group).clone());
     })

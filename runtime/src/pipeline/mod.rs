@@ -86,6 +86,10 @@ impl Router {
         for (node, node_spec) in nodes.iter_mut().zip(&spec.nodes) {
             node.buffer.set_fairness(&spec.fairness);
             node.buffer.set_groups(node_spec.groups.len());
+            node.buffer.set_priority_alone(
+                spec.scheduler.policy == crate::config::BatchingPolicy::Collaborative
+                    && spec.scheduler.separate_priority_batches,
+            );
         }
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         Router {

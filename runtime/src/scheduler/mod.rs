@@ -104,6 +104,8 @@ pub(crate) struct Scheduler {
     pub decide_on_arrival: bool,
     /// Background batches' nice increment (the collaborative rule only; 0: off).
     pub background_nice: i32,
+    /// Which batches go to the background.
+    pub background_scope: crate::config::BackgroundScope,
     /// The compute budget, for the decision log.
     budget: f64,
     tick: Duration,
@@ -135,6 +137,7 @@ impl Scheduler {
             } else {
                 0
             },
+            background_scope: s.background_scope,
             core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
