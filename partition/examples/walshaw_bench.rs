@@ -4,8 +4,8 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--rating heavy|expansion]
-//!  [--vcycles N] [--tries N] [--graphs add20,data]`
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp]
+//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--graphs add20,data]`
 
 mod common;
 
@@ -14,7 +14,7 @@ use common::arg;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use baton_partition::coarsen::Rating;
+use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
@@ -30,16 +30,20 @@ fn main() {
     let defaults = Strong::default();
     let vcycles: usize = arg(&args, "--vcycles", defaults.vcycles);
     let tries: usize = arg(&args, "--tries", defaults.initial_tries);
+    let population: usize = arg(&args, "--population", defaults.population);
+    let combines: usize = arg(&args, "--combines", defaults.combines);
+    let flow: bool = arg(&args, "--flow", defaults.flow);
     let only: String = arg(&args, "--graphs", String::new());
-    let rating = match arg(&args, "--rating", String::new()).as_str() {
-        "heavy" => Rating::Heavy,
-        "expansion" => Rating::Expansion,
-        "" => Strong::default().rating,
-        other => panic!("--rating {other}: expected heavy or expansion"),
+    let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
+        "heavy" => Grouping::Matching(Rating::Heavy),
+        "expansion" => Grouping::Matching(Rating::Expansion),
+        "lp" => Grouping::LabelPropagation,
+        "" => defaults.grouping,
+        other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
     };
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, rating {rating:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel | METIS | strong (mean) | strong (best) | strong / best known | time (s) multilevel / METIS / strong (per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -62,9 +66,12 @@ fn main() {
                 repetitions,
                 budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
                 seed,
-                rating,
+                grouping,
                 vcycles,
                 initial_tries: tries,
+                population,
+                combines,
+                flow,
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);

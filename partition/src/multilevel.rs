@@ -282,7 +282,7 @@ fn multilevel(
     let inner = p.coarse_restarts > 1 && start.is_none();
     let stop_at = if inner { mid } else { coarsen_to };
     let coarsen::Hierarchy { maps, graphs, within: start_part } =
-        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::Rating::Heavy, rng);
+        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::Grouping::Matching(coarsen::Rating::Heavy), rng);
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
