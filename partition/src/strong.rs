@@ -1,21 +1,25 @@
 //! The strong mode (`--quality strong`): quality for time on two parts.
 //!
 //! One repetition is a multilevel cycle built around [`crate::fm`]:
-//! - coarsen by heavy-relation matching ([`coarsen::heavy_matching`], random
-//!   order among equal degrees) down to [`COARSEST`] vertices, no coarse
-//!   vertex heavier than a share of the load (so single moves can balance);
+//! - coarsen by size-constrained label propagation
+//!   ([`crate::label_propagation`]; or by matching, [`Strong::grouping`]) down
+//!   to [`COARSEST`] vertices, no coarse vertex heavier than a share of the
+//!   load (so single moves can balance);
 //! - bisect the coarsest graph [`Strong::initial_tries`] times by greedy
 //!   graph growing (from a peripheral vertex, then random ones), each refined
 //!   by FM, and keep the best;
 //! - project level by level, refining each level by FM passes until none
-//!   improves;
-//! - V-cycles: coarsen again with matching inside the sides only, so the
-//!   partition survives to the coarsest level, and refine on the way back
-//!   (the best partition kept).
+//!   improves, then by flow cuts ([`crate::flow_refine`], [`Strong::flow`]);
+//! - V-cycles: coarsen again inside the sides only, so the partition
+//!   survives to the coarsest level, and refine on the way back (the best
+//!   partition kept).
 //!
 //! Repetitions with different seeds run until their count or the time budget
-//! is used up, and the best (least excess, then cut, then load difference) is
-//! kept. With a count and no budget the result depends on the seed alone.
+//! is used up, each offered to a population ([`crate::evolve`]); then
+//! [`Strong::combines`] combine operations (none by default: at equal time
+//! they did not beat more repetitions), and the best (least excess, then cut,
+//! then load difference) is kept. With counts and no budget the result
+//! depends on the seed alone.
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +27,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::bisection::{grow, induced, peripheral, side_limits, side_parts};
-use crate::coarsen::{self, Grouping, Rating};
+use crate::coarsen::{self, Grouping};
 use crate::evolve::{self, Population};
 use crate::flow_refine;
 use crate::fm::{self, Bisection};
@@ -53,8 +57,8 @@ pub struct Strong {
     pub population: usize,
     /// Combine operations after the repetitions.
     pub combines: usize,
-    /// Stop starting repetitions after a quarter of this, combines after all
-    /// of it.
+    /// Stop starting repetitions after a quarter of this (all of it without
+    /// combines), combines after all of it.
     pub budget: Option<Duration>,
     /// Greedy-growing bisections tried at the coarsest level.
     pub initial_tries: usize,
@@ -72,11 +76,11 @@ impl Default for Strong {
         Strong {
             repetitions: 64,
             population: 16,
-            combines: 256,
+            combines: 0,
             budget: None,
             initial_tries: 12,
             vcycles: 2,
-            grouping: Grouping::Matching(Rating::Heavy),
+            grouping: Grouping::LabelPropagation,
             flow: true,
             seed: 1,
         }
@@ -91,8 +95,9 @@ pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, fm::Rank, usi
     let stream = |i: u64| StdRng::seed_from_u64(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i));
     let mut population = Population::new(s.population);
     let mut runs = 0;
+    let repetitions_share = if s.combines > 0 { REPETITIONS_SHARE } else { 1.0 };
     for r in 0..s.repetitions.max(1) {
-        if r > 0 && past(REPETITIONS_SHARE) {
+        if r > 0 && past(repetitions_share) {
             break;
         }
         let (part, rank) = repetition(g, caps, s, &mut stream(r as u64));
