@@ -32,18 +32,21 @@ fn main() {
     let tries: usize = arg(&args, "--tries", defaults.initial_tries);
     let population: usize = arg(&args, "--population", defaults.population);
     let combines: usize = arg(&args, "--combines", defaults.combines);
-    let flow: bool = arg(&args, "--flow", defaults.flow);
+    let flow: Option<bool> = match arg(&args, "--flow", String::new()).as_str() {
+        "" => defaults.flow,
+        on => Some(on.parse().expect("--flow true|false")),
+    };
     let only: String = arg(&args, "--graphs", String::new());
     let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
-        "heavy" => Grouping::Matching(Rating::Heavy),
-        "expansion" => Grouping::Matching(Rating::Expansion),
-        "lp" => Grouping::LabelPropagation,
+        "heavy" => Some(Grouping::Matching(Rating::Heavy)),
+        "expansion" => Some(Grouping::Matching(Rating::Expansion)),
+        "lp" => Some(Grouping::LabelPropagation),
         "" => defaults.grouping,
         other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
     };
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel | METIS | strong (mean) | strong (best) | strong / best known | time (s) multilevel / METIS / strong (per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

@@ -193,6 +193,17 @@ pub enum Grouping {
     LabelPropagation,
 }
 
+/// The grouping that served each objective best in the benchmarks
+/// (docs/partition.md): label propagation for the plain cut (no critical
+/// relation), heavy-relation matching when critical relations come first.
+pub fn grouping_for(g: &Graph) -> Grouping {
+    if g.critical_edges() == 0 {
+        Grouping::LabelPropagation
+    } else {
+        Grouping::Matching(Rating::Heavy)
+    }
+}
+
 /// Coarsens `g` by `grouping` (groups up to `max_weight`, within the
 /// parts of `within` when given) until at most `stop_at` vertices remain or a
 /// level keeps more than `min_shrink` of its vertices.

@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::fm::{self, Bisection};
-use crate::graph::Vertex;
+use crate::graph::{Graph, Vertex};
 use crate::maxflow::Network;
 
 /// Corridor widths tried, as multiples of the room on the other side.
@@ -56,10 +56,11 @@ fn flow_step<'g>(b: &Bisection<'g>, alpha: f64, rng: &mut impl Rng) -> Option<Bi
     }
     let (source, sink) = (nodes.len(), nodes.len() + 1);
     let mut net = Network::new(nodes.len() + 2);
+    let scale = critical_scale(g);
     for (i, &v) in nodes.iter().enumerate() {
         for e in g.range(v) {
             let u = g.adj[e] as usize;
-            let cap = g.ew[e];
+            let cap = g.ec[e] * scale + g.ew[e];
             match index[u] {
                 j if j != u32::MAX => {
                     if (j as usize) > i {
@@ -85,6 +86,19 @@ fn flow_step<'g>(b: &Bisection<'g>, alpha: f64, rng: &mut impl Rng) -> Option<Bi
         }
     }
     best
+}
+
+/// Capacities `critical · scale + weight` rank cuts by (critical, total)
+/// value, as the gains do, with `scale` above the total weight; when that
+/// could overflow, `scale` is 1 (the rank check still decides).
+fn critical_scale(g: &Graph) -> i64 {
+    let halve = |x: &[i64]| x.iter().sum::<i64>() / 2;
+    let (critical, weight) = (halve(&g.ec), halve(&g.ew));
+    let scale = weight + 1;
+    match critical.checked_mul(scale).and_then(|c| c.checked_add(weight)) {
+        Some(_) if critical > 0 => scale,
+        _ => 1,
+    }
 }
 
 /// The corridor: from each side, the vertices reached breadth-first from its

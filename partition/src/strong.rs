@@ -2,14 +2,16 @@
 //!
 //! One repetition is a multilevel cycle built around [`crate::fm`]:
 //! - coarsen by size-constrained label propagation
-//!   ([`crate::label_propagation`]; or by matching, [`Strong::grouping`]) down
+//!   ([`crate::label_propagation`]) for the plain cut, by heavy-relation
+//!   matching when critical relations come first ([`Strong::grouping`]), down
 //!   to [`COARSEST`] vertices, no coarse vertex heavier than a share of the
 //!   load (so single moves can balance);
 //! - bisect the coarsest graph [`Strong::initial_tries`] times by greedy
 //!   graph growing (from a peripheral vertex, then random ones), each refined
 //!   by FM, and keep the best;
 //! - project level by level, refining each level by FM passes until none
-//!   improves, then by flow cuts ([`crate::flow_refine`], [`Strong::flow`]);
+//!   improves, then by flow cuts ([`crate::flow_refine`]; for the plain cut,
+//!   [`Strong::flow`]);
 //! - V-cycles: coarsen again inside the sides only, so the partition
 //!   survives to the coarsest level, and refine on the way back (the best
 //!   partition kept).
@@ -64,10 +66,12 @@ pub struct Strong {
     pub initial_tries: usize,
     /// V-cycles after each repetition's first cycle.
     pub vcycles: usize,
-    /// How coarsening groups vertices.
-    pub grouping: Grouping,
-    /// Flow refinement ([`crate::flow_refine`]) after FM on every level.
-    pub flow: bool,
+    /// How coarsening groups vertices; `None`: [`coarsen::grouping_for`] the graph.
+    pub grouping: Option<Grouping>,
+    /// Flow refinement ([`crate::flow_refine`]) after FM on every level;
+    /// `None`: for the plain cut only (on task graphs it cost 10x the time
+    /// for mixed results, docs/partition.md).
+    pub flow: Option<bool>,
     pub seed: u64,
 }
 
@@ -80,8 +84,8 @@ impl Default for Strong {
             budget: None,
             initial_tries: 12,
             vcycles: 2,
-            grouping: Grouping::LabelPropagation,
-            flow: true,
+            grouping: None,
+            flow: None,
             seed: 1,
         }
     }
@@ -157,13 +161,21 @@ pub struct Guide<'a> {
 pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &mut StdRng) -> (Vec<u32>, fm::Rank) {
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / COARSEST as f64) as i64).max(heaviest);
-    let coarsen::Hierarchy { maps, graphs, within: labels } =
-        coarsen::hierarchy(g, COARSEST, max_vw, 0.9, guide.map(|x| x.labels), s.grouping, rng);
+    let coarsen::Hierarchy { maps, graphs, within: labels } = coarsen::hierarchy(
+        g,
+        COARSEST,
+        max_vw,
+        0.9,
+        guide.map(|x| x.labels),
+        s.grouping.unwrap_or_else(|| coarsen::grouping_for(g)),
+        rng,
+    );
     let coarsest = graphs.last().unwrap_or(g);
+    let flow = s.flow.unwrap_or(g.critical_edges() == 0);
     let improve = |h: &Graph, part: Vec<u32>, rng: &mut StdRng| {
         let mut b = Bisection::new(h, part, caps);
         b.refine(fm::patience(h.n()), MAX_PASSES, rng);
-        if s.flow {
+        if flow {
             flow_refine::refine(&mut b, &flow_refine::ALPHAS, rng);
         }
         b.part
