@@ -4,7 +4,8 @@
 //! - coarsen by size-constrained label propagation
 //!   ([`crate::label_propagation`]) for the plain cut, by heavy-relation
 //!   matching when critical relations come first ([`Strong::grouping`]), down
-//!   to [`COARSEST`] vertices, no coarse vertex heavier than a share of the
+//!   to [`COARSEST`] vertices (for the plain cut: one of
+//!   [`PLAIN_CUT_COARSEST`] at random), no coarse vertex heavier than a share of the
 //!   load (so single moves can balance);
 //! - bisect the coarsest graph [`Strong::initial_tries`] times by greedy
 //!   graph growing (from a peripheral vertex, then random ones), each refined
@@ -37,10 +38,15 @@ use crate::graph::{Graph, Vertex};
 use crate::metrics;
 use crate::refine::{self, RefineParams, State};
 
-/// Coarsening stops at this many vertices.
+/// Coarsening stops at this many vertices (task graphs; V-cycles, combines).
 pub const COARSEST: usize = 150;
 
-/// A coarse vertex may carry at most this share of `total / COARSEST`.
+/// For the plain cut, each new cycle coarsens to one of these sizes, drawn at
+/// random: very coarse graphs served the irregular add20 best, finer ones
+/// data (docs/partition.md); V-cycles and combines stop at [`COARSEST`].
+const PLAIN_CUT_COARSEST: [usize; 2] = [30, 300];
+
+/// A coarse vertex may carry at most this share of `total / coarsest size`.
 const MAX_VERTEX_SHARE: f64 = 1.5;
 
 /// FM passes per level at most (each must improve to go on).
@@ -159,19 +165,18 @@ pub struct Guide<'a> {
 /// Refinement never raises the rank, so a steered cycle ends no worse than
 /// the partition it starts from.
 pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &mut StdRng) -> (Vec<u32>, fm::Rank) {
+    let plain = g.critical_edges() == 0;
+    let grouping = s.grouping.unwrap_or_else(|| coarsen::grouping_for(g));
+    let flow = s.flow.unwrap_or(plain);
+    let coarsest_n = match guide {
+        None if plain => PLAIN_CUT_COARSEST[rng.random_range(0..PLAIN_CUT_COARSEST.len())],
+        _ => COARSEST,
+    };
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
-    let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / COARSEST as f64) as i64).max(heaviest);
-    let coarsen::Hierarchy { maps, graphs, within: labels } = coarsen::hierarchy(
-        g,
-        COARSEST,
-        max_vw,
-        0.9,
-        guide.map(|x| x.labels),
-        s.grouping.unwrap_or_else(|| coarsen::grouping_for(g)),
-        rng,
-    );
+    let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / coarsest_n as f64) as i64).max(heaviest);
+    let coarsen::Hierarchy { maps, graphs, within: labels } =
+        coarsen::hierarchy(g, coarsest_n, max_vw, 0.9, guide.map(|x| x.labels), grouping, rng);
     let coarsest = graphs.last().unwrap_or(g);
-    let flow = s.flow.unwrap_or(g.critical_edges() == 0);
     let improve = |h: &Graph, part: Vec<u32>, rng: &mut StdRng| {
         let mut b = Bisection::new(h, part, caps);
         b.refine(fm::patience(h.n()), MAX_PASSES, rng);
