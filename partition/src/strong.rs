@@ -280,6 +280,21 @@ mod tests {
         assert_eq!(bisect(&g, caps, &s).0, part, "same seed, same partition");
     }
 
+    /// A graph below every coarsening size (plain cut: flows on the graph itself).
+    #[test]
+    fn strong_bisection_cuts_the_bridge_of_two_triangles() {
+        let mut b = crate::graph::GraphBuilder::new();
+        for _ in 0..6 {
+            b.add_vertex("", 1);
+        }
+        for (u, v) in [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (3, 5), (4, 5)] {
+            b.add_edge(u, v, 1, 0);
+        }
+        let g = b.build();
+        let (part, rank, _) = bisect(&g, caps(&g, 0.03), &Strong { repetitions: 4, ..Strong::default() });
+        assert_eq!(rank, (0, (0, 1), 0), "{part:?}");
+    }
+
     #[test]
     fn recursive_strong_partition_is_balanced_for_odd_k() {
         let g = grid(30, 20);
