@@ -7,8 +7,11 @@
 //! (`alpha` = 1) every such cut keeps the balance; larger `alpha` gives wider
 //! corridors whose cuts may not, so each candidate — the minimum cut next to
 //! the source and the one next to the sink — is followed by FM, which puts
-//! balance first, and kept only when the rank improves. Larger `alpha`
-//! first; after a failure the next smaller one.
+//! balance first, and kept only when the rank improves. Besides the minimum
+//! cuts next to the source and next to the sink, the most balanced of the
+//! minimum cuts a random sweep passes between them
+//! ([`Network::min_cut_sweep`], after KaFFPa's most balanced minimum cut) is
+//! tried. Larger `alpha` first; after a failure the next smaller one.
 
 use std::collections::VecDeque;
 
@@ -41,8 +44,9 @@ pub fn refine(b: &mut Bisection, alphas: &[f64], rng: &mut impl Rng) -> bool {
     improved
 }
 
-/// The better of the two minimum cuts of the corridor of width `alpha`,
-/// each refined by FM, when it ranks below `b`.
+/// The best of three minimum cuts of the corridor of width `alpha` (next to
+/// the source, next to the sink, the most balanced of a sweep), each refined
+/// by FM, when it ranks below `b`.
 fn flow_step<'g>(b: &Bisection<'g>, alpha: f64, rng: &mut impl Rng) -> Option<Bisection<'g>> {
     let g = b.g;
     let region = corridor(b, alpha, rng);
@@ -73,11 +77,31 @@ fn flow_step<'g>(b: &Bisection<'g>, alpha: f64, rng: &mut impl Rng) -> Option<Bi
         }
     }
     net.max_flow(source, sink);
+    let groups = net.min_cut_sweep(source, sink, rng);
+    // Side 0's load for each prefix of groups: side 0 outside the corridor plus the corridor nodes taken.
+    let outside0: i64 =
+        b.loads[0] - nodes.iter().filter(|&&v| b.part[v as usize] == 0).map(|&v| g.node_w[v as usize]).sum::<i64>();
+    let total = b.loads[0] + b.loads[1];
+    let mut load0 = outside0;
+    let mut balance = Vec::with_capacity(groups.len());
+    for group in &groups {
+        load0 += group.iter().filter(|&&x| x < nodes.len()).map(|&x| g.node_w[nodes[x] as usize]).sum::<i64>();
+        let excess = (load0 - b.caps[0]).max(0) + (total - load0 - b.caps[1]).max(0);
+        balance.push((excess, (2 * load0 - total).abs()));
+    }
+    let most_balanced = (0..groups.len()).min_by_key(|&i| balance[i]).unwrap_or(0);
+    let mut prefixes = vec![1, groups.len(), most_balanced + 1];
+    prefixes.dedup();
     let mut best: Option<Bisection<'g>> = None;
-    for side0 in [net.source_side(source), net.beyond_sink_side(sink)] {
+    for prefix in prefixes {
         let mut part = b.part.clone();
-        for (i, &v) in nodes.iter().enumerate() {
-            part[v as usize] = if side0[i] { 0 } else { 1 };
+        for &v in &nodes {
+            part[v as usize] = 1;
+        }
+        for &x in groups[..prefix].iter().flatten() {
+            if x < nodes.len() {
+                part[nodes[x] as usize] = 0;
+            }
         }
         let mut c = Bisection::new(g, part, b.caps);
         c.refine(fm::patience(g.n()), FM_PASSES, rng);

@@ -4,6 +4,9 @@
 
 use std::collections::VecDeque;
 
+use rand::seq::SliceRandom;
+use rand::Rng;
+
 /// A flow network under construction or solved.
 pub struct Network {
     /// Per arc: head, residual capacity; arc `i ^ 1` is its reverse.
@@ -110,6 +113,43 @@ impl Network {
         to_sink
     }
 
+    /// After [`Network::max_flow`]: minimum cuts from the one next to the
+    /// source to the one next to the sink. The first group is the source
+    /// side; each further group is a node that cannot reach `t` with all it
+    /// reaches in the residual network and is not taken yet, nodes drawn in
+    /// random order. Every prefix of groups is closed under residual arcs, so
+    /// it is the source side of a minimum cut; all groups together are
+    /// [`Network::beyond_sink_side`].
+    pub fn min_cut_sweep(&self, s: usize, t: usize, rng: &mut impl Rng) -> Vec<Vec<usize>> {
+        let taken = self.source_side(s);
+        let mut groups = vec![(0..self.out.len()).filter(|&v| taken[v]).collect::<Vec<_>>()];
+        let beyond = self.beyond_sink_side(t);
+        let mut taken = taken;
+        let mut candidates: Vec<usize> = (0..self.out.len()).filter(|&v| beyond[v] && !taken[v]).collect();
+        candidates.shuffle(rng);
+        for v in candidates {
+            if taken[v] {
+                continue;
+            }
+            taken[v] = true;
+            let mut group = vec![v];
+            let mut i = 0;
+            while i < group.len() {
+                let x = group[i];
+                i += 1;
+                for &a in &self.out[x] {
+                    let u = self.head[a as usize] as usize;
+                    if !taken[u] && self.residual[a as usize] > 0 {
+                        taken[u] = true;
+                        group.push(u);
+                    }
+                }
+            }
+            groups.push(group);
+        }
+        groups
+    }
+
     /// Breadth-first search from `from` over arcs `a` of `v` whose arc
     /// `direction(a)` has residual capacity.
     fn reach(&self, from: usize, direction: impl Fn(u32) -> u32) -> Vec<bool> {
@@ -132,6 +172,39 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    /// On random networks every prefix of the sweep is a minimum cut, from
+    /// the one next to the source to the one next to the sink.
+    #[test]
+    fn every_prefix_of_the_sweep_is_a_minimum_cut() {
+        let mut rng = StdRng::seed_from_u64(9);
+        for round in 0..40 {
+            let n = 4 + round % 9;
+            let edges: Vec<(usize, usize, i64)> = (0..3 * n)
+                .map(|_| (rng.random_range(0..n), rng.random_range(0..n), rng.random_range(1..4)))
+                .filter(|(u, v, _)| u != v)
+                .collect();
+            let mut net = Network::new(n);
+            for &(u, v, c) in &edges {
+                net.add_edge(u, v, c);
+            }
+            let flow = net.max_flow(0, n - 1);
+            let groups = net.min_cut_sweep(0, n - 1, &mut rng);
+            let mut side = vec![false; n];
+            for (i, group) in groups.iter().enumerate() {
+                group.iter().for_each(|&v| side[v] = true);
+                let cut: i64 = edges.iter().filter(|&&(u, v, _)| side[u] != side[v]).map(|e| e.2).sum();
+                assert_eq!(cut, flow, "round {round}, prefix {i}");
+                assert!(side[0] && !side[n - 1]);
+                if i == 0 {
+                    assert_eq!(side, net.source_side(0));
+                }
+            }
+            assert_eq!(side, net.beyond_sink_side(n - 1), "round {round}");
+        }
+    }
 
     #[test]
     fn max_flow_equals_the_minimum_cut_and_both_cuts_separate() {
