@@ -14,21 +14,16 @@
 
 mod common;
 
-use common::arg;
+use common::{arg, fastest, load_average};
 
 use std::path::PathBuf;
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::graph::Graph;
-use baton_partition::multilevel::{self, Outcome, Params, Quality, Scheme};
+use baton_partition::multilevel::{self, Params, Quality, Scheme};
 use baton_partition::refine::Variant;
 use baton_partition::report::{self, Row};
 use baton_partition::{generate, metis_ref, onnx_graph};
-
-/// The fastest of three runs (the results are deterministic; the machine is shared).
-fn fastest(mut run: impl FnMut() -> Outcome) -> Outcome {
-    (0..3).map(|_| run()).min_by(|a, b| a.seconds.total_cmp(&b.seconds)).expect("three runs")
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,6 +58,7 @@ fn main() {
         let n: usize = n.trim().parse().expect("--sizes");
         graphs.push((format!("layered DAG {n}"), generate::layered_dag(n, 42)));
     }
+    println!("load average at the start: {}", load_average());
     println!(
         "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}, quality {quality:?} ({repetitions} repetitions when strong)\n"
     );
@@ -127,4 +123,5 @@ fn main() {
         );
     }
     println!("`!` marks a partition over the balance limit; times below 0.1 ms count as 0.1 ms for the 2x test.");
+    println!("load average at the end: {}", load_average());
 }

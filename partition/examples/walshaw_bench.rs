@@ -4,21 +4,26 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--rating heavy|expansion]
-//!  [--vcycles N] [--tries N] [--graphs add20,data]`
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp]
+//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--graphs add20,data]`
 
 mod common;
 
-use common::arg;
+use common::{arg, fastest, load_average};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use baton_partition::coarsen::Rating;
+use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
 use baton_partition::{metis_format, metis_ref, metrics};
+
+/// Cuts separated by slashes (one per seed).
+fn cut_list(cuts: &[i64]) -> String {
+    cuts.iter().map(i64::to_string).collect::<Vec<_>>().join("/")
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,20 +35,29 @@ fn main() {
     let defaults = Strong::default();
     let vcycles: usize = arg(&args, "--vcycles", defaults.vcycles);
     let tries: usize = arg(&args, "--tries", defaults.initial_tries);
-    let only: String = arg(&args, "--graphs", String::new());
-    let rating = match arg(&args, "--rating", String::new()).as_str() {
-        "heavy" => Rating::Heavy,
-        "expansion" => Rating::Expansion,
-        "" => Strong::default().rating,
-        other => panic!("--rating {other}: expected heavy or expansion"),
+    let population: usize = arg(&args, "--population", defaults.population);
+    let combines: usize = arg(&args, "--combines", defaults.combines);
+    let flow: Option<bool> = match arg(&args, "--flow", String::new()).as_str() {
+        "" => defaults.flow,
+        on => Some(on.parse().expect("--flow true|false")),
     };
+    let only: String = arg(&args, "--graphs", String::new());
+    let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
+        "heavy" => Some(Grouping::Matching(Rating::Heavy)),
+        "expansion" => Some(Grouping::Matching(Rating::Expansion)),
+        "lp" => Some(Grouping::LabelPropagation),
+        "" => defaults.grouping,
+        other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
+    };
+    println!("load average at the start: {}", load_average());
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, rating {rating:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
-    println!("| graph | n | m | best known | multilevel | METIS | strong (mean) | strong (best) | strong / best known | time (s) multilevel / METIS / strong (per seed) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| graph | n | m | best known | multilevel (per seed) | METIS (per seed) | strong (mean) | strong (best) | strong / best known | time multilevel / METIS (ms, mean) | strong (s per seed) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut ratios = Vec::new();
+    let mut versus_metis = Vec::new();
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         let (name, best_known): (&str, i64) = (f[0], f[3].parse().expect("best-known cut"));
@@ -52,9 +66,18 @@ fn main() {
         }
         let mut g = metis_format::read_file(&dir.join(format!("{name}.graph"))).expect("graph");
         critical::mark(&mut g, CriticalRule::None, CriticalValue::Unit);
-        let p = Params { epsilon, ..Params::new(2) };
-        let ml = multilevel::partition(&g, &p);
-        let m = metis_ref::partition(&g, 2, epsilon, false, 1).expect("METIS");
+        // The default driver and METIS, once per seed each (fastest of three).
+        let (mut ml_cuts, mut m_cuts, mut ml_ms, mut m_ms, mut balanced) =
+            (Vec::new(), Vec::new(), 0.0, 0.0, (true, true));
+        for seed in 1..=seeds {
+            let ml = fastest(|| multilevel::partition(&g, &Params { epsilon, seed, ..Params::new(2) }));
+            let m = fastest(|| metis_ref::partition(&g, 2, epsilon, false, seed).expect("METIS"));
+            versus_metis.push((ml.cut.total.cmp(&m.cut.total), ml.seconds <= 2.0 * m.seconds.max(1e-4)));
+            (ml_ms, m_ms) = (ml_ms + 1e3 * ml.seconds / seeds as f64, m_ms + 1e3 * m.seconds / seeds as f64);
+            balanced = (balanced.0 && ml.balanced, balanced.1 && m.balanced);
+            ml_cuts.push(ml.cut.total);
+            m_cuts.push(m.cut.total);
+        }
         let caps = strong::caps(&g, epsilon);
         let (mut cuts, mut secs) = (Vec::new(), 0.0);
         for seed in 1..=seeds {
@@ -62,9 +85,12 @@ fn main() {
                 repetitions,
                 budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
                 seed,
-                rating,
+                grouping,
                 vcycles,
                 initial_tries: tries,
+                population,
+                combines,
+                flow,
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);
@@ -77,21 +103,29 @@ fn main() {
         ratios.push(mean / best_known as f64);
         let flag = |b: bool| if b { "" } else { "!" };
         println!(
-            "| {name} | {} | {} | {best_known} | {}{} | {}{} | {mean:.1} | {} | {:.3} | {:.2} / {:.3} / {:.1} |",
+            "| {name} | {} | {} | {best_known} | {}{} | {}{} | {mean:.1} | {} | {:.3} | {ml_ms:.1} / {m_ms:.1} | {:.1} |",
             g.n(),
             g.m(),
-            ml.cut.total,
-            flag(ml.balanced),
-            m.cut.total,
-            flag(m.balanced),
+            cut_list(&ml_cuts),
+            flag(balanced.0),
+            cut_list(&m_cuts),
+            flag(balanced.1),
             cuts.iter().min().expect("one seed"),
             mean / best_known as f64,
-            ml.seconds,
-            m.seconds,
             secs / seeds as f64
         );
     }
     let mean_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
     println!("\nstrong mode: mean cut / best known, averaged over the graphs: {mean_ratio:.3}");
+    let count = |o: std::cmp::Ordering| versus_metis.iter().filter(|x| x.0 == o).count();
+    println!(
+        "multilevel: cut vs METIS, seed by seed: {} lower, {} equal, {} higher (of {}); within 2x METIS time: {} (times: fastest of three, below 0.1 ms count as 0.1 ms)",
+        count(std::cmp::Ordering::Less),
+        count(std::cmp::Ordering::Equal),
+        count(std::cmp::Ordering::Greater),
+        versus_metis.len(),
+        versus_metis.iter().filter(|x| x.1).count()
+    );
+    println!("load average at the end: {}", load_average());
     println!("`!` marks a partition over the balance limit.");
 }

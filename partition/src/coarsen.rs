@@ -9,6 +9,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::graph::{Graph, Vertex};
+use crate::label_propagation;
 
 /// Contracts `g` by `map` (fine vertex → group id in `0..groups`).
 pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
@@ -183,7 +184,27 @@ impl Hierarchy {
     }
 }
 
-/// Coarsens `g` by [`matching`] (pairs up to `max_weight`, within the
+/// How a level's groups are formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grouping {
+    /// Pairs by [`matching`].
+    Matching(Rating),
+    /// Clusters by [`label_propagation::clusters`].
+    LabelPropagation,
+}
+
+/// The grouping that served each objective best in the benchmarks
+/// (docs/partition.md): label propagation for the plain cut (no critical
+/// relation), heavy-relation matching when critical relations come first.
+pub fn grouping_for(g: &Graph) -> Grouping {
+    if g.critical_edges() == 0 {
+        Grouping::LabelPropagation
+    } else {
+        Grouping::Matching(Rating::Heavy)
+    }
+}
+
+/// Coarsens `g` by `grouping` (groups up to `max_weight`, within the
 /// parts of `within` when given) until at most `stop_at` vertices remain or a
 /// level keeps more than `min_shrink` of its vertices.
 pub fn hierarchy(
@@ -192,7 +213,7 @@ pub fn hierarchy(
     max_weight: i64,
     min_shrink: f64,
     within: Option<&[u32]>,
-    rating: Rating,
+    grouping: Grouping,
     rng: &mut impl Rng,
 ) -> Hierarchy {
     let mut h = Hierarchy { maps: Vec::new(), graphs: Vec::new(), within: within.map(<[u32]>::to_vec) };
@@ -201,7 +222,12 @@ pub fn hierarchy(
         if cur.n() <= stop_at {
             break;
         }
-        let (map, groups) = matching(cur, max_weight, h.within.as_deref(), rating, rng);
+        let (map, groups) = match grouping {
+            Grouping::Matching(rating) => matching(cur, max_weight, h.within.as_deref(), rating, rng),
+            Grouping::LabelPropagation => {
+                label_propagation::clusters(cur, max_weight, h.within.as_deref(), label_propagation::ROUNDS, rng)
+            }
+        };
         if groups as f64 > min_shrink * cur.n() as f64 {
             break;
         }

@@ -25,6 +25,9 @@ use crate::metrics;
 /// A cut drop: (critical, total).
 pub type Gain = (i64, i64);
 
+/// What refinement minimizes: load over the limits, cut, load difference.
+pub type Rank = (i64, Gain, i64);
+
 /// A 2-way partition under refinement, with every vertex's gain.
 pub struct Bisection<'g> {
     pub g: &'g Graph,
@@ -61,7 +64,7 @@ impl<'g> Bisection<'g> {
     }
 
     /// The rank a refinement minimizes: excess, cut, load difference.
-    pub fn rank(&self) -> (i64, Gain, i64) {
+    pub fn rank(&self) -> Rank {
         (self.excess(), self.cut, (self.loads[0] - self.loads[1]).abs())
     }
 

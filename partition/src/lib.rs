@@ -6,9 +6,11 @@
 //! - readers: [`metis_format`], [`onnx_graph`], [`pipeline`]; [`generate`] makes layered DAGs.
 //! - [`clustering`]: the seed's initial partition (flow clusters, random assignment, random moves).
 //! - [`refine`]: the seed's boundary refinement by first/second critical gain.
-//! - [`coarsen`], [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
+//! - [`coarsen`] (by matching or [`label_propagation`]), [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
 //! - [`fm`] and [`strong`]: 2-way FM refinement with rollback, and the strong
-//!   mode built on it (repeated multilevel runs with V-cycles).
+//!   mode built on it (repeated multilevel runs with V-cycles); [`evolve`]:
+//!   its population and combine operator; [`flow_refine`] (on [`maxflow`]):
+//!   minimum cuts of a corridor around the cut.
 //! - [`metis_ref`]: METIS on the same graph, as the reference.
 //! - [`metrics`]: cuts and balance ([`balance`]: the tightest reachable load limit); [`report`]: text and JSON output.
 
@@ -17,9 +19,13 @@ pub mod bisection;
 pub mod clustering;
 pub mod coarsen;
 pub mod critical;
+pub mod evolve;
+pub mod flow_refine;
 pub mod fm;
 pub mod generate;
 pub mod graph;
+pub mod label_propagation;
+pub mod maxflow;
 pub mod metis_format;
 pub mod metis_ref;
 pub mod metrics;

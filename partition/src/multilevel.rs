@@ -3,7 +3,8 @@
 //! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
-//!   relations contracted first, the heaviest coarse vertex bounded) down to
+//!   relations contracted first; label propagation for the plain cut, see
+//!   [`coarsen::grouping_for`]; the heaviest coarse vertex bounded) down to
 //!   about 20 vertices per part, partition the coarsest graph several times —
 //!   a slice of the flow order, recursive bisection for any k (each bisection
 //!   the best of a flow cut and greedy graph growing from a peripheral and a
@@ -282,7 +283,7 @@ fn multilevel(
     let inner = p.coarse_restarts > 1 && start.is_none();
     let stop_at = if inner { mid } else { coarsen_to };
     let coarsen::Hierarchy { maps, graphs, within: start_part } =
-        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::Rating::Heavy, rng);
+        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::grouping_for(g), rng);
     let levels = graphs.len() + 1;
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };

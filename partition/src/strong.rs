@@ -1,21 +1,28 @@
 //! The strong mode (`--quality strong`): quality for time on two parts.
 //!
 //! One repetition is a multilevel cycle built around [`crate::fm`]:
-//! - coarsen by heavy-relation matching ([`coarsen::heavy_matching`], random
-//!   order among equal degrees) down to [`COARSEST`] vertices, no coarse
-//!   vertex heavier than a share of the load (so single moves can balance);
+//! - coarsen by size-constrained label propagation
+//!   ([`crate::label_propagation`]) for the plain cut, by heavy-relation
+//!   matching when critical relations come first ([`Strong::grouping`]), down
+//!   to [`COARSEST`] vertices (for the plain cut: one of
+//!   [`PLAIN_CUT_COARSEST`] at random), no coarse vertex heavier than a share of the
+//!   load (so single moves can balance);
 //! - bisect the coarsest graph [`Strong::initial_tries`] times by greedy
 //!   graph growing (from a peripheral vertex, then random ones), each refined
 //!   by FM, and keep the best;
 //! - project level by level, refining each level by FM passes until none
-//!   improves;
-//! - V-cycles: coarsen again with matching inside the sides only, so the
-//!   partition survives to the coarsest level, and refine on the way back
-//!   (the best partition kept).
+//!   improves, then by flow cuts ([`crate::flow_refine`]; for the plain cut,
+//!   [`Strong::flow`]);
+//! - V-cycles: coarsen again inside the sides only, so the partition
+//!   survives to the coarsest level, and refine on the way back (the best
+//!   partition kept).
 //!
 //! Repetitions with different seeds run until their count or the time budget
-//! is used up, and the best (least excess, then cut, then load difference) is
-//! kept. With a count and no budget the result depends on the seed alone.
+//! is used up, each offered to a population ([`crate::evolve`]); then
+//! [`Strong::combines`] combine operations (none by default: at equal time
+//! they did not beat more repetitions), and the best (least excess, then cut,
+//! then load difference) is kept. With counts and no budget the result
+//! depends on the seed alone.
 
 use std::time::{Duration, Instant};
 
@@ -23,69 +30,121 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::bisection::{grow, induced, peripheral, side_limits, side_parts};
-use crate::coarsen::{self, Rating};
+use crate::coarsen::{self, Grouping};
+use crate::evolve::{self, Population};
+use crate::flow_refine;
 use crate::fm::{self, Bisection};
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 use crate::refine::{self, RefineParams, State};
 
-/// Coarsening stops at this many vertices.
+/// Coarsening stops at this many vertices (task graphs; V-cycles, combines).
 pub const COARSEST: usize = 150;
 
-/// A coarse vertex may carry at most this share of `total / COARSEST`.
+/// For the plain cut, each new cycle coarsens to one of these sizes, drawn at
+/// random: very coarse graphs served the irregular add20 best, finer ones
+/// data (docs/partition.md); V-cycles and combines stop at [`COARSEST`].
+const PLAIN_CUT_COARSEST: [usize; 2] = [30, 300];
+
+/// A coarse vertex may carry at most this share of `total / coarsest size`.
 const MAX_VERTEX_SHARE: f64 = 1.5;
 
 /// FM passes per level at most (each must improve to go on).
 const MAX_PASSES: usize = 16;
 
+/// Share of the time budget after which no new repetition starts (the rest
+/// goes to combining).
+const REPETITIONS_SHARE: f64 = 0.25;
+
 /// Strong-mode settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Strong {
-    /// Repetitions (independent multilevel runs), the best kept.
+    /// Repetitions (independent multilevel runs), offered to the population.
     pub repetitions: usize,
-    /// Stop starting repetitions after this long (after the first).
+    /// Partitions kept for combining ([`crate::evolve::Population`]).
+    pub population: usize,
+    /// Combine operations after the repetitions.
+    pub combines: usize,
+    /// Stop starting repetitions after a quarter of this (all of it without
+    /// combines), combines after all of it.
     pub budget: Option<Duration>,
     /// Greedy-growing bisections tried at the coarsest level.
     pub initial_tries: usize,
     /// V-cycles after each repetition's first cycle.
     pub vcycles: usize,
-    /// How coarsening rates relations.
-    pub rating: Rating,
+    /// How coarsening groups vertices; `None`: [`coarsen::grouping_for`] the graph.
+    pub grouping: Option<Grouping>,
+    /// Flow refinement ([`crate::flow_refine`]) after FM on every level;
+    /// `None`: for the plain cut only (on task graphs it cost 10x the time
+    /// for mixed results, docs/partition.md).
+    pub flow: Option<bool>,
     pub seed: u64,
 }
 
 impl Default for Strong {
     fn default() -> Self {
-        Strong { repetitions: 64, budget: None, initial_tries: 12, vcycles: 2, rating: Rating::Heavy, seed: 1 }
+        Strong {
+            repetitions: 64,
+            population: 16,
+            combines: 0,
+            budget: None,
+            initial_tries: 12,
+            vcycles: 2,
+            grouping: None,
+            flow: None,
+            seed: 1,
+        }
     }
 }
 
 /// The best 2-way partition found within the load limits `caps`, its rank,
-/// and the repetitions run.
-pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, (i64, fm::Gain, i64), usize) {
+/// and the cycles run (repetitions and combines).
+pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, fm::Rank, usize) {
     let start = Instant::now();
-    let mut best: Option<(Vec<u32>, (i64, fm::Gain, i64))> = None;
+    let past = |share: f64| s.budget.is_some_and(|b| start.elapsed() >= b.mul_f64(share));
+    let stream = |i: u64| StdRng::seed_from_u64(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i));
+    let mut population = Population::new(s.population);
     let mut runs = 0;
+    let repetitions_share = if s.combines > 0 { REPETITIONS_SHARE } else { 1.0 };
     for r in 0..s.repetitions.max(1) {
-        if r > 0 && s.budget.is_some_and(|b| start.elapsed() >= b) {
+        if r > 0 && past(repetitions_share) {
             break;
         }
-        let mut rng = StdRng::seed_from_u64(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(r as u64));
-        let (part, rank) = repetition(g, caps, s, &mut rng);
+        let (part, rank) = repetition(g, caps, s, &mut stream(r as u64));
+        population.offer(part, rank);
         runs += 1;
-        if best.as_ref().is_none_or(|b| rank < b.1) {
-            best = Some((part, rank));
-        }
     }
-    let (part, rank) = best.expect("at least one repetition");
+    let mut rng = stream(u64::MAX);
+    for _ in 0..s.combines {
+        if population.len() < 2 || past(1.0) {
+            break;
+        }
+        let (a, b) = population.parents(&mut rng);
+        let (child, rank) = evolve::combine(g, caps, s, &population.member(a).0, &population.member(b).0, &mut rng);
+        population.offer(child, rank);
+        runs += 1;
+    }
+    let (part, rank) = population.best().expect("at least one repetition").clone();
     (part, rank, runs)
 }
 
 /// One repetition: a first cycle, then V-cycles, the best kept.
-fn repetition(g: &Graph, caps: [i64; 2], s: &Strong, rng: &mut StdRng) -> (Vec<u32>, (i64, fm::Gain, i64)) {
-    let (mut part, mut rank) = cycle(g, caps, s, None, rng);
+fn repetition(g: &Graph, caps: [i64; 2], s: &Strong, rng: &mut StdRng) -> (Vec<u32>, fm::Rank) {
+    let (part, rank) = cycle(g, caps, s, None, rng);
+    vcycles(g, caps, s, part, rank, rng)
+}
+
+/// `s.vcycles` V-cycles from `part` (of rank `rank`), the best kept.
+pub fn vcycles(
+    g: &Graph,
+    caps: [i64; 2],
+    s: &Strong,
+    mut part: Vec<u32>,
+    mut rank: fm::Rank,
+    rng: &mut StdRng,
+) -> (Vec<u32>, fm::Rank) {
     for _ in 0..s.vcycles {
-        let (next, r) = cycle(g, caps, s, Some(&part), rng);
+        let (next, r) = cycle(g, caps, s, Some(Guide { labels: &part, side: |l| l }), rng);
         if r <= rank {
             (part, rank) = (next, r);
         }
@@ -93,34 +152,46 @@ fn repetition(g: &Graph, caps: [i64; 2], s: &Strong, rng: &mut StdRng) -> (Vec<u
     (part, rank)
 }
 
-/// One multilevel cycle; with `start`, matching stays inside its sides and
-/// the coarsest graph starts from it (a V-cycle).
-fn cycle(
-    g: &Graph,
-    caps: [i64; 2],
-    s: &Strong,
-    start: Option<&[u32]>,
-    rng: &mut StdRng,
-) -> (Vec<u32>, (i64, fm::Gain, i64)) {
+/// Steers a multilevel cycle: coarsening pairs only vertices with equal
+/// labels, and the coarsest graph starts from the side `side` gives its
+/// label, instead of new initial bisections.
+#[derive(Clone, Copy)]
+pub struct Guide<'a> {
+    pub labels: &'a [u32],
+    pub side: fn(u32) -> u32,
+}
+
+/// One multilevel cycle, new or steered by `guide` (a V-cycle, a combine).
+/// Refinement never raises the rank, so a steered cycle ends no worse than
+/// the partition it starts from.
+pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &mut StdRng) -> (Vec<u32>, fm::Rank) {
+    let plain = g.critical_edges() == 0;
+    let grouping = s.grouping.unwrap_or_else(|| coarsen::grouping_for(g));
+    let flow = s.flow.unwrap_or(plain);
+    let coarsest_n = match guide {
+        None if plain => PLAIN_CUT_COARSEST[rng.random_range(0..PLAIN_CUT_COARSEST.len())],
+        _ => COARSEST,
+    };
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
-    let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / COARSEST as f64) as i64).max(heaviest);
-    let coarsen::Hierarchy { maps, graphs, within: side } =
-        coarsen::hierarchy(g, COARSEST, max_vw, 0.9, start, s.rating, rng);
+    let max_vw = ((MAX_VERTEX_SHARE * g.total_weight() as f64 / coarsest_n as f64) as i64).max(heaviest);
+    let coarsen::Hierarchy { maps, graphs, within: labels } =
+        coarsen::hierarchy(g, coarsest_n, max_vw, 0.9, guide.map(|x| x.labels), grouping, rng);
     let coarsest = graphs.last().unwrap_or(g);
-    let patience = |h: &Graph| fm::patience(h.n());
-    let mut part = match side {
-        Some(sp) => {
-            let mut b = Bisection::new(coarsest, sp, caps);
-            b.refine(patience(coarsest), MAX_PASSES, rng);
-            b.part
+    let improve = |h: &Graph, part: Vec<u32>, rng: &mut StdRng| {
+        let mut b = Bisection::new(h, part, caps);
+        b.refine(fm::patience(h.n()), MAX_PASSES, rng);
+        if flow {
+            flow_refine::refine(&mut b, &flow_refine::ALPHAS, rng);
         }
-        None => initial(coarsest, caps, s.initial_tries, rng),
+        b.part
+    };
+    let mut part = match (labels, guide) {
+        (Some(labels), Some(guide)) => improve(coarsest, labels.into_iter().map(guide.side).collect(), rng),
+        _ => initial(coarsest, caps, s.initial_tries, rng),
     };
     for lvl in (0..maps.len()).rev() {
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
-        let mut b = Bisection::new(fine, coarsen::project(&maps[lvl], &part), caps);
-        b.refine(patience(fine), MAX_PASSES, rng);
-        part = b.part;
+        part = improve(fine, coarsen::project(&maps[lvl], &part), rng);
     }
     let b = Bisection::new(g, part, caps);
     let rank = b.rank();
@@ -132,7 +203,7 @@ fn initial(g: &Graph, caps: [i64; 2], tries: usize, rng: &mut StdRng) -> Vec<u32
     let total = g.total_weight();
     // Part 0 grows to its share of the load (the sides' limits in ratio).
     let target = (total as i128 * caps[0] as i128 / (caps[0] + caps[1]).max(1) as i128) as i64;
-    let mut best: Option<(Vec<u32>, (i64, fm::Gain, i64))> = None;
+    let mut best: Option<(Vec<u32>, fm::Rank)> = None;
     for t in 0..tries.max(1) {
         let seed: Vertex = if t == 0 { peripheral(g, rng) } else { rng.random_range(0..g.n() as Vertex) };
         let mut b = Bisection::new(g, grow(g, seed, target, caps[0]), caps);
@@ -199,7 +270,7 @@ mod tests {
     #[test]
     fn strong_bisection_cuts_a_grid_straight_and_repeats_by_seed() {
         let g = grid(60, 24);
-        let s = Strong { repetitions: 4, ..Strong::default() };
+        let s = Strong { repetitions: 4, combines: 0, ..Strong::default() };
         let caps = caps(&g, 0.05);
         let (part, rank, runs) = bisect(&g, caps, &s);
         assert_eq!(runs, 4);
@@ -207,6 +278,21 @@ mod tests {
         assert_eq!(rank.1, (0, 24), "the straight cut across the short side");
         assert_eq!(metrics::cut(&g, &part).total, 24);
         assert_eq!(bisect(&g, caps, &s).0, part, "same seed, same partition");
+    }
+
+    /// A graph below every coarsening size (plain cut: flows on the graph itself).
+    #[test]
+    fn strong_bisection_cuts_the_bridge_of_two_triangles() {
+        let mut b = crate::graph::GraphBuilder::new();
+        for _ in 0..6 {
+            b.add_vertex("", 1);
+        }
+        for (u, v) in [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (3, 5), (4, 5)] {
+            b.add_edge(u, v, 1, 0);
+        }
+        let g = b.build();
+        let (part, rank, _) = bisect(&g, caps(&g, 0.03), &Strong { repetitions: 4, ..Strong::default() });
+        assert_eq!(rank, (0, (0, 1), 0), "{part:?}");
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! Size-constrained label propagation (as KaHIP and Mt-KaHyPar coarsen
+//! irregular graphs): every vertex starts as its own cluster; in rounds over
+//! the vertices in random order, each joins the neighbouring cluster it is
+//! most strongly tied to (critical value, then weight, of its relations into
+//! it; ties at random), when that cluster stays within `max_weight`. Unlike
+//! matching, a hub and many of its neighbours can merge in one level.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::graph::{Graph, Vertex};
+
+/// Rounds over all vertices.
+pub const ROUNDS: usize = 3;
+
+/// Clusters of weight at most `max_weight` (a vertex heavier than that stays
+/// alone); with `within`, only vertices with equal labels join. Returns the
+/// map (vertex → cluster in `0..groups`) and `groups`.
+pub fn clusters(
+    g: &Graph,
+    max_weight: i64,
+    within: Option<&[u32]>,
+    rounds: usize,
+    rng: &mut impl Rng,
+) -> (Vec<u32>, usize) {
+    let n = g.n();
+    let mut cluster: Vec<u32> = (0..n as u32).collect();
+    let mut weight = g.node_w.clone();
+    let mut tie = vec![(0i64, 0i64); n];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut order: Vec<Vertex> = (0..n as Vertex).collect();
+    for _ in 0..rounds {
+        order.shuffle(rng);
+        let mut moved = 0;
+        for &v in &order {
+            let (vi, own) = (v as usize, cluster[v as usize]);
+            for i in g.range(v) {
+                let u = g.adj[i] as usize;
+                if within.is_some_and(|l| l[u] != l[vi]) {
+                    continue;
+                }
+                let c = cluster[u] as usize;
+                if tie[c] == (0, 0) {
+                    touched.push(c as u32);
+                }
+                tie[c] = (tie[c].0 + g.ec[i], tie[c].1 + g.ew[i]);
+            }
+            let wv = g.node_w[vi];
+            let mut best = (own, tie[own as usize]);
+            let mut equal = 1u32;
+            for &c in &touched {
+                let fits = c == own || weight[c as usize] + wv <= max_weight;
+                let t = tie[c as usize];
+                if !fits || c == own {
+                    continue;
+                }
+                if t > best.1 {
+                    (best, equal) = ((c, t), 1);
+                } else if t == best.1 {
+                    // Reservoir choice among equally strong clusters.
+                    equal += 1;
+                    if rng.random_range(0..equal) == 0 {
+                        best = (c, t);
+                    }
+                }
+            }
+            for &c in &touched {
+                tie[c as usize] = (0, 0);
+            }
+            touched.clear();
+            if best.0 != own {
+                weight[own as usize] -= wv;
+                weight[best.0 as usize] += wv;
+                cluster[vi] = best.0;
+                moved += 1;
+            }
+        }
+        if moved == 0 {
+            break;
+        }
+    }
+    let mut id = vec![u32::MAX; n];
+    let mut groups = 0u32;
+    for c in cluster.iter_mut() {
+        if id[*c as usize] == u32::MAX {
+            id[*c as usize] = groups;
+            groups += 1;
+        }
+        *c = id[*c as usize];
+    }
+    (cluster, groups as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::grid;
+    use crate::graph::GraphBuilder;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    #[test]
+    fn clusters_respect_the_weight_limit_and_the_labels() {
+        let g = grid(30, 20);
+        let mut rng = StdRng::seed_from_u64(4);
+        let labels: Vec<u32> = (0..g.n()).map(|v| (v % 30 >= 15) as u32).collect();
+        for max_weight in [1, 2, 5, 17] {
+            let (map, groups) = clusters(&g, max_weight, Some(&labels), ROUNDS, &mut rng);
+            let mut weight = vec![0i64; groups];
+            let mut label = vec![u32::MAX; groups];
+            for v in 0..g.n() {
+                let c = map[v] as usize;
+                weight[c] += g.node_w[v];
+                assert!(label[c] == u32::MAX || label[c] == labels[v], "a cluster across labels");
+                label[c] = labels[v];
+            }
+            assert!(weight.iter().all(|&w| w <= max_weight), "limit {max_weight}: {:?}", weight.iter().max());
+            if max_weight == 1 {
+                assert_eq!(groups, g.n());
+            } else {
+                assert!(groups < g.n() * 2 / 3, "limit {max_weight}: {groups} clusters of {}", g.n());
+            }
+        }
+    }
+
+    /// A hub with leaves: matching merges one pair per level, label
+    /// propagation the hub with as many leaves as fit.
+    #[test]
+    fn a_hub_gathers_its_leaves() {
+        let mut b = GraphBuilder::new();
+        for _ in 0..9 {
+            b.add_vertex("", 1);
+        }
+        for leaf in 1..9 {
+            b.add_edge(0, leaf, 1, 0);
+        }
+        let g = b.build();
+        let (map, groups) = clusters(&g, 5, None, ROUNDS, &mut StdRng::seed_from_u64(1));
+        assert_eq!(map.iter().filter(|&&c| c == map[0]).count(), 5, "the hub's cluster is full");
+        assert_eq!(groups, 5);
+    }
+}
