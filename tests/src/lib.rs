@@ -3,14 +3,16 @@
 //! - where things are: [`repo_root`], [`config`], [`model`];
 //! - [`Direct`]: one model run straight through ONNX Runtime (no Baton), the
 //!   reference the pipelines' answers are compared with;
-//! - random inputs and float comparisons.
+//! - random inputs and float comparisons;
+//! - [`TestFile`]: a test's own file in a temp folder that goes when the test ends.
 //!
 //! The tests need what `scripts/setup.sh` provides: the ONNX Runtime library
 //! in `.cache/` and the models in `models/`.
 
 pub mod mixed;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use baton::{DType, Tensor};
 use baton_stages::collab::session as collab;
@@ -295,4 +297,48 @@ pub fn stream_every_session(
 ) -> std::collections::HashMap<String, collab::SessionResult> {
     let results = every_session_at_once(runtime, data, collab::stream_session);
     results.into_iter().map(|r| (r.id.clone(), r)).collect()
+}
+
+/// A file written for one test, alone in a fresh temp folder that is removed
+/// when this is dropped (when the test ends, passed or failed).
+pub struct TestFile {
+    path: PathBuf,
+}
+
+impl TestFile {
+    /// Writes `text` to `NAME` in a new folder `baton-e2e-KIND-PID-N` under the temp dir.
+    pub fn write(kind: &str, name: &str, text: &str) -> TestFile {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("baton-e2e-{kind}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        TestFile { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::ops::Deref for TestFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TestFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }

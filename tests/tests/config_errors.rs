@@ -3,25 +3,20 @@
 //! field, edge or line) and the culprit. Plus the `baton check` command's
 //! exit codes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use baton::{PipelineSpec, Runtime, StartError};
-use baton_e2e::{config, registry, repo_root};
+use baton_e2e::{config, registry, repo_root, TestFile};
 
-/// A fresh folder for this test's files.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-e2e-config-errors-{}", std::process::id())).join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Writes `text` (with `@MODELS@` replaced by the repository's models folder) to `TEST/pipeline.toml`.
-fn write(test: &str, text: &str) -> PathBuf {
+/// Writes `text` (with `@MODELS@` replaced by the repository's models folder) to a
+/// `pipeline.toml` of the test's own (removed when the returned file is dropped).
+fn write(test: &str, text: &str) -> TestFile {
     let models = repo_root().join("models");
-    let path = temp_dir(test).join("pipeline.toml");
-    std::fs::write(&path, text.replace("@MODELS@", &models.display().to_string())).unwrap();
-    path
+    TestFile::write(
+        &format!("config-errors-{test}"),
+        "pipeline.toml",
+        &text.replace("@MODELS@", &models.display().to_string()),
+    )
 }
 
 /// The error that validating `text` gives, displayed; asserts it starts with the file and holds every `part`.
@@ -31,7 +26,7 @@ fn error(test: &str, text: &str, parts: &[&str]) -> String {
         Ok(_) => panic!("{test}: the pipeline was accepted:\n{text}"),
         Err(e) => e,
     };
-    assert_eq!(err.file.as_deref(), Some(path.as_path()), "{test}: the error carries the file");
+    assert_eq!(err.file.as_deref(), Some(path.path()), "{test}: the error carries the file");
     let shown = err.to_string();
     assert!(shown.starts_with(&format!("{}: ", path.display())), "{test}: the message starts with the file: {shown}");
     for part in parts {

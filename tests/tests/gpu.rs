@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use baton::execution::{CudaOptions, Execution};
 use baton::{Engine, PipelineSpec, Request, Runtime, StageRequest, Tensor};
-use baton_e2e::{model, repo_root, Direct};
+use baton_e2e::{model, repo_root, Direct, TestFile};
 use baton_engines::OnnxEngine;
 use baton_stages::collab::session::Sessions;
 use rand::SeedableRng;
@@ -169,12 +169,8 @@ from = "embed.h"
 to = "branch_a.h"
 "#;
 
-fn write_chain() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-e2e-gpu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("chain.toml");
-    std::fs::write(&path, CHAIN.replace("@MODELS@", &repo_root().join("models").display().to_string())).unwrap();
-    path
+fn write_chain() -> TestFile {
+    TestFile::write("gpu", "chain.toml", &CHAIN.replace("@MODELS@", &repo_root().join("models").display().to_string()))
 }
 
 #[test]
@@ -217,10 +213,7 @@ fn baton_check(file: &Path, env: &[(&str, &Path)]) -> std::process::Output {
 fn a_cuda_node_without_the_gpu_build_is_one_error_naming_the_node_and_the_fix() {
     // ORT_DYLIB_PATH at a core library with no CUDA provider beside it (the CPU build's
     // layout): whatever this machine has, the GPU build is not there.
-    let dir = std::env::temp_dir().join(format!("baton-e2e-gpu-cpu-build-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cpu_build = dir.join("libonnxruntime.so.1.31.1");
-    std::fs::write(&cpu_build, b"").unwrap();
+    let cpu_build = TestFile::write("gpu-cpu-build", "libonnxruntime.so.1.31.1", "");
     let out = baton_check(&write_chain(), &[("ORT_DYLIB_PATH", &cpu_build)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "exit 2 on a pipeline that cannot load; stderr:\n{stderr}");

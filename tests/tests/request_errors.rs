@@ -3,11 +3,10 @@
 //! culprit, and the good requests beside it are still answered correctly.
 //! Also admission (queue full), deadlines and both kinds of shutdown.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use baton::{Request, RequestError, RequestResult, Runtime, Tensor};
-use baton_e2e::{answer, random_f32, registry, start, Direct, Scheduling};
+use baton_e2e::{answer, random_f32, registry, start, Direct, Scheduling, TestFile};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -124,10 +123,7 @@ fn more_rows_than_max_batch_is_invalid_input_naming_the_node_and_limit() {
 
 /// A pipeline file in a temp folder: one cost_model node `slow` taking `x` [N, 4] f32,
 /// running `latency_us` per batch (sleeping), with `settings` added to `[pipeline]`.
-fn slow_pipeline(test: &str, latency_us: u64, max_batch: usize, pipeline_settings: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-e2e-request-errors-{}", std::process::id())).join(test);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("slow.toml");
+fn slow_pipeline(test: &str, latency_us: u64, max_batch: usize, pipeline_settings: &str) -> TestFile {
     let text = format!(
         r#"
 [pipeline]
@@ -151,8 +147,7 @@ params.latency_us = {latency_us}
 params.mode = "sleep"
 "#
     );
-    std::fs::write(&path, text).unwrap();
-    path
+    TestFile::write(&format!("request-errors-{test}"), "slow.toml", &text)
 }
 
 fn outcome(result: &RequestResult) -> &'static str {
@@ -374,10 +369,7 @@ fn dropping_a_ticket_cancels_without_disturbing_other_requests() {
 }
 
 /// A pipeline file of two cost_model nodes in a chain, `first` (sleeping `latency_us` a batch) -> `second`.
-fn chain_pipeline(test: &str, latency_us: u64) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-e2e-request-errors-{}", std::process::id())).join(test);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("chain.toml");
+fn chain_pipeline(test: &str, latency_us: u64) -> TestFile {
     let stage = |name: &str, input: &str, output: &str, latency: u64| {
         format!(
             r#"
@@ -396,8 +388,7 @@ params.mode = "sleep"
         stage("first", "x", "y", latency_us),
         stage("second", "y", "z", 0)
     );
-    std::fs::write(&path, text).unwrap();
-    path
+    TestFile::write(&format!("request-errors-{test}"), "chain.toml", &text)
 }
 
 /// How long the tests below give the runtime to settle before calling it stuck (a hang guard).
