@@ -13,6 +13,9 @@
 //!   keep the best, then project back level by level, running the refinement
 //!   at each level. Coarse levels get one vertex of room past the average
 //!   load, tightened to the final limit at the finest level.
+//!   For the plain cut in two parts (k = 2, no critical relation) the
+//!   coarsest graph's bisections and every level's refinement use two-way FM
+//!   instead ([`crate::plain_bisection`]).
 //!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
 //!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
 //!   graph coarsened to a mid size, best kept).
