@@ -18,7 +18,7 @@ use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
-use baton_partition::{metis_format, metis_ref, metrics};
+use baton_partition::{label_propagation, metis_format, metis_ref, metrics};
 
 /// Cuts separated by slashes (one per seed).
 fn cut_list(cuts: &[i64]) -> String {
@@ -45,7 +45,7 @@ fn main() {
     let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
         "heavy" => Some(Grouping::Matching(Rating::Heavy)),
         "expansion" => Some(Grouping::Matching(Rating::Expansion)),
-        "lp" => Some(Grouping::LabelPropagation),
+        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS)),
         "" => defaults.grouping,
         other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
     };

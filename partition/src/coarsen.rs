@@ -189,8 +189,8 @@ impl Hierarchy {
 pub enum Grouping {
     /// Pairs by [`matching`].
     Matching(Rating),
-    /// Clusters by [`label_propagation::clusters`].
-    LabelPropagation,
+    /// Clusters by [`label_propagation::clusters`] with this many rounds.
+    LabelPropagation(usize),
 }
 
 /// The grouping that served each objective best in the benchmarks
@@ -198,7 +198,7 @@ pub enum Grouping {
 /// relation), heavy-relation matching when critical relations come first.
 pub fn grouping_for(g: &Graph) -> Grouping {
     if g.critical_edges() == 0 {
-        Grouping::LabelPropagation
+        Grouping::LabelPropagation(label_propagation::ROUNDS)
     } else {
         Grouping::Matching(Rating::Heavy)
     }
@@ -224,8 +224,8 @@ pub fn hierarchy(
         }
         let (map, groups) = match grouping {
             Grouping::Matching(rating) => matching(cur, max_weight, h.within.as_deref(), rating, rng),
-            Grouping::LabelPropagation => {
-                label_propagation::clusters(cur, max_weight, h.within.as_deref(), label_propagation::ROUNDS, rng)
+            Grouping::LabelPropagation(rounds) => {
+                label_propagation::clusters(cur, max_weight, h.within.as_deref(), rounds, rng)
             }
         };
         if groups as f64 > min_shrink * cur.n() as f64 {

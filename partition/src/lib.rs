@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod multilevel;
 pub mod onnx_graph;
 pub mod pipeline;
+pub mod plain_bisection;
 pub mod refine;
 pub mod report;
 pub mod strong;

@@ -13,6 +13,9 @@
 //!   keep the best, then project back level by level, running the refinement
 //!   at each level. Coarse levels get one vertex of room past the average
 //!   load, tightened to the final limit at the finest level.
+//!   For the plain cut in two parts (k = 2, no critical relation) the
+//!   coarsest graph's bisections and every level's refinement use two-way FM
+//!   instead ([`crate::plain_bisection`]).
 //!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
 //!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
 //!   graph coarsened to a mid size, best kept).
@@ -32,9 +35,10 @@ use rand::SeedableRng;
 
 use crate::bisection;
 use crate::clustering;
-use crate::coarsen;
+use crate::coarsen::{self, Grouping};
 use crate::graph::Graph;
 use crate::metrics;
+use crate::plain_bisection;
 use crate::refine::{self, Rank, RefineParams, State};
 use crate::strong::{self, Strong};
 
@@ -246,6 +250,11 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
 /// Tries per bisection when partitioning the coarsest graph.
 const BISECTION_TRIES: usize = 3;
 
+/// Label-propagation rounds per level in the default driver (the strong mode
+/// keeps [`crate::label_propagation::ROUNDS`]): two gave the same mean cuts as
+/// three on the Walshaw graphs in less time (docs/partition.md).
+const LP_ROUNDS: usize = 2;
+
 /// Coarsening stops at this many vertices per part.
 const COARSEN_TO_PER_PART: usize = 20;
 
@@ -281,10 +290,15 @@ fn multilevel(
     // whole multilevel cycle on it several times (cheap there) and keep the best.
     let mid = (100 * p.k).max(2000);
     let inner = p.coarse_restarts > 1 && start.is_none();
+    let grouping = match coarsen::grouping_for(g) {
+        Grouping::LabelPropagation(_) => Grouping::LabelPropagation(LP_ROUNDS),
+        matching => matching,
+    };
     let stop_at = if inner { mid } else { coarsen_to };
     let coarsen::Hierarchy { maps, graphs, within: start_part } =
-        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, coarsen::grouping_for(g), rng);
+        coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, grouping, rng);
     let levels = graphs.len() + 1;
+    let plain = plain_bisection::applies(g, p.k);
     let coarsest = graphs.last().unwrap_or(g);
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the first
@@ -317,6 +331,11 @@ fn multilevel(
             let (part, rank) = best.expect("at least one restart");
             (part, rank, moves)
         }
+        None if plain => {
+            let part =
+                plain_bisection::initial(coarsest, [coarse_cap; 2], plain_bisection::TRIES, p.refine.hill_climb, rng);
+            (part, (false, (0, 0)), 0)
+        }
         None => refine::best_of(coarsest, p.k, coarse_cap, p.initial_tries, &p.refine, init),
     };
     let (mut loads, mut cut) = (metrics::part_weights(coarsest, &part, p.k), metrics::cut(coarsest, &part).key());
@@ -325,6 +344,10 @@ fn multilevel(
         let fine = if lvl == 0 { g } else { &graphs[lvl - 1] };
         part = coarsen::project(&maps[lvl], &part);
         let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
+        if plain {
+            part = plain_bisection::refine(fine, [level; 2], part, p.refine.hill_climb, rng).0;
+            continue;
+        }
         // Loads and cuts carry over unchanged from the coarser level.
         let mut s = State::projected(fine, vec![level; p.k], part, std::mem::take(&mut loads), cut);
         moves += refine::refine(&mut s, &p.refine).moves;
