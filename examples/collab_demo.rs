@@ -20,6 +20,9 @@
 //! `--rate R --duration S [--pace-ms 32] [--policies collaborative,greedy]`
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
+//! `--sweep 50,70,90 --capacity-rate C [--plot FILE.svg]` runs that at each
+//! percentage of C sessions/s (greedy's open-loop capacity, found with
+//! `--rate`) and plots the final chunks' and the other chunks' p50/p99.
 //! `BATON_JOIN_BOOST=0` / `BATON_DAG_PRIORITY=0` turn the join boost and
 //! priority-follows-the-DAG options off, to compare; `BATON_BACKGROUND_NICE=N`
 //! sets the background batches' nice increment (0: off).
@@ -115,7 +118,7 @@ fn main() -> Result<(), Error> {
     // `--config` runs another file of the same pipeline (one host of a split, say).
     let config_path = arg("--config").map_or_else(|| mode.config(&root), std::path::PathBuf::from);
     let data = Sessions::load(&root.join("data"))?;
-    if arg("--rate").is_some() || arg("--capacity").is_some() {
+    if arg("--rate").is_some() || arg("--capacity").is_some() || arg("--sweep").is_some() {
         return load_mode(&arg, mode, &config_path, &data);
     }
     let repeat: usize = arg("--repeat").map_or(Ok(4), |r| r.parse())?;
@@ -238,57 +241,97 @@ fn load_mode(
             runtime.shutdown();
         }
     }
-    let Some(rate) = arg("--rate") else { return Ok(()) };
-    let rate: f64 = rate.parse()?;
     let duration = Duration::from_secs_f64(arg("--duration").map_or(Ok(20.0), |d| d.parse())?);
-    println!("open loop: {rate} sessions/s (Poisson) for {duration:?}, chunks every {pace:?}");
-    println!(
-        "{:<14} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>7}",
-        "policy", "sessions/s", "chunks/s", "chunk p50", "chunk p99", "final p50", "final p99", "errors"
-    );
-    for &p in &policies {
-        let runtime = start(config_path, p)?;
-        let results = Mutex::new(Vec::new());
-        let errors = Mutex::new(0usize);
-        // Seeded exponential gaps (xorshift), the same arrivals for every policy.
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let started = Instant::now();
-        std::thread::scope(|scope| {
-            let mut at = Duration::ZERO;
-            let mut i = 0usize;
-            while at < duration {
-                std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
-                let (runtime, results, errors) = (&runtime, &results, &errors);
-                let session = &data.sessions[i % data.sessions.len()];
-                scope.spawn(move || match mode.stream(runtime, session, i as u64, Some(pace)) {
-                    Ok(r) => results.lock().unwrap().push(r),
-                    Err(_) => *errors.lock().unwrap() += 1,
-                });
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let uniform = (seed >> 11) as f64 / (1u64 << 53) as f64;
-                at += Duration::from_secs_f64(-(1.0 - uniform).ln() / rate);
-                i += 1;
-            }
-        });
-        let seconds = started.elapsed().as_secs_f64();
-        let stats = runtime.node_stats();
-        runtime.shutdown();
-        let results = results.into_inner().unwrap();
-        let (chunks, finals) = latencies(&results);
-        print_stats(p, &stats);
+    let loads: Vec<(f64, f64)> = match (arg("--rate"), arg("--sweep")) {
+        (Some(rate), None) => vec![(0.0, rate.parse()?)],
+        (None, Some(percents)) => {
+            let capacity: f64 =
+                arg("--capacity-rate").ok_or("--sweep needs --capacity-rate (sessions/s at 100%)")?.parse()?;
+            let percents: Vec<f64> = percents.split(',').map(str::parse).collect::<Result<_, _>>()?;
+            percents.into_iter().map(|p| (p, capacity * p / 100.0)).collect()
+        }
+        (Some(_), Some(_)) => return Err("give --rate or --sweep, not both".into()),
+        (None, None) => return Ok(()),
+    };
+    // (policy, load %, [final p50, final p99, chunk p50, chunk p99] in µs) for the plot.
+    let mut series = Vec::new();
+    for (percent, rate) in loads {
+        println!("open loop: {rate} sessions/s (Poisson) for {duration:?}, chunks every {pace:?}");
         println!(
-            "{:<14} {:>10.2} {:>10.0} {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>7}",
-            format!("{p:?}"),
-            results.len() as f64 / seconds,
-            (chunks.len() + finals.len()) as f64 / seconds,
-            percentile(&chunks, 0.5),
-            percentile(&chunks, 0.99),
-            percentile(&finals, 0.5),
-            percentile(&finals, 0.99),
-            errors.into_inner().unwrap()
+            "{:<14} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>7}",
+            "policy", "sessions/s", "chunks/s", "chunk p50", "chunk p99", "final p50", "final p99", "errors"
         );
+        for &p in &policies {
+            let latencies_ms = open_loop(config_path, p, mode, data, rate, duration, pace)?;
+            let [chunk50, chunk99, final50, final99] = latencies_ms;
+            series.push((
+                format!("{p:?}").to_lowercase(),
+                percent,
+                [final50, final99, chunk50, chunk99].map(|ms| ms * 1e3),
+            ));
+        }
+    }
+    if let Some(path) = arg("--plot") {
+        baton_bench::plot::sweep_plot(Path::new(&path), "collab, image first (final chunks: priority)", &series)?;
+        println!("wrote {path}");
     }
     Ok(())
+}
+
+/// One open-loop run of `policy` at `rate` sessions/s: prints its row and node
+/// stats; returns the chunks' and the final chunks' p50 and p99, ms.
+fn open_loop(
+    config_path: &Path,
+    policy: BatchingPolicy,
+    mode: Mode,
+    data: &Sessions,
+    rate: f64,
+    duration: Duration,
+    pace: Duration,
+) -> Result<[f64; 4], Error> {
+    let runtime = start(config_path, policy)?;
+    let results = Mutex::new(Vec::new());
+    let errors = Mutex::new(0usize);
+    // Seeded exponential gaps (xorshift), the same arrivals for every policy.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let mut at = Duration::ZERO;
+        let mut i = 0usize;
+        while at < duration {
+            std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+            let (runtime, results, errors) = (&runtime, &results, &errors);
+            let session = &data.sessions[i % data.sessions.len()];
+            scope.spawn(move || match mode.stream(runtime, session, i as u64, Some(pace)) {
+                Ok(r) => results.lock().unwrap().push(r),
+                Err(_) => *errors.lock().unwrap() += 1,
+            });
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let uniform = (seed >> 11) as f64 / (1u64 << 53) as f64;
+            at += Duration::from_secs_f64(-(1.0 - uniform).ln() / rate);
+            i += 1;
+        }
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let stats = runtime.node_stats();
+    runtime.shutdown();
+    let results = results.into_inner().unwrap();
+    let (chunks, finals) = latencies(&results);
+    print_stats(policy, &stats);
+    let latencies_ms =
+        [percentile(&chunks, 0.5), percentile(&chunks, 0.99), percentile(&finals, 0.5), percentile(&finals, 0.99)];
+    println!(
+        "{:<14} {:>10.2} {:>10.0} {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>7}",
+        format!("{policy:?}"),
+        results.len() as f64 / seconds,
+        (chunks.len() + finals.len()) as f64 / seconds,
+        latencies_ms[0],
+        latencies_ms[1],
+        latencies_ms[2],
+        latencies_ms[3],
+        errors.into_inner().unwrap()
+    );
+    Ok(latencies_ms)
 }
