@@ -75,7 +75,10 @@ fn run(server: &TestServer, protocol: &str, args: &[&str]) {
         served + CONCURRENCY >= client && served <= client + client / 20 + CONCURRENCY,
         "server counted {served} requests in the window, the client made {client}:\n{report}"
     );
-    assert_eq!(inferences, served, "batch 1: one inference a request:\n{report}");
+    // Batch 1: one inference a request. The server counts a request's inference when its
+    // batch runs and its success when it is answered, so a read between the two (at most
+    // CONCURRENCY requests, at either end of the window) sees one without the other.
+    assert!(inferences.abs_diff(served) <= CONCURRENCY, "batch 1: one inference a request:\n{report}");
     let total = successes(server) - before;
     assert!(total >= client, "statistics count {total} requests in all, the last window alone had {client}");
 
