@@ -407,13 +407,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     }
     let mut points = Vec::new();
     for policy in &args.policy {
-        let mut cfg = config.clone();
-        cfg.scheduler.policy = policy.policy();
-        if let Some(delay) = args.max_queue_delay_us {
-            cfg.scheduler.max_queue_delay_us = delay;
-        }
-        let runtime =
-            Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
+        let runtime = policy_runtime(&config, *policy, args, file, engines)?;
         for &load in &loads {
             points.push(run_point(&runtime, &pool, args, policy.name(), load));
         }
@@ -451,6 +445,22 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     Ok(report)
 }
 
+/// A runtime of `config` under `policy` (with `--max-queue-delay-us`, when given).
+fn policy_runtime(
+    config: &PipelineConfig,
+    policy: Policy,
+    args: &BenchOptions,
+    file: &Path,
+    engines: &baton::EngineRegistry,
+) -> Result<Runtime, String> {
+    let mut cfg = config.clone();
+    cfg.scheduler.policy = policy.policy();
+    if let Some(delay) = args.max_queue_delay_us {
+        cfg.scheduler.max_queue_delay_us = delay;
+    }
+    Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))
+}
+
 /// `--sweep`: one runtime per policy, kept up, [`sweep::sweep`] over them; prints
 /// the summary, writes `--json` (every point) and `--plot` (the sweep's plot).
 fn run_sweep(
@@ -463,14 +473,7 @@ fn run_sweep(
 ) -> Result<BenchReport, String> {
     let mut runtimes = Vec::new();
     for &policy in &args.policy {
-        let mut cfg = config.clone();
-        cfg.scheduler.policy = policy.policy();
-        if let Some(delay) = args.max_queue_delay_us {
-            cfg.scheduler.max_queue_delay_us = delay;
-        }
-        let runtime =
-            Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
-        runtimes.push((policy, runtime));
+        runtimes.push((policy, policy_runtime(config, policy, args, file, engines)?));
     }
     let report = sweep::sweep(&runtimes, pool, args);
     for (_, runtime) in runtimes {
