@@ -6,10 +6,10 @@
 //! With `background_scope = "node"` (the default) the background batches are
 //! those of nodes no priority task has reached yet (bulk-only nodes, such as
 //! an OCR node whose images arrive long before the answer is wanted); with
-//! `"batch"`, every batch that holds no priority task. With more runnable workers than cores, the OS then
-//! gives the cores to batches holding priority tasks first, while background
-//! batches still use whatever is left: the answers users wait for are not
-//! slowed by a core shared with bulk work. A worker in the background is
+//! `"batch"`, every batch that holds no priority task. With more runnable
+//! workers than cores, the OS then gives the cores to the other batches first,
+//! while background batches still use whatever is left: the answers users wait
+//! for are not slowed by a core shared with bulk work. A worker in the background is
 //! lifted back to its own nice as soon as a priority task reaches its node
 //! (see [`NodeNice`]), so the priority task does not wait on a background
 //! batch run at the background nice. (See "Background batches" in docs/scheduling.md.)
