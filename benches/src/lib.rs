@@ -151,6 +151,9 @@ pub struct BenchOptions {
     /// Sweep: also search the baseline's open-loop capacity (the highest Poisson rate it
     /// keeps up with) and take the percentages of that (see `sweep`).
     pub open_capacity: bool,
+    /// Sweep: the capacity the percentages are of, requests/s, given instead of measured
+    /// (so runs of different configs offer the same rates).
+    pub capacity_rate: Option<f64>,
     /// Sweep: rounds, each running every point of every policy once.
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
@@ -200,6 +203,7 @@ impl Default for BenchOptions {
             sweep: Vec::new(),
             capacity_concurrency: 32,
             open_capacity: true,
+            capacity_rate: None,
             repeat: 2,
             policy: vec![Policy::Collaborative],
             max_queue_delay_us: None,
@@ -298,6 +302,12 @@ impl BenchOptions {
         if !self.sweep.is_empty() && self.capacity_concurrency == 0 {
             return Err("--capacity-concurrency must be at least 1".into());
         }
+        if self.capacity_rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return Err("--capacity-rate must be a positive number of requests per second".into());
+        }
+        if self.capacity_rate.is_some() && self.sweep.is_empty() {
+            return Err("--capacity-rate sets the base of --sweep: give --sweep too".into());
+        }
         if self.policy.is_empty() {
             return Err("--policy needs at least one policy".into());
         }
@@ -325,6 +335,7 @@ impl BenchOptions {
             "sweep": self.sweep,
             "capacity_concurrency": self.capacity_concurrency,
             "open_capacity": self.open_capacity,
+            "capacity_rate": self.capacity_rate,
             "repeat": self.repeat,
             "max_queue_delay_us": self.max_queue_delay_us,
             "raw": self.raw,
@@ -697,6 +708,16 @@ mod tests {
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn a_given_capacity_must_be_a_positive_rate_and_needs_a_sweep() {
+        let with =
+            |sweep: Vec<f64>, rate: f64| BenchOptions { sweep, capacity_rate: Some(rate), ..BenchOptions::default() };
+        assert!(with(vec![50.0], 1000.0).check().is_ok());
+        assert!(with(vec![50.0], 0.0).check().unwrap_err().contains("--capacity-rate"));
+        assert!(with(vec![50.0], f64::NAN).check().unwrap_err().contains("--capacity-rate"));
+        assert!(with(vec![], 1000.0).check().unwrap_err().contains("--sweep"));
     }
 
     #[test]

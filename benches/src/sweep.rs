@@ -11,6 +11,7 @@
 //!    large as the clients allow, which open loop need not reach: on a
 //!    pipeline whose batches grow with its queues, "50%" of the closed-loop
 //!    figure may already overload it.
+//!    With `--capacity-rate R` no capacity is measured: the percentages are of R.
 //! 2. The offered rates: each percentage of the *baseline's* capacity
 //!    (`greedy`'s when it runs, so every policy gets the same offered load and
 //!    a slower policy shows its overload; otherwise each policy's own).
@@ -46,8 +47,10 @@ pub struct SweepPoint {
 /// A whole sweep.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepReport {
-    /// (policy, capacity in requests/s), closed loop.
+    /// (policy, capacity in requests/s), closed loop (empty with `--capacity-rate`).
     pub capacity: Vec<(String, f64)>,
+    /// The capacity given by `--capacity-rate`, requests/s.
+    pub given_capacity: Option<f64>,
     /// The baseline's open-loop capacity, requests/s (with `--capacity-search open`).
     pub open_capacity: Option<f64>,
     pub points: Vec<SweepPoint>,
@@ -78,6 +81,14 @@ fn open_loop_capacity(runtime: &Runtime, pool: &RequestPool, args: &BenchOptions
 
 /// Runs the sweep on one runtime per policy (all kept up, used in turn).
 pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOptions) -> SweepReport {
+    if let Some(given) = args.capacity_rate {
+        return SweepReport {
+            capacity: Vec::new(),
+            given_capacity: Some(given),
+            open_capacity: None,
+            points: open_loop_rounds(runtimes, pool, args, |_| given),
+        };
+    }
     let capacity: Vec<(String, f64)> = runtimes
         .iter()
         .map(|(policy, runtime)| {
@@ -90,6 +101,17 @@ pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOpt
         .filter(|_| args.open_capacity)
         .map(|((policy, runtime), (_, closed))| open_loop_capacity(runtime, pool, args, policy.name(), *closed));
     let base = open_capacity.or(baseline.map(|(_, (_, c))| *c));
+    let points = open_loop_rounds(runtimes, pool, args, |i| base.unwrap_or(capacity[i].1));
+    SweepReport { capacity, given_capacity: None, open_capacity, points }
+}
+
+/// The rounds of open-loop points, each at its percentage of `capacity_of(policy index)`.
+fn open_loop_rounds(
+    runtimes: &[(Policy, Runtime)],
+    pool: &RequestPool,
+    args: &BenchOptions,
+    capacity_of: impl Fn(usize) -> f64,
+) -> Vec<SweepPoint> {
     let mut points = Vec::new();
     for round in 0..args.repeat.max(1) {
         for &percent in &args.sweep {
@@ -99,13 +121,13 @@ pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOpt
             }
             for i in order {
                 let (policy, runtime) = &runtimes[i];
-                let rate = base.unwrap_or(capacity[i].1) * percent / 100.0;
+                let rate = capacity_of(i) * percent / 100.0;
                 let point = run_point(runtime, pool, args, policy.name(), Load::Open(rate.max(1.0)));
                 points.push(SweepPoint { round, percent, point });
             }
         }
     }
-    SweepReport { capacity, open_capacity, points }
+    points
 }
 
 /// The four latencies of a point the sweep compares: priority p50/p99, others' p50/p99, µs.
@@ -187,8 +209,12 @@ pub fn summarize(report: &SweepReport) -> Vec<Summary> {
 /// The sweep's table (markdown).
 pub fn table(report: &SweepReport, summary: &[Summary]) -> String {
     let mut out = String::new();
-    let capacities: Vec<String> = report.capacity.iter().map(|(p, c)| format!("{p} {c:.0}/s")).collect();
-    let _ = writeln!(out, "capacity (closed loop): {}", capacities.join(", "));
+    if let Some(given) = report.given_capacity {
+        let _ = writeln!(out, "capacity given (the percentages' base): {given:.0}/s");
+    } else {
+        let capacities: Vec<String> = report.capacity.iter().map(|(p, c)| format!("{p} {c:.0}/s")).collect();
+        let _ = writeln!(out, "capacity (closed loop): {}", capacities.join(", "));
+    }
     if let Some(open) = report.open_capacity {
         let _ = writeln!(out, "{BASELINE}'s capacity in open loop (the percentages' base): {open:.0}/s");
     }
@@ -260,7 +286,8 @@ mod tests {
             SweepPoint { round: 1, percent: 90.0, point: point("greedy", 100.0, 2000, 200) },
             SweepPoint { round: 1, percent: 90.0, point: point("collaborative", 100.0, 600, 200) },
         ];
-        let report = SweepReport { capacity: vec![("greedy".into(), 111.0)], open_capacity: None, points };
+        let report =
+            SweepReport { capacity: vec![("greedy".into(), 111.0)], given_capacity: None, open_capacity: None, points };
         let summary = summarize(&report);
         assert_eq!(summary.len(), 2);
         let collab = &summary[1];

@@ -87,6 +87,9 @@ pub struct BenchArgs {
     /// the baseline keeps up with; `closed` takes the closed-loop throughput.
     #[arg(long, default_value = "open", value_parser = ["open", "closed"])]
     pub capacity_search: String,
+    /// Sweep: take the percentages of this rate (requests/s) instead of measuring a capacity.
+    #[arg(long, value_name = "REQ_PER_S")]
+    pub capacity_rate: Option<f64>,
     /// Sweep: rounds, each running every point of every policy once.
     #[arg(long, default_value_t = 2)]
     pub repeat: usize,
@@ -147,6 +150,7 @@ impl BenchArgs {
             sweep: self.sweep,
             capacity_concurrency: self.capacity_concurrency,
             open_capacity: self.capacity_search == "open",
+            capacity_rate: self.capacity_rate,
             repeat: self.repeat,
             policy: self.policy,
             max_queue_delay_us: self.max_queue_delay_us,

@@ -230,6 +230,11 @@ pub struct SchedulerConfig {
     /// rest run after it as a background batch; "Priority batches alone" in
     /// docs/scheduling.md).
     pub separate_priority_batches: bool,
+    /// Collaborative rule: longest the budget (or K) may hold a node's oldest
+    /// task back, µs. A node whose oldest task has waited this long runs at the
+    /// next decision whatever the budget says (deadline-aware selection, "Bounded
+    /// hold" in docs/scheduling.md). Absent: no bound.
+    pub max_hold_us: Option<u64>,
 }
 
 impl Default for SchedulerConfig {
@@ -249,6 +254,7 @@ impl Default for SchedulerConfig {
             background_nice: 0,
             background_scope: BackgroundScope::Node,
             separate_priority_batches: false,
+            max_hold_us: None,
         }
     }
 }
@@ -288,6 +294,10 @@ pub struct NodeConfig {
     /// Most rows (dim 0) stitched into one batch.
     #[serde(default = "defaults::max_batch")]
     pub max_batch: usize,
+    /// Collaborative rule: most rows in a batch that holds a priority task
+    /// (priority tasks first, then others up to this), so the answer waits on a
+    /// shorter batch ("Priority batch cap" in docs/scheduling.md). Default: `max_batch`.
+    pub priority_max_batch: Option<usize>,
     /// Collaboration weight: inference priority = pending tasks × weight.
     #[serde(default = "defaults::one")]
     pub weight: f64,

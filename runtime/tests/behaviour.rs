@@ -895,8 +895,10 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     assert_eq!(*seen.lock(), vec![1.0, 2.0]);
 }
 
-#[test]
-fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
+/// Runs `config` (ONE_NODE plus `node_extra` in its node table): holds the worker on a
+/// first batch, queues three plain tasks and then one priority task behind it, opens the
+/// gate, and returns the batches the node ran, in order.
+fn batches_behind_a_held_batch(scheduler: &str, node_extra: &str) -> Vec<Vec<f32>> {
     let engines = TestEngines::default();
     let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
     let batches = Arc::new(Mutex::new(Vec::<Vec<f32>>::new()));
@@ -909,8 +911,7 @@ fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
         b.lock().push(inputs[0].as_slice::<f32>().unwrap().to_vec());
         Ok(map(inputs, |x| x))
     });
-    let toml = "[scheduler]\npolicy = \"collaborative\"\nseparate_priority_batches = true\n";
-    let runtime = start(&engines, &format!("{toml}{ONE_NODE}"));
+    let runtime = start(&engines, &format!("{scheduler}{ONE_NODE}{node_extra}"));
     let blocker = runtime.submit(Request::new().input("x", value(0.0)));
     wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
     let normal: Vec<_> = (1..=3).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
@@ -925,9 +926,36 @@ fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
     for t in normal {
         t.wait().unwrap();
     }
+    let ran = batches.lock().clone();
+    ran
+}
+
+#[test]
+fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
+    let scheduler = "[scheduler]\npolicy = \"collaborative\"\nseparate_priority_batches = true\n";
     assert_eq!(
-        *batches.lock(),
+        batches_behind_a_held_batch(scheduler, ""),
         vec![vec![0.0], vec![100.0], vec![1.0, 2.0, 3.0]],
         "the priority task alone, then the rest"
+    );
+}
+
+#[test]
+fn priority_max_batch_caps_the_batch_that_holds_a_priority_task() {
+    let collaborative = "[scheduler]\npolicy = \"collaborative\"\n";
+    assert_eq!(
+        batches_behind_a_held_batch(collaborative, "priority_max_batch = 2\n"),
+        vec![vec![0.0], vec![100.0, 1.0], vec![2.0, 3.0]],
+        "the priority task and one other (2 rows), then the rest"
+    );
+    assert_eq!(
+        batches_behind_a_held_batch(collaborative, ""),
+        vec![vec![0.0], vec![100.0, 1.0, 2.0, 3.0]],
+        "without the cap, one batch of max_batch"
+    );
+    assert_eq!(
+        batches_behind_a_held_batch("[scheduler]\npolicy = \"greedy\"\n", "priority_max_batch = 2\n"),
+        vec![vec![0.0], vec![100.0, 1.0, 2.0, 3.0]],
+        "the baselines leave the cap alone"
     );
 }

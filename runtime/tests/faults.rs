@@ -158,23 +158,34 @@ fn a_full_node_refuses_requests_entering_at_it_at_once_naming_itself() {
     assert!(runtime.submit(Request::new().input("x", value(1.0))).wait().is_ok());
 }
 
+/// The error building the pipeline with `extra` in its node table gives (panics if it builds).
+fn rejected(extra: &str) -> baton::ConfigError {
+    let config = PipelineConfig::parse(&pipeline(extra)).unwrap();
+    match PipelineSpec::build(&config, None, &EngineRegistry::new().with("double", Doubler::open())) {
+        Ok(_) => panic!("`{extra}` is accepted"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_priority_batch_cap_outside_1_to_max_batch_is_refused_naming_the_key() {
+    for extra in ["max_batch = 4\npriority_max_batch = 0", "max_batch = 4\npriority_max_batch = 5"] {
+        let e = rejected(extra);
+        assert_eq!(e.location, "nodes.n.priority_max_batch", "{e}");
+        assert!(e.message.contains("max_batch (4)"), "{e}");
+    }
+}
+
 #[test]
 fn fault_rates_and_queue_bounds_are_validated_naming_the_key() {
-    let check = |extra: &str| {
-        let config = PipelineConfig::parse(&pipeline(extra)).unwrap();
-        match PipelineSpec::build(&config, None, &EngineRegistry::new().with("double", Doubler::open())) {
-            Ok(_) => panic!("`{extra}` is accepted"),
-            Err(e) => e,
-        }
-    };
-    let e = check("faults = { error = 1.5 }");
+    let e = rejected("faults = { error = 1.5 }");
     assert_eq!(e.location, "nodes.n.faults.error", "{e}");
-    let e = check("faults = { error = 0.6, panic = 0.6 }");
+    let e = rejected("faults = { error = 0.6, panic = 0.6 }");
     assert_eq!(e.location, "nodes.n.faults", "{e}");
     assert!(e.message.contains("more than 1"), "{e}");
-    let e = check("faults = { slow = 0.1, slow_factor = 0.5 }");
+    let e = rejected("faults = { slow = 0.1, slow_factor = 0.5 }");
     assert_eq!(e.location, "nodes.n.faults.slow_factor", "{e}");
-    let e = check("max_queue = 0");
+    let e = rejected("max_queue = 0");
     assert_eq!(e.location, "nodes.n.max_queue", "{e}");
     let e = PipelineConfig::parse(&pipeline("faults = { eror = 0.1 }")).unwrap_err();
     assert!(e.message.contains("eror"), "unknown fault keys are errors: {e}");

@@ -94,6 +94,8 @@ pub(crate) struct BatchBuffer {
     fit_pending: Box<[AtomicUsize]>,
     /// A batch that takes priority tasks takes no others (`separate_priority_batches`).
     priority_alone: bool,
+    /// Most rows in a batch taken while a priority task waits (`priority_max_batch`).
+    priority_rows: usize,
 }
 
 impl Default for BatchBuffer {
@@ -105,6 +107,7 @@ impl Default for BatchBuffer {
             oldest_ns: AtomicU64::new(u64::MAX),
             fit_pending: Box::default(),
             priority_alone: false,
+            priority_rows: usize::MAX,
         }
     }
 }
@@ -132,6 +135,11 @@ impl BatchBuffer {
     /// Makes a batch that takes priority tasks take no others. Call before any take.
     pub fn set_priority_alone(&mut self, on: bool) {
         self.priority_alone = on;
+    }
+
+    /// Caps a batch taken while a priority task waits (so it holds one) at `rows`. Call before any take.
+    pub fn set_priority_rows(&mut self, rows: usize) {
+        self.priority_rows = rows;
     }
 
     /// Makes the buffer count, per worker group, the waiting tasks that fit it. Call before any push.
@@ -195,7 +203,8 @@ impl BatchBuffer {
     }
 
     /// Moves up to `max_rows` rows of tasks into `out`, priority tasks first
-    /// (only those, when it keeps priority batches alone).
+    /// (only those, when it keeps priority batches alone; at most the priority
+    /// cap's rows when a priority task waits).
     ///
     /// A batch holds tasks whose inputs agree on every dim but the first, so
     /// the first task taken sets the shapes and the take stops at the first
@@ -205,6 +214,7 @@ impl BatchBuffer {
     pub fn take(&self, max_rows: usize, pad_axes: &[Vec<usize>], out: &mut Vec<Task>) {
         let mut guard = self.queues.lock();
         let q = &mut *guard;
+        let max_rows = if q.priority.is_empty() { max_rows } else { max_rows.min(self.priority_rows) };
         let mut rows = 0;
         let mut taken_priority = 0;
         for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {
@@ -236,6 +246,8 @@ impl BatchBuffer {
         let bit = 1u64 << group;
         let mut guard = self.queues.lock();
         let q = &mut *guard;
+        let holds_priority = q.priority.iter().any(|t| t.groups & bit != 0);
+        let max_rows = if holds_priority { max_rows.min(self.priority_rows) } else { max_rows };
         let mut rows = 0;
         let mut taken_priority = 0;
         for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {

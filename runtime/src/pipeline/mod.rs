@@ -86,10 +86,9 @@ impl Router {
         for (node, node_spec) in nodes.iter_mut().zip(&spec.nodes) {
             node.buffer.set_fairness(&spec.fairness);
             node.buffer.set_groups(node_spec.groups.len());
-            node.buffer.set_priority_alone(
-                spec.scheduler.policy == crate::config::BatchingPolicy::Collaborative
-                    && spec.scheduler.separate_priority_batches,
-            );
+            let collaborative = spec.scheduler.policy == crate::config::BatchingPolicy::Collaborative;
+            node.buffer.set_priority_alone(collaborative && spec.scheduler.separate_priority_batches);
+            node.buffer.set_priority_rows(if collaborative { node_spec.priority_max_batch } else { usize::MAX });
         }
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         Router {

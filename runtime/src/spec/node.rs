@@ -62,6 +62,7 @@ impl Builder<'_> {
             inputs,
             routes,
             max_batch: cfg.max_batch,
+            priority_max_batch: cfg.priority_max_batch.unwrap_or(cfg.max_batch),
             weight: cfg.weight,
             cost: resource.budget_cost(),
             resource,
@@ -330,6 +331,12 @@ fn check_node_settings(name: &str, cfg: &NodeConfig) -> Result<()> {
         if value == 0 {
             return err(at(field), "must be at least 1");
         }
+    }
+    if let Some(rows) = cfg.priority_max_batch.filter(|&rows| rows == 0 || rows > cfg.max_batch) {
+        return err(
+            at("priority_max_batch"),
+            format!("{rows} is not between 1 and the node's max_batch ({})", cfg.max_batch),
+        );
     }
     if !(cfg.weight.is_finite() && cfg.weight >= 0.0) {
         return err(at("weight"), format!("{} is not a number >= 0", cfg.weight));

@@ -87,6 +87,8 @@ pub struct NodeSpec {
     pub inputs: Vec<TensorSpec>,
     pub routes: Vec<Route>,
     pub max_batch: usize,
+    /// Most rows in a batch holding a priority task (the node's `priority_max_batch`, else `max_batch`).
+    pub priority_max_batch: usize,
     pub weight: f64,
     /// What a running batch holds against `scheduler.compute_budget`: [`Resource::budget_cost`].
     pub cost: f64,

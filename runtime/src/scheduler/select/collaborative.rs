@@ -25,6 +25,15 @@
 //! fill only what the budget still has (stop or skip as above), so the cores
 //! go to the priority work first.
 //!
+//! With a **bounded hold** ([`Collaborative::with_max_hold`]), the budget (or
+//! K) may hold a node's oldest task back at most that long: a candidate whose
+//! oldest task has waited the bound is *overdue* and is picked whatever the
+//! budget or K says, after the walk above. `select` returns how long until the
+//! next candidate not picked falls overdue, so the scheduler decides then
+//! even between ticks. The hold bounds the wait the rule adds for the work no
+//! one is waiting on first, at the price of that much priority work sharing
+//! the cores sooner.
+//!
 //! A node's priority may also carry a *join boost* (see [`NodeLoad::boost`]):
 //! when a join node holds requests waiting for this node's output, their
 //! count times the join's weight is added, so the branch a join waits on runs sooner.
@@ -43,19 +52,59 @@ pub struct Collaborative {
     pub on_misfit: OnMisfit,
     /// Budget variant: the budget holds work back only while priority work waits.
     pub work_conserving: bool,
+    /// Longest a candidate's oldest task may be held back, ns (`None`: no bound).
+    pub max_hold_ns: Option<u64>,
     /// Reused each round, so a decision allocates nothing: (priority node, inference priority, node).
     order: Vec<(bool, f64, usize)>,
 }
 
 impl Collaborative {
     pub fn new(selection: Selection, budget: f64, max_nodes: usize, on_misfit: OnMisfit) -> Self {
-        Collaborative { selection, budget, max_nodes, on_misfit, work_conserving: false, order: Vec::new() }
+        Collaborative {
+            selection,
+            budget,
+            max_nodes,
+            on_misfit,
+            work_conserving: false,
+            max_hold_ns: None,
+            order: Vec::new(),
+        }
     }
 
     /// The rule with the work-conserving budget (see the module docs) on or off.
     pub fn with_work_conserving(mut self, on: bool) -> Self {
         self.work_conserving = on;
         self
+    }
+
+    /// The rule with a bounded hold (see the module docs): `None`, no bound.
+    pub fn with_max_hold(mut self, max_hold_ns: Option<u64>) -> Self {
+        self.max_hold_ns = max_hold_ns;
+        self
+    }
+
+    /// Whether a candidate's oldest task has been held back the longest the hold allows.
+    fn overdue(&self, load: &NodeLoad) -> bool {
+        self.max_hold_ns.is_some_and(|hold| load.waited_ns >= hold)
+    }
+
+    /// Picks the overdue candidates the walk left out, and returns how long until
+    /// the first candidate still left out falls overdue.
+    fn pick_overdue(&self, loads: &[NodeLoad], picked: &mut Vec<usize>) -> Option<u64> {
+        let hold = self.max_hold_ns?;
+        let mut next_due: Option<u64> = None;
+        for &(_, _, i) in &self.order {
+            if picked.contains(&i) {
+                continue;
+            }
+            if self.overdue(&loads[i]) {
+                picked.push(i);
+            } else {
+                let left = hold - loads[i].waited_ns;
+                next_due = Some(next_due.map_or(left, |d| d.min(left)));
+            }
+        }
+        next_due
     }
 }
 
@@ -93,7 +142,7 @@ impl NodeSelector for Collaborative {
                 }
             }
         }
-        None
+        self.pick_overdue(loads, picked)
     }
 
     /// Arrivals wait for the tick unless `decide_on_arrival` is set: tasks accumulate into batches.
@@ -258,5 +307,50 @@ mod tests {
         loads[1].boost = 8.0;
         assert_eq!(loads[1].inference_priority(), 12.0);
         assert_eq!(pick(count(1), &loads, 0.0, 0), vec![2]);
+    }
+
+    fn held(waited_ns: [u64; 5]) -> Vec<NodeLoad> {
+        let mut loads = seed_example([1.0; 5]);
+        for (l, w) in loads.iter_mut().zip(waited_ns) {
+            l.waited_ns = w;
+        }
+        loads
+    }
+
+    fn pick_with_due(mut policy: Collaborative, loads: &[NodeLoad], in_use: f64) -> (Vec<usize>, Option<u64>) {
+        let mut picked = Vec::new();
+        let due = policy.select(loads, Running { compute: in_use, nodes: 0 }, &mut picked);
+        (picked.iter().map(|i| i + 1).collect(), due)
+    }
+
+    #[test]
+    fn bounded_hold_runs_a_node_the_budget_held_back_as_long_as_the_bound() {
+        // Budget 4 fills with nodes 2, 1, 3 and 4; node 5 waits. The hold is 1000 ns.
+        let policy = || work_conserving(4.0, OnMisfit::Skip).with_max_hold(Some(1000));
+        let (picked, due) = pick_with_due(policy(), &held([0, 0, 0, 0, 400]), 0.0);
+        assert_eq!(picked, vec![2, 1, 3, 4]);
+        assert_eq!(due, Some(600), "node 5 falls overdue 600 ns from now");
+        let (picked, due) = pick_with_due(policy(), &held([0, 0, 0, 0, 1000]), 0.0);
+        assert_eq!(picked, vec![2, 1, 3, 4, 5], "overdue: past the budget");
+        assert_eq!(due, None);
+        // Without a bound the budget holds node 5 however long it waited.
+        let (picked, due) = pick_with_due(work_conserving(4.0, OnMisfit::Skip), &held([0, 0, 0, 0, u64::MAX]), 0.0);
+        assert_eq!((picked, due), (vec![2, 1, 3, 4], None));
+    }
+
+    #[test]
+    fn bounded_hold_picks_overdue_nodes_after_the_walk_stopped() {
+        // Costs 3, 2, 1, 1, 1 and budget 4 stop the walk at node 1; node 4 is overdue, node 3 not yet.
+        let mut loads = seed_example([3.0, 2.0, 1.0, 1.0, 1.0]);
+        loads[2].waited_ns = 10;
+        loads[3].waited_ns = 50;
+        let policy = budget(4.0, OnMisfit::Stop).with_max_hold(Some(50));
+        assert_eq!(pick_with_due(policy, &loads, 0.0), (vec![2, 4], Some(40)));
+    }
+
+    #[test]
+    fn bounded_hold_runs_overdue_nodes_beyond_k() {
+        let policy = count(1).with_max_hold(Some(100));
+        assert_eq!(pick_with_due(policy, &held([0, 0, 0, 100, 0]), 0.0), (vec![2, 4], Some(100)));
     }
 }

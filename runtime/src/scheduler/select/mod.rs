@@ -116,7 +116,8 @@ pub fn selector(spec: &PipelineSpec) -> Box<dyn NodeSelector> {
             });
             Box::new(
                 Collaborative::new(s.selection, spec.compute_budget, max_nodes, s.on_misfit)
-                    .with_work_conserving(s.work_conserving),
+                    .with_work_conserving(s.work_conserving)
+                    .with_max_hold(s.max_hold_us.map(|us| us.saturating_mul(1000))),
             )
         }
         BatchingPolicy::Dynamic => Box::new(Dynamic { delay_ns: s.max_queue_delay_us.saturating_mul(1000) }),
