@@ -234,19 +234,34 @@ fn a_branch_failure_fails_the_request_once_and_leaves_no_partial_join() {
 /// A gate the test opens (flag + condvar).
 type Gate = Arc<(Mutex<bool>, parking_lot::Condvar)>;
 
-fn gated(engines: &TestEngines) -> (Gate, Arc<Mutex<Vec<f32>>>) {
+/// Engine kind `k`: waits for the gate to open, records the batch's values (one entry per batch), passes them on.
+fn gated(engines: &TestEngines) -> (Gate, Arc<Mutex<Vec<Vec<f32>>>>) {
     let gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (g, s) = (gate.clone(), seen.clone());
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let (g, b) = (gate.clone(), batches.clone());
     engines.add("k", &["x"], &["y"], move |inputs| {
         let mut open = g.0.lock();
         while !*open {
             g.1.wait(&mut open);
         }
-        s.lock().extend_from_slice(inputs[0].as_slice::<f32>().unwrap());
+        b.lock().push(inputs[0].as_slice::<f32>().unwrap().to_vec());
         Ok(map(inputs, |x| x))
     });
-    (gate, seen)
+    (gate, batches)
+}
+
+fn open(gate: &Gate) {
+    *gate.0.lock() = true;
+    gate.1.notify_all();
+}
+
+/// Opens the gate however the test ends, so a failed check fails instead of hanging the shutdown.
+struct OpenOnDrop(Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        open(&self.0);
+    }
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
@@ -268,16 +283,13 @@ fn priority_tasks_are_batched_before_earlier_normal_tasks() {
     let normal: Vec<_> = (1..=4).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
     let urgent = runtime.submit(Request::new().input("x", value(100.0)).priority(true));
     assert_eq!(runtime.pending(0), (5, 1));
-    {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
+    open(&gate);
     blocker.wait().unwrap();
     urgent.wait().unwrap();
     for t in normal {
         t.wait().unwrap();
     }
-    let order = seen.lock().clone();
+    let order = seen.lock().concat();
     assert_eq!(order[0], 0.0);
     assert_eq!(order[1], 100.0, "the priority task leads the next batch: {order:?}");
     assert_eq!(&order[2..], &[1.0, 2.0, 3.0, 4.0], "normal tasks keep their order: {order:?}");
@@ -293,10 +305,7 @@ fn queued_requests_past_their_deadline_are_answered_with_a_deadline_error() {
     let late = runtime.submit(Request::new().input("x", value(1.0)).timeout(Duration::from_millis(1)));
     let fine = runtime.submit(Request::new().input("x", value(2.0)).timeout(Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(5));
-    {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
+    open(&gate);
     blocker.wait().unwrap();
     assert_eq!(late.wait().unwrap_err(), RequestError::DeadlineExceeded { node: "n".into() });
     assert!(fine.wait().is_ok());
@@ -384,14 +393,11 @@ fn dropping_a_ticket_cancels_its_queued_request() {
     wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0);
     drop(runtime.submit(Request::new().input("x", value(1.0))));
     let kept = runtime.submit(Request::new().input("x", value(2.0)));
-    {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
+    open(&gate);
     blocker.wait().unwrap();
     kept.wait().unwrap();
     wait_until("the cancelled request is answered", || runtime.in_flight() == 0);
-    assert_eq!(seen.lock().clone(), vec![0.0, 2.0], "the dropped request never ran");
+    assert_eq!(seen.lock().concat(), vec![0.0, 2.0], "the dropped request never ran");
 }
 
 #[test]
@@ -403,10 +409,7 @@ fn admission_refuses_at_once_past_max_in_flight() {
     let refused = runtime.submit(Request::new().input("x", value(9.0)));
     assert!(refused.is_ready(), "refusal is immediate");
     assert_eq!(refused.wait().unwrap_err(), RequestError::QueueFull { limit: 3 });
-    {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
+    open(&gate);
     for t in accepted {
         t.wait().unwrap();
     }
@@ -830,8 +833,7 @@ fn priority_follows_the_dag_unless_configured_otherwise() {
         let urgent = runtime.submit(Request::new().input("x", value(1.0)).priority(true));
         wait_until("the urgent request waits at b", || runtime.pending(1).0 == 1);
         assert_eq!(runtime.pending(1), (1, usize::from(follows)), "priority_follows_dag = {follows}");
-        *gate.0.lock() = true;
-        gate.1.notify_all();
+        open(&gate);
         blocker.wait().unwrap();
         urgent.wait().unwrap();
     }
@@ -870,14 +872,6 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     let engines = TestEngines::default();
     let (gate, seen) = gated(&engines);
     let runtime = start(&engines, &format!("[scheduler]\npolicy = \"collaborative\"\nbackground_nice = 5\n{ONE_NODE}"));
-    // Opens the gate however the test ends, so a failed check fails instead of hanging the shutdown.
-    struct OpenOnDrop(Gate);
-    impl Drop for OpenOnDrop {
-        fn drop(&mut self) {
-            *self.0 .0.lock() = true;
-            self.0 .1.notify_all();
-        }
-    }
     let gate = OpenOnDrop(gate);
     let own = thread_nice("baton-n-0").expect("the worker thread");
     // A batch without priority tasks runs at the background nice (blocked at the gate).
@@ -892,7 +886,7 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     drop(gate);
     background.wait().unwrap();
     urgent.wait().unwrap();
-    assert_eq!(*seen.lock(), vec![1.0, 2.0]);
+    assert_eq!(seen.lock().concat(), vec![1.0, 2.0]);
 }
 
 /// Runs `config` (ONE_NODE plus `node_extra` in its node table): holds the worker on a
@@ -900,27 +894,14 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
 /// gate, and returns the batches the node ran, in order.
 fn batches_behind_a_held_batch(scheduler: &str, node_extra: &str) -> Vec<Vec<f32>> {
     let engines = TestEngines::default();
-    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
-    let batches = Arc::new(Mutex::new(Vec::<Vec<f32>>::new()));
-    let (g, b) = (gate.clone(), batches.clone());
-    engines.add("k", &["x"], &["y"], move |inputs| {
-        let mut open = g.0.lock();
-        while !*open {
-            g.1.wait(&mut open);
-        }
-        b.lock().push(inputs[0].as_slice::<f32>().unwrap().to_vec());
-        Ok(map(inputs, |x| x))
-    });
+    let (gate, batches) = gated(&engines);
     let runtime = start(&engines, &format!("{scheduler}{ONE_NODE}{node_extra}"));
     let blocker = runtime.submit(Request::new().input("x", value(0.0)));
     wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
     let normal: Vec<_> = (1..=3).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
     let urgent = runtime.submit(Request::new().input("x", value(100.0)).priority(true));
     assert_eq!(runtime.pending(0), (4, 1));
-    {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
+    open(&gate);
     blocker.wait().unwrap();
     urgent.wait().unwrap();
     for t in normal {
@@ -958,4 +939,51 @@ fn priority_max_batch_caps_the_batch_that_holds_a_priority_task() {
         vec![vec![0.0], vec![100.0, 1.0, 2.0, 3.0]],
         "the baselines leave the cap alone"
     );
+}
+
+#[test]
+fn with_a_bounded_hold_the_budget_holds_plain_work_back_no_longer_than_the_bound() {
+    let engines = TestEngines::default();
+    let (gate, _) = gated(&engines);
+    engines.add("pass", &["v"], &["w"], |i| Ok(map(i, |x| x)));
+    // Budget 1: while node a's batch runs and another priority task waits there, the
+    // work-conserving budget has nothing left for node b; the hold lets b run after 1 ms.
+    let toml = r#"
+[scheduler]
+policy = "collaborative"
+compute_budget = 1.0
+work_conserving = true
+max_hold_us = 1000
+[inputs.x]
+to = ["a.x"]
+optional = true
+[inputs.v]
+to = ["b.v"]
+optional = true
+[outputs.y]
+from = "a.y"
+[outputs.w]
+from = "b.w"
+[nodes.a]
+stages = [{ engine = "test", params = { kind = "k" } }]
+[nodes.b]
+stages = [{ engine = "test", params = { kind = "pass" } }]
+"#;
+    let runtime = start(&engines, toml);
+    let running = runtime.submit(Request::new().input("x", value(1.0)).priority(true));
+    wait_until("node a runs the first priority task", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
+    let waiting = runtime.submit(Request::new().input("x", value(2.0)).priority(true));
+    assert_eq!(runtime.pending(0), (1, 1), "a priority task waits at node a");
+    let plain = runtime.submit(Request::new().input("v", value(3.0)));
+    // The gate stays shut however the test ends, so a failed wait must not hang: it fails after 10 s.
+    let gate = OpenOnDrop(gate);
+    let answer = match plain.wait_timeout(Duration::from_secs(10)) {
+        Ok(answer) => answer.expect("node b's answer"),
+        Err(_) => panic!("node b's task was held past the bound"),
+    };
+    assert_eq!(first(answer.get("w").unwrap()), 3.0);
+    assert_eq!(runtime.pending(0), (1, 1), "node a's priority work still waits behind its gate");
+    drop(gate);
+    running.wait().unwrap();
+    waiting.wait().unwrap();
 }
