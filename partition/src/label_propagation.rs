@@ -25,22 +25,22 @@ pub fn clusters(
 ) -> (Vec<u32>, usize) {
     if g.ec.iter().all(|&c| c == 0) {
         // The plain cut: a tie is its weight alone (the same order, less work).
-        clusters_by(g, max_weight, within, rounds, rng, |t: i64, i| t + g.ew[i])
+        clusters_by(g, max_weight, within, rounds, rng, |t: i64, _, w| t + w)
     } else {
-        clusters_by(g, max_weight, within, rounds, rng, |t: (i64, i64), i| (t.0 + g.ec[i], t.1 + g.ew[i]))
+        clusters_by(g, max_weight, within, rounds, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w))
     }
 }
 
 /// [`clusters`] with the tie to a cluster summed by `add` (a relation's
-/// index into it); an untouched cluster's tie is `T::default()`, and every
-/// relation adds to it (weights are at least 1).
+/// critical value and weight into it); an untouched cluster's tie is
+/// `T::default()`, and every relation adds to it (weights are at least 1).
 fn clusters_by<T: Copy + Default + Ord>(
     g: &Graph,
     max_weight: i64,
     within: Option<&[u32]>,
     rounds: usize,
     rng: &mut impl Rng,
-    add: impl Fn(T, usize) -> T,
+    add: impl Fn(T, i64, i64) -> T,
 ) -> (Vec<u32>, usize) {
     let n = g.n();
     let mut cluster: Vec<u32> = (0..n as u32).collect();
@@ -54,16 +54,17 @@ fn clusters_by<T: Copy + Default + Ord>(
         for &v in &order {
             let (vi, own) = (v as usize, cluster[v as usize]);
             let range = g.range(v);
-            for (i, &u) in range.clone().zip(&g.adj[range]) {
+            let relations = g.adj[range.clone()].iter().zip(&g.ec[range.clone()]).zip(&g.ew[range]);
+            for ((&u, &c), &w) in relations {
                 let u = u as usize;
                 if within.is_some_and(|l| l[u] != l[vi]) {
                     continue;
                 }
-                let c = cluster[u] as usize;
-                if tie[c] == T::default() {
-                    touched.push(c as u32);
+                let t = &mut tie[cluster[u] as usize];
+                if *t == T::default() {
+                    touched.push(cluster[u]);
                 }
-                tie[c] = add(tie[c], i);
+                *t = add(*t, c, w);
             }
             let wv = g.node_w[vi];
             let mut best = (own, tie[own as usize]);
