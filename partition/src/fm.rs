@@ -43,6 +43,9 @@ pub struct Bisection<'g> {
     external: Vec<u32>,
     /// Buffers of [`Bisection::pass`], kept across passes.
     scratch: PassScratch,
+    /// Whether a vertex blocked by a full side waits for room in the pass
+    /// (requeued once that side sheds load) instead of leaving it.
+    pub requeue: bool,
 }
 
 /// A queue entry: gain, then a random tie-break key and the vertex packed
@@ -53,6 +56,8 @@ type Entry = (Gain, u64);
 #[derive(Default)]
 struct PassScratch {
     heaps: [BinaryHeap<Entry>; 2],
+    /// Entries set aside for want of room on the other side (with `requeue`).
+    parked: [BinaryHeap<Entry>; 2],
     locked: Vec<bool>,
     log: Vec<Vertex>,
 }
@@ -89,7 +94,7 @@ impl<'g> Bisection<'g> {
             gain.push(d);
             external.push(ext);
         }
-        Bisection { g, part, loads, caps, cut, gain, external, scratch: PassScratch::default() }
+        Bisection { g, part, loads, caps, cut, gain, external, scratch: PassScratch::default(), requeue: false }
     }
 
     /// Load over the limits, summed over both sides (0 when balanced).
@@ -144,9 +149,10 @@ impl<'g> Bisection<'g> {
     fn pass_with(&mut self, scratch: &mut PassScratch, patience: usize, rng: &mut impl Rng) -> bool {
         let g = self.g;
         let n = g.n();
-        let PassScratch { heaps, locked, log } = scratch;
-        for heap in heaps.iter_mut() {
+        let PassScratch { heaps, parked, locked, log } = scratch;
+        for (heap, park) in heaps.iter_mut().zip(parked.iter_mut()) {
             heap.clear();
+            park.clear();
         }
         log.clear();
         locked.clear();
@@ -171,8 +177,12 @@ impl<'g> Bisection<'g> {
                         continue;
                     }
                     if self.loads[1 - side] + g.node_w[vi] > self.caps[1 - side] {
-                        // No room on the other side in this pass unless its gain changes.
-                        heap.pop();
+                        // No room on the other side in this pass unless its gain
+                        // changes (or, with `requeue`, until that side sheds load).
+                        let e = heap.pop().expect("peeked");
+                        if self.requeue {
+                            parked[side].push(e);
+                        }
                         continue;
                     }
                     let heavier = self.loads[side] > self.loads[1 - side];
@@ -191,6 +201,24 @@ impl<'g> Bisection<'g> {
             locked[v as usize] = true;
             self.flip(v);
             log.push(v);
+            if self.requeue {
+                // `side` just shed load: the other side's best parked entries
+                // that fit in the room it left return to their queue.
+                let other = 1 - side;
+                let mut room = self.caps[side] - self.loads[side];
+                while let Some(top) = parked[other].peek() {
+                    let u = entry_vertex(top) as usize;
+                    if locked[u] || self.part[u] as usize != other || self.gain[u] != top.0 {
+                        parked[other].pop();
+                        continue;
+                    }
+                    if g.node_w[u] > room {
+                        break;
+                    }
+                    room -= g.node_w[u];
+                    heaps[other].push(parked[other].pop().expect("peeked"));
+                }
+            }
             for i in g.range(v) {
                 let u = g.adj[i];
                 if !locked[u as usize] {
@@ -241,6 +269,7 @@ mod tests {
             let part: Vec<u32> = (0..g.n()).map(|_| rng.random_range(0..2)).collect();
             let cap = metrics::max_part_weight(&g, 2, 0.05);
             let mut b = Bisection::new(&g, part, [cap, cap]);
+            b.requeue = round % 2 == 1;
             let before = b.rank();
             b.refine(patience(g.n()), 50, &mut rng);
             assert!(b.rank() <= before, "round {round}");
@@ -250,6 +279,31 @@ mod tests {
                 (fresh.cut, fresh.loads, &fresh.gain, &fresh.external),
                 "round {round}"
             );
+        }
+    }
+
+    /// Side 0 = {c, d} is full (load 3 of 3): the best moves (a to side 0,
+    /// gain 4; d to side 1, too heavy there) are blocked, so the pass first
+    /// moves c (gain 1), which leaves room on side 0 without touching a.
+    /// Requeued, a then moves in the same pass (cut 7 → 2); otherwise it left
+    /// the pass when it was blocked, and the pass ends at cut 6.
+    #[test]
+    fn a_blocked_vertex_waits_for_room_when_requeued() {
+        let mut b = crate::graph::GraphBuilder::new();
+        let [a, c, d, e] = [("a", 1), ("c", 1), ("d", 2), ("e", 1)].map(|(name, w)| b.add_vertex(name, w));
+        b.add_edge(a, d, 5, 0);
+        b.add_edge(a, e, 1, 0);
+        b.add_edge(c, d, 1, 0);
+        b.add_edge(c, e, 2, 0);
+        let g = b.build();
+        let part = vec![1, 0, 0, 1];
+        for (requeue, cut) in [(false, 6), (true, 2)] {
+            let mut fm = Bisection::new(&g, part.clone(), [3, 3]);
+            assert_eq!(fm.cut, (0, 7));
+            fm.requeue = requeue;
+            fm.pass(64, &mut StdRng::seed_from_u64(1));
+            assert_eq!(fm.cut, (0, cut), "requeue {requeue}");
+            assert_eq!(fm.excess(), 0);
         }
     }
 
