@@ -113,6 +113,27 @@ mod tests {
         assert!(rank.1 .1 <= 12, "cut {}", rank.1 .1);
     }
 
+    /// Uneven vertex weights (1–9, as on coarse levels): refinement with
+    /// requeued blocked moves stays within the limits, its rank is that of
+    /// a recount, and it never ends above its start.
+    #[test]
+    fn refinement_with_uneven_weights_stays_exact_and_within_the_limits() {
+        let mut g = grid(20, 10);
+        for (v, w) in g.node_w.iter_mut().enumerate() {
+            *w = 1 + (v * 7 % 9) as i64;
+        }
+        let cap = metrics::max_part_weight(&g, 2, 0.05);
+        for seed in 0..6 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let part = bisection::grow(&g, rng.random_range(0..g.n() as Vertex), g.total_weight() / 2, cap);
+            let start = Bisection::new(&g, part.clone(), [cap, cap]).rank();
+            let (refined, rank) = refine(&g, [cap, cap], part, 64, &mut rng);
+            assert!(rank <= start, "seed {seed}");
+            assert_eq!(rank.0, 0, "seed {seed}: over the limit");
+            assert_eq!(Bisection::new(&g, refined, [cap, cap]).rank(), rank, "seed {seed}");
+        }
+    }
+
     #[test]
     fn the_default_driver_takes_this_path_deterministically() {
         // A 60 x 30 grid at 5%: balanced, near the straight cut of 30, and the
