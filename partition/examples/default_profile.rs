@@ -3,7 +3,10 @@
 //! the same seeds. Prints mean times, mean cuts and the seeds where the
 //! default cuts more than METIS.
 //!
-//! `cargo run --release -p baton-partition --example default_profile -- [--dir DIR] [--runs 100] [--graphs add20,data]`
+//! With `--list`, each seed's cut (ours and METIS's) on a line of its own, so
+//! that two builds can be compared seed by seed.
+//!
+//! `cargo run --release -p baton-partition --example default_profile -- [--dir DIR] [--runs 100] [--graphs add20,data] [--list]`
 
 mod common;
 
@@ -20,6 +23,7 @@ fn main() {
     let dir: PathBuf = arg(&args, "--dir", PathBuf::from("../shared/data/walshaw"));
     let runs: usize = arg(&args, "--runs", 100);
     let only: String = arg(&args, "--graphs", "add20,data,3elt,uk".to_string());
+    let list = args.iter().any(|a| a == "--list");
     println!("load average at the start: {}", load_average());
     for name in only.split(',') {
         let mut g = metis_format::read_file(&dir.join(format!("{name}.graph"))).expect("graph");
@@ -31,6 +35,9 @@ fn main() {
             let m = fastest(|| metis_ref::partition(&g, 2, 0.05, false, seed).expect("METIS"));
             (ms, metis_ms) = (ms + 1e3 * o.seconds / runs as f64, metis_ms + 1e3 * m.seconds / runs as f64);
             within += usize::from(o.seconds <= 2.0 * m.seconds.max(1e-4));
+            if list {
+                println!("{name} seed {seed}: cut {} METIS {}", o.cut.total, m.cut.total);
+            }
             ours.push(o.cut.total);
             metis.push(m.cut.total);
         }

@@ -42,7 +42,9 @@ pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
     }
     let mut xadj = Vec::with_capacity(groups + 1);
     xadj.push(0);
-    let (mut adj, mut ew, mut ec) = (Vec::new(), Vec::new(), Vec::new());
+    // At most as many entries as the fine graph's (relations inside groups vanish).
+    let cap = g.adj.len();
+    let (mut adj, mut ew, mut ec) = (Vec::with_capacity(cap), Vec::with_capacity(cap), Vec::with_capacity(cap));
     let mut slot = vec![usize::MAX; groups];
     for c in 0..groups {
         let start = adj.len();

@@ -20,7 +20,6 @@ use std::collections::BinaryHeap;
 use rand::Rng;
 
 use crate::graph::{Graph, Vertex};
-use crate::metrics;
 
 /// A cut drop: (critical, total).
 pub type Gain = (i64, i64);
@@ -40,22 +39,62 @@ pub struct Bisection<'g> {
     pub cut: Gain,
     /// Cut drop of moving each vertex to the other side.
     gain: Vec<Gain>,
+    /// Neighbours of each vertex on the other side (boundary vertices: > 0).
+    external: Vec<u32>,
+    /// Buffers of [`Bisection::pass`], kept across passes.
+    scratch: PassScratch,
+    /// Whether a vertex blocked by a full side waits for room in the pass
+    /// (requeued once that side sheds load) instead of leaving it.
+    pub requeue: bool,
+}
+
+/// A queue entry: gain, then a random tie-break key and the vertex packed
+/// into one word (random key high), so that ties order as by the pair.
+type Entry = (Gain, u64);
+
+/// The queues, locks and move log of a pass, reused by the next one.
+#[derive(Default)]
+struct PassScratch {
+    heaps: [BinaryHeap<Entry>; 2],
+    /// Entries set aside for want of room on the other side (with `requeue`).
+    parked: [BinaryHeap<Entry>; 2],
+    locked: Vec<bool>,
+    log: Vec<Vertex>,
+}
+
+fn entry(gain: Gain, key: u32, v: Vertex) -> Entry {
+    (gain, (u64::from(key) << 32) | u64::from(v))
+}
+
+fn entry_vertex(e: &Entry) -> Vertex {
+    e.1 as u32
 }
 
 impl<'g> Bisection<'g> {
     pub fn new(g: &'g Graph, part: Vec<u32>, caps: [i64; 2]) -> Self {
-        let w = metrics::part_weights(g, &part, 2);
-        let cut = metrics::cut(g, &part).key();
-        let gain = (0..g.n() as Vertex)
-            .map(|v| {
-                let p = part[v as usize];
-                g.range(v).fold((0, 0), |d, i| {
-                    let s = if part[g.adj[i] as usize] == p { -1 } else { 1 };
-                    (d.0 + s * g.ec[i], d.1 + s * g.ew[i])
-                })
-            })
-            .collect();
-        Bisection { g, part, loads: [w[0], w[1]], caps, cut, gain }
+        let n = g.n();
+        let (mut loads, mut cut) = ([0i64; 2], (0i64, 0i64));
+        let (mut gain, mut external) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for v in 0..n {
+            let p = part[v];
+            loads[p as usize] += g.node_w[v];
+            let (mut d, mut ext) = ((0i64, 0i64), 0u32);
+            for i in g.xadj[v]..g.xadj[v + 1] {
+                let u = g.adj[i] as usize;
+                if part[u] == p {
+                    d = (d.0 - g.ec[i], d.1 - g.ew[i]);
+                } else {
+                    d = (d.0 + g.ec[i], d.1 + g.ew[i]);
+                    ext += 1;
+                    if u > v {
+                        cut = (cut.0 + g.ec[i], cut.1 + g.ew[i]);
+                    }
+                }
+            }
+            gain.push(d);
+            external.push(ext);
+        }
+        Bisection { g, part, loads, caps, cut, gain, external, scratch: PassScratch::default(), requeue: false }
     }
 
     /// Load over the limits, summed over both sides (0 when balanced).
@@ -69,8 +108,7 @@ impl<'g> Bisection<'g> {
     }
 
     fn is_boundary(&self, v: Vertex) -> bool {
-        let p = self.part[v as usize];
-        self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
+        self.external[v as usize] > 0
     }
 
     /// Moves `v` to the other side, keeping loads, cut and gains exact.
@@ -85,41 +123,66 @@ impl<'g> Bisection<'g> {
         self.part[v as usize] = to;
         self.loads[from as usize] -= w;
         self.loads[to as usize] += w;
-        for i in g.range(v) {
+        let range = g.range(v);
+        self.external[v as usize] = range.len() as u32 - self.external[v as usize];
+        for i in range {
             let u = g.adj[i] as usize;
-            let s = if self.part[u] == to { -2 } else { 2 };
+            let s = if self.part[u] == to {
+                self.external[u] -= 1;
+                -2
+            } else {
+                self.external[u] += 1;
+                2
+            };
             self.gain[u] = (self.gain[u].0 + s * g.ec[i], self.gain[u].1 + s * g.ew[i]);
         }
     }
 
     /// One pass (see the module docs); returns whether the rank improved.
     pub fn pass(&mut self, patience: usize, rng: &mut impl Rng) -> bool {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let improved = self.pass_with(&mut scratch, patience, rng);
+        self.scratch = scratch;
+        improved
+    }
+
+    fn pass_with(&mut self, scratch: &mut PassScratch, patience: usize, rng: &mut impl Rng) -> bool {
         let g = self.g;
         let n = g.n();
-        let mut heaps: [BinaryHeap<(Gain, u32, Vertex)>; 2] = [BinaryHeap::new(), BinaryHeap::new()];
+        let PassScratch { heaps, parked, locked, log } = scratch;
+        for (heap, park) in heaps.iter_mut().zip(parked.iter_mut()) {
+            heap.clear();
+            park.clear();
+        }
+        log.clear();
+        locked.clear();
+        locked.resize(n, false);
         for v in 0..n as Vertex {
             if self.is_boundary(v) {
-                heaps[self.part[v as usize] as usize].push((self.gain[v as usize], rng.random(), v));
+                heaps[self.part[v as usize] as usize].push(entry(self.gain[v as usize], rng.random(), v));
             }
         }
-        let mut locked = vec![false; n];
         let start = self.rank();
         let mut best = start;
-        let mut log: Vec<Vertex> = Vec::new();
         let mut best_len = 0;
         while log.len() - best_len <= patience {
             // The top valid entry of each side whose move fits the other side.
             let mut pick: Option<(Gain, usize)> = None;
             for (side, heap) in heaps.iter_mut().enumerate() {
-                while let Some(&(d, _, v)) = heap.peek() {
+                while let Some(top) = heap.peek() {
+                    let (d, v) = (top.0, entry_vertex(top));
                     let vi = v as usize;
                     if locked[vi] || self.part[vi] as usize != side || self.gain[vi] != d {
                         heap.pop();
                         continue;
                     }
                     if self.loads[1 - side] + g.node_w[vi] > self.caps[1 - side] {
-                        // No room on the other side in this pass unless its gain changes.
-                        heap.pop();
+                        // No room on the other side in this pass unless its gain
+                        // changes (or, with `requeue`, until that side sheds load).
+                        let e = heap.pop().expect("peeked");
+                        if self.requeue {
+                            parked[side].push(e);
+                        }
                         continue;
                     }
                     let heavier = self.loads[side] > self.loads[1 - side];
@@ -134,14 +197,32 @@ impl<'g> Bisection<'g> {
                 }
             }
             let Some((_, side)) = pick else { break };
-            let (_, _, v) = heaps[side].pop().expect("peeked");
+            let v = entry_vertex(&heaps[side].pop().expect("peeked"));
             locked[v as usize] = true;
             self.flip(v);
             log.push(v);
+            if self.requeue {
+                // `side` just shed load: the other side's best parked entries
+                // that fit in the room it left return to their queue.
+                let other = 1 - side;
+                let mut room = self.caps[side] - self.loads[side];
+                while let Some(top) = parked[other].peek() {
+                    let u = entry_vertex(top) as usize;
+                    if locked[u] || self.part[u] as usize != other || self.gain[u] != top.0 {
+                        parked[other].pop();
+                        continue;
+                    }
+                    if g.node_w[u] > room {
+                        break;
+                    }
+                    room -= g.node_w[u];
+                    heaps[other].push(parked[other].pop().expect("peeked"));
+                }
+            }
             for i in g.range(v) {
                 let u = g.adj[i];
                 if !locked[u as usize] {
-                    heaps[self.part[u as usize] as usize].push((self.gain[u as usize], rng.random(), u));
+                    heaps[self.part[u as usize] as usize].push(entry(self.gain[u as usize], rng.random(), u));
                 }
             }
             let r = self.rank();
@@ -176,6 +257,7 @@ pub fn patience(n: usize) -> usize {
 mod tests {
     use super::*;
     use crate::generate::grid;
+    use crate::metrics;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 
@@ -187,11 +269,41 @@ mod tests {
             let part: Vec<u32> = (0..g.n()).map(|_| rng.random_range(0..2)).collect();
             let cap = metrics::max_part_weight(&g, 2, 0.05);
             let mut b = Bisection::new(&g, part, [cap, cap]);
+            b.requeue = round % 2 == 1;
             let before = b.rank();
             b.refine(patience(g.n()), 50, &mut rng);
             assert!(b.rank() <= before, "round {round}");
             let fresh = Bisection::new(&g, b.part.clone(), [cap, cap]);
-            assert_eq!((b.cut, b.loads, &b.gain), (fresh.cut, fresh.loads, &fresh.gain), "round {round}");
+            assert_eq!(
+                (b.cut, b.loads, &b.gain, &b.external),
+                (fresh.cut, fresh.loads, &fresh.gain, &fresh.external),
+                "round {round}"
+            );
+        }
+    }
+
+    /// Side 0 = {c, d} is full (load 3 of 3): the best moves (a to side 0,
+    /// gain 4; d to side 1, too heavy there) are blocked, so the pass first
+    /// moves c (gain 1), which leaves room on side 0 without touching a.
+    /// Requeued, a then moves in the same pass (cut 7 → 2); otherwise it left
+    /// the pass when it was blocked, and the pass ends at cut 6.
+    #[test]
+    fn a_blocked_vertex_waits_for_room_when_requeued() {
+        let mut b = crate::graph::GraphBuilder::new();
+        let [a, c, d, e] = [("a", 1), ("c", 1), ("d", 2), ("e", 1)].map(|(name, w)| b.add_vertex(name, w));
+        b.add_edge(a, d, 5, 0);
+        b.add_edge(a, e, 1, 0);
+        b.add_edge(c, d, 1, 0);
+        b.add_edge(c, e, 2, 0);
+        let g = b.build();
+        let part = vec![1, 0, 0, 1];
+        for (requeue, cut) in [(false, 6), (true, 2)] {
+            let mut fm = Bisection::new(&g, part.clone(), [3, 3]);
+            assert_eq!(fm.cut, (0, 7));
+            fm.requeue = requeue;
+            fm.pass(64, &mut StdRng::seed_from_u64(1));
+            assert_eq!(fm.cut, (0, cut), "requeue {requeue}");
+            assert_eq!(fm.excess(), 0);
         }
     }
 

@@ -23,10 +23,29 @@ pub fn clusters(
     rounds: usize,
     rng: &mut impl Rng,
 ) -> (Vec<u32>, usize) {
+    if g.ec.iter().all(|&c| c == 0) {
+        // The plain cut: a tie is its weight alone (the same order, less work).
+        clusters_by(g, max_weight, within, rounds, rng, |t: i64, _, w| t + w)
+    } else {
+        clusters_by(g, max_weight, within, rounds, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w))
+    }
+}
+
+/// [`clusters`] with the tie to a cluster summed by `add` (a relation's
+/// critical value and weight into it); an untouched cluster's tie is
+/// `T::default()`, and every relation adds to it (weights are at least 1).
+fn clusters_by<T: Copy + Default + Ord>(
+    g: &Graph,
+    max_weight: i64,
+    within: Option<&[u32]>,
+    rounds: usize,
+    rng: &mut impl Rng,
+    add: impl Fn(T, i64, i64) -> T,
+) -> (Vec<u32>, usize) {
     let n = g.n();
     let mut cluster: Vec<u32> = (0..n as u32).collect();
     let mut weight = g.node_w.clone();
-    let mut tie = vec![(0i64, 0i64); n];
+    let mut tie = vec![T::default(); n];
     let mut touched: Vec<u32> = Vec::new();
     let mut order: Vec<Vertex> = (0..n as Vertex).collect();
     for _ in 0..rounds {
@@ -34,26 +53,27 @@ pub fn clusters(
         let mut moved = 0;
         for &v in &order {
             let (vi, own) = (v as usize, cluster[v as usize]);
-            for i in g.range(v) {
-                let u = g.adj[i] as usize;
+            let range = g.range(v);
+            let relations = g.adj[range.clone()].iter().zip(&g.ec[range.clone()]).zip(&g.ew[range]);
+            for ((&u, &c), &w) in relations {
+                let u = u as usize;
                 if within.is_some_and(|l| l[u] != l[vi]) {
                     continue;
                 }
-                let c = cluster[u] as usize;
-                if tie[c] == (0, 0) {
-                    touched.push(c as u32);
+                let t = &mut tie[cluster[u] as usize];
+                if *t == T::default() {
+                    touched.push(cluster[u]);
                 }
-                tie[c] = (tie[c].0 + g.ec[i], tie[c].1 + g.ew[i]);
+                *t = add(*t, c, w);
             }
             let wv = g.node_w[vi];
             let mut best = (own, tie[own as usize]);
             let mut equal = 1u32;
             for &c in &touched {
-                let fits = c == own || weight[c as usize] + wv <= max_weight;
-                let t = tie[c as usize];
-                if !fits || c == own {
+                if c == own || weight[c as usize] + wv > max_weight {
                     continue;
                 }
+                let t = tie[c as usize];
                 if t > best.1 {
                     (best, equal) = ((c, t), 1);
                 } else if t == best.1 {
@@ -65,7 +85,7 @@ pub fn clusters(
                 }
             }
             for &c in &touched {
-                tie[c as usize] = (0, 0);
+                tie[c as usize] = T::default();
             }
             touched.clear();
             if best.0 != own {

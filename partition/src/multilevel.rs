@@ -157,6 +157,10 @@ pub struct Outcome {
     pub moves: usize,
 }
 
+/// One run's partition, rank, levels and moves, with its cut when the run
+/// measured it already (so the outcome need not count it again).
+type Run = (Vec<u32>, Rank, usize, usize, Option<metrics::Cut>);
+
 /// Partitions `g` into `p.k` parts.
 pub fn partition(g: &Graph, p: &Params) -> Outcome {
     let start = Instant::now();
@@ -184,41 +188,44 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
         o.seconds = start.elapsed().as_secs_f64();
         return o;
     }
-    let mut best: Option<(Vec<u32>, Rank, usize, usize)> = None;
+    let mut best: Option<Run> = None;
     for r in 0..p.restarts.max(1) {
         let mut rng = StdRng::seed_from_u64(p.seed.wrapping_mul(0x9E37_79B9).wrapping_add(r as u64));
         let one = |init: Vec<u32>| refine::best_of(g, p.k, cap, 1, &p.refine, |_| init.clone());
-        let (part, rank, levels, moves) = match p.scheme {
+        let (part, rank, levels, moves, measured) = match p.scheme {
             Scheme::Seed => {
                 let (part, rank, moves) = one(clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng));
-                (part, rank, 1, moves)
+                (part, rank, 1, moves, None)
             }
             Scheme::Multilevel => {
                 let over = |part: &[u32]| metrics::part_weights(g, part, p.k).iter().any(|&w| w > cap);
-                let rank_of = |part: &[u32]| (over(part), metrics::cut(g, part).key());
+                let measure = |part: &[u32]| {
+                    let cut = metrics::cut(g, part);
+                    ((over(part), cut.key()), cut)
+                };
                 let (mut part, levels, mut moves) = multilevel(g, p, cap, true, None, &mut rng);
-                let mut rank = rank_of(&part);
+                let (mut rank, mut cut) = measure(&part);
                 // V-cycles: coarsen again within the parts and refine on the way back.
                 for _ in 1..p.vcycles.max(1) {
                     let (next, _, m) = multilevel(g, p, cap, true, Some(&part), &mut rng);
                     moves += m;
-                    let r = rank_of(&next);
+                    let (r, c) = measure(&next);
                     if r < rank {
-                        (part, rank) = (next, r);
+                        (part, rank, cut) = (next, r, c);
                     }
                 }
                 if rank.0 {
                     // Relaxed coarse limits can leave heavy vertices where the final
                     // limit cannot be met: run again with the final limit throughout.
                     let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, &mut rng);
-                    let rank2 = rank_of(&strict);
+                    let (rank2, cut2) = measure(&strict);
                     if rank2 < rank {
-                        (strict, rank2, levels2, moves + moves2)
+                        (strict, rank2, levels2, moves + moves2, Some(cut2))
                     } else {
-                        (part, rank, levels, moves + moves2)
+                        (part, rank, levels, moves + moves2, Some(cut))
                     }
                 } else {
-                    (part, rank, levels, moves)
+                    (part, rank, levels, moves, Some(cut))
                 }
             }
             Scheme::MetisRefine => {
@@ -228,16 +235,16 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
                     Err(_) => clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng),
                 };
                 let (part, rank, moves) = one(init);
-                (part, rank, 1, moves)
+                (part, rank, 1, moves, None)
             }
         };
         if best.as_ref().is_none_or(|b| rank < b.1) {
-            best = Some((part, rank, levels, moves));
+            best = Some((part, rank, levels, moves, measured));
         }
     }
-    let (part, (unbalanced, _), levels, moves) = best.expect("at least one run");
+    let (part, (unbalanced, _), levels, moves, measured) = best.expect("at least one run");
     Outcome {
-        cut: metrics::cut(g, &part),
+        cut: measured.unwrap_or_else(|| metrics::cut(g, &part)),
         imbalance: metrics::imbalance(g, &part, p.k),
         balanced: !unbalanced,
         part,
@@ -345,7 +352,8 @@ fn multilevel(
         part = coarsen::project(&maps[lvl], &part);
         let level = if lvl == 0 || !relax { cap } else { level_cap(fine, p.k, cap) };
         if plain {
-            part = plain_bisection::refine(fine, [level; 2], part, p.refine.hill_climb, rng).0;
+            let patience = plain_bisection::LEVEL_PATIENCE_PERCENT * p.refine.hill_climb / 100;
+            part = plain_bisection::refine(fine, [level; 2], part, patience, rng).0;
             continue;
         }
         // Loads and cuts carry over unchanged from the coarser level.
