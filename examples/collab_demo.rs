@@ -20,6 +20,8 @@
 //! `--rate R --duration S [--pace-ms 32] [--policies collaborative,greedy]`
 //! then starts sessions at R per second (Poisson) for S seconds, each streaming
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
+//! `--client-slice-us S` makes every session's thread request an S µs slice
+//! (`baton::request_thread_slice`), for every policy alike.
 //! `--sweep 50,70,90 --capacity-rate C [--plot FILE.svg]` runs that at each
 //! percentage of C sessions/s (greedy's open-loop capacity, found with
 //! `--rate`) and plots the final chunks' and the other chunks' p50/p99.
@@ -217,7 +219,10 @@ fn load_mode(
 ) -> Result<(), Error> {
     let policies: Vec<BatchingPolicy> =
         arg("--policies").unwrap_or("collaborative,greedy".into()).split(',').map(policy).collect::<Result<_, _>>()?;
-    let pace = Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?);
+    let clients = Clients {
+        pace: Duration::from_millis(arg("--pace-ms").map_or(Ok(32), |p| p.parse())?),
+        slice_us: arg("--client-slice-us").map_or(Ok(0), |s| s.parse())?,
+    };
     if let Some(n) = arg("--capacity") {
         let n: usize = n.parse()?;
         for &p in &policies {
@@ -256,13 +261,13 @@ fn load_mode(
     // (policy, load %, [final p50, final p99, chunk p50, chunk p99] in µs) for the plot.
     let mut series = Vec::new();
     for (percent, rate) in loads {
-        println!("open loop: {rate} sessions/s (Poisson) for {duration:?}, chunks every {pace:?}");
+        println!("open loop: {rate} sessions/s (Poisson) for {duration:?}, chunks every {:?}", clients.pace);
         println!(
             "{:<14} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>7}",
             "policy", "sessions/s", "chunks/s", "chunk p50", "chunk p99", "final p50", "final p99", "errors"
         );
         for &p in &policies {
-            let latencies_ms = open_loop(config_path, p, mode, data, rate, duration, pace)?;
+            let latencies_ms = open_loop(config_path, p, mode, data, rate, duration, clients)?;
             let [chunk50, chunk99, final50, final99] = latencies_ms;
             series.push((
                 format!("{p:?}").to_lowercase(),
@@ -278,6 +283,16 @@ fn load_mode(
     Ok(())
 }
 
+/// How the open-loop sessions' threads behave, the same for every policy.
+#[derive(Clone, Copy)]
+struct Clients {
+    /// Gap between a session's chunks.
+    pace: Duration,
+    /// EEVDF slice each session's thread requests, µs (0: the kernel's default; see
+    /// `baton::request_thread_slice`).
+    slice_us: u64,
+}
+
 /// One open-loop run of `policy` at `rate` sessions/s: prints its row and node
 /// stats; returns the chunks' and the final chunks' p50 and p99, ms.
 fn open_loop(
@@ -287,7 +302,7 @@ fn open_loop(
     data: &Sessions,
     rate: f64,
     duration: Duration,
-    pace: Duration,
+    clients: Clients,
 ) -> Result<[f64; 4], Error> {
     let runtime = start(config_path, policy)?;
     let results = Mutex::new(Vec::new());
@@ -302,9 +317,15 @@ fn open_loop(
             std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
             let (runtime, results, errors) = (&runtime, &results, &errors);
             let session = &data.sessions[i % data.sessions.len()];
-            scope.spawn(move || match mode.stream(runtime, session, i as u64, Some(pace)) {
-                Ok(r) => results.lock().unwrap().push(r),
-                Err(_) => *errors.lock().unwrap() += 1,
+            scope.spawn(move || {
+                if clients.slice_us > 0 && !baton::request_thread_slice(clients.slice_us) {
+                    *errors.lock().unwrap() += 1;
+                    return;
+                }
+                match mode.stream(runtime, session, i as u64, Some(clients.pace)) {
+                    Ok(r) => results.lock().unwrap().push(r),
+                    Err(_) => *errors.lock().unwrap() += 1,
+                }
             });
             seed ^= seed << 13;
             seed ^= seed >> 7;

@@ -225,6 +225,12 @@ pub struct SchedulerConfig {
     /// Which batches `background_nice` sends to the background: `node` (those of
     /// nodes no priority task has reached) or `batch` (those holding no priority task).
     pub background_scope: BackgroundScope,
+    /// Collaborative rule: the EEVDF slice, µs, that workers outside the
+    /// background request from the kernel (100 to 100000; 0: the kernel's
+    /// default). A woken thread with a shorter slice than the one running
+    /// preempts it at once instead of at the next tick ("Foreground slices" in
+    /// docs/scheduling.md).
+    pub foreground_slice_us: u64,
     /// Collaborative rule: a batch that holds priority tasks takes no other
     /// tasks, so it is as short as it can be (and, with `background_nice`, the
     /// rest run after it as a background batch; "Priority batches alone" in
@@ -253,6 +259,7 @@ impl Default for SchedulerConfig {
             work_conserving: false,
             background_nice: 0,
             background_scope: BackgroundScope::Node,
+            foreground_slice_us: 0,
             separate_priority_batches: false,
             max_hold_us: None,
         }

@@ -275,6 +275,14 @@ fn tick_us_zero_names_the_field() {
 }
 
 #[test]
+fn a_foreground_slice_outside_the_kernels_limits_names_the_field() {
+    for slice in [50, 100_001] {
+        let text = format!("{EMBED}\n[scheduler]\nforeground_slice_us = {slice}\n");
+        error("slice_range", &text, &["scheduler.foreground_slice_us: ", &format!("{slice} is out of range")]);
+    }
+}
+
+#[test]
 fn pipeline_input_dtype_disagreeing_with_the_model_names_both() {
     let text = EMBED.replace("to = [\"embed.x\"]", "to = [\"embed.x\"]\ndtype = \"i64\"");
     error("input_dtype", &text, &["inputs.x.dtype: ", "says i64", "`embed.x` takes f32"]);

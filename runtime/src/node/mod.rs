@@ -39,6 +39,8 @@ pub(crate) mod buffer;
 pub(crate) mod fault;
 pub(crate) mod join;
 pub(crate) mod niceness;
+pub use niceness::request_thread_slice;
+pub(crate) use niceness::ThreadClasses;
 pub(crate) mod stream;
 pub(crate) mod worker;
 

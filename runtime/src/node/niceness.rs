@@ -14,6 +14,15 @@
 //! (see [`NodeNice`]), so the priority task does not wait on a background
 //! batch run at the background nice. (See "Background batches" in docs/scheduling.md.)
 //!
+//! **Foreground slices** (`foreground_slice_us = S`): workers outside the
+//! background request an EEVDF slice of S µs from the kernel (`sched_setattr`),
+//! background ones the kernel's default. A woken thread whose slice is shorter
+//! than the running thread's preempts it at once; otherwise it may wait for
+//! the running thread's slice to end, seen only at the next tick (4 ms at
+//! 250 Hz). So a chunk's worker waking onto a core that runs a background batch
+//! starts at once. Needs Linux 6.12 or later (older kernels ignore the request)
+//! and the right to set it, tried once like the nice ([`may_set_slice`]).
+//!
 //! Nice values order threads within one scheduling group: all of Baton's
 //! threads are in one, so the order between its batches holds; against other
 //! processes they count only where the kernel's autogroup is off
@@ -26,7 +35,7 @@
 //! feature stays off (logged once), since a worker could not come back from
 //! the background.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crate::config::BackgroundScope;
@@ -45,6 +54,74 @@ fn get_nice(tid: libc::id_t) -> i32 {
 fn set_nice(tid: libc::id_t, nice: i32) -> bool {
     // SAFETY: setpriority on a thread of this process changes only that thread's nice value.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) == 0 }
+}
+
+/// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Sets thread `tid` to the normal policy at `nice`, requesting an EEVDF slice of
+/// `slice_ns` (0: the kernel's default).
+fn set_nice_and_slice(tid: libc::id_t, nice: i32, slice_ns: u64) -> bool {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice,
+        priority: 0,
+        runtime: slice_ns,
+        deadline: 0,
+        period: 0,
+    };
+    // SAFETY: sched_setattr reads `attr` (its size given inside) and changes only thread `tid`'s scheduling.
+    unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0) == 0 }
+}
+
+/// Thread `tid`'s slice, ns, if it can be read (the kernel's default where none was requested).
+#[cfg(test)]
+fn get_slice(tid: libc::id_t) -> Option<u64> {
+    let mut attr = SchedAttr { size: 0, policy: 0, flags: 0, nice: 0, priority: 0, runtime: 0, deadline: 0, period: 0 };
+    let size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: sched_getattr writes at most `size` bytes into `attr`.
+    let ok = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr as *mut SchedAttr, size, 0) == 0 };
+    ok.then_some(attr.runtime)
+}
+
+/// Asks the kernel for an EEVDF slice of `slice_us` µs (100 to 100000) for the
+/// calling thread, at its nice: for the threads of a serving binary that submit
+/// requests and wait for their answers, so that they, too, run at once when
+/// an answer wakes them onto a busy core (as `foreground_slice_us` does for the
+/// workers). Returns whether the kernel took it (Linux 6.12 or later, and the right to).
+pub fn request_thread_slice(slice_us: u64) -> bool {
+    let tid = thread_id();
+    (100..=100_000).contains(&slice_us) && set_nice_and_slice(tid, get_nice(tid), slice_us * 1000)
+}
+
+/// Whether a thread of this process may request a slice of its own (tried once, on a scratch thread).
+pub(crate) fn may_set_slice() -> bool {
+    static MAY: OnceLock<bool> = OnceLock::new();
+    *MAY.get_or_init(|| {
+        let may = std::thread::spawn(|| {
+            let tid = thread_id();
+            let own = get_nice(tid);
+            set_nice_and_slice(tid, own, 100_000) && set_nice_and_slice(tid, own, 0)
+        })
+        .join()
+        .unwrap_or(false);
+        if !may {
+            tracing::warn!("foreground_slice_us is off: this process may not set a thread's slice");
+        }
+        may
+    })
 }
 
 /// Whether a thread of this process may go back to its own nice after raising it
@@ -103,6 +180,37 @@ pub(crate) struct NodeNice {
     workers: Vec<WorkerSlot>,
     /// A priority task has reached this node.
     seen_priority: AtomicBool,
+    /// The slice the node's workers request outside the background, ns (0: they leave slices alone).
+    foreground_slice_ns: AtomicU64,
+}
+
+/// What the background and the foreground are for one pipeline's workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ThreadClasses {
+    /// Background batches' nice increment (0: none).
+    pub background_nice: i32,
+    /// Which batches are background.
+    pub scope: BackgroundScope,
+    /// The slice workers outside the background request, ns (0: slices left alone).
+    pub foreground_slice_ns: u64,
+}
+
+/// Moves thread `tid` out of the background: its own nice, and the foreground slice where one is set.
+fn to_foreground(tid: libc::id_t, own: i32, slice_ns: u64) -> bool {
+    if slice_ns == 0 {
+        set_nice(tid, own)
+    } else {
+        set_nice_and_slice(tid, own, slice_ns)
+    }
+}
+
+/// Moves thread `tid` into the background: `nice`, and the kernel's default slice where slices are set.
+fn to_background(tid: libc::id_t, nice: i32, slices: bool) -> bool {
+    if slices {
+        set_nice_and_slice(tid, nice, 0)
+    } else {
+        set_nice(tid, nice)
+    }
 }
 
 impl NodeNice {
@@ -110,6 +218,7 @@ impl NodeNice {
         NodeNice {
             workers: (0..workers).map(|_| WorkerSlot::default()).collect(),
             seen_priority: AtomicBool::new(false),
+            foreground_slice_ns: AtomicU64::new(0),
         }
     }
 
@@ -122,36 +231,47 @@ impl NodeNice {
         fence(Ordering::SeqCst);
         for slot in &self.workers {
             if slot.in_background.load(Ordering::Relaxed) && slot.in_background.swap(false, Ordering::SeqCst) {
-                set_nice(slot.tid.load(Ordering::Relaxed) as libc::id_t, slot.own.load(Ordering::Relaxed));
+                let (tid, own) = (slot.tid.load(Ordering::Relaxed) as libc::id_t, slot.own.load(Ordering::Relaxed));
+                to_foreground(tid, own, self.foreground_slice_ns.load(Ordering::Relaxed));
             }
         }
     }
 }
 
-/// One worker thread's nice value: its own, or `own + background` while it runs a background batch.
+/// One worker thread's nice value: its own, or `own + background` while it runs a
+/// background batch; and its slice: the foreground slice, or the kernel's default in the background.
 pub(crate) struct BatchNice {
     slot: usize,
     background: i32,
     scope: BackgroundScope,
+    /// The foreground slice, ns (0: slices left alone).
+    slice_ns: u64,
 }
 
 impl BatchNice {
-    /// For the calling thread, worker `slot` of its node; `background` 0 (or no right
-    /// to come back) leaves its nice alone.
-    pub fn new(node: &NodeNice, slot: usize, background: i32, scope: BackgroundScope) -> BatchNice {
+    /// For the calling thread, worker `slot` of its node, which starts in the foreground
+    /// (with the foreground slice, where one is set). A background nice of 0 (or no right
+    /// to come back) leaves its nice alone; a slice of 0 (or no right to set one), its slice.
+    pub fn new(node: &NodeNice, slot: usize, classes: ThreadClasses) -> BatchNice {
         let tid = thread_id();
-        let background = if background > 0 && may_lower_nice() { background } else { 0 };
+        let background = if classes.background_nice > 0 && may_lower_nice() { classes.background_nice } else { 0 };
+        let slice_ns = if classes.foreground_slice_ns > 0 && may_set_slice() { classes.foreground_slice_ns } else { 0 };
         let worker = &node.workers[slot];
-        worker.own.store(get_nice(tid), Ordering::Relaxed);
+        let own = get_nice(tid);
+        worker.own.store(own, Ordering::Relaxed);
         worker.tid.store(tid as i32, Ordering::Release);
-        BatchNice { slot, background, scope }
+        node.foreground_slice_ns.store(slice_ns, Ordering::Relaxed);
+        if slice_ns > 0 {
+            to_foreground(tid, own, slice_ns);
+        }
+        BatchNice { slot, background, scope: classes.scope, slice_ns }
     }
 
     /// Before a batch: background nice when it holds no priority task and none
     /// waits at the node (`priority_waits`, read after the flag: see [`NodeNice`]),
     /// the thread's own otherwise.
     pub fn set_for_batch(&self, node: &NodeNice, holds_priority: bool, priority_waits: impl Fn() -> bool) {
-        if self.background == 0 {
+        if self.background == 0 && self.slice_ns == 0 {
             return;
         }
         let worker = &node.workers[self.slot];
@@ -159,17 +279,18 @@ impl BatchNice {
         let foreground_node = self.scope == BackgroundScope::Node && node.seen_priority.load(Ordering::Relaxed);
         if holds_priority || foreground_node {
             if worker.in_background.swap(false, Ordering::SeqCst) {
-                set_nice(tid, own);
+                to_foreground(tid, own, self.slice_ns);
             }
             return;
         }
-        if worker.in_background.load(Ordering::Relaxed) || !set_nice(tid, (own + self.background).min(19)) {
+        let background_nice = (own + self.background).min(19);
+        if worker.in_background.load(Ordering::Relaxed) || !to_background(tid, background_nice, self.slice_ns > 0) {
             return;
         }
         worker.in_background.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if priority_waits() && worker.in_background.swap(false, Ordering::SeqCst) {
-            set_nice(tid, own);
+            to_foreground(tid, own, self.slice_ns);
         }
     }
 }
@@ -185,13 +306,18 @@ mod tests {
         background_scope: BackgroundScope,
         body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send,
     ) {
+        let classes = ThreadClasses { background_nice: background, scope: background_scope, foreground_slice_ns: 0 };
+        on_worker_thread_with(classes, body)
+    }
+
+    fn on_worker_thread_with(classes: ThreadClasses, body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send) {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     let tid = thread_id();
                     let own = get_nice(tid);
                     let node = NodeNice::new(1);
-                    let nice = BatchNice::new(&node, 0, background, background_scope);
+                    let nice = BatchNice::new(&node, 0, classes);
                     body(tid, own, &node, &nice)
                 })
                 .join()
@@ -265,6 +391,24 @@ mod tests {
                 own,
                 "a batch without priority tasks at a node they reach stays in the foreground"
             );
+        });
+    }
+
+    #[test]
+    fn foreground_workers_request_the_short_slice_and_background_ones_the_default() {
+        let classes = ThreadClasses { background_nice: 5, scope: BackgroundScope::Batch, foreground_slice_ns: 200_000 };
+        on_worker_thread_with(classes, |tid, own, node, nice| {
+            if !may_set_slice() || !may_lower_nice() {
+                eprintln!("skipped: this process may not set a thread's slice or lower its nice");
+                return;
+            }
+            assert_eq!(get_slice(tid), Some(200_000), "a worker starts in the foreground");
+            nice.set_for_batch(node, false, || false);
+            assert_eq!(get_nice(tid), (own + 5).min(19));
+            let default = get_slice(tid).expect("the slice reads back");
+            assert!(default > 200_000, "background: the kernel's default slice (reads back as {default} ns)");
+            std::thread::scope(|scope| scope.spawn(|| node.lift()).join().unwrap());
+            assert_eq!((get_nice(tid), get_slice(tid)), (own, Some(200_000)), "lifted: the short slice again");
         });
     }
 }

@@ -112,12 +112,7 @@ pub(crate) fn spawn(
             }),
             group,
             requests,
-            nice: super::niceness::BatchNice::new(
-                &router.nodes[node].nice,
-                index,
-                router.scheduler.background_nice,
-                router.scheduler.background_scope,
-            ),
+            nice: super::niceness::BatchNice::new(&router.nodes[node].nice, index, router.scheduler.thread_classes),
         };
         worker.serve(&router.nodes[node].receiver(group).clone());
     })

@@ -102,10 +102,8 @@ pub(crate) struct Scheduler {
     /// Per node: most rows a worker stitches into one batch (1 without batching).
     pub batch_rows: Vec<usize>,
     pub decide_on_arrival: bool,
-    /// Background batches' nice increment (the collaborative rule only; 0: off).
-    pub background_nice: i32,
-    /// Which batches go to the background.
-    pub background_scope: crate::config::BackgroundScope,
+    /// Background batches and foreground slices (the collaborative rule only; see `node::niceness`).
+    pub thread_classes: crate::node::ThreadClasses,
     /// The compute budget, for the decision log.
     budget: f64,
     tick: Duration,
@@ -132,12 +130,15 @@ impl Scheduler {
         Scheduler {
             batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
             decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
-            background_nice: if s.policy == crate::config::BatchingPolicy::Collaborative {
-                s.background_nice
+            thread_classes: if s.policy == crate::config::BatchingPolicy::Collaborative {
+                crate::node::ThreadClasses {
+                    background_nice: s.background_nice,
+                    scope: s.background_scope,
+                    foreground_slice_ns: s.foreground_slice_us.saturating_mul(1000),
+                }
             } else {
-                0
+                crate::node::ThreadClasses::default()
             },
-            background_scope: s.background_scope,
             core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
