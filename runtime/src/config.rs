@@ -231,6 +231,10 @@ pub struct SchedulerConfig {
     /// preempts it at once instead of at the next tick ("Foreground slices" in
     /// docs/scheduling.md).
     pub foreground_slice_us: u64,
+    /// Collaborative rule: workers outside the background run at the real-time
+    /// FIFO policy, ahead of every normal thread ("Real-time foreground" in
+    /// docs/scheduling.md). For light nodes on the answer's path.
+    pub foreground_realtime: bool,
     /// Collaborative rule: a batch that holds priority tasks takes no other
     /// tasks, so it is as short as it can be (and, with `background_nice`, the
     /// rest run after it as a background batch; "Priority batches alone" in
@@ -260,6 +264,7 @@ impl Default for SchedulerConfig {
             background_nice: 0,
             background_scope: BackgroundScope::Node,
             foreground_slice_us: 0,
+            foreground_realtime: false,
             separate_priority_batches: false,
             max_hold_us: None,
         }

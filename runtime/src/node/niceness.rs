@@ -21,7 +21,14 @@
 //! the running thread's slice to end, seen only at the next tick (4 ms at
 //! 250 Hz). So a chunk's worker waking onto a core that runs a background batch
 //! starts at once. Needs Linux 6.12 or later (older kernels ignore the request)
-//! and the right to set it, tried once like the nice ([`may_set_slice`]).
+//! and the right to set it, tried once like the nice.
+//!
+//! **Real-time foreground** (`foreground_realtime = true`): workers outside
+//! the background run at the FIFO real-time policy (priority 1), so no normal
+//! thread delays them, woken or running; background ones go back to the
+//! normal policy at their background nice. For light nodes on the answer's
+//! path: a long batch at that policy holds its core from every normal thread
+//! (the kernel's real-time throttling still leaves them 5%).
 //!
 //! Nice values order threads within one scheduling group: all of Baton's
 //! threads are in one, so the order between its batches holds; against other
@@ -35,7 +42,7 @@
 //! feature stays off (logged once), since a worker could not come back from
 //! the background.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
 
 use crate::config::BackgroundScope;
@@ -58,6 +65,7 @@ fn set_nice(tid: libc::id_t, nice: i32) -> bool {
 
 /// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
 #[repr(C)]
+#[derive(Default)]
 struct SchedAttr {
     size: u32,
     policy: u32,
@@ -72,16 +80,16 @@ struct SchedAttr {
 /// Sets thread `tid` to the normal policy at `nice`, requesting an EEVDF slice of
 /// `slice_ns` (0: the kernel's default).
 fn set_nice_and_slice(tid: libc::id_t, nice: i32, slice_ns: u64) -> bool {
-    let attr = SchedAttr {
-        size: std::mem::size_of::<SchedAttr>() as u32,
-        policy: libc::SCHED_OTHER as u32,
-        flags: 0,
-        nice,
-        priority: 0,
-        runtime: slice_ns,
-        deadline: 0,
-        period: 0,
-    };
+    set_attr(tid, SchedAttr { policy: libc::SCHED_OTHER as u32, nice, runtime: slice_ns, ..SchedAttr::default() })
+}
+
+/// Sets thread `tid` to the real-time FIFO policy at its lowest priority (1).
+fn set_realtime(tid: libc::id_t) -> bool {
+    set_attr(tid, SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 1, ..SchedAttr::default() })
+}
+
+fn set_attr(tid: libc::id_t, attr: SchedAttr) -> bool {
+    let attr = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, ..attr };
     // SAFETY: sched_setattr reads `attr` (its size given inside) and changes only thread `tid`'s scheduling.
     unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0) == 0 }
 }
@@ -89,7 +97,7 @@ fn set_nice_and_slice(tid: libc::id_t, nice: i32, slice_ns: u64) -> bool {
 /// Thread `tid`'s slice, ns, if it can be read (the kernel's default where none was requested).
 #[cfg(test)]
 fn get_slice(tid: libc::id_t) -> Option<u64> {
-    let mut attr = SchedAttr { size: 0, policy: 0, flags: 0, nice: 0, priority: 0, runtime: 0, deadline: 0, period: 0 };
+    let mut attr = SchedAttr::default();
     let size = std::mem::size_of::<SchedAttr>() as u32;
     // SAFETY: sched_getattr writes at most `size` bytes into `attr`.
     let ok = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr as *mut SchedAttr, size, 0) == 0 };
@@ -106,19 +114,36 @@ pub fn request_thread_slice(slice_us: u64) -> bool {
     (100..=100_000).contains(&slice_us) && set_nice_and_slice(tid, get_nice(tid), slice_us * 1000)
 }
 
-/// Whether a thread of this process may request a slice of its own (tried once, on a scratch thread).
-pub(crate) fn may_set_slice() -> bool {
-    static MAY: OnceLock<bool> = OnceLock::new();
-    *MAY.get_or_init(|| {
-        let may = std::thread::spawn(|| {
+/// Moves the calling thread, one that decides for the workers (the scheduler
+/// thread), to `foreground` for good, where this process may: a decision held
+/// up behind a background batch holds up every worker it would start.
+pub(crate) fn enter_foreground(foreground: Foreground) {
+    if foreground != Foreground::Plain && may_use(foreground) {
+        let tid = thread_id();
+        to_foreground(tid, get_nice(tid), foreground);
+    }
+}
+
+/// Whether a thread of this process may take `foreground` and come back to the
+/// normal policy (tried once per kind, on a scratch thread).
+fn may_use(foreground: Foreground) -> bool {
+    static SLICE: OnceLock<bool> = OnceLock::new();
+    static REALTIME: OnceLock<bool> = OnceLock::new();
+    let (may, what) = match foreground {
+        Foreground::Plain => return true,
+        Foreground::Slice(_) => (&SLICE, "foreground_slice_us"),
+        Foreground::Realtime => (&REALTIME, "foreground_realtime"),
+    };
+    *may.get_or_init(|| {
+        let may = std::thread::spawn(move || {
             let tid = thread_id();
             let own = get_nice(tid);
-            set_nice_and_slice(tid, own, 100_000) && set_nice_and_slice(tid, own, 0)
+            to_foreground(tid, own, foreground) && to_background(tid, own, foreground)
         })
         .join()
         .unwrap_or(false);
         if !may {
-            tracing::warn!("foreground_slice_us is off: this process may not set a thread's slice");
+            tracing::warn!("{what} is off: this process may not change a thread's scheduling that way");
         }
         may
     })
@@ -180,8 +205,8 @@ pub(crate) struct NodeNice {
     workers: Vec<WorkerSlot>,
     /// A priority task has reached this node.
     seen_priority: AtomicBool,
-    /// The slice the node's workers request outside the background, ns (0: they leave slices alone).
-    foreground_slice_ns: AtomicU64,
+    /// How the node's workers run outside the background (set by the first worker).
+    foreground: OnceLock<Foreground>,
 }
 
 /// What the background and the foreground are for one pipeline's workers.
@@ -191,25 +216,37 @@ pub(crate) struct ThreadClasses {
     pub background_nice: i32,
     /// Which batches are background.
     pub scope: BackgroundScope,
-    /// The slice workers outside the background request, ns (0: slices left alone).
-    pub foreground_slice_ns: u64,
+    /// How workers outside the background run.
+    pub foreground: Foreground,
 }
 
-/// Moves thread `tid` out of the background: its own nice, and the foreground slice where one is set.
-fn to_foreground(tid: libc::id_t, own: i32, slice_ns: u64) -> bool {
-    if slice_ns == 0 {
-        set_nice(tid, own)
-    } else {
-        set_nice_and_slice(tid, own, slice_ns)
+/// How a worker outside the background runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) enum Foreground {
+    /// At its own nice, as the kernel schedules it by default.
+    #[default]
+    Plain,
+    /// At its own nice, requesting an EEVDF slice of this many ns.
+    Slice(u64),
+    /// At the real-time FIFO policy, priority 1: ahead of every normal thread.
+    Realtime,
+}
+
+/// Moves thread `tid` out of the background: its own nice, as `foreground` says.
+fn to_foreground(tid: libc::id_t, own: i32, foreground: Foreground) -> bool {
+    match foreground {
+        Foreground::Plain => set_nice(tid, own),
+        Foreground::Slice(slice_ns) => set_nice_and_slice(tid, own, slice_ns),
+        Foreground::Realtime => set_realtime(tid),
     }
 }
 
-/// Moves thread `tid` into the background: `nice`, and the kernel's default slice where slices are set.
-fn to_background(tid: libc::id_t, nice: i32, slices: bool) -> bool {
-    if slices {
-        set_nice_and_slice(tid, nice, 0)
-    } else {
-        set_nice(tid, nice)
+/// Moves thread `tid` into the background: the normal policy at `nice`, with the
+/// kernel's default slice (where the foreground changes more than the nice).
+fn to_background(tid: libc::id_t, nice: i32, foreground: Foreground) -> bool {
+    match foreground {
+        Foreground::Plain => set_nice(tid, nice),
+        Foreground::Slice(_) | Foreground::Realtime => set_nice_and_slice(tid, nice, 0),
     }
 }
 
@@ -218,7 +255,7 @@ impl NodeNice {
         NodeNice {
             workers: (0..workers).map(|_| WorkerSlot::default()).collect(),
             seen_priority: AtomicBool::new(false),
-            foreground_slice_ns: AtomicU64::new(0),
+            foreground: OnceLock::new(),
         }
     }
 
@@ -232,7 +269,7 @@ impl NodeNice {
         for slot in &self.workers {
             if slot.in_background.load(Ordering::Relaxed) && slot.in_background.swap(false, Ordering::SeqCst) {
                 let (tid, own) = (slot.tid.load(Ordering::Relaxed) as libc::id_t, slot.own.load(Ordering::Relaxed));
-                to_foreground(tid, own, self.foreground_slice_ns.load(Ordering::Relaxed));
+                to_foreground(tid, own, self.foreground.get().copied().unwrap_or_default());
             }
         }
     }
@@ -244,34 +281,39 @@ pub(crate) struct BatchNice {
     slot: usize,
     background: i32,
     scope: BackgroundScope,
-    /// The foreground slice, ns (0: slices left alone).
-    slice_ns: u64,
+    /// How the thread runs outside the background.
+    foreground: Foreground,
 }
 
 impl BatchNice {
     /// For the calling thread, worker `slot` of its node, which starts in the foreground
-    /// (with the foreground slice, where one is set). A background nice of 0 (or no right
-    /// to come back) leaves its nice alone; a slice of 0 (or no right to set one), its slice.
+    /// (as `classes.foreground` says). A background nice of 0 (or no right to come back)
+    /// leaves its nice alone; a foreground it may not take, its scheduling.
     pub fn new(node: &NodeNice, slot: usize, classes: ThreadClasses) -> BatchNice {
         let tid = thread_id();
         let background = if classes.background_nice > 0 && may_lower_nice() { classes.background_nice } else { 0 };
-        let slice_ns = if classes.foreground_slice_ns > 0 && may_set_slice() { classes.foreground_slice_ns } else { 0 };
+        let foreground = if may_use(classes.foreground) { classes.foreground } else { Foreground::Plain };
         let worker = &node.workers[slot];
         let own = get_nice(tid);
         worker.own.store(own, Ordering::Relaxed);
         worker.tid.store(tid as i32, Ordering::Release);
-        node.foreground_slice_ns.store(slice_ns, Ordering::Relaxed);
-        if slice_ns > 0 {
-            to_foreground(tid, own, slice_ns);
+        let _ = node.foreground.set(foreground);
+        if foreground != Foreground::Plain {
+            to_foreground(tid, own, foreground);
         }
-        BatchNice { slot, background, scope: classes.scope, slice_ns }
+        BatchNice { slot, background, scope: classes.scope, foreground }
+    }
+
+    /// Whether the thread runs at the real-time policy outside the background.
+    pub fn realtime(&self) -> bool {
+        self.foreground == Foreground::Realtime
     }
 
     /// Before a batch: background nice when it holds no priority task and none
     /// waits at the node (`priority_waits`, read after the flag: see [`NodeNice`]),
     /// the thread's own otherwise.
     pub fn set_for_batch(&self, node: &NodeNice, holds_priority: bool, priority_waits: impl Fn() -> bool) {
-        if self.background == 0 && self.slice_ns == 0 {
+        if self.background == 0 && self.foreground == Foreground::Plain {
             return;
         }
         let worker = &node.workers[self.slot];
@@ -279,18 +321,18 @@ impl BatchNice {
         let foreground_node = self.scope == BackgroundScope::Node && node.seen_priority.load(Ordering::Relaxed);
         if holds_priority || foreground_node {
             if worker.in_background.swap(false, Ordering::SeqCst) {
-                to_foreground(tid, own, self.slice_ns);
+                to_foreground(tid, own, self.foreground);
             }
             return;
         }
         let background_nice = (own + self.background).min(19);
-        if worker.in_background.load(Ordering::Relaxed) || !to_background(tid, background_nice, self.slice_ns > 0) {
+        if worker.in_background.load(Ordering::Relaxed) || !to_background(tid, background_nice, self.foreground) {
             return;
         }
         worker.in_background.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if priority_waits() && worker.in_background.swap(false, Ordering::SeqCst) {
-            to_foreground(tid, own, self.slice_ns);
+            to_foreground(tid, own, self.foreground);
         }
     }
 }
@@ -306,7 +348,8 @@ mod tests {
         background_scope: BackgroundScope,
         body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send,
     ) {
-        let classes = ThreadClasses { background_nice: background, scope: background_scope, foreground_slice_ns: 0 };
+        let classes =
+            ThreadClasses { background_nice: background, scope: background_scope, foreground: Foreground::Plain };
         on_worker_thread_with(classes, body)
     }
 
@@ -396,9 +439,10 @@ mod tests {
 
     #[test]
     fn foreground_workers_request_the_short_slice_and_background_ones_the_default() {
-        let classes = ThreadClasses { background_nice: 5, scope: BackgroundScope::Batch, foreground_slice_ns: 200_000 };
+        let foreground = Foreground::Slice(200_000);
+        let classes = ThreadClasses { background_nice: 5, scope: BackgroundScope::Batch, foreground };
         on_worker_thread_with(classes, |tid, own, node, nice| {
-            if !may_set_slice() || !may_lower_nice() {
+            if !may_use(foreground) || !may_lower_nice() {
                 eprintln!("skipped: this process may not set a thread's slice or lower its nice");
                 return;
             }
@@ -409,6 +453,28 @@ mod tests {
             assert!(default > 200_000, "background: the kernel's default slice (reads back as {default} ns)");
             std::thread::scope(|scope| scope.spawn(|| node.lift()).join().unwrap());
             assert_eq!((get_nice(tid), get_slice(tid)), (own, Some(200_000)), "lifted: the short slice again");
+        });
+    }
+
+    fn policy(tid: libc::id_t) -> i32 {
+        // SAFETY: sched_getscheduler only reads thread `tid`'s policy.
+        unsafe { libc::sched_getscheduler(tid as libc::pid_t) }
+    }
+
+    #[test]
+    fn realtime_foreground_workers_run_fifo_and_background_ones_the_normal_policy() {
+        let classes =
+            ThreadClasses { background_nice: 5, scope: BackgroundScope::Batch, foreground: Foreground::Realtime };
+        on_worker_thread_with(classes, |tid, own, node, nice| {
+            if !may_use(Foreground::Realtime) || !may_lower_nice() {
+                eprintln!("skipped: this process may not use the real-time policy or lower a nice");
+                return;
+            }
+            assert_eq!(policy(tid), libc::SCHED_FIFO, "a worker starts in the foreground");
+            nice.set_for_batch(node, false, || false);
+            assert_eq!((policy(tid), get_nice(tid)), (libc::SCHED_OTHER, (own + 5).min(19)), "background");
+            std::thread::scope(|scope| scope.spawn(|| node.lift()).join().unwrap());
+            assert_eq!(policy(tid), libc::SCHED_FIFO, "lifted back to the real-time policy");
         });
     }
 }

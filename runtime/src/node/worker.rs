@@ -162,7 +162,9 @@ impl Worker {
     }
 
     fn serve(mut self, receiver: &Receiver<Instruction>) {
-        let spin = Duration::from_micros(self.spec().idle_spin_us);
+        // A real-time worker does not spin: spinning, it would hold its core from every
+        // normal thread, among them the one its answer is for.
+        let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
         while let Instruction::RunBatch = next_instruction(receiver, spin) {
             self.run_batch();
             let state = &self.router.nodes[self.node];

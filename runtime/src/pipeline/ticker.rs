@@ -19,6 +19,7 @@ use crate::scheduler::Reason;
 pub(crate) fn spawn(router: Arc<Router>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name("baton-scheduler".into()).spawn(move || {
         router.scheduler.set_ticker(std::thread::current());
+        crate::node::niceness::enter_foreground(router.scheduler.thread_classes.foreground);
         let sweep_every = Duration::from_millis((router.spec.streams.idle_timeout_ms / 4).clamp(1, 100));
         let mut last_sweep = Instant::now();
         while !router.stop_ticker.load(Ordering::Acquire) {

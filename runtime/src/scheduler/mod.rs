@@ -134,7 +134,11 @@ impl Scheduler {
                 crate::node::ThreadClasses {
                     background_nice: s.background_nice,
                     scope: s.background_scope,
-                    foreground_slice_ns: s.foreground_slice_us.saturating_mul(1000),
+                    foreground: match (s.foreground_realtime, s.foreground_slice_us) {
+                        (true, _) => crate::node::Foreground::Realtime,
+                        (false, 0) => crate::node::Foreground::Plain,
+                        (false, us) => crate::node::Foreground::Slice(us.saturating_mul(1000)),
+                    },
                 }
             } else {
                 crate::node::ThreadClasses::default()

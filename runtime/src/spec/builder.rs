@@ -138,6 +138,12 @@ impl Builder<'_> {
                 ),
             );
         }
+        if s.foreground_realtime && s.foreground_slice_us != 0 {
+            return err(
+                "scheduler.foreground_slice_us",
+                "has no effect with foreground_realtime = true (real-time workers are not time-sliced against normal ones); remove one",
+            );
+        }
         let total: f64 = nodes.iter().map(|n| n.cost).sum();
         // Remote and GPU nodes hold no local compute (cost 0, `Resource::budget_cost`): a
         // pipeline of only those needs no budget of its own, and any positive one lets every node run.
