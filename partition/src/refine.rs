@@ -30,6 +30,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::str::FromStr;
 
+use crate::connectivity::Connectivity;
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 
@@ -96,6 +97,8 @@ pub struct State<'g> {
     pub cut: (i64, i64),
     /// Vertices moved since the log was last drained (for boundary upkeep).
     moved: Vec<Vertex>,
+    /// Each vertex's relation values per part, kept up to date by moves.
+    conn: Connectivity,
     scratch: Vec<(i64, i64)>,
     touched: Vec<u32>,
 }
@@ -127,7 +130,8 @@ impl<'g> State<'g> {
         let k = caps.len();
         debug_assert_eq!(loads, metrics::part_weights(g, &part, k), "loads of the projected partition");
         debug_assert_eq!(cut, metrics::cut(g, &part).key(), "cut of the projected partition");
-        State { g, k, caps, part, loads, cut, moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+        let conn = Connectivity::new(g, &part, k);
+        State { g, k, caps, part, loads, cut, moved: Vec::new(), conn, scratch: vec![(0, 0); k], touched: Vec::new() }
     }
 
     /// Whether part `q` is over its limit.
@@ -139,6 +143,10 @@ impl<'g> State<'g> {
     /// Whether `v` has a relation to another part.
     pub fn is_boundary(&self, v: Vertex) -> bool {
         let p = self.part[v as usize];
+        if self.conn.exact() {
+            let row = self.conn.row(v);
+            return (0..self.k).any(|q| q != p as usize && row[q] != (0, 0));
+        }
         self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
     }
 
@@ -150,7 +158,47 @@ impl<'g> State<'g> {
 
     /// The best move of `v` to a part with room, and the part its best move
     /// would go to if every part had room, when that part is full now.
+    ///
+    /// Reads the sums table (O(k)); where two targets tie on gain and load, the
+    /// choice depends on the order of `v`'s relations, so the relations are
+    /// walked as [`State::weigh_relations`] does.
     fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
+        if !self.conn.exact() {
+            return self.weigh_relations(v, any_part);
+        }
+        let p = self.part[v as usize];
+        let row = self.conn.row(v);
+        let own = row[p as usize];
+        let w = self.g.node_w[v as usize];
+        // (move, load of its target, tied) with room, and regardless of room.
+        let mut best: Option<(Move, i64, bool)> = None;
+        let mut free: Option<(Move, i64, bool)> = None;
+        let offer = |m: &mut Option<(Move, i64, bool)>, q: u32, gain: (i64, i64), load: i64| match m {
+            Some((b, l, tied)) if (gain, -load) <= (b.gain, -*l) => *tied |= (gain, load) == (b.gain, *l),
+            _ => *m = Some((Move { to: q, gain }, load, false)),
+        };
+        for (q, &to) in row.iter().enumerate() {
+            if q == p as usize || (to == (0, 0) && !any_part) {
+                continue;
+            }
+            let gain = (to.0 - own.0, to.1 - own.1);
+            let load = self.loads[q];
+            offer(&mut free, q as u32, gain, load);
+            if load + w <= self.caps[q] {
+                offer(&mut best, q as u32, gain, load);
+            }
+        }
+        if best.is_some_and(|b| b.2) || free.is_some_and(|f| f.2) {
+            return self.weigh_relations(v, any_part);
+        }
+        let blocked = free.filter(|(m, load, _)| load + w > self.caps[m.to as usize]).map(|(m, _, _)| m.to);
+        (best.map(|(m, _, _)| m), blocked)
+    }
+
+    /// [`State::weigh`] by walking `v`'s relations: targets in the order their
+    /// first relation appears, then (with `any_part`) the other parts by index;
+    /// the first of equal (gain, load) wins.
+    fn weigh_relations(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         let g = self.g;
         let p = self.part[v as usize];
         self.touched.clear();
@@ -210,6 +258,7 @@ impl<'g> State<'g> {
 
     pub fn move_to(&mut self, v: Vertex, m: Move) {
         let w = self.g.node_w[v as usize];
+        self.conn.moved(self.g, v, self.part[v as usize], m.to);
         self.loads[self.part[v as usize] as usize] -= w;
         self.loads[m.to as usize] += w;
         self.part[v as usize] = m.to;
@@ -467,6 +516,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     if let Some((part, cut)) = best {
         if part != s.part {
+            s.conn = Connectivity::new(s.g, &part, s.k);
             s.part = part;
             s.loads = metrics::part_weights(s.g, &s.part, s.k);
             s.cut = cut;
