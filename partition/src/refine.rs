@@ -267,6 +267,19 @@ impl<'g> State<'g> {
         self.cut.1 -= m.gain.1;
     }
 
+    /// Returns to the partition `part`, moving the vertices that differ (the
+    /// sums table follows each; the cut is the caller's to set).
+    fn restore(&mut self, part: &[u32]) {
+        for v in 0..self.g.n() as Vertex {
+            let (from, to) = (self.part[v as usize], part[v as usize]);
+            if from != to {
+                self.conn.moved(self.g, v, from, to);
+                self.part[v as usize] = to;
+            }
+        }
+        self.loads = metrics::part_weights(self.g, &self.part, self.k);
+    }
+
     fn balanced(&self) -> bool {
         self.loads.iter().zip(&self.caps).all(|(l, c)| l <= c)
     }
@@ -351,6 +364,18 @@ pub fn rebalance(s: &mut State) -> usize {
     moves
 }
 
+/// Subtasks waiting for room, per part: (lightest first, then by id, stamp).
+type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
+
+/// The hill-climbing passes' queues, move log and locks, reused
+/// from pass to pass (each pass starts with them empty).
+struct HillClimbBuffers {
+    heap: BinaryHeap<((i64, i64), Reverse<Vertex>, u32)>,
+    blocked: Blocked,
+    log: Vec<(Vertex, u32, (i64, i64))>,
+    locked: Vec<bool>,
+}
+
 /// One best-first pass over the boundary `bnd`: take the best passing
 /// candidate until none is left.
 fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32]) -> usize {
@@ -391,10 +416,17 @@ fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &
 /// Subtasks whose best move is blocked by a full part wait in a heap per
 /// part, lightest first, and are weighed again when a move frees enough room
 /// there (so that a pair of moves can swap subtasks between full parts).
-fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
-    type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
-    let mut heap = BinaryHeap::new();
-    let mut blocked: Blocked = vec![BinaryHeap::new(); s.k];
+fn pass_hill_climb(
+    s: &mut State,
+    bnd: &[Vertex],
+    p: &RefineParams,
+    stamp: &mut [u32],
+    b: &mut HillClimbBuffers,
+) -> usize {
+    let HillClimbBuffers { heap, blocked, log, locked } = b;
+    heap.clear();
+    blocked.iter_mut().for_each(BinaryHeap::clear);
+    log.clear();
     let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
         let (best, wait) = s.weigh(v, false);
         if let Some(m) = best {
@@ -405,9 +437,8 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
         }
     };
     for &v in bnd {
-        weigh(s, v, stamp[v as usize], &mut heap, &mut blocked);
+        weigh(s, v, stamp[v as usize], heap, blocked);
     }
-    let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
     while let Some((gain, Reverse(v), st)) = heap.pop() {
         if locked[v as usize] || st != stamp[v as usize] {
@@ -434,7 +465,7 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
                 continue;
             }
             stamp[u as usize] += 1;
-            weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+            weigh(s, u, stamp[u as usize], heap, blocked);
         }
         // Room in `from`: weigh again the subtasks that waited for it and fit now.
         let room = s.caps[from as usize] - s.loads[from as usize];
@@ -445,14 +476,14 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
             blocked[from as usize].pop();
             if !locked[u as usize] && st == stamp[u as usize] {
                 stamp[u as usize] += 1;
-                weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+                weigh(s, u, stamp[u as usize], heap, blocked);
             }
         }
     }
     for &(v, from, gain) in log[best_len..].iter().rev() {
         s.move_to(v, Move { to: from, gain: (-gain.0, -gain.1) });
     }
-    for &(v, _, _) in &log {
+    for &(v, _, _) in log.iter() {
         locked[v as usize] = false;
         stamp[v as usize] += 1;
     }
@@ -487,11 +518,18 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
-    let mut locked = if p.hill_climb > 0 { vec![false; n] } else { Vec::new() };
+    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
+        heap: BinaryHeap::new(),
+        blocked: vec![BinaryHeap::new(); s.k],
+        log: Vec::new(),
+        locked: vec![false; n],
+    });
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
-            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, &bnd, p, &mut stamp, &mut locked),
+            Variant::AllCandidates if p.hill_climb > 0 => {
+                pass_hill_climb(s, &bnd, p, &mut stamp, climb.as_mut().expect("hill-climbing buffers"))
+            }
             Variant::AllCandidates => pass_all_candidates(s, &bnd, p, &mut stamp),
             Variant::FlowOrder => pass_flow_order(s, &bnd, p),
         };
@@ -516,9 +554,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     if let Some((part, cut)) = best {
         if part != s.part {
-            s.conn = Connectivity::new(s.g, &part, s.k);
-            s.part = part;
-            s.loads = metrics::part_weights(s.g, &s.part, s.k);
+            s.restore(&part);
             s.cut = cut;
         }
     }
