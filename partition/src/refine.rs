@@ -588,3 +588,74 @@ pub fn best_of(
     let (part, rank) = best.expect("at least one try");
     (part, rank, moves)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::critical::{self, CriticalRule, CriticalValue};
+    use crate::generate;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Every vertex's table-based weighing and boundary test against the walk
+    /// over its relations, and its sums against a fresh table.
+    fn check_against_relations(s: &mut State) {
+        let fresh = Connectivity::new(s.g, &s.part, s.k);
+        for v in 0..s.g.n() as Vertex {
+            assert_eq!(s.conn.row(v), fresh.row(v), "sums of {v}");
+            let p = s.part[v as usize];
+            let walked = s.g.range(v).any(|i| s.part[s.g.adj[i] as usize] != p);
+            assert_eq!(s.is_boundary(v), walked, "boundary {v}");
+            for any_part in [false, true] {
+                assert_eq!(s.weigh(v, any_part), s.weigh_relations(v, any_part), "vertex {v}, any part {any_part}");
+            }
+        }
+    }
+
+    #[test]
+    fn table_weighing_matches_the_walk_over_relations_through_moves_and_refinement() {
+        let mut g = generate::layered_dag(300, 5);
+        critical::mark(&mut g, CriticalRule::Path { slack: 0.2 }, CriticalValue::Unit);
+        let mut rng = StdRng::seed_from_u64(11);
+        for k in [2usize, 3, 8] {
+            let part: Vec<u32> = (0..g.n()).map(|_| rng.random_range(0..k as u32)).collect();
+            // Tight limits, so that some best moves are blocked.
+            let cap = metrics::max_part_weight(&g, k, 0.02);
+            let mut s = State::new(&g, k, cap, part);
+            check_against_relations(&mut s);
+            for _ in 0..200 {
+                let v = rng.random_range(0..g.n() as Vertex);
+                if let Some(m) = s.best_move(v, true) {
+                    s.move_to(v, m);
+                }
+            }
+            check_against_relations(&mut s);
+            refine(&mut s, &RefineParams { hill_climb: 64, ..RefineParams::default() });
+            check_against_relations(&mut s);
+            assert_eq!(s.cut, metrics::cut(&g, &s.part).key());
+        }
+    }
+
+    #[test]
+    fn relations_without_value_are_weighed_by_the_walk() {
+        let mut b = crate::graph::GraphBuilder::new();
+        for i in 0..4 {
+            b.add_vertex(format!("v{i}"), 1);
+        }
+        b.add_edge(0, 1, 1, 0);
+        b.add_edge(1, 2, 5, 1);
+        b.add_edge(2, 3, 1, 0);
+        let mut g = b.build();
+        // The builder keeps weights at 1 or more; a graph built otherwise may not.
+        for (w, &c) in g.ew.iter_mut().zip(&g.ec) {
+            if c == 0 {
+                *w = 0;
+            }
+        }
+        let mut s = State::new(&g, 2, 3, vec![0, 1, 1, 0]);
+        // 0's only relation carries nothing, yet 0 is on the boundary.
+        assert!(s.is_boundary(0));
+        assert_eq!(s.best_move(0, false), Some(Move { to: 1, gain: (0, 0) }));
+        check_against_relations(&mut s);
+    }
+}
