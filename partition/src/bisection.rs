@@ -11,7 +11,7 @@
 //! over the levels stays within the k-way limit.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -162,6 +162,22 @@ pub fn flow_cut(g: &Graph, target0: i64) -> Vec<u32> {
     part
 }
 
+/// Refined flow-cut bisections already made, by the subgraph's vertices (as
+/// ids of the graph that recursive bisection started from) and the parts of
+/// each side. A flow cut and its refinement make no random choice, so a
+/// second recursive bisection of the same graph with the same settings meets
+/// the same ones again; one memo serves one graph and one set of settings.
+#[derive(Default)]
+pub struct FlowCutMemo(HashMap<(Vec<Vertex>, usize, usize), (Vec<u32>, Rank)>);
+
+/// `init` refined under the side limits `caps`, with its rank.
+fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
+    let mut s = State::with_caps(g, caps.to_vec(), init);
+    refine::refine(&mut s, refine_p);
+    let rank = (s.over(0) || s.over(1), s.cut);
+    (s.part, rank)
+}
+
 /// The best of `tries` refined bisections of `g` into sides of `k0` and `k1`
 /// parts (a flow cut, then graph growing from a peripheral vertex and from
 /// random ones). Returns the bisection and its rank.
@@ -174,20 +190,39 @@ pub fn bisect(
     refine_p: &RefineParams,
     rng: &mut StdRng,
 ) -> (Vec<u32>, Rank) {
+    let ids: Vec<Vertex> = (0..g.n() as Vertex).collect();
+    bisect_with(g, &ids, k0, k1, eps, tries, refine_p, rng, &mut FlowCutMemo::default())
+}
+
+/// [`bisect`] of the subgraph `g` whose vertices are `ids`, taking the
+/// refined flow cut from `memo` when it was made before.
+#[allow(clippy::too_many_arguments)]
+fn bisect_with(
+    g: &Graph,
+    ids: &[Vertex],
+    k0: usize,
+    k1: usize,
+    eps: f64,
+    tries: usize,
+    refine_p: &RefineParams,
+    rng: &mut StdRng,
+    memo: &mut FlowCutMemo,
+) -> (Vec<u32>, Rank) {
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let (targets, caps) = side_limits(g.total_weight(), k0, k1, eps, heaviest);
     let mut best: Option<(Vec<u32>, Rank)> = None;
     for t in 0..tries.max(2) {
-        let init = match t {
-            0 => flow_cut(g, targets[0]),
-            1 => grow(g, peripheral(g, rng), targets[0], caps[0]),
-            _ => grow(g, rng.random_range(0..g.n() as Vertex), targets[0], caps[0]),
+        let (part, rank) = match t {
+            0 => memo
+                .0
+                .entry((ids.to_vec(), k0, k1))
+                .or_insert_with(|| refined(g, caps, flow_cut(g, targets[0]), refine_p))
+                .clone(),
+            1 => refined(g, caps, grow(g, peripheral(g, rng), targets[0], caps[0]), refine_p),
+            _ => refined(g, caps, grow(g, rng.random_range(0..g.n() as Vertex), targets[0], caps[0]), refine_p),
         };
-        let mut s = State::with_caps(g, caps.to_vec(), init);
-        refine::refine(&mut s, refine_p);
-        let rank = (s.over(0) || s.over(1), s.cut);
         if best.as_ref().is_none_or(|b| rank < b.1) {
-            best = Some((s.part, rank));
+            best = Some((part, rank));
         }
     }
     best.expect("at least two tries")
@@ -203,10 +238,25 @@ pub fn recursive(
     refine_p: &RefineParams,
     rng: &mut StdRng,
 ) -> Vec<u32> {
+    recursive_with(g, k, epsilon, tries, refine_p, rng, &mut FlowCutMemo::default())
+}
+
+/// [`recursive`], sharing refined flow cuts with earlier calls on the same
+/// graph with the same settings through `memo` (the same result as without).
+pub fn recursive_with(
+    g: &Graph,
+    k: usize,
+    epsilon: f64,
+    tries: usize,
+    refine_p: &RefineParams,
+    rng: &mut StdRng,
+    memo: &mut FlowCutMemo,
+) -> Vec<u32> {
     let levels = (k.max(1) as f64).log2().ceil() as i32;
     let eps = if levels > 0 { (1.0 + epsilon).powf(1.0 / levels as f64) - 1.0 } else { epsilon };
     let mut part = vec![0u32; g.n()];
-    split(g, &(0..g.n() as Vertex).collect::<Vec<_>>(), k, 0, eps, tries, refine_p, rng, &mut part);
+    let ids: Vec<Vertex> = (0..g.n() as Vertex).collect();
+    split(g, &ids, k, 0, eps, tries, refine_p, rng, memo, &mut part);
     part
 }
 
@@ -220,6 +270,7 @@ fn split(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
+    memo: &mut FlowCutMemo,
     part: &mut [u32],
 ) {
     if k == 1 || g.n() < 2 {
@@ -229,12 +280,12 @@ fn split(
         return;
     }
     let (k0, k1) = side_parts(k);
-    let (halves, _) = bisect(g, k0, k1, eps, tries, refine_p, rng);
+    let (halves, _) = bisect_with(g, ids, k0, k1, eps, tries, refine_p, rng, memo);
     for (side, ks, offset) in [(0u32, k0, 0), (1, k1, k0)] {
         let keep: Vec<bool> = halves.iter().map(|&p| p == side).collect();
         let (sub, old) = induced(g, &keep);
         let sub_ids: Vec<Vertex> = old.iter().map(|&v| ids[v as usize]).collect();
-        split(&sub, &sub_ids, ks, first + offset as u32, eps, tries, refine_p, rng, part);
+        split(&sub, &sub_ids, ks, first + offset as u32, eps, tries, refine_p, rng, memo, part);
     }
 }
 
@@ -369,6 +420,22 @@ mod tests {
         // tight limits (some put a lone subtask among the other side's), but
         // nearly all.
         assert!(missed.len() <= 4, "missed (seed, k0, k1, ours, best): {missed:?}");
+    }
+
+    #[test]
+    fn a_shared_flow_cut_memo_changes_no_result() {
+        let g = generate::layered_dag(600, 3);
+        let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
+        for k in [2usize, 3, 8] {
+            let (mut fresh, mut shared) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
+            let mut memo = FlowCutMemo::default();
+            for _ in 0..2 {
+                let a = recursive(&g, k, 0.03, 3, &p, &mut fresh);
+                let b = recursive_with(&g, k, 0.03, 3, &p, &mut shared, &mut memo);
+                assert_eq!(a, b, "k={k}");
+            }
+            assert!(memo.0.len() >= k - 1, "k={k}: {} flow cuts kept", memo.0.len());
+        }
     }
 
     #[test]
