@@ -162,13 +162,15 @@ pub fn flow_cut(g: &Graph, target0: i64) -> Vec<u32> {
     part
 }
 
-/// Refined flow-cut bisections already made, by the subgraph's vertices (as
-/// ids of the graph that recursive bisection started from) and the parts of
-/// each side. A flow cut and its refinement make no random choice, so a
-/// second recursive bisection of the same graph with the same settings meets
-/// the same ones again; one memo serves one graph and one set of settings.
+/// Refined bisections already made, by the subgraph's vertices (as ids of the
+/// graph that recursive bisection started from), the parts of each side and
+/// the start: the flow cut (`None`) or graph growing from a vertex. Given
+/// its start, a try makes no random choice, so a second recursive bisection
+/// of the same graph with the same settings meets many of the same tries
+/// again (peripheral vertices often coincide); one memo serves one graph and
+/// one set of settings.
 #[derive(Default)]
-pub struct FlowCutMemo(HashMap<(Vec<Vertex>, usize, usize), (Vec<u32>, Rank)>);
+pub struct BisectionMemo(HashMap<(Vec<Vertex>, usize, usize, Option<Vertex>), (Vec<u32>, Rank)>);
 
 /// `init` refined under the side limits `caps`, with its rank.
 fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
@@ -191,11 +193,11 @@ pub fn bisect(
     rng: &mut StdRng,
 ) -> (Vec<u32>, Rank) {
     let ids: Vec<Vertex> = (0..g.n() as Vertex).collect();
-    bisect_with(g, &ids, k0, k1, eps, tries, refine_p, rng, &mut FlowCutMemo::default())
+    bisect_with(g, &ids, k0, k1, eps, tries, refine_p, rng, &mut BisectionMemo::default())
 }
 
-/// [`bisect`] of the subgraph `g` whose vertices are `ids`, taking the
-/// refined flow cut from `memo` when it was made before.
+/// [`bisect`] of the subgraph `g` whose vertices are `ids`, taking each
+/// refined try from `memo` when it was made before.
 #[allow(clippy::too_many_arguments)]
 fn bisect_with(
     g: &Graph,
@@ -206,21 +208,28 @@ fn bisect_with(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
-    memo: &mut FlowCutMemo,
+    memo: &mut BisectionMemo,
 ) -> (Vec<u32>, Rank) {
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let (targets, caps) = side_limits(g.total_weight(), k0, k1, eps, heaviest);
     let mut best: Option<(Vec<u32>, Rank)> = None;
     for t in 0..tries.max(2) {
-        let (part, rank) = match t {
-            0 => memo
-                .0
-                .entry((ids.to_vec(), k0, k1))
-                .or_insert_with(|| refined(g, caps, flow_cut(g, targets[0]), refine_p))
-                .clone(),
-            1 => refined(g, caps, grow(g, peripheral(g, rng), targets[0], caps[0]), refine_p),
-            _ => refined(g, caps, grow(g, rng.random_range(0..g.n() as Vertex), targets[0], caps[0]), refine_p),
+        let start = match t {
+            0 => None,
+            1 => Some(peripheral(g, rng)),
+            _ => Some(rng.random_range(0..g.n() as Vertex)),
         };
+        let (part, rank) = memo
+            .0
+            .entry((ids.to_vec(), k0, k1, start))
+            .or_insert_with(|| {
+                let init = match start {
+                    None => flow_cut(g, targets[0]),
+                    Some(v) => grow(g, v, targets[0], caps[0]),
+                };
+                refined(g, caps, init, refine_p)
+            })
+            .clone();
         if best.as_ref().is_none_or(|b| rank < b.1) {
             best = Some((part, rank));
         }
@@ -238,10 +247,10 @@ pub fn recursive(
     refine_p: &RefineParams,
     rng: &mut StdRng,
 ) -> Vec<u32> {
-    recursive_with(g, k, epsilon, tries, refine_p, rng, &mut FlowCutMemo::default())
+    recursive_with(g, k, epsilon, tries, refine_p, rng, &mut BisectionMemo::default())
 }
 
-/// [`recursive`], sharing refined flow cuts with earlier calls on the same
+/// [`recursive`], sharing refined tries with earlier calls on the same
 /// graph with the same settings through `memo` (the same result as without).
 pub fn recursive_with(
     g: &Graph,
@@ -250,7 +259,7 @@ pub fn recursive_with(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
-    memo: &mut FlowCutMemo,
+    memo: &mut BisectionMemo,
 ) -> Vec<u32> {
     let levels = (k.max(1) as f64).log2().ceil() as i32;
     let eps = if levels > 0 { (1.0 + epsilon).powf(1.0 / levels as f64) - 1.0 } else { epsilon };
@@ -270,7 +279,7 @@ fn split(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
-    memo: &mut FlowCutMemo,
+    memo: &mut BisectionMemo,
     part: &mut [u32],
 ) {
     if k == 1 || g.n() < 2 {
@@ -423,18 +432,18 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_flow_cut_memo_changes_no_result() {
+    fn a_shared_bisection_memo_changes_no_result() {
         let g = generate::layered_dag(600, 3);
         let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
         for k in [2usize, 3, 8] {
             let (mut fresh, mut shared) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
-            let mut memo = FlowCutMemo::default();
+            let mut memo = BisectionMemo::default();
             for _ in 0..2 {
                 let a = recursive(&g, k, 0.03, 3, &p, &mut fresh);
                 let b = recursive_with(&g, k, 0.03, 3, &p, &mut shared, &mut memo);
                 assert_eq!(a, b, "k={k}");
             }
-            assert!(memo.0.len() >= k - 1, "k={k}: {} flow cuts kept", memo.0.len());
+            assert!(memo.0.len() >= k - 1, "k={k}: {} tries kept", memo.0.len());
         }
     }
 

@@ -311,7 +311,7 @@ fn multilevel(
     // Several initial partitions of the coarsest graph, each refined: the first
     // slices the flow order, the last follows the seed, the others bisect
     // recursively (each bisection the best of graph growing tries).
-    let mut memo = bisection::FlowCutMemo::default();
+    let mut memo = bisection::BisectionMemo::default();
     let init = |t: usize| {
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
