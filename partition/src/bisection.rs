@@ -170,7 +170,10 @@ pub fn flow_cut(g: &Graph, target0: i64) -> Vec<u32> {
 /// again (peripheral vertices often coincide); one memo serves one graph and
 /// one set of settings.
 #[derive(Default)]
-pub struct BisectionMemo(HashMap<(Vec<Vertex>, usize, usize, Option<Vertex>), (Vec<u32>, Rank)>);
+pub struct BisectionMemo(HashMap<TryKey, (Vec<u32>, Rank)>);
+
+/// A bisection try: the subgraph's vertices, the parts of each side, the start.
+type TryKey = (Vec<Vertex>, usize, usize, Option<Vertex>);
 
 /// `init` refined under the side limits `caps`, with its rank.
 fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
