@@ -185,24 +185,11 @@ fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -
 
 /// The best of `tries` refined bisections of `g` into sides of `k0` and `k1`
 /// parts (a flow cut, then graph growing from a peripheral vertex and from
-/// random ones). Returns the bisection and its rank.
-pub fn bisect(
-    g: &Graph,
-    k0: usize,
-    k1: usize,
-    eps: f64,
-    tries: usize,
-    refine_p: &RefineParams,
-    rng: &mut StdRng,
-) -> (Vec<u32>, Rank) {
-    let ids: Vec<Vertex> = (0..g.n() as Vertex).collect();
-    bisect_with(g, &ids, k0, k1, eps, tries, refine_p, rng, &mut BisectionMemo::default())
-}
-
-/// [`bisect`] of the subgraph `g` whose vertices are `ids`, taking each
-/// refined try from `memo` when it was made before.
+/// random ones). Returns the bisection and its rank. `g` is a subgraph whose
+/// vertices are `ids`; each refined try comes from `memo` when it was made
+/// before.
 #[allow(clippy::too_many_arguments)]
-fn bisect_with(
+pub fn bisect(
     g: &Graph,
     ids: &[Vertex],
     k0: usize,
@@ -292,7 +279,7 @@ fn split(
         return;
     }
     let (k0, k1) = side_parts(k);
-    let (halves, _) = bisect_with(g, ids, k0, k1, eps, tries, refine_p, rng, memo);
+    let (halves, _) = bisect(g, ids, k0, k1, eps, tries, refine_p, rng, memo);
     for (side, ks, offset) in [(0u32, k0, 0), (1, k1, k0)] {
         let keep: Vec<bool> = halves.iter().map(|&p| p == side).collect();
         let (sub, old) = induced(g, &keep);
@@ -414,7 +401,9 @@ mod tests {
             for (k0, k1) in [(1, 1), (1, 2)] {
                 let heaviest = g.node_w.iter().copied().max().unwrap();
                 let (_, caps) = side_limits(g.total_weight(), k0, k1, 0.1, heaviest);
-                let (part, (over, cut)) = bisect(&g, k0, k1, 0.1, 8, &p, &mut rng);
+                let ids: Vec<Vertex> = (0..n as Vertex).collect();
+                let memo = &mut BisectionMemo::default();
+                let (part, (over, cut)) = bisect(&g, &ids, k0, k1, 0.1, 8, &p, &mut rng, memo);
                 let loads = metrics::part_weights(&g, &part, 2);
                 assert!(
                     !over && loads[0] <= caps[0] && loads[1] <= caps[1],
