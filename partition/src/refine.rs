@@ -91,6 +91,8 @@ pub struct State<'g> {
     pub k: usize,
     /// Load limit of each part.
     pub caps: Vec<i64>,
+    /// The assignment; change it through [`State::move_to`] only (the loads,
+    /// the cut and the per-part sums follow each move).
     pub part: Vec<u32>,
     pub loads: Vec<i64>,
     /// (critical cut, total cut), kept up to date by [`State::move_to`].
