@@ -228,21 +228,10 @@ pub fn bisect(
 }
 
 /// A k-way partition of `g` by recursive bisection, any `k >= 1`; each
-/// bisection is the best of `tries`.
+/// bisection is the best of `tries`. `memo` shares refined tries with
+/// earlier calls on the same graph with the same settings (the same result
+/// as with a fresh memo).
 pub fn recursive(
-    g: &Graph,
-    k: usize,
-    epsilon: f64,
-    tries: usize,
-    refine_p: &RefineParams,
-    rng: &mut StdRng,
-) -> Vec<u32> {
-    recursive_with(g, k, epsilon, tries, refine_p, rng, &mut BisectionMemo::default())
-}
-
-/// [`recursive`], sharing refined tries with earlier calls on the same
-/// graph with the same settings through `memo` (the same result as without).
-pub fn recursive_with(
     g: &Graph,
     k: usize,
     epsilon: f64,
@@ -431,8 +420,8 @@ mod tests {
             let (mut fresh, mut shared) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
             let mut memo = BisectionMemo::default();
             for _ in 0..2 {
-                let a = recursive(&g, k, 0.03, 3, &p, &mut fresh);
-                let b = recursive_with(&g, k, 0.03, 3, &p, &mut shared, &mut memo);
+                let a = recursive(&g, k, 0.03, 3, &p, &mut fresh, &mut BisectionMemo::default());
+                let b = recursive(&g, k, 0.03, 3, &p, &mut shared, &mut memo);
                 assert_eq!(a, b, "k={k}");
             }
             assert!(memo.0.len() >= k - 1, "k={k}: {} tries kept", memo.0.len());
@@ -446,7 +435,7 @@ mod tests {
         let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
         for k in [2usize, 3, 5, 6, 8] {
             let mut rng = StdRng::seed_from_u64(k as u64);
-            let part = recursive(&g, k, 0.03, 4, &p, &mut rng);
+            let part = recursive(&g, k, 0.03, 4, &p, &mut rng, &mut BisectionMemo::default());
             let loads = metrics::part_weights(&g, &part, k);
             assert!(part.iter().all(|&q| (q as usize) < k));
             // Within the k-way limit, up to rounding at each level.

@@ -316,7 +316,7 @@ fn multilevel(
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
         } else if t + 1 < p.initial_tries {
-            bisection::recursive_with(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng, &mut memo)
+            bisection::recursive(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng, &mut memo)
         } else {
             clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }
