@@ -172,6 +172,15 @@ impl<'g> State<'g> {
         let row = self.conn.row(v);
         let own = row[p as usize];
         let w = self.g.node_w[v as usize];
+        if self.k == 2 {
+            // One other part: no ties to settle.
+            let q = 1 - p as usize;
+            if row[q] == (0, 0) && !any_part {
+                return (None, None);
+            }
+            let m = Move { to: q as u32, gain: (row[q].0 - own.0, row[q].1 - own.1) };
+            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
+        }
         // (move, load of its target, tied) with room, and regardless of room.
         let mut best: Option<(Move, i64, bool)> = None;
         let mut free: Option<(Move, i64, bool)> = None;
