@@ -11,7 +11,7 @@
 //! over the levels stays within the k-way limit.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -162,39 +162,75 @@ pub fn flow_cut(g: &Graph, target0: i64) -> Vec<u32> {
     part
 }
 
+/// Refined bisections already made, by the subgraph's vertices (as ids of the
+/// graph that recursive bisection started from), the parts of each side and
+/// the start: the flow cut (`None`) or graph growing from a vertex. Given
+/// its start, a try makes no random choice, so a second recursive bisection
+/// of the same graph with the same settings meets many of the same tries
+/// again (peripheral vertices often coincide); one memo serves one graph and
+/// one set of settings.
+#[derive(Default)]
+pub struct BisectionMemo(HashMap<TryKey, (Vec<u32>, Rank)>);
+
+/// A bisection try: the subgraph's vertices, the parts of each side, the start.
+type TryKey = (Vec<Vertex>, usize, usize, Option<Vertex>);
+
+/// `init` refined under the side limits `caps`, with its rank.
+fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
+    let mut s = State::with_caps(g, caps.to_vec(), init);
+    refine::refine(&mut s, refine_p);
+    let rank = (s.over(0) || s.over(1), s.cut);
+    (s.part, rank)
+}
+
 /// The best of `tries` refined bisections of `g` into sides of `k0` and `k1`
 /// parts (a flow cut, then graph growing from a peripheral vertex and from
-/// random ones). Returns the bisection and its rank.
+/// random ones). Returns the bisection and its rank. `g` is a subgraph whose
+/// vertices are `ids`; each refined try comes from `memo` when it was made
+/// before.
+#[allow(clippy::too_many_arguments)]
 pub fn bisect(
     g: &Graph,
+    ids: &[Vertex],
     k0: usize,
     k1: usize,
     eps: f64,
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
+    memo: &mut BisectionMemo,
 ) -> (Vec<u32>, Rank) {
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
     let (targets, caps) = side_limits(g.total_weight(), k0, k1, eps, heaviest);
     let mut best: Option<(Vec<u32>, Rank)> = None;
     for t in 0..tries.max(2) {
-        let init = match t {
-            0 => flow_cut(g, targets[0]),
-            1 => grow(g, peripheral(g, rng), targets[0], caps[0]),
-            _ => grow(g, rng.random_range(0..g.n() as Vertex), targets[0], caps[0]),
+        let start = match t {
+            0 => None,
+            1 => Some(peripheral(g, rng)),
+            _ => Some(rng.random_range(0..g.n() as Vertex)),
         };
-        let mut s = State::with_caps(g, caps.to_vec(), init);
-        refine::refine(&mut s, refine_p);
-        let rank = (s.over(0) || s.over(1), s.cut);
+        let (part, rank) = memo
+            .0
+            .entry((ids.to_vec(), k0, k1, start))
+            .or_insert_with(|| {
+                let init = match start {
+                    None => flow_cut(g, targets[0]),
+                    Some(v) => grow(g, v, targets[0], caps[0]),
+                };
+                refined(g, caps, init, refine_p)
+            })
+            .clone();
         if best.as_ref().is_none_or(|b| rank < b.1) {
-            best = Some((s.part, rank));
+            best = Some((part, rank));
         }
     }
     best.expect("at least two tries")
 }
 
 /// A k-way partition of `g` by recursive bisection, any `k >= 1`; each
-/// bisection is the best of `tries`.
+/// bisection is the best of `tries`. `memo` shares refined tries with
+/// earlier calls on the same graph with the same settings (the same result
+/// as with a fresh memo).
 pub fn recursive(
     g: &Graph,
     k: usize,
@@ -202,11 +238,13 @@ pub fn recursive(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
+    memo: &mut BisectionMemo,
 ) -> Vec<u32> {
     let levels = (k.max(1) as f64).log2().ceil() as i32;
     let eps = if levels > 0 { (1.0 + epsilon).powf(1.0 / levels as f64) - 1.0 } else { epsilon };
     let mut part = vec![0u32; g.n()];
-    split(g, &(0..g.n() as Vertex).collect::<Vec<_>>(), k, 0, eps, tries, refine_p, rng, &mut part);
+    let ids: Vec<Vertex> = (0..g.n() as Vertex).collect();
+    split(g, &ids, k, 0, eps, tries, refine_p, rng, memo, &mut part);
     part
 }
 
@@ -220,6 +258,7 @@ fn split(
     tries: usize,
     refine_p: &RefineParams,
     rng: &mut StdRng,
+    memo: &mut BisectionMemo,
     part: &mut [u32],
 ) {
     if k == 1 || g.n() < 2 {
@@ -229,12 +268,12 @@ fn split(
         return;
     }
     let (k0, k1) = side_parts(k);
-    let (halves, _) = bisect(g, k0, k1, eps, tries, refine_p, rng);
+    let (halves, _) = bisect(g, ids, k0, k1, eps, tries, refine_p, rng, memo);
     for (side, ks, offset) in [(0u32, k0, 0), (1, k1, k0)] {
         let keep: Vec<bool> = halves.iter().map(|&p| p == side).collect();
         let (sub, old) = induced(g, &keep);
         let sub_ids: Vec<Vertex> = old.iter().map(|&v| ids[v as usize]).collect();
-        split(&sub, &sub_ids, ks, first + offset as u32, eps, tries, refine_p, rng, part);
+        split(&sub, &sub_ids, ks, first + offset as u32, eps, tries, refine_p, rng, memo, part);
     }
 }
 
@@ -351,7 +390,9 @@ mod tests {
             for (k0, k1) in [(1, 1), (1, 2)] {
                 let heaviest = g.node_w.iter().copied().max().unwrap();
                 let (_, caps) = side_limits(g.total_weight(), k0, k1, 0.1, heaviest);
-                let (part, (over, cut)) = bisect(&g, k0, k1, 0.1, 8, &p, &mut rng);
+                let ids: Vec<Vertex> = (0..n as Vertex).collect();
+                let memo = &mut BisectionMemo::default();
+                let (part, (over, cut)) = bisect(&g, &ids, k0, k1, 0.1, 8, &p, &mut rng, memo);
                 let loads = metrics::part_weights(&g, &part, 2);
                 assert!(
                     !over && loads[0] <= caps[0] && loads[1] <= caps[1],
@@ -372,13 +413,29 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_bisection_memo_changes_no_result() {
+        let g = generate::layered_dag(600, 3);
+        let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
+        for k in [2usize, 3, 8] {
+            let (mut fresh, mut shared) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
+            let mut memo = BisectionMemo::default();
+            for _ in 0..2 {
+                let a = recursive(&g, k, 0.03, 3, &p, &mut fresh, &mut BisectionMemo::default());
+                let b = recursive(&g, k, 0.03, 3, &p, &mut shared, &mut memo);
+                assert_eq!(a, b, "k={k}");
+            }
+            assert!(memo.0.len() >= k - 1, "k={k}: {} tries kept", memo.0.len());
+        }
+    }
+
+    #[test]
     fn recursive_bisection_balances_any_k() {
         let g = generate::layered_dag(2000, 7);
         let total = g.total_weight() as f64;
         let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
         for k in [2usize, 3, 5, 6, 8] {
             let mut rng = StdRng::seed_from_u64(k as u64);
-            let part = recursive(&g, k, 0.03, 4, &p, &mut rng);
+            let part = recursive(&g, k, 0.03, 4, &p, &mut rng, &mut BisectionMemo::default());
             let loads = metrics::part_weights(&g, &part, k);
             assert!(part.iter().all(|&q| (q as usize) < k));
             // Within the k-way limit, up to rounding at each level.

@@ -18,6 +18,7 @@ pub mod balance;
 pub mod bisection;
 pub mod clustering;
 pub mod coarsen;
+pub mod connectivity;
 pub mod critical;
 pub mod evolve;
 pub mod flow_refine;

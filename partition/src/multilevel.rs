@@ -311,11 +311,12 @@ fn multilevel(
     // Several initial partitions of the coarsest graph, each refined: the first
     // slices the flow order, the last follows the seed, the others bisect
     // recursively (each bisection the best of graph growing tries).
+    let mut memo = bisection::BisectionMemo::default();
     let init = |t: usize| {
         if t == 0 {
             clustering::flow_slices(coarsest, p.k)
         } else if t + 1 < p.initial_tries {
-            bisection::recursive(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng)
+            bisection::recursive(coarsest, p.k, p.epsilon, BISECTION_TRIES, &p.refine, rng, &mut memo)
         } else {
             clustering::seed_initial(coarsest, p.k, coarse_cap, p.sets_per_part, rng)
         }

@@ -30,6 +30,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::str::FromStr;
 
+use crate::connectivity::Connectivity;
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 
@@ -90,12 +91,16 @@ pub struct State<'g> {
     pub k: usize,
     /// Load limit of each part.
     pub caps: Vec<i64>,
+    /// The assignment; change it through [`State::move_to`] only (the loads,
+    /// the cut and the per-part sums follow each move).
     pub part: Vec<u32>,
     pub loads: Vec<i64>,
     /// (critical cut, total cut), kept up to date by [`State::move_to`].
     pub cut: (i64, i64),
     /// Vertices moved since the log was last drained (for boundary upkeep).
     moved: Vec<Vertex>,
+    /// Each vertex's relation values per part, kept up to date by moves.
+    conn: Connectivity,
     scratch: Vec<(i64, i64)>,
     touched: Vec<u32>,
 }
@@ -127,7 +132,8 @@ impl<'g> State<'g> {
         let k = caps.len();
         debug_assert_eq!(loads, metrics::part_weights(g, &part, k), "loads of the projected partition");
         debug_assert_eq!(cut, metrics::cut(g, &part).key(), "cut of the projected partition");
-        State { g, k, caps, part, loads, cut, moved: Vec::new(), scratch: vec![(0, 0); k], touched: Vec::new() }
+        let conn = Connectivity::new(g, &part, k);
+        State { g, k, caps, part, loads, cut, moved: Vec::new(), conn, scratch: vec![(0, 0); k], touched: Vec::new() }
     }
 
     /// Whether part `q` is over its limit.
@@ -139,6 +145,10 @@ impl<'g> State<'g> {
     /// Whether `v` has a relation to another part.
     pub fn is_boundary(&self, v: Vertex) -> bool {
         let p = self.part[v as usize];
+        if self.conn.exact() {
+            let row = self.conn.row(v);
+            return (0..self.k).any(|q| q != p as usize && row[q] != (0, 0));
+        }
         self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
     }
 
@@ -150,7 +160,56 @@ impl<'g> State<'g> {
 
     /// The best move of `v` to a part with room, and the part its best move
     /// would go to if every part had room, when that part is full now.
+    ///
+    /// Reads the sums table (O(k)); where two targets tie on gain and load, the
+    /// choice depends on the order of `v`'s relations, so the relations are
+    /// walked as [`State::weigh_relations`] does.
     fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
+        if !self.conn.exact() {
+            return self.weigh_relations(v, any_part);
+        }
+        let p = self.part[v as usize];
+        let row = self.conn.row(v);
+        let own = row[p as usize];
+        let w = self.g.node_w[v as usize];
+        if self.k == 2 {
+            // One other part: no ties to settle.
+            let q = 1 - p as usize;
+            if row[q] == (0, 0) && !any_part {
+                return (None, None);
+            }
+            let m = Move { to: q as u32, gain: (row[q].0 - own.0, row[q].1 - own.1) };
+            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
+        }
+        // (move, load of its target, tied) with room, and regardless of room.
+        let mut best: Option<(Move, i64, bool)> = None;
+        let mut free: Option<(Move, i64, bool)> = None;
+        let offer = |m: &mut Option<(Move, i64, bool)>, q: u32, gain: (i64, i64), load: i64| match m {
+            Some((b, l, tied)) if (gain, -load) <= (b.gain, -*l) => *tied |= (gain, load) == (b.gain, *l),
+            _ => *m = Some((Move { to: q, gain }, load, false)),
+        };
+        for (q, &to) in row.iter().enumerate() {
+            if q == p as usize || (to == (0, 0) && !any_part) {
+                continue;
+            }
+            let gain = (to.0 - own.0, to.1 - own.1);
+            let load = self.loads[q];
+            offer(&mut free, q as u32, gain, load);
+            if load + w <= self.caps[q] {
+                offer(&mut best, q as u32, gain, load);
+            }
+        }
+        if best.is_some_and(|b| b.2) || free.is_some_and(|f| f.2) {
+            return self.weigh_relations(v, any_part);
+        }
+        let blocked = free.filter(|(m, load, _)| load + w > self.caps[m.to as usize]).map(|(m, _, _)| m.to);
+        (best.map(|(m, _, _)| m), blocked)
+    }
+
+    /// [`State::weigh`] by walking `v`'s relations: targets in the order their
+    /// first relation appears, then (with `any_part`) the other parts by index;
+    /// the first of equal (gain, load) wins.
+    fn weigh_relations(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         let g = self.g;
         let p = self.part[v as usize];
         self.touched.clear();
@@ -210,12 +269,26 @@ impl<'g> State<'g> {
 
     pub fn move_to(&mut self, v: Vertex, m: Move) {
         let w = self.g.node_w[v as usize];
+        self.conn.moved(self.g, v, self.part[v as usize], m.to);
         self.loads[self.part[v as usize] as usize] -= w;
         self.loads[m.to as usize] += w;
         self.part[v as usize] = m.to;
         self.moved.push(v);
         self.cut.0 -= m.gain.0;
         self.cut.1 -= m.gain.1;
+    }
+
+    /// Returns to the partition `part`, moving the vertices that differ (the
+    /// sums table follows each; the cut is the caller's to set).
+    fn restore(&mut self, part: &[u32]) {
+        for v in 0..self.g.n() as Vertex {
+            let (from, to) = (self.part[v as usize], part[v as usize]);
+            if from != to {
+                self.conn.moved(self.g, v, from, to);
+                self.part[v as usize] = to;
+            }
+        }
+        self.loads = metrics::part_weights(self.g, &self.part, self.k);
     }
 
     fn balanced(&self) -> bool {
@@ -302,6 +375,18 @@ pub fn rebalance(s: &mut State) -> usize {
     moves
 }
 
+/// Subtasks waiting for room, per part: (lightest first, then by id, stamp).
+type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
+
+/// The hill-climbing passes' queues, move log and locks, reused
+/// from pass to pass (each pass starts with them empty).
+struct HillClimbBuffers {
+    heap: BinaryHeap<((i64, i64), Reverse<Vertex>, u32)>,
+    blocked: Blocked,
+    log: Vec<(Vertex, u32, (i64, i64))>,
+    locked: Vec<bool>,
+}
+
 /// One best-first pass over the boundary `bnd`: take the best passing
 /// candidate until none is left.
 fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32]) -> usize {
@@ -342,10 +427,17 @@ fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &
 /// Subtasks whose best move is blocked by a full part wait in a heap per
 /// part, lightest first, and are weighed again when a move frees enough room
 /// there (so that a pair of moves can swap subtasks between full parts).
-fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32], locked: &mut [bool]) -> usize {
-    type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
-    let mut heap = BinaryHeap::new();
-    let mut blocked: Blocked = vec![BinaryHeap::new(); s.k];
+fn pass_hill_climb(
+    s: &mut State,
+    bnd: &[Vertex],
+    p: &RefineParams,
+    stamp: &mut [u32],
+    b: &mut HillClimbBuffers,
+) -> usize {
+    let HillClimbBuffers { heap, blocked, log, locked } = b;
+    heap.clear();
+    blocked.iter_mut().for_each(BinaryHeap::clear);
+    log.clear();
     let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
         let (best, wait) = s.weigh(v, false);
         if let Some(m) = best {
@@ -356,9 +448,8 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
         }
     };
     for &v in bnd {
-        weigh(s, v, stamp[v as usize], &mut heap, &mut blocked);
+        weigh(s, v, stamp[v as usize], heap, blocked);
     }
-    let mut log: Vec<(Vertex, u32, (i64, i64))> = Vec::new();
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
     while let Some((gain, Reverse(v), st)) = heap.pop() {
         if locked[v as usize] || st != stamp[v as usize] {
@@ -385,7 +476,7 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
                 continue;
             }
             stamp[u as usize] += 1;
-            weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+            weigh(s, u, stamp[u as usize], heap, blocked);
         }
         // Room in `from`: weigh again the subtasks that waited for it and fit now.
         let room = s.caps[from as usize] - s.loads[from as usize];
@@ -396,14 +487,14 @@ fn pass_hill_climb(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut 
             blocked[from as usize].pop();
             if !locked[u as usize] && st == stamp[u as usize] {
                 stamp[u as usize] += 1;
-                weigh(s, u, stamp[u as usize], &mut heap, &mut blocked);
+                weigh(s, u, stamp[u as usize], heap, blocked);
             }
         }
     }
     for &(v, from, gain) in log[best_len..].iter().rev() {
         s.move_to(v, Move { to: from, gain: (-gain.0, -gain.1) });
     }
-    for &(v, _, _) in &log {
+    for &(v, _, _) in log.iter() {
         locked[v as usize] = false;
         stamp[v as usize] += 1;
     }
@@ -438,11 +529,18 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
-    let mut locked = if p.hill_climb > 0 { vec![false; n] } else { Vec::new() };
+    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
+        heap: BinaryHeap::new(),
+        blocked: vec![BinaryHeap::new(); s.k],
+        log: Vec::new(),
+        locked: vec![false; n],
+    });
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
-            Variant::AllCandidates if p.hill_climb > 0 => pass_hill_climb(s, &bnd, p, &mut stamp, &mut locked),
+            Variant::AllCandidates if p.hill_climb > 0 => {
+                pass_hill_climb(s, &bnd, p, &mut stamp, climb.as_mut().expect("hill-climbing buffers"))
+            }
             Variant::AllCandidates => pass_all_candidates(s, &bnd, p, &mut stamp),
             Variant::FlowOrder => pass_flow_order(s, &bnd, p),
         };
@@ -467,8 +565,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     if let Some((part, cut)) = best {
         if part != s.part {
-            s.part = part;
-            s.loads = metrics::part_weights(s.g, &s.part, s.k);
+            s.restore(&part);
             s.cut = cut;
         }
     }
@@ -501,4 +598,75 @@ pub fn best_of(
     }
     let (part, rank) = best.expect("at least one try");
     (part, rank, moves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::critical::{self, CriticalRule, CriticalValue};
+    use crate::generate;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Every vertex's table-based weighing and boundary test against the walk
+    /// over its relations, and its sums against a fresh table.
+    fn check_against_relations(s: &mut State) {
+        let fresh = Connectivity::new(s.g, &s.part, s.k);
+        for v in 0..s.g.n() as Vertex {
+            assert_eq!(s.conn.row(v), fresh.row(v), "sums of {v}");
+            let p = s.part[v as usize];
+            let walked = s.g.range(v).any(|i| s.part[s.g.adj[i] as usize] != p);
+            assert_eq!(s.is_boundary(v), walked, "boundary {v}");
+            for any_part in [false, true] {
+                assert_eq!(s.weigh(v, any_part), s.weigh_relations(v, any_part), "vertex {v}, any part {any_part}");
+            }
+        }
+    }
+
+    #[test]
+    fn table_weighing_matches_the_walk_over_relations_through_moves_and_refinement() {
+        let mut g = generate::layered_dag(300, 5);
+        critical::mark(&mut g, CriticalRule::Path { slack: 0.2 }, CriticalValue::Unit);
+        let mut rng = StdRng::seed_from_u64(11);
+        for k in [2usize, 3, 8] {
+            let part: Vec<u32> = (0..g.n()).map(|_| rng.random_range(0..k as u32)).collect();
+            // Tight limits, so that some best moves are blocked.
+            let cap = metrics::max_part_weight(&g, k, 0.02);
+            let mut s = State::new(&g, k, cap, part);
+            check_against_relations(&mut s);
+            for _ in 0..200 {
+                let v = rng.random_range(0..g.n() as Vertex);
+                if let Some(m) = s.best_move(v, true) {
+                    s.move_to(v, m);
+                }
+            }
+            check_against_relations(&mut s);
+            refine(&mut s, &RefineParams { hill_climb: 64, ..RefineParams::default() });
+            check_against_relations(&mut s);
+            assert_eq!(s.cut, metrics::cut(&g, &s.part).key());
+        }
+    }
+
+    #[test]
+    fn relations_without_value_are_weighed_by_the_walk() {
+        let mut b = crate::graph::GraphBuilder::new();
+        for i in 0..4 {
+            b.add_vertex(format!("v{i}"), 1);
+        }
+        b.add_edge(0, 1, 1, 0);
+        b.add_edge(1, 2, 5, 1);
+        b.add_edge(2, 3, 1, 0);
+        let mut g = b.build();
+        // The builder keeps weights at 1 or more; a graph built otherwise may not.
+        for (w, &c) in g.ew.iter_mut().zip(&g.ec) {
+            if c == 0 {
+                *w = 0;
+            }
+        }
+        let mut s = State::new(&g, 2, 3, vec![0, 1, 1, 0]);
+        // 0's only relation carries nothing, yet 0 is on the boundary.
+        assert!(s.is_boundary(0));
+        assert_eq!(s.best_move(0, false), Some(Move { to: 1, gain: (0, 0) }));
+        check_against_relations(&mut s);
+    }
 }
