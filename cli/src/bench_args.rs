@@ -219,7 +219,7 @@ mod tests {
 
     #[derive(Parser)]
     enum Cli {
-        Bench(BenchArgs),
+        Bench(Box<BenchArgs>),
         BenchFairness(FairnessArgs),
     }
 
