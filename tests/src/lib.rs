@@ -258,17 +258,31 @@ pub enum Scheduling {
     /// The scheduler decides only on 20 ms ticks (`decide_on_arrival = false`),
     /// so requests submitted together wait and are batched together.
     Accumulate,
+    /// Background batches at the workers' own nice (`background_nice = 0`): for tests of
+    /// what a pipeline answers, whatever else the machine runs. (With the kernel's
+    /// autogroup off, other processes' load at nice 0 takes the cores from a niced node,
+    /// and sessions waiting on its answers can outlast their streams' idle timeout.)
+    NoBackground,
 }
 
 /// Starts `configs/NAME` (models resolve against `configs/` as usual).
 pub fn start(name: &str, scheduling: Scheduling) -> baton::Runtime {
+    start_with(name, scheduling, &registry())
+}
+
+/// [`start`] with the engines of `engines`.
+pub fn start_with(name: &str, scheduling: Scheduling, engines: &baton::EngineRegistry) -> baton::Runtime {
     let path = config(name);
     let mut cfg = baton::PipelineConfig::read(&path).unwrap_or_else(|e| panic!("{e}"));
-    if scheduling == Scheduling::Accumulate {
-        cfg.scheduler.decide_on_arrival = false;
-        cfg.scheduler.tick_us = 20_000;
+    match scheduling {
+        Scheduling::AsShipped => {}
+        Scheduling::Accumulate => {
+            cfg.scheduler.decide_on_arrival = false;
+            cfg.scheduler.tick_us = 20_000;
+        }
+        Scheduling::NoBackground => cfg.scheduler.background_nice = 0,
     }
-    baton::Runtime::from_config(&cfg, Some(&path), &registry()).unwrap_or_else(|e| panic!("{name} starts: {e}"))
+    baton::Runtime::from_config(&cfg, Some(&path), engines).unwrap_or_else(|e| panic!("{name} starts: {e}"))
 }
 
 /// Streams every session of `data` through `runtime` at once, each on its own thread

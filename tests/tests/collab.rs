@@ -21,17 +21,6 @@ fn runtime(config: &str) -> Runtime {
     Runtime::from_file(&root().join(config), &baton_stages::collab::registry()).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `config` with its background batches at the workers' own nice: for tests of what the
-/// pipeline answers, whatever else the machine runs. (With the kernel's autogroup off,
-/// other processes' load at nice 0 takes the cores from a niced OCR, and the sessions
-/// waiting on its answers can outlast their streams' idle timeout.)
-fn runtime_without_background(config: &str) -> Runtime {
-    let path = root().join(config);
-    let mut cfg = baton::PipelineConfig::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    cfg.scheduler.background_nice = 0;
-    Runtime::from_config(&cfg, Some(&path), &baton_stages::collab::registry()).unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// The reference per-chunk probabilities of the original silero-vad model (Python onnxruntime).
 fn reference_probs(session: &Session) -> Vec<f32> {
     let path = root().join(format!("data/reference/vad/{}.json", session.id));
@@ -163,7 +152,11 @@ fn the_collab_pipeline_reads_the_images_and_recommends_every_session_s_category(
 #[test]
 fn sessions_sending_their_image_first_get_the_same_categories_and_texts() {
     let data = sessions();
-    let runtime = runtime_without_background("configs/collab_early.toml");
+    let runtime = baton_e2e::start_with(
+        "collab_early.toml",
+        baton_e2e::Scheduling::NoBackground,
+        &baton_stages::collab::registry(),
+    );
     let results = baton_e2e::every_session_at_once(&runtime, &data, |runtime, s, id| {
         stream_session_image_first(runtime, s, id, None)
     });

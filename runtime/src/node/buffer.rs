@@ -246,8 +246,9 @@ impl BatchBuffer {
         let bit = 1u64 << group;
         let mut guard = self.queues.lock();
         let q = &mut *guard;
-        let holds_priority = q.priority.iter().any(|t| t.groups & bit != 0);
-        let max_rows = if holds_priority { max_rows.min(self.priority_rows) } else { max_rows };
+        // The cap applies when a priority task this group fits waits (looked for only under a cap).
+        let capped = self.priority_rows < max_rows && q.priority.iter().any(|t| t.groups & bit != 0);
+        let max_rows = if capped { self.priority_rows } else { max_rows };
         let mut rows = 0;
         let mut taken_priority = 0;
         for (queue, is_priority) in [(&mut q.priority, true), (&mut q.normal, false)] {

@@ -111,8 +111,11 @@ fn get_slice(tid: libc::id_t) -> Option<u64> {
 /// workers). Returns whether the kernel took it (Linux 6.12 or later, and the right to).
 pub fn request_thread_slice(slice_us: u64) -> bool {
     let tid = thread_id();
-    (100..=100_000).contains(&slice_us) && set_nice_and_slice(tid, get_nice(tid), slice_us * 1000)
+    SLICE_US.contains(&slice_us) && set_nice_and_slice(tid, get_nice(tid), slice_us * 1000)
 }
+
+/// The slices, µs, the kernel takes (it clamps others to these limits).
+pub(crate) const SLICE_US: std::ops::RangeInclusive<u64> = 100..=100_000;
 
 /// Moves the calling thread, one that decides for the workers (the scheduler
 /// thread), to `foreground` for good, where this process may: a decision held
@@ -218,6 +221,21 @@ pub(crate) struct ThreadClasses {
     pub scope: BackgroundScope,
     /// How workers outside the background run.
     pub foreground: Foreground,
+}
+
+impl ThreadClasses {
+    /// The classes `[scheduler]` sets: the collaborative rule's; the baselines leave every thread alone.
+    pub fn of(s: &crate::config::SchedulerConfig) -> ThreadClasses {
+        if s.policy != crate::config::BatchingPolicy::Collaborative {
+            return ThreadClasses::default();
+        }
+        let foreground = match (s.foreground_realtime, s.foreground_slice_us) {
+            (true, _) => Foreground::Realtime,
+            (false, 0) => Foreground::Plain,
+            (false, us) => Foreground::Slice(us.saturating_mul(1000)),
+        };
+        ThreadClasses { background_nice: s.background_nice, scope: s.background_scope, foreground }
+    }
 }
 
 /// How a worker outside the background runs.

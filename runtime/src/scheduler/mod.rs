@@ -102,7 +102,7 @@ pub(crate) struct Scheduler {
     /// Per node: most rows a worker stitches into one batch (1 without batching).
     pub batch_rows: Vec<usize>,
     pub decide_on_arrival: bool,
-    /// Background batches and foreground slices (the collaborative rule only; see `node::niceness`).
+    /// How workers run in the background and outside it (the collaborative rule only; see `node::niceness`).
     pub thread_classes: crate::node::ThreadClasses,
     /// The compute budget, for the decision log.
     budget: f64,
@@ -130,19 +130,7 @@ impl Scheduler {
         Scheduler {
             batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
             decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
-            thread_classes: if s.policy == crate::config::BatchingPolicy::Collaborative {
-                crate::node::ThreadClasses {
-                    background_nice: s.background_nice,
-                    scope: s.background_scope,
-                    foreground: match (s.foreground_realtime, s.foreground_slice_us) {
-                        (true, _) => crate::node::Foreground::Realtime,
-                        (false, 0) => crate::node::Foreground::Plain,
-                        (false, us) => crate::node::Foreground::Slice(us.saturating_mul(1000)),
-                    },
-                }
-            } else {
-                crate::node::ThreadClasses::default()
-            },
+            thread_classes: crate::node::ThreadClasses::of(s),
             core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),

@@ -129,12 +129,15 @@ impl Builder<'_> {
         if s.tick_us == 0 || s.tick_us > 10_000_000 {
             return err("scheduler.tick_us", format!("{} is out of range; use 1 to 10000000 µs", s.tick_us));
         }
-        if s.foreground_slice_us != 0 && !(100..=100_000).contains(&s.foreground_slice_us) {
+        let slices = crate::node::niceness::SLICE_US;
+        if s.foreground_slice_us != 0 && !slices.contains(&s.foreground_slice_us) {
             return err(
                 "scheduler.foreground_slice_us",
                 format!(
-                    "{} is out of range; use 100 to 100000 µs (the kernel's limits), or 0 for its default",
-                    s.foreground_slice_us
+                    "{} is out of range; use {} to {} µs (the kernel's limits), or 0 for its default",
+                    s.foreground_slice_us,
+                    slices.start(),
+                    slices.end()
                 ),
             );
         }
