@@ -273,6 +273,9 @@ pub(crate) async fn serve_http(
             }
         });
     }
+    // Close the listening socket before draining: a client connecting now is refused
+    // at once rather than queued in the backlog and reset when the drain ends.
+    drop(listener);
     let _ = closing.send(true);
     while connections.join_next().await.is_some() {}
 }

@@ -447,7 +447,9 @@ fn graceful_shutdown_answers_what_was_accepted() {
     let http = server.http;
     let body = json!({"inputs": [{"name": "x", "shape": [8, 64], "datatype": "FP32", "data": vec![0.25f32; 8 * 64]}]})
         .to_string();
-    // Clients send one request after another until the server stops accepting connections.
+    // Clients send one request after another until the server stops accepting connections;
+    // the server is shut down once more than 10 requests have been answered.
+    let answered = std::sync::atomic::AtomicUsize::new(0);
     let (statuses, dropped) = std::thread::scope(|s| {
         let clients: Vec<_> = (0..4)
             .map(|_| {
@@ -462,7 +464,12 @@ fn graceful_shutdown_answers_what_was_accepted() {
                             &headers,
                             body.as_bytes(),
                         ) {
-                            Ok(Some(r)) => statuses.push(r.status),
+                            Ok(Some(r)) => {
+                                if r.status == 200 {
+                                    answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
+                                statuses.push(r.status)
+                            }
                             // Accepted but closed before a request was read: the shutdown raced the request.
                             Ok(None) => dropped += 1,
                             Err(_) => return (statuses, dropped),
@@ -471,7 +478,9 @@ fn graceful_shutdown_answers_what_was_accepted() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(300));
+        while answered.load(std::sync::atomic::Ordering::Relaxed) <= 10 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         server.shutdown();
         clients.into_iter().map(|c| c.join().unwrap()).fold((Vec::new(), 0), |(mut a, d), (s, e)| {
             a.extend(s);

@@ -138,7 +138,10 @@ pub fn try_request(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
+    // A reset here: connected into the backlog of a listener that has since closed.
+    if stream.write_all(head.as_bytes()).is_err() {
+        return Ok(None);
+    }
     // The server may answer (413) before reading all of a large body: a write error is fine then.
     let _ = stream.write_all(body);
     let mut raw = Vec::new();
