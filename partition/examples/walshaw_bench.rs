@@ -5,7 +5,7 @@
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
 //!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp]
-//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--graphs add20,data]`
+//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--graphs add20,data]`
 
 mod common;
 
@@ -37,6 +37,7 @@ fn main() {
     let tries: usize = arg(&args, "--tries", defaults.initial_tries);
     let population: usize = arg(&args, "--population", defaults.population);
     let combines: usize = arg(&args, "--combines", defaults.combines);
+    let local_rounds: usize = arg(&args, "--local-rounds", defaults.local_rounds);
     let flow: Option<bool> = match arg(&args, "--flow", String::new()).as_str() {
         "" => defaults.flow,
         on => Some(on.parse().expect("--flow true|false")),
@@ -52,7 +53,7 @@ fn main() {
     println!("load average at the start: {}", load_average());
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, localized FM rounds {local_rounds}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel (per seed) | METIS (per seed) | strong (mean) | strong (best) | strong / best known | time multilevel / METIS (ms, mean) | strong (s per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -91,6 +92,7 @@ fn main() {
                 population,
                 combines,
                 flow,
+                local_rounds,
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);

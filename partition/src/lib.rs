@@ -26,6 +26,7 @@ pub mod fm;
 pub mod generate;
 pub mod graph;
 pub mod label_propagation;
+pub mod local_fm;
 pub mod maxflow;
 pub mod metis_format;
 pub mod metis_ref;

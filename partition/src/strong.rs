@@ -35,6 +35,7 @@ use crate::evolve::{self, Population};
 use crate::flow_refine;
 use crate::fm::{self, Bisection};
 use crate::graph::{Graph, Vertex};
+use crate::local_fm;
 use crate::metrics;
 use crate::refine::{self, RefineParams, State};
 
@@ -78,6 +79,9 @@ pub struct Strong {
     /// `None`: for the plain cut only (on task graphs it cost 10x the time
     /// for mixed results, docs/partition.md).
     pub flow: Option<bool>,
+    /// Rounds of localized FM searches ([`crate::local_fm`]) after FM and
+    /// flows on every level (0: none).
+    pub local_rounds: usize,
     pub seed: u64,
 }
 
@@ -92,6 +96,7 @@ impl Default for Strong {
             vcycles: 2,
             grouping: None,
             flow: None,
+            local_rounds: 0,
             seed: 1,
         }
     }
@@ -182,6 +187,9 @@ pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &
         b.refine(fm::patience(h.n()), MAX_PASSES, rng);
         if flow {
             flow_refine::refine(&mut b, &flow_refine::ALPHAS, rng);
+        }
+        if s.local_rounds > 0 {
+            local_fm::refine(&mut b, local_fm::PATIENCE, s.local_rounds, rng);
         }
         b.part
     };
