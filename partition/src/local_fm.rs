@@ -2,7 +2,7 @@
 //! 2011): many small FM searches instead of one over the whole boundary.
 //!
 //! A round visits the boundary vertices in random order; each one that no
-//! earlier search of the round has moved starts a search of its own
+//! earlier improving search of the round has moved starts a search of its own
 //! ([`Bisection::search_from`]): the queues hold that vertex alone and grow
 //! only by the neighbours of the vertices moved, so the search follows one
 //! region of the cut as deep as its `patience` lets it, and is rolled back to
@@ -37,9 +37,14 @@ pub fn refine(b: &mut Bisection, patience: usize, rounds: usize, rng: &mut impl 
             if moved[v as usize] || !b.is_boundary(v) {
                 continue;
             }
-            round_improved |= b.search_from(v, patience, rng);
-            for &u in b.last_moves() {
-                moved[u as usize] = true;
+            // A search that found nothing leaves the vertices it tried to
+            // other seeds; one that improved claims its region for the round.
+            moved[v as usize] = true;
+            if b.search_from(v, patience, rng) {
+                round_improved = true;
+                for &u in b.last_moves() {
+                    moved[u as usize] = true;
+                }
             }
         }
         improved |= round_improved;
