@@ -4,7 +4,7 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp]
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp|lp-hubs]
 //!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--graphs add20,data]`
 
 mod common;
@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::label_propagation::{self, Visit};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
-use baton_partition::{label_propagation, metis_format, metis_ref, metrics};
+use baton_partition::{metis_format, metis_ref, metrics};
 
 /// Cuts separated by slashes (one per seed).
 fn cut_list(cuts: &[i64]) -> String {
@@ -46,9 +47,10 @@ fn main() {
     let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
         "heavy" => Some(Grouping::Matching(Rating::Heavy)),
         "expansion" => Some(Grouping::Matching(Rating::Expansion)),
-        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS)),
+        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)),
+        "lp-hubs" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::HubsFirst)),
         "" => defaults.grouping,
-        other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
+        other => panic!("--coarsening {other}: expected heavy, expansion, lp or lp-hubs"),
     };
     println!("load average at the start: {}", load_average());
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
