@@ -2,7 +2,7 @@
 //!
 //! One repetition is a multilevel cycle built around [`crate::fm`]:
 //! - coarsen by size-constrained label propagation
-//!   ([`crate::label_propagation`]) for the plain cut, by heavy-relation
+//!   ([`crate::label_propagation`], hubs first) for the plain cut, by heavy-relation
 //!   matching when critical relations come first ([`Strong::grouping`]), down
 //!   to [`COARSEST`] vertices (for the plain cut: one of
 //!   [`PLAIN_CUT_COARSEST`] at random), no coarse vertex heavier than a share of the
@@ -12,7 +12,8 @@
 //!   by FM, and keep the best;
 //! - project level by level, refining each level by FM passes until none
 //!   improves, then by flow cuts ([`crate::flow_refine`]; for the plain cut,
-//!   [`Strong::flow`]);
+//!   [`Strong::flow`]), and optionally by localized FM searches
+//!   ([`crate::local_fm`], [`Strong::local_rounds`]);
 //! - V-cycles: coarsen again inside the sides only, so the partition
 //!   survives to the coarsest level, and refine on the way back (the best
 //!   partition kept).
