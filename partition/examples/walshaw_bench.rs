@@ -4,8 +4,8 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp]
-//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--graphs add20,data]`
+//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp|lp-hubs]
+//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--graphs add20,data]`
 
 mod common;
 
@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::label_propagation::{self, Visit};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
-use baton_partition::{label_propagation, metis_format, metis_ref, metrics};
+use baton_partition::{metis_format, metis_ref, metrics};
 
 /// Cuts separated by slashes (one per seed).
 fn cut_list(cuts: &[i64]) -> String {
@@ -37,6 +38,7 @@ fn main() {
     let tries: usize = arg(&args, "--tries", defaults.initial_tries);
     let population: usize = arg(&args, "--population", defaults.population);
     let combines: usize = arg(&args, "--combines", defaults.combines);
+    let local_rounds: usize = arg(&args, "--local-rounds", defaults.local_rounds);
     let flow: Option<bool> = match arg(&args, "--flow", String::new()).as_str() {
         "" => defaults.flow,
         on => Some(on.parse().expect("--flow true|false")),
@@ -45,14 +47,15 @@ fn main() {
     let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
         "heavy" => Some(Grouping::Matching(Rating::Heavy)),
         "expansion" => Some(Grouping::Matching(Rating::Expansion)),
-        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS)),
+        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)),
+        "lp-hubs" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::HubsFirst)),
         "" => defaults.grouping,
-        other => panic!("--coarsening {other}: expected heavy, expansion or lp"),
+        other => panic!("--coarsening {other}: expected heavy, expansion, lp or lp-hubs"),
     };
     println!("load average at the start: {}", load_average());
     let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, localized FM rounds {local_rounds}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel (per seed) | METIS (per seed) | strong (mean) | strong (best) | strong / best known | time multilevel / METIS (ms, mean) | strong (s per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -91,6 +94,7 @@ fn main() {
                 population,
                 combines,
                 flow,
+                local_rounds,
             };
             let t = Instant::now();
             let (part, rank, _) = strong::bisect(&g, caps, &s);

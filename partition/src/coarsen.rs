@@ -9,7 +9,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::graph::{Graph, Vertex};
-use crate::label_propagation;
+use crate::label_propagation::{self, Visit};
 
 /// Contracts `g` by `map` (fine vertex → group id in `0..groups`).
 pub fn contract(g: &Graph, map: &[u32], groups: usize) -> Graph {
@@ -191,8 +191,9 @@ impl Hierarchy {
 pub enum Grouping {
     /// Pairs by [`matching`].
     Matching(Rating),
-    /// Clusters by [`label_propagation::clusters`] with this many rounds.
-    LabelPropagation(usize),
+    /// Clusters by [`label_propagation::clusters`] with this many rounds,
+    /// visiting the vertices in this order.
+    LabelPropagation(usize, Visit),
 }
 
 /// The grouping that served each objective best in the benchmarks
@@ -200,7 +201,7 @@ pub enum Grouping {
 /// relation), heavy-relation matching when critical relations come first.
 pub fn grouping_for(g: &Graph) -> Grouping {
     if g.critical_edges() == 0 {
-        Grouping::LabelPropagation(label_propagation::ROUNDS)
+        Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)
     } else {
         Grouping::Matching(Rating::Heavy)
     }
@@ -226,8 +227,8 @@ pub fn hierarchy(
         }
         let (map, groups) = match grouping {
             Grouping::Matching(rating) => matching(cur, max_weight, h.within.as_deref(), rating, rng),
-            Grouping::LabelPropagation(rounds) => {
-                label_propagation::clusters(cur, max_weight, h.within.as_deref(), rounds, rng)
+            Grouping::LabelPropagation(rounds, visit) => {
+                label_propagation::clusters(cur, max_weight, h.within.as_deref(), rounds, visit, rng)
             }
         };
         if groups as f64 > min_shrink * cur.n() as f64 {

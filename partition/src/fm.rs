@@ -62,6 +62,17 @@ struct PassScratch {
     log: Vec<Vertex>,
 }
 
+impl PassScratch {
+    /// Empty queues and move log (the locks are the caller's).
+    fn clear(&mut self) {
+        for (heap, park) in self.heaps.iter_mut().zip(self.parked.iter_mut()) {
+            heap.clear();
+            park.clear();
+        }
+        self.log.clear();
+    }
+}
+
 fn entry(gain: Gain, key: u32, v: Vertex) -> Entry {
     (gain, (u64::from(key) << 32) | u64::from(v))
 }
@@ -107,7 +118,7 @@ impl<'g> Bisection<'g> {
         (self.excess(), self.cut, (self.loads[0] - self.loads[1]).abs())
     }
 
-    fn is_boundary(&self, v: Vertex) -> bool {
+    pub fn is_boundary(&self, v: Vertex) -> bool {
         self.external[v as usize] > 0
     }
 
@@ -147,56 +158,96 @@ impl<'g> Bisection<'g> {
     }
 
     fn pass_with(&mut self, scratch: &mut PassScratch, patience: usize, rng: &mut impl Rng) -> bool {
-        let g = self.g;
-        let n = g.n();
-        let PassScratch { heaps, parked, locked, log } = scratch;
-        for (heap, park) in heaps.iter_mut().zip(parked.iter_mut()) {
-            heap.clear();
-            park.clear();
-        }
-        log.clear();
-        locked.clear();
-        locked.resize(n, false);
+        let n = self.g.n();
+        scratch.clear();
+        scratch.locked.clear();
+        scratch.locked.resize(n, false);
         for v in 0..n as Vertex {
             if self.is_boundary(v) {
-                heaps[self.part[v as usize] as usize].push(entry(self.gain[v as usize], rng.random(), v));
+                scratch.heaps[self.part[v as usize] as usize].push(entry(self.gain[v as usize], rng.random(), v));
             }
         }
+        self.search(scratch, patience, rng)
+    }
+
+    /// A localized search (for [`crate::local_fm`]): FM as in a pass, but the
+    /// queues start from `seed` alone and grow only by the neighbours of moved
+    /// vertices; rolled back to its best point. Returns whether the rank
+    /// improved; [`Bisection::last_moves`] lists the vertices it moved.
+    pub fn search_from(&mut self, seed: Vertex, patience: usize, rng: &mut impl Rng) -> bool {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        if scratch.locked.len() != self.g.n() {
+            scratch.locked.clear();
+            scratch.locked.resize(self.g.n(), false);
+        }
+        scratch.heaps[self.part[seed as usize] as usize].push(entry(self.gain[seed as usize], rng.random(), seed));
+        let improved = self.search(&mut scratch, patience, rng);
+        // Unlock only what this search touched: the next one starts clean in O(moves).
+        for &v in &scratch.log {
+            scratch.locked[v as usize] = false;
+        }
+        self.scratch = scratch;
+        improved
+    }
+
+    /// The vertices the last pass or search moved (kept or rolled back).
+    pub fn last_moves(&self) -> &[Vertex] {
+        &self.scratch.log
+    }
+
+    /// The top valid entry of each side whose move fits the other side; of
+    /// the two, the higher gain (ties: from the heavier side). Returns its side.
+    fn pick(
+        &self,
+        heaps: &mut [BinaryHeap<Entry>; 2],
+        parked: &mut [BinaryHeap<Entry>; 2],
+        locked: &[bool],
+    ) -> Option<usize> {
+        let g = self.g;
+        let mut pick: Option<(Gain, usize)> = None;
+        for (side, heap) in heaps.iter_mut().enumerate() {
+            while let Some(top) = heap.peek() {
+                let (d, v) = (top.0, entry_vertex(top));
+                let vi = v as usize;
+                if locked[vi] || self.part[vi] as usize != side || self.gain[vi] != d {
+                    heap.pop();
+                    continue;
+                }
+                if self.loads[1 - side] + g.node_w[vi] > self.caps[1 - side] {
+                    // No room on the other side in this pass unless its gain
+                    // changes (or, with `requeue`, until that side sheds load).
+                    let e = heap.pop().expect("peeked");
+                    if self.requeue {
+                        parked[side].push(e);
+                    }
+                    continue;
+                }
+                let heavier = self.loads[side] > self.loads[1 - side];
+                let better = match pick {
+                    None => true,
+                    Some((pd, _)) => d > pd || (d == pd && heavier),
+                };
+                if better {
+                    pick = Some((d, side));
+                }
+                break;
+            }
+        }
+        pick.map(|(_, side)| side)
+    }
+
+    /// Moves from the queued entries until they run out or `patience` moves
+    /// pass without a new best, then rolls back to the best point. Returns
+    /// whether the rank improved.
+    fn search(&mut self, scratch: &mut PassScratch, patience: usize, rng: &mut impl Rng) -> bool {
+        let g = self.g;
         let start = self.rank();
         let mut best = start;
         let mut best_len = 0;
-        while log.len() - best_len <= patience {
-            // The top valid entry of each side whose move fits the other side.
-            let mut pick: Option<(Gain, usize)> = None;
-            for (side, heap) in heaps.iter_mut().enumerate() {
-                while let Some(top) = heap.peek() {
-                    let (d, v) = (top.0, entry_vertex(top));
-                    let vi = v as usize;
-                    if locked[vi] || self.part[vi] as usize != side || self.gain[vi] != d {
-                        heap.pop();
-                        continue;
-                    }
-                    if self.loads[1 - side] + g.node_w[vi] > self.caps[1 - side] {
-                        // No room on the other side in this pass unless its gain
-                        // changes (or, with `requeue`, until that side sheds load).
-                        let e = heap.pop().expect("peeked");
-                        if self.requeue {
-                            parked[side].push(e);
-                        }
-                        continue;
-                    }
-                    let heavier = self.loads[side] > self.loads[1 - side];
-                    let better = match pick {
-                        None => true,
-                        Some((pd, _)) => d > pd || (d == pd && heavier),
-                    };
-                    if better {
-                        pick = Some((d, side));
-                    }
-                    break;
-                }
-            }
-            let Some((_, side)) = pick else { break };
+        while scratch.log.len() - best_len <= patience {
+            let PassScratch { heaps, parked, locked, log } = &mut *scratch;
+            let Some(side) = self.pick(heaps, parked, locked) else { break };
             let v = entry_vertex(&heaps[side].pop().expect("peeked"));
             locked[v as usize] = true;
             self.flip(v);
@@ -231,7 +282,7 @@ impl<'g> Bisection<'g> {
                 best_len = log.len();
             }
         }
-        for &v in log[best_len..].iter().rev() {
+        for &v in scratch.log[best_len..].iter().rev() {
             self.flip(v);
         }
         debug_assert_eq!(self.rank(), best);

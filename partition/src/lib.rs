@@ -10,7 +10,8 @@
 //! - [`fm`] and [`strong`]: 2-way FM refinement with rollback, and the strong
 //!   mode built on it (repeated multilevel runs with V-cycles); [`evolve`]:
 //!   its population and combine operator; [`flow_refine`] (on [`maxflow`]):
-//!   minimum cuts of a corridor around the cut.
+//!   minimum cuts of a corridor around the cut; [`local_fm`]: localized
+//!   multi-try FM searches (an option, off by default).
 //! - [`metis_ref`]: METIS on the same graph, as the reference.
 //! - [`metrics`]: cuts and balance ([`balance`]: the tightest reachable load limit); [`report`]: text and JSON output.
 
@@ -26,6 +27,7 @@ pub mod fm;
 pub mod generate;
 pub mod graph;
 pub mod label_propagation;
+pub mod local_fm;
 pub mod maxflow;
 pub mod metis_format;
 pub mod metis_ref;

@@ -298,7 +298,7 @@ fn multilevel(
     let mid = (100 * p.k).max(2000);
     let inner = p.coarse_restarts > 1 && start.is_none();
     let grouping = match coarsen::grouping_for(g) {
-        Grouping::LabelPropagation(_) => Grouping::LabelPropagation(LP_ROUNDS),
+        Grouping::LabelPropagation(_, visit) => Grouping::LabelPropagation(LP_ROUNDS, visit),
         matching => matching,
     };
     let stop_at = if inner { mid } else { coarsen_to };
