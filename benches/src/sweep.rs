@@ -158,6 +158,8 @@ pub struct Summary {
     pub rate: f64,
     pub throughput: f64,
     pub latencies: [f64; 4],
+    /// Failed requests, summed over rounds.
+    pub errors: u64,
     /// Ratios to the baseline: throughput, then the four latencies; (mean, min, max).
     pub ratios: Option<[(f64, f64, f64); 5]>,
 }
@@ -199,6 +201,7 @@ pub fn summarize(report: &SweepReport) -> Vec<Summary> {
                 rate: mean(&|p| p.load),
                 throughput: mean(&|p| p.throughput_rps),
                 latencies: [0, 1, 2, 3].map(|k| mean(&|p| latencies(p)[k])),
+                errors: of.iter().map(|p| p.point.errors).sum(),
                 ratios: has_baseline.then(|| [0, 1, 2, 3, 4].map(ratio)),
                 policy,
             }
@@ -220,9 +223,9 @@ pub fn table(report: &SweepReport, summary: &[Summary]) -> String {
     }
     let _ = writeln!(
         out,
-        "| load | policy | offered/s | req/s | priority p50 | priority p99 | others p50 | others p99 | ×{BASELINE}: req/s | prio p50 | prio p99 | others p50 | others p99 |"
+        "| load | policy | offered/s | req/s | priority p50 | priority p99 | others p50 | others p99 | ×{BASELINE}: req/s | prio p50 | prio p99 | others p50 | others p99 | errors |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let ms = |us: f64| if us > 0.0 { format!("{:.2} ms", us / 1000.0) } else { "-".into() };
     let ratio = |r: (f64, f64, f64)| {
         if r.0.is_nan() {
@@ -240,7 +243,7 @@ pub fn table(report: &SweepReport, summary: &[Summary]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {:.0}% | {} | {:.0} | {:.0} | {} | {} | {} | {} | {} |",
+            "| {:.0}% | {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} |",
             s.percent,
             s.policy,
             s.rate,
@@ -249,7 +252,8 @@ pub fn table(report: &SweepReport, summary: &[Summary]) -> String {
             ms(s.latencies[1]),
             ms(s.latencies[2]),
             ms(s.latencies[3]),
-            ratios.join(" | ")
+            ratios.join(" | "),
+            s.errors
         );
     }
     out
