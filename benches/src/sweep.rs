@@ -309,6 +309,28 @@ mod tests {
     }
 
     #[test]
+    fn the_table_sums_each_points_errors_over_the_rounds() {
+        let failing = |round, errors| {
+            let mut p = point("collaborative", 100.0, 400, 220);
+            p.errors = errors;
+            SweepPoint { round, percent: 70.0, point: p }
+        };
+        let points = vec![
+            SweepPoint { round: 0, percent: 70.0, point: point("greedy", 100.0, 1000, 200) },
+            failing(0, 2),
+            SweepPoint { round: 1, percent: 70.0, point: point("greedy", 100.0, 1000, 200) },
+            failing(1, 3),
+        ];
+        let report = SweepReport { capacity: vec![], given_capacity: Some(100.0), open_capacity: None, points };
+        let summary = summarize(&report);
+        assert_eq!((summary[0].errors, summary[1].errors), (0, 5));
+        let table = table(&report, &summary);
+        let row = table.lines().find(|l| l.starts_with("| 70% | collaborative |")).unwrap();
+        assert!(row.ends_with("| 5 |"), "{row}");
+        assert!(table.lines().next().unwrap().contains("given") && table.contains("| errors |"), "{table}");
+    }
+
+    #[test]
     fn a_point_keeps_up_only_serving_97_percent_of_its_rate_without_errors() {
         // 200 requests in the 1 s window.
         assert!(keeps_up(&point("greedy", 200.0, 100, 100)));
