@@ -4,7 +4,9 @@
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
 //!   relations contracted first; label propagation for the plain cut, see
-//!   [`coarsen::grouping_for`]; the heaviest coarse vertex bounded) down to
+//!   [`coarsen::grouping_for`], and, visiting hubs first, for critical
+//!   relations on graphs of more than five coarsest sizes, see
+//!   `default_grouping`; the heaviest coarse vertex bounded) down to
 //!   about 20 vertices per part, partition the coarsest graph several times —
 //!   a slice of the flow order, recursive bisection for any k (each bisection
 //!   the best of a flow cut and greedy graph growing from a peripheral and a
