@@ -4,10 +4,11 @@
 //!
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
 //!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
-//!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03]
+//!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03] [--seed 1]
 //!  [--hill-climb N] [--tries N] [--vcycles N] [--coarse-restarts N] [--quality default|strong]
-//!  [--repetitions N]` (the last six for our driver: hill climbing, initial tries, multilevel
-//!  cycles, restarts on the coarse levels, the strong mode and its repetitions)
+//!  [--repetitions N]` (the last six, and `--seed`, for our driver: hill climbing, initial
+//!  tries, multilevel cycles, restarts on the coarse levels, the strong mode and its
+//!  repetitions)
 //!
 //! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
 //! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
@@ -35,6 +36,7 @@ fn main() {
     let rule: CriticalRule = arg(&args, "--critical", CriticalRule::default());
     let value: CriticalValue = arg(&args, "--value", CriticalValue::Unit);
     let epsilon: f64 = arg(&args, "--epsilon", 0.03);
+    let seed: u64 = arg(&args, "--seed", 1);
     let hill_climb: Option<usize> = args.iter().any(|a| a == "--hill-climb").then(|| arg(&args, "--hill-climb", 0));
     let tries: Option<usize> = args.iter().any(|a| a == "--tries").then(|| arg(&args, "--tries", 0));
     let vcycles: Option<usize> = args.iter().any(|a| a == "--vcycles").then(|| arg(&args, "--vcycles", 1));
@@ -79,6 +81,7 @@ fn main() {
             let mut p = Params::for_scheme(k, scheme);
             p.epsilon = epsilon;
             p.restarts = restarts;
+            p.seed = seed;
             p.refine.variant = variant;
             p.quality = quality;
             p.strong.repetitions = repetitions;

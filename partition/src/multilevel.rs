@@ -4,7 +4,9 @@
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
 //!   relations contracted first; label propagation for the plain cut, see
-//!   [`coarsen::grouping_for`]; the heaviest coarse vertex bounded) down to
+//!   [`coarsen::grouping_for`], and, visiting hubs first, for critical
+//!   relations on graphs of more than five coarsest sizes, see
+//!   `default_grouping`; the heaviest coarse vertex bounded) down to
 //!   about 20 vertices per part, partition the coarsest graph several times —
 //!   a slice of the flow order, recursive bisection for any k (each bisection
 //!   the best of a flow cut and greedy graph growing from a peripheral and a
@@ -37,6 +39,7 @@ use crate::bisection;
 use crate::clustering;
 use crate::coarsen::{self, Grouping};
 use crate::graph::Graph;
+use crate::label_propagation::Visit;
 use crate::metrics;
 use crate::plain_bisection;
 use crate::refine::{self, Rank, RefineParams, State};
@@ -270,6 +273,24 @@ const COARSEN_TO_PER_PART: usize = 20;
 /// coarse partitions can be balanced by moving single vertices).
 const MAX_VERTEX_SHARE: f64 = 0.7;
 
+/// Critical relations are coarsened by hubs-first label propagation (the
+/// strong mode's order for the plain cut) on graphs of more than this many
+/// coarsest sizes; on smaller graphs by heavy-relation matching, whose pairs
+/// reach the coarsest size in finer steps than clusters do.
+const CLUSTER_ABOVE_COARSEST: usize = 5;
+
+/// How the default driver coarsens `g` towards `coarsen_to` vertices: label
+/// propagation with [`LP_ROUNDS`] rounds for the plain cut (random order) and
+/// for critical relations on large graphs (hubs first), else
+/// [`coarsen::grouping_for`]'s matching.
+fn default_grouping(g: &Graph, coarsen_to: usize) -> Grouping {
+    match coarsen::grouping_for(g) {
+        Grouping::LabelPropagation(_, visit) => Grouping::LabelPropagation(LP_ROUNDS, visit),
+        _ if g.n() > CLUSTER_ABOVE_COARSEST * coarsen_to => Grouping::LabelPropagation(LP_ROUNDS, Visit::HubsFirst),
+        matching => matching,
+    }
+}
+
 /// The load limit on a coarse level: the final limit, or the average load plus
 /// the level's heaviest vertex when that is larger, so that coarse vertices can
 /// still move; finer levels tighten it back (each refinement rebalances first).
@@ -297,10 +318,7 @@ fn multilevel(
     // whole multilevel cycle on it several times (cheap there) and keep the best.
     let mid = (100 * p.k).max(2000);
     let inner = p.coarse_restarts > 1 && start.is_none();
-    let grouping = match coarsen::grouping_for(g) {
-        Grouping::LabelPropagation(_, visit) => Grouping::LabelPropagation(LP_ROUNDS, visit),
-        matching => matching,
-    };
+    let grouping = default_grouping(g, coarsen_to);
     let stop_at = if inner { mid } else { coarsen_to };
     let coarsen::Hierarchy { maps, graphs, within: start_part } =
         coarsen::hierarchy(g, stop_at, max_vw, 0.85, start, grouping, rng);
@@ -363,4 +381,49 @@ fn multilevel(
         (part, loads, cut) = (s.part, s.loads, s.cut);
     }
     (part, levels, moves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::critical::{self, CriticalRule, CriticalValue};
+    use crate::generate;
+
+    fn dag(n: usize, critical: bool) -> Graph {
+        let mut g = generate::layered_dag(n, 42);
+        if critical {
+            critical::mark(&mut g, CriticalRule::default(), CriticalValue::Unit);
+        }
+        g
+    }
+
+    #[test]
+    fn critical_relations_are_clustered_hubs_first_on_large_graphs_only() {
+        let g = dag(1000, true);
+        assert!(g.critical_edges() > 0);
+        // 1000 vertices: more than 5 coarsest sizes of 40 (k = 2), fewer than 5 of 320 (k = 16).
+        assert_eq!(default_grouping(&g, 40), Grouping::LabelPropagation(LP_ROUNDS, Visit::HubsFirst));
+        assert_eq!(default_grouping(&g, 320), coarsen::grouping_for(&g));
+        assert!(matches!(default_grouping(&g, 320), Grouping::Matching(_)));
+    }
+
+    #[test]
+    fn the_plain_cut_keeps_random_order_label_propagation() {
+        let g = dag(1000, false);
+        assert_eq!(g.critical_edges(), 0);
+        for coarsen_to in [40, 320] {
+            assert_eq!(default_grouping(&g, coarsen_to), Grouping::LabelPropagation(LP_ROUNDS, Visit::Random));
+        }
+    }
+
+    #[test]
+    fn hubs_first_coarsening_is_deterministic_and_balanced() {
+        let g = dag(2000, true);
+        let p = Params::new(4);
+        let a = partition(&g, &p);
+        let b = partition(&g, &p);
+        assert_eq!(a.part, b.part, "same seed, same partition");
+        assert!(a.balanced);
+        assert_eq!(a.cut, metrics::cut(&g, &a.part));
+    }
 }
