@@ -198,10 +198,11 @@ pub enum Grouping {
 
 /// The grouping that served each objective best in the benchmarks
 /// (docs/partition.md): label propagation for the plain cut (no critical
-/// relation), heavy-relation matching when critical relations come first.
-pub fn grouping_for(g: &Graph) -> Grouping {
+/// relation), visiting in order `plain_visit`; heavy-relation matching when
+/// critical relations come first.
+pub fn grouping_for(g: &Graph, plain_visit: Visit) -> Grouping {
     if g.critical_edges() == 0 {
-        Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)
+        Grouping::LabelPropagation(label_propagation::ROUNDS, plain_visit)
     } else {
         Grouping::Matching(Rating::Heavy)
     }

@@ -284,7 +284,7 @@ const CLUSTER_ABOVE_COARSEST: usize = 5;
 /// for critical relations on large graphs (hubs first), else
 /// [`coarsen::grouping_for`]'s matching.
 fn default_grouping(g: &Graph, coarsen_to: usize) -> Grouping {
-    match coarsen::grouping_for(g) {
+    match coarsen::grouping_for(g, Visit::Random) {
         Grouping::LabelPropagation(_, visit) => Grouping::LabelPropagation(LP_ROUNDS, visit),
         _ if g.n() > CLUSTER_ABOVE_COARSEST * coarsen_to => Grouping::LabelPropagation(LP_ROUNDS, Visit::HubsFirst),
         matching => matching,
@@ -403,7 +403,7 @@ mod tests {
         assert!(g.critical_edges() > 0);
         // 1000 vertices: more than 5 coarsest sizes of 40 (k = 2), fewer than 5 of 320 (k = 16).
         assert_eq!(default_grouping(&g, 40), Grouping::LabelPropagation(LP_ROUNDS, Visit::HubsFirst));
-        assert_eq!(default_grouping(&g, 320), coarsen::grouping_for(&g));
+        assert_eq!(default_grouping(&g, 320), coarsen::grouping_for(&g, Visit::Random));
         assert!(matches!(default_grouping(&g, 320), Grouping::Matching(_)));
     }
 

@@ -283,6 +283,12 @@ fn a_foreground_slice_outside_the_kernels_limits_names_the_field() {
 }
 
 #[test]
+fn a_foreground_slice_beside_the_real_time_foreground_names_the_field() {
+    let text = format!("{EMBED}\n[scheduler]\nforeground_slice_us = 200\nforeground_realtime = true\n");
+    error("slice_and_realtime", &text, &["scheduler.foreground_slice_us: ", "foreground_realtime = true"]);
+}
+
+#[test]
 fn pipeline_input_dtype_disagreeing_with_the_model_names_both() {
     let text = EMBED.replace("to = [\"embed.x\"]", "to = [\"embed.x\"]\ndtype = \"i64\"");
     error("input_dtype", &text, &["inputs.x.dtype: ", "says i64", "`embed.x` takes f32"]);
