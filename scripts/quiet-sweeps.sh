@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The scheduling workloads' load sweeps (docs/scheduler-proof.md) on a quiet machine with more
+# cores than the runs need: the whole bench process (the pipeline's workers, the scheduler and
+# the load generator) is confined to two CPUs on distinct physical cores, so the 2-core
+# workloads run as on the development machine but with nothing else beside them.
+#
+#   scripts/quiet-sweeps.sh DIR [WORKLOADS]     WORKLOADS: any of b,c,a (default b,c)
+#
+# Results into DIR: per workload the bench's table (.txt), its CSV and its plot, plus
+# machine.txt (CPUs, load). BATON_BIN / COLLAB_BIN name the binaries (default: this checkout's
+# release builds; scripts/device-run.sh's unpacked ones on a lent machine). ROUNDS (default 8)
+# is --repeat; CORES overrides the two CPUs (e.g. CORES=0,1); A_CAPACITY is workload a's
+# sessions/s at 100% (default 24, greedy's open-loop capacity on the development machine).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DIR=${1:?usage: scripts/quiet-sweeps.sh DIR [b,c,a]}
+WORKLOADS=${2:-b,c}
+BATON=${BATON_BIN:-target/release/baton}
+COLLAB=${COLLAB_BIN:-target/release/examples/collab}
+ROUNDS=${ROUNDS:-8}
+mkdir -p "$DIR"
+want() { [[ ,$WORKLOADS, == *,$1,* ]]; }
+
+# Two CPUs on distinct physical cores (SMT siblings would share one core's units).
+if [[ -z ${CORES:-} ]]; then
+    CORES=$(lscpu -p=CPU,CORE | grep -v '^#' | sort -t, -k2,2n -u | awk -F, 'NR <= 2 {print $1}' | paste -sd,)
+fi
+[[ $CORES == *,* ]] || { echo "error: need two CPUs on distinct cores, found '$CORES'" >&2; exit 1; }
+{
+    echo "cores used: $CORES of $(nproc)"
+    lscpu | grep -E 'Model name|^CPU\(s\)|Thread|MHz' || true
+    echo "load before: $(cat /proc/loadavg)"
+} | tee "$DIR/machine.txt"
+
+pinned() { # NAME COMMAND...: runs the command on $CORES, its table into DIR/NAME.txt
+    local name=$1
+    shift
+    echo "$ taskset -c $CORES $*" | tee -a "$DIR/commands.txt"
+    taskset -c "$CORES" "$@" 2>&1 | tee "$DIR/$name.txt"
+}
+
+if want b; then
+    pinned many_nodes "$BATON" bench configs/many_nodes.toml --sweep 50,70,90 --repeat "$ROUNDS" --rows 4 \
+        --priority-fraction 0.1 --duration 3s --warmup 0.5s --policy greedy,collaborative \
+        --csv "$DIR/many_nodes.csv" --plot "$DIR/many_nodes.svg"
+fi
+if want c; then
+    pinned mixed_streams "$BATON" bench configs/mixed_streams.toml --stream-chunks 16 --stream-inputs chunk \
+        --stream-fraction 0.2 --sweep 50,70,90 --repeat "$ROUNDS" --capacity-concurrency 16 \
+        --duration 3s --warmup 0.5s --policy greedy,collaborative \
+        --csv "$DIR/mixed_streams.csv" --plot "$DIR/mixed_streams.svg"
+fi
+if want a; then
+    pinned collab_early "$COLLAB" --image-first --sweep 50,70,90 --capacity-rate "${A_CAPACITY:-24}" --duration 30 \
+        --policies greedy,collaborative --plot "$DIR/collab_early.svg"
+fi
+echo "load after: $(cat /proc/loadavg)" | tee -a "$DIR/machine.txt"
