@@ -58,7 +58,7 @@ if want 4; then
         ((workers < cores)) || workers=$((cores - 1))
         config=.device/configs/mlp-cpu-$workers.toml
         list=$(seq -s, 1 "$workers")
-        sed -e "s/^cores = \[1\].*/cores = [$list]\nworkers = $workers/" configs/mlp.toml > "$config"
+        sed -e "s/^cores = \[1\].*/cores = [$list]\nworkers = $workers/" -e "s|\"\.\./models/|\"$PWD/models/|" configs/mlp.toml > "$config"
         clients=$(seq -s, $((workers + 1)) $((cores - 1)))
         client_cores=()
         [[ -n $clients ]] && client_cores=(--client-cores "$clients")

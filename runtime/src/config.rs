@@ -196,7 +196,8 @@ pub struct SchedulerConfig {
     /// Period of the scheduling tick, µs.
     pub tick_us: u64,
     /// Compute that may run at once, in the units of the nodes' `cost`
-    /// (a running node holds its cost until it finishes). Default: the sum of all node costs.
+    /// (a running batch holds its node's cost until it finishes). Default: every worker at
+    /// once, the sum over the nodes of `cost` × `workers`.
     pub compute_budget: Option<f64>,
     /// Selection variant: `budget` or `count`.
     pub selection: Selection,

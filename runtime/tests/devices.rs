@@ -309,6 +309,22 @@ fn a_device_with_a_budget_of_two_runs_two_batches_at_once() {
 }
 
 #[test]
+fn a_cpu_node_runs_a_batch_on_every_worker_at_once_under_the_default_budget() {
+    let engines = GatedEngines::default();
+    let toml = node("a", "workers = 3\nmax_batch = 1");
+    assert_eq!(spec(&engines, &toml).unwrap().compute_budget, 3.0, "cost 1 × 3 workers");
+    let (runtime, _) = start(&engines, &toml);
+    let _open = engines.open_on_drop();
+    engines.close("a");
+    let tickets: Vec<_> = (0..3).map(|i| runtime.submit(request("a", i as f32))).collect();
+    wait_until("each of the three workers runs a batch", || engines.inside("a") == 3);
+    engines.open("a");
+    for t in tickets {
+        t.wait().unwrap();
+    }
+}
+
+#[test]
 fn the_device_goes_to_the_priority_node_first() {
     let engines = GatedEngines::default();
     // `a` would win on inference priority (3 tasks against 1); `b` holds a priority task.

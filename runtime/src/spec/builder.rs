@@ -147,9 +147,11 @@ impl Builder<'_> {
                 "has no effect with foreground_realtime = true (real-time workers are not time-sliced against normal ones); remove one",
             );
         }
-        let total: f64 = nodes.iter().map(|n| n.cost).sum();
-        // Remote and GPU nodes hold no local compute (cost 0, `Resource::budget_cost`): a
-        // pipeline of only those needs no budget of its own, and any positive one lets every node run.
+        // The default lets every worker of every node run at once, as the baselines do: a node
+        // given N workers runs N batches in parallel. Remote and GPU nodes hold no local compute
+        // (cost 0, `Resource::budget_cost`): a pipeline of only those needs no budget of its own,
+        // and any positive one lets every node run.
+        let total: f64 = nodes.iter().map(|n| n.cost * n.workers as f64).sum();
         let budget = s.compute_budget.unwrap_or(if total > 0.0 { total } else { 1.0 });
         if !(budget.is_finite() && budget > 0.0) {
             return err("scheduler.compute_budget", format!("{budget} is not a positive number"));
