@@ -8,7 +8,9 @@
 //! sweeps, then random ones), always taking the frontier vertex whose move
 //! gains the most (critical value, then weight), until it holds its target
 //! load. The balance limit of each bisection is chosen so that the product
-//! over the levels stays within the k-way limit.
+//! over the levels stays within the k-way limit. Hill climbing in a try goes
+//! on past the best point for at most half the subgraph's vertices
+//! ([`patience`]).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -177,10 +179,20 @@ pub struct BisectionMemo(HashMap<TryKey, (Vec<u32>, Rank)>);
 /// starting bisection.
 type TryKey = (Vec<Vertex>, usize, usize, Vec<u32>);
 
+/// The least hill-climbing patience of a bisection try (see [`patience`]).
+const MIN_PATIENCE: usize = 16;
+
+/// Hill-climbing patience for a bisection try of a subgraph of `n` vertices:
+/// `hill_climb`, but no more than half the vertices (a pass moves each vertex
+/// once) and no less than [`MIN_PATIENCE`].
+pub fn patience(n: usize, hill_climb: usize) -> usize {
+    (n / 2).max(MIN_PATIENCE).min(hill_climb)
+}
+
 /// `init` refined under the side limits `caps`, with its rank.
 fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
     let mut s = State::with_caps(g, caps.to_vec(), init);
-    refine::refine(&mut s, refine_p);
+    refine::refine(&mut s, &RefineParams { hill_climb: patience(g.n(), refine_p.hill_climb), ..*refine_p });
     let rank = (s.over(0) || s.over(1), s.cut);
     (s.part, rank)
 }
@@ -454,6 +466,16 @@ mod tests {
         assert!(!over);
         assert_eq!(cut, (0, 1));
         assert_eq!(part[..5].iter().filter(|&&q| q == part[0]).count(), 5);
+    }
+
+    #[test]
+    fn patience_is_at_most_half_the_vertices_within_bounds() {
+        assert_eq!(patience(347, 64), 64);
+        assert_eq!(patience(86, 64), 43);
+        assert_eq!(patience(20, 64), MIN_PATIENCE);
+        // The configured patience stays an upper bound (0: the seed's rule).
+        assert_eq!(patience(86, 8), 8);
+        assert_eq!(patience(86, 0), 0);
     }
 
     #[test]
