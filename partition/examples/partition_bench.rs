@@ -5,10 +5,10 @@
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
 //!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
 //!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03] [--seed 1]
-//!  [--hill-climb N] [--tries N] [--vcycles N] [--coarse-restarts N] [--quality default|strong]
-//!  [--repetitions N]` (the last six, and `--seed`, for our driver: hill climbing, initial
-//!  tries, multilevel cycles, restarts on the coarse levels, the strong mode and its
-//!  repetitions)
+//!  [--hill-climb N] [--tries N] [--flow-slice] [--vcycles N] [--coarse-restarts N]
+//!  [--quality default|strong] [--repetitions N]` (the last seven, and `--seed`, for our
+//!  driver: hill climbing, initial tries, a flow-order slice tried first, multilevel cycles,
+//!  restarts on the coarse levels, the strong mode and its repetitions)
 //!
 //! Model graphs are read from shape-annotated copies (`scripts/annotate_shapes.py`,
 //! run by `scripts/setup.sh` into `.cache/shapes`); missing ones are skipped.
@@ -39,6 +39,7 @@ fn main() {
     let seed: u64 = arg(&args, "--seed", 1);
     let hill_climb: Option<usize> = args.iter().any(|a| a == "--hill-climb").then(|| arg(&args, "--hill-climb", 0));
     let tries: Option<usize> = args.iter().any(|a| a == "--tries").then(|| arg(&args, "--tries", 0));
+    let flow_slice = args.iter().any(|a| a == "--flow-slice");
     let vcycles: Option<usize> = args.iter().any(|a| a == "--vcycles").then(|| arg(&args, "--vcycles", 1));
     let quality: Quality = arg(&args, "--quality", Quality::Default);
     let repetitions: usize = arg(&args, "--repetitions", 64);
@@ -91,6 +92,7 @@ fn main() {
             if let Some(t) = tries {
                 p.initial_tries = t;
             }
+            p.flow_slice = flow_slice;
             if let Some(c) = vcycles {
                 p.vcycles = c;
             }

@@ -8,7 +8,9 @@
 //! sweeps, then random ones), always taking the frontier vertex whose move
 //! gains the most (critical value, then weight), until it holds its target
 //! load. The balance limit of each bisection is chosen so that the product
-//! over the levels stays within the k-way limit.
+//! over the levels stays within the k-way limit. Hill climbing in a try goes
+//! on past the best point for at most half the subgraph's vertices
+//! ([`patience`]).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -164,21 +166,33 @@ pub fn flow_cut(g: &Graph, target0: i64) -> Vec<u32> {
 
 /// Refined bisections already made, by the subgraph's vertices (as ids of the
 /// graph that recursive bisection started from), the parts of each side and
-/// the start: the flow cut (`None`) or graph growing from a vertex. Given
-/// its start, a try makes no random choice, so a second recursive bisection
-/// of the same graph with the same settings meets many of the same tries
-/// again (peripheral vertices often coincide); one memo serves one graph and
-/// one set of settings.
+/// the starting bisection (the flow cut or a grown part). Refinement makes
+/// no random choice, so a try whose start was refined before needs no
+/// refinement again: a second recursive bisection of the same graph with the
+/// same settings meets many of the same tries (peripheral vertices often
+/// coincide), and growing from different vertices often ends in the same
+/// part. One memo serves one graph and one set of settings.
 #[derive(Default)]
 pub struct BisectionMemo(HashMap<TryKey, (Vec<u32>, Rank)>);
 
-/// A bisection try: the subgraph's vertices, the parts of each side, the start.
-type TryKey = (Vec<Vertex>, usize, usize, Option<Vertex>);
+/// A bisection try: the subgraph's vertices, the parts of each side, the
+/// starting bisection.
+type TryKey = (Vec<Vertex>, usize, usize, Vec<u32>);
+
+/// The least hill-climbing patience of a bisection try (see [`patience`]).
+const MIN_PATIENCE: usize = 16;
+
+/// Hill-climbing patience for a bisection try of a subgraph of `n` vertices:
+/// `hill_climb`, but no more than half the vertices (a pass moves each vertex
+/// once) and no less than [`MIN_PATIENCE`].
+pub fn patience(n: usize, hill_climb: usize) -> usize {
+    (n / 2).max(MIN_PATIENCE).min(hill_climb)
+}
 
 /// `init` refined under the side limits `caps`, with its rank.
 fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -> (Vec<u32>, Rank) {
     let mut s = State::with_caps(g, caps.to_vec(), init);
-    refine::refine(&mut s, refine_p);
+    refine::refine(&mut s, &RefineParams { hill_climb: patience(g.n(), refine_p.hill_climb), ..*refine_p });
     let rank = (s.over(0) || s.over(1), s.cut);
     (s.part, rank)
 }
@@ -186,8 +200,8 @@ fn refined(g: &Graph, caps: [i64; 2], init: Vec<u32>, refine_p: &RefineParams) -
 /// The best of `tries` refined bisections of `g` into sides of `k0` and `k1`
 /// parts (a flow cut, then graph growing from a peripheral vertex and from
 /// random ones). Returns the bisection and its rank. `g` is a subgraph whose
-/// vertices are `ids`; each refined try comes from `memo` when it was made
-/// before.
+/// vertices are `ids`; a try whose starting bisection was refined before
+/// takes the refined one from `memo`.
 #[allow(clippy::too_many_arguments)]
 pub fn bisect(
     g: &Graph,
@@ -209,16 +223,14 @@ pub fn bisect(
             1 => Some(peripheral(g, rng)),
             _ => Some(rng.random_range(0..g.n() as Vertex)),
         };
+        let init = match start {
+            None => flow_cut(g, targets[0]),
+            Some(v) => grow(g, v, targets[0], caps[0]),
+        };
         let (part, rank) = memo
             .0
-            .entry((ids.to_vec(), k0, k1, start))
-            .or_insert_with(|| {
-                let init = match start {
-                    None => flow_cut(g, targets[0]),
-                    Some(v) => grow(g, v, targets[0], caps[0]),
-                };
-                refined(g, caps, init, refine_p)
-            })
+            .entry((ids.to_vec(), k0, k1, init))
+            .or_insert_with_key(|key| refined(g, caps, key.3.clone(), refine_p))
             .clone();
         if best.as_ref().is_none_or(|b| rank < b.1) {
             best = Some((part, rank));
@@ -426,6 +438,44 @@ mod tests {
             }
             assert!(memo.0.len() >= k - 1, "k={k}: {} tries kept", memo.0.len());
         }
+    }
+
+    #[test]
+    fn tries_that_start_from_the_same_bisection_are_refined_once() {
+        // Two cliques of five joined by one light relation: growing from any
+        // vertex of a clique takes that clique, so eight tries (the flow cut,
+        // then grown parts) start from at most three different bisections.
+        let mut b = GraphBuilder::new();
+        for i in 0..10 {
+            b.add_vertex(format!("v{i}"), 1);
+        }
+        for side in [0, 5] {
+            for u in side..side + 5 {
+                for v in u + 1..side + 5 {
+                    b.add_edge(u, v, 10, 1);
+                }
+            }
+        }
+        b.add_edge(4, 5, 1, 0);
+        let g = b.build();
+        let p = RefineParams { hill_climb: 64, ..RefineParams::default() };
+        let ids: Vec<Vertex> = (0..10).collect();
+        let mut memo = BisectionMemo::default();
+        let (part, (over, cut)) = bisect(&g, &ids, 1, 1, 0.03, 8, &p, &mut StdRng::seed_from_u64(1), &mut memo);
+        assert!(memo.0.len() <= 3, "{} refined tries", memo.0.len());
+        assert!(!over);
+        assert_eq!(cut, (0, 1));
+        assert_eq!(part[..5].iter().filter(|&&q| q == part[0]).count(), 5);
+    }
+
+    #[test]
+    fn patience_is_at_most_half_the_vertices_within_bounds() {
+        assert_eq!(patience(347, 64), 64);
+        assert_eq!(patience(86, 64), 43);
+        assert_eq!(patience(20, 64), MIN_PATIENCE);
+        // The configured patience stays an upper bound (0: the seed's rule).
+        assert_eq!(patience(86, 8), 8);
+        assert_eq!(patience(86, 0), 0);
     }
 
     #[test]

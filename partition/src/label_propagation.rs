@@ -32,9 +32,30 @@ pub enum Visit {
 fn reorder(g: &Graph, order: &mut [Vertex], visit: Visit, rng: &mut impl Rng) {
     order.shuffle(rng);
     if visit == Visit::HubsFirst {
-        // Stable: equal degrees keep their random order.
-        order.sort_by_key(|&v| std::cmp::Reverse(g.range(v).len()));
+        by_decreasing_degree(g, order);
     }
+}
+
+/// Sorts `order` by decreasing degree, stably (equal degrees keep their
+/// order): a counting sort, as degrees are small integers.
+fn by_decreasing_degree(g: &Graph, order: &mut [Vertex]) {
+    let degree = |v: Vertex| g.range(v).len();
+    let max_deg = order.iter().map(|&v| degree(v)).max().unwrap_or(0);
+    // start[max_deg - d]: where degree d begins (highest degree first).
+    let mut start = vec![0usize; max_deg + 2];
+    for &v in order.iter() {
+        start[max_deg - degree(v) + 1] += 1;
+    }
+    for i in 0..=max_deg {
+        start[i + 1] += start[i];
+    }
+    let mut sorted = vec![0 as Vertex; order.len()];
+    for &v in order.iter() {
+        let slot = &mut start[max_deg - degree(v)];
+        sorted[*slot] = v;
+        *slot += 1;
+    }
+    order.copy_from_slice(&sorted);
 }
 
 /// Clusters of weight at most `max_weight` (a vertex heavier than that stays
@@ -152,6 +173,20 @@ mod tests {
     use crate::graph::GraphBuilder;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
+
+    #[test]
+    fn hubs_first_order_is_a_stable_sort_by_decreasing_degree() {
+        let g = crate::generate::layered_dag(500, 9);
+        let mut rng = StdRng::seed_from_u64(2);
+        let mut order: Vec<Vertex> = (0..g.n() as Vertex).collect();
+        for _ in 0..3 {
+            order.shuffle(&mut rng);
+            let mut expected = order.clone();
+            expected.sort_by_key(|&v| std::cmp::Reverse(g.range(v).len()));
+            by_decreasing_degree(&g, &mut order);
+            assert_eq!(order, expected);
+        }
+    }
 
     #[test]
     fn clusters_respect_the_weight_limit_and_the_labels() {

@@ -66,8 +66,19 @@ pub fn imbalance(g: &Graph, part: &[u32], k: usize) -> f64 {
 /// less than the tightest load some partition reaches
 /// ([`balance::tightest_limit`]: a vertex cannot be split, and with
 /// `epsilon = 0` a total not divisible by `k` needs `ceil(total / k)`).
+///
+/// Placing each vertex on the lightest part ends with no part above
+/// `(total + (k - 1) * heaviest) / k` (the last vertex placed on the heaviest
+/// part found it at most average), so when the limit reaches that the tightest
+/// load cannot raise it and is not computed (it sorts every weight).
 pub fn max_part_weight(g: &Graph, k: usize, epsilon: f64) -> i64 {
-    let cap = ((1.0 + epsilon) * g.total_weight() as f64 / k as f64).floor() as i64;
+    let total = g.total_weight();
+    let cap = ((1.0 + epsilon) * total as f64 / k as f64).floor() as i64;
+    let k1 = k.max(1) as i64;
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(0);
+    if k1 * cap >= total + (k1 - 1) * heaviest {
+        return cap;
+    }
     cap.max(balance::tightest_limit(&g.node_w, k))
 }
 
@@ -75,4 +86,33 @@ pub fn max_part_weight(g: &Graph, k: usize, epsilon: f64) -> i64 {
 pub fn is_balanced(g: &Graph, part: &[u32], k: usize, epsilon: f64) -> bool {
     let cap = max_part_weight(g, k, epsilon);
     part_weights(g, part, k).iter().all(|&w| w <= cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::GraphBuilder;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn the_limit_skips_the_tightest_load_only_where_it_cannot_matter() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for case in 0..200 {
+            let mut b = GraphBuilder::new();
+            let n = rng.random_range(1..40);
+            let top = if case % 2 == 0 { 3 } else { 60 };
+            for i in 0..n {
+                b.add_vertex(format!("v{i}"), rng.random_range(1..=top));
+            }
+            let g = b.build();
+            for k in [1usize, 2, 3, 8] {
+                for epsilon in [0.0, 0.03, 0.3] {
+                    let cap = ((1.0 + epsilon) * g.total_weight() as f64 / k as f64).floor() as i64;
+                    let full = cap.max(balance::tightest_limit(&g.node_w, k));
+                    assert_eq!(max_part_weight(&g, k, epsilon), full, "case {case}, k {k}, epsilon {epsilon}");
+                }
+            }
+        }
+    }
 }

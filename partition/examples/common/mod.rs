@@ -1,5 +1,8 @@
 //! Command-line helpers shared by the partitioning benchmarks.
 
+// Each example compiles its own copy; not every one uses every helper.
+#![allow(dead_code)]
+
 /// The value after `name` in `args`, parsed, or `default` when absent.
 pub fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T
 where
