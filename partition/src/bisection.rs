@@ -34,8 +34,11 @@ pub fn induced(g: &Graph, keep: &[bool]) -> (Graph, Vec<Vertex>) {
     for (r, &v) in order.iter().enumerate() {
         rank[new_id[v as usize] as usize] = r as u32;
     }
-    let mut xadj = vec![0usize];
-    let (mut adj, mut ew, mut ec) = (Vec::new(), Vec::new(), Vec::new());
+    let mut xadj = Vec::with_capacity(old.len() + 1);
+    xadj.push(0usize);
+    // At most `g`'s relations: room up front, so that the pushes never grow them.
+    let m = g.adj.len();
+    let (mut adj, mut ew, mut ec) = (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
     for &v in &old {
         for i in g.range(v) {
             let u = new_id[g.adj[i] as usize];
