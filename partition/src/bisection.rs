@@ -78,7 +78,7 @@ pub fn side_limits(total: i64, k0: usize, k1: usize, eps: f64, heaviest: i64) ->
 pub fn peripheral(g: &Graph, rng: &mut StdRng) -> Vertex {
     let n = g.n();
     let mut dist = vec![u32::MAX; n];
-    let mut queue = VecDeque::new();
+    let mut queue = VecDeque::with_capacity(n);
     let mut far = rng.random_range(0..n as Vertex);
     for _ in 0..2 {
         dist.fill(u32::MAX);
@@ -109,7 +109,8 @@ pub fn grow(g: &Graph, start: Vertex, target0: i64, cap0: i64) -> Vec<u32> {
     // Gain of moving v into part 0; all relations start out inside part 1.
     let mut gain: Vec<(i64, i64)> =
         (0..n as Vertex).map(|v| g.range(v).fold((0, 0), |d, i| (d.0 - g.ec[i], d.1 - g.ew[i]))).collect();
-    let mut heap = BinaryHeap::new();
+    // One entry for the start and one per relation of a taken vertex at most.
+    let mut heap = BinaryHeap::with_capacity(g.adj.len() + 1);
     let mut queued = vec![false; n];
     let mut load = 0i64;
     let mut next_free = 0usize;
