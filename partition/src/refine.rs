@@ -133,7 +133,10 @@ impl<'g> State<'g> {
         debug_assert_eq!(loads, metrics::part_weights(g, &part, k), "loads of the projected partition");
         debug_assert_eq!(cut, metrics::cut(g, &part).key(), "cut of the projected partition");
         let conn = Connectivity::new(g, &part, k);
-        State { g, k, caps, part, loads, cut, moved: Vec::new(), conn, scratch: vec![(0, 0); k], touched: Vec::new() }
+        // The move log (a round's moves and roll-backs): room for one move per
+        // vertex up front, kept when drained, so that it seldom grows.
+        let moved = Vec::with_capacity(g.n());
+        State { g, k, caps, part, loads, cut, moved, conn, scratch: vec![(0, 0); k], touched: Vec::new() }
     }
 
     /// Whether part `q` is over its limit.
@@ -303,7 +306,7 @@ impl<'g> State<'g> {
     /// their neighbours can be on it. Drains the move log; `mark` is all false
     /// on entry and on return.
     fn boundary_after_moves(&mut self, old: &[Vertex], mark: &mut [bool]) -> Vec<Vertex> {
-        let moved = std::mem::take(&mut self.moved);
+        let mut moved = std::mem::take(&mut self.moved);
         let mut cand: Vec<Vertex> = Vec::with_capacity(old.len() + moved.len() * 4);
         let mut add = |v: Vertex, cand: &mut Vec<Vertex>| {
             if !mark[v as usize] {
@@ -323,6 +326,8 @@ impl<'g> State<'g> {
         for &v in &cand {
             mark[v as usize] = false;
         }
+        moved.clear();
+        self.moved = moved;
         cand.retain(|&v| self.is_boundary(v));
         cand
     }
@@ -530,9 +535,9 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
     let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
-        heap: BinaryHeap::new(),
+        heap: BinaryHeap::with_capacity(n),
         blocked: vec![BinaryHeap::new(); s.k],
-        log: Vec::new(),
+        log: Vec::with_capacity(n),
         locked: vec![false; n],
     });
     for _ in 0..p.max_rounds {
