@@ -211,18 +211,21 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
                     let cut = metrics::cut(g, part);
                     ((over(part), cut.key()), cut)
                 };
-                let (mut part, levels, mut moves) = multilevel(g, p, cap, true, None, &mut rng);
+                // Where relaxed coarse limits cannot be met at the finest level,
+                // the final limit throughout from the start (one cycle, not two).
+                let relax = !strict_up_front(g, p.k, cap);
+                let (mut part, levels, mut moves) = multilevel(g, p, cap, relax, None, &mut rng);
                 let (mut rank, mut cut) = measure(&part);
                 // V-cycles: coarsen again within the parts and refine on the way back.
                 for _ in 1..p.vcycles.max(1) {
-                    let (next, _, m) = multilevel(g, p, cap, true, Some(&part), &mut rng);
+                    let (next, _, m) = multilevel(g, p, cap, relax, Some(&part), &mut rng);
                     moves += m;
                     let (r, c) = measure(&next);
                     if r < rank {
                         (part, rank, cut) = (next, r, c);
                     }
                 }
-                if rank.0 {
+                if rank.0 && relax {
                     // Relaxed coarse limits can leave heavy vertices where the final
                     // limit cannot be met: run again with the final limit throughout.
                     let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, &mut rng);
@@ -260,6 +263,22 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
         levels,
         moves,
     }
+}
+
+/// The relaxed coarse limits (average load plus the heaviest coarse vertex)
+/// are given up front when the heaviest vertex outweighs this many times the
+/// final limit's slack over the average load: the parts the relaxed levels
+/// leave cannot then be evened out by moving single vertices at the finest
+/// level (silero-vad k = 4: 256 against a slack of 12; the rows that the
+/// relaxed cycle balances are at most 10.2 slacks, silero-vad k = 2).
+const STRICT_ABOVE_SLACKS: i64 = 16;
+
+/// Whether the default driver runs its one cycle with the final limit
+/// throughout (see [`STRICT_ABOVE_SLACKS`]).
+fn strict_up_front(g: &Graph, k: usize, cap: i64) -> bool {
+    let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
+    let slack = (cap - g.total_weight() / k as i64).max(0);
+    heaviest > STRICT_ABOVE_SLACKS * slack
 }
 
 /// Tries per bisection when partitioning the coarsest graph.
@@ -437,6 +456,28 @@ mod tests {
             assert!(a.balanced);
             assert!(a.moves < b.moves, "k={k}: {} moves without, {} with", a.moves, b.moves);
         }
+    }
+
+    #[test]
+    fn the_final_limit_up_front_only_for_vertices_of_many_slacks() {
+        // Unit weights: never.
+        for k in [2, 4, 8] {
+            let g = dag(1000, true);
+            assert!(!strict_up_front(&g, k, metrics::max_part_weight(&g, k, 0.03)), "k={k}");
+        }
+        // Four vertices of 256 and 96 of 1: total 1120, k = 4, average 280.
+        let mut g = dag(100, true);
+        g.node_w.iter_mut().for_each(|w| *w = 1);
+        g.node_w[..4].iter_mut().for_each(|w| *w = 256);
+        assert_eq!(g.total_weight(), 1120);
+        assert!(strict_up_front(&g, 4, 280 + 15), "256 > 16 slacks of 15");
+        assert!(!strict_up_front(&g, 4, 280 + 16), "256 = 16 slacks of 16");
+        let p = Params::new(4);
+        let cap = metrics::max_part_weight(&g, 4, p.epsilon);
+        assert!(strict_up_front(&g, 4, cap));
+        let (a, b) = (partition(&g, &p), partition(&g, &p));
+        assert_eq!(a.part, b.part, "same seed, same partition");
+        assert!(a.balanced, "imbalance {}", a.imbalance);
     }
 
     #[test]
