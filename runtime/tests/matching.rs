@@ -317,3 +317,78 @@ fn many_threads_of_mixed_kinds_all_resolve() {
     assert_eq!(runtime.pending(0), (0, 0));
     Arc::into_inner(runtime).unwrap().shutdown();
 }
+
+/// One node `n` of max_batch 4 under `policy`: a group `bulk` (1 worker, 1 thread) and a
+/// priority lane `lane` (1 worker, 2 threads).
+fn lane_pipeline(policy: &str) -> String {
+    format!(
+        r#"
+[scheduler]
+policy = "{policy}"
+tick_us = 500
+compute_budget = 2.0
+[inputs.x]
+to = ["n.x"]
+[outputs.y]
+from = "n.y"
+[nodes.n]
+stages = [{{ engine = "g" }}]
+max_batch = 4
+[[nodes.n.worker_groups]]
+kind = "bulk"
+intra_threads = 1
+[[nodes.n.worker_groups]]
+kind = "lane"
+intra_threads = 2
+priority = true
+"#
+    )
+}
+
+const BULK: usize = 1;
+const LANE: usize = 2;
+
+#[test]
+fn a_priority_task_runs_on_its_lane_while_other_work_holds_the_node() {
+    let groups = Groups::default();
+    groups.shut(BULK);
+    let runtime = start(&groups, &lane_pipeline("collaborative")).unwrap();
+    let blocker = runtime.submit(Request::new().input("x", rows(&[1.0])));
+    groups.wait_until("the blocker runs", || !groups.ran_on(1.0).is_empty());
+    let plain = runtime.submit(Request::new().input("x", rows(&[2.0])));
+    let urgent = runtime.submit(Request::new().input("x", rows(&[3.0])).priority(true));
+    assert_eq!(doubled(urgent.wait()), [6.0], "answered while the bulk worker is held");
+    assert_eq!(groups.ran_on(3.0), [LANE]);
+    assert!(groups.ran_on(2.0).is_empty() && !plain.is_ready(), "plain work does not take the lane");
+    groups.open(BULK);
+    assert_eq!(doubled(plain.wait()), [4.0]);
+    assert_eq!(doubled(blocker.wait()), [2.0]);
+    assert_eq!((groups.ran_on(1.0), groups.ran_on(2.0)), (vec![BULK], vec![BULK]));
+    assert_eq!(runtime.in_flight(), 0);
+    runtime.shutdown();
+}
+
+#[test]
+fn under_a_baseline_a_priority_lane_takes_nothing() {
+    for policy in ["greedy", "priority_fifo"] {
+        let groups = Groups::default();
+        groups.shut(BULK);
+        let runtime = start(&groups, &lane_pipeline(policy)).unwrap();
+        let blocker = runtime.submit(Request::new().input("x", rows(&[1.0])));
+        groups.wait_until("the blocker runs", || !groups.ran_on(1.0).is_empty());
+        let urgent = runtime.submit(Request::new().input("x", rows(&[3.0])).priority(true));
+        groups.open(BULK);
+        assert_eq!(doubled(urgent.wait()), [6.0]);
+        assert_eq!(groups.ran_on(3.0), [BULK], "{policy}: the priority task waits for the other group");
+        blocker.wait().unwrap();
+        runtime.shutdown();
+    }
+}
+
+#[test]
+fn a_node_whose_groups_are_all_priority_lanes_is_refused() {
+    let groups = Groups::default();
+    let toml = lane_pipeline("collaborative").replace("kind = \"bulk\"", "kind = \"bulk\"\npriority = true");
+    let e = start(&groups, &toml).err().expect("refused").to_string();
+    assert!(e.contains("nodes.n.worker_groups") && e.contains("priority lane"), "{e}");
+}
