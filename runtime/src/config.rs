@@ -394,14 +394,6 @@ pub struct NodeConfig {
 /// this node lacks runs on any group here (kinds are per node: a pipeline may
 /// give only some nodes a "wide" group); a kind no node has is refused as
 /// invalid input, naming it.
-///
-/// **Priority lanes** (`priority = true`): under the collaborative rule the
-/// group takes the node's priority tasks and only those, and the node's other
-/// groups take the rest. A priority task then never waits behind a batch of
-/// other work at its node: it runs on the lane's worker, in a batch of its
-/// own class (with `foreground_realtime`, at the real-time policy). Under the
-/// baselines, which know no priority, a lane takes nothing and every task runs
-/// on the other groups. A node needs at least one group that is not a lane.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerGroupConfig {
@@ -421,9 +413,6 @@ pub struct WorkerGroupConfig {
     /// Capacity: most rows one batch of this group holds (default: the node's
     /// `max_batch`); a task with more rows is never placed here.
     pub max_rows: Option<usize>,
-    /// A priority lane: under the collaborative rule, only the node's priority tasks run here.
-    #[serde(default)]
-    pub priority: bool,
 }
 
 /// `[nodes.NAME.faults]`: makes a share of this node's stage runs fail on purpose,

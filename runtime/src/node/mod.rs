@@ -28,16 +28,6 @@
 //!   `RunBatch` sent to a worker that cannot take it. (A worker that finds
 //!   nothing for it, because another group took the tasks first, finishes an
 //!   empty batch and pokes the scheduler, as any worker does.)
-//! - Priority lanes (groups with `priority = true`, collaborative rule only):
-//!   a priority task fits the lanes (the other groups only when no lane fits
-//!   its rows or kind), every other task fits the other groups only. When the
-//!   scheduler picks such a node it tells the chosen group to run as above
-//!   and, besides, every other lane with an idle worker and a waiting task, so
-//!   a priority task is never left for a later decision behind the node's
-//!   other work. Under the baselines no task fits a lane.
-//!   Workers of the other groups at such a node never hold a priority task, so
-//!   a priority arrival does not lift them out of the background
-//!   ([`niceness::NodeNice`]): only the lane's batches run in the foreground.
 //! - Placement timeout: every scheduler tick, a node with
 //!   `placement_timeout_us` moves tasks whose current round began longer ago
 //!   to the back of their queue, starting a new round, and counts a retry
@@ -203,8 +193,6 @@ pub(crate) struct GroupState {
     /// Workers of the group running a batch (or told to): +1 by the scheduler, -1 by the worker.
     pub busy: AtomicUsize,
     pub workers: usize,
-    /// A priority lane (it takes priority tasks only; see the module docs).
-    pub priority: bool,
     pub instructions: Sender<Instruction>,
     pub receiver: Receiver<Instruction>,
 }
@@ -218,7 +206,7 @@ impl NodeState {
             .iter()
             .map(|g| {
                 let (instructions, receiver) = crossbeam_channel::bounded(g.workers);
-                GroupState { busy: AtomicUsize::new(0), workers: g.workers, priority: g.priority, instructions, receiver }
+                GroupState { busy: AtomicUsize::new(0), workers: g.workers, instructions, receiver }
             })
             .collect();
         NodeState {
@@ -255,18 +243,6 @@ impl NodeState {
             }
         }
         best.map(|(g, _)| g)
-    }
-
-    /// Priority lanes other than `told` with an idle worker and a waiting task that fits them:
-    /// told to run whenever their node is picked (see the module docs).
-    pub fn lanes_to_run(&self, told: usize) -> impl Iterator<Item = usize> + '_ {
-        self.groups.iter().enumerate().filter_map(move |(g, group)| {
-            let run = group.priority
-                && g != told
-                && self.buffer.fit_pending(g) > 0
-                && group.busy.load(Ordering::Acquire) < group.workers;
-            run.then_some(g)
-        })
     }
 
     /// The channel worker `g`'s group (or the node's, without groups) listens on.

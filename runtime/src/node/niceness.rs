@@ -180,9 +180,6 @@ struct WorkerSlot {
     own: AtomicI32,
     /// Whether the thread is now at the background nice.
     in_background: AtomicBool,
-    /// The worker never takes a priority task (a node's other group beside a priority
-    /// lane): it stays in the background, and priority arrivals do not lift it.
-    bulk_only: AtomicBool,
 }
 
 /// The nice state of one node's workers.
@@ -287,7 +284,7 @@ impl NodeNice {
             self.seen_priority.store(true, Ordering::Relaxed);
         }
         fence(Ordering::SeqCst);
-        for slot in self.workers.iter().filter(|slot| !slot.bulk_only.load(Ordering::Relaxed)) {
+        for slot in &self.workers {
             if slot.in_background.load(Ordering::Relaxed) && slot.in_background.swap(false, Ordering::SeqCst) {
                 let (tid, own) = (slot.tid.load(Ordering::Relaxed) as libc::id_t, slot.own.load(Ordering::Relaxed));
                 to_foreground(tid, own, self.foreground.get().copied().unwrap_or_default());
@@ -304,34 +301,30 @@ pub(crate) struct BatchNice {
     scope: BackgroundScope,
     /// How the thread runs outside the background.
     foreground: Foreground,
-    /// Never takes a priority task: always in the background (see [`WorkerSlot::bulk_only`]).
-    bulk_only: bool,
 }
 
 impl BatchNice {
     /// For the calling thread, worker `slot` of its node, which starts in the foreground
-    /// (as `classes.foreground` says), or, `bulk_only`, in the background for good.
-    /// A background nice of 0 (or no right to come back) leaves its nice alone; a
-    /// foreground it may not take, its scheduling.
-    pub fn new(node: &NodeNice, slot: usize, classes: ThreadClasses, bulk_only: bool) -> BatchNice {
+    /// (as `classes.foreground` says). A background nice of 0 (or no right to come back)
+    /// leaves its nice alone; a foreground it may not take, its scheduling.
+    pub fn new(node: &NodeNice, slot: usize, classes: ThreadClasses) -> BatchNice {
         let tid = thread_id();
         let background = if classes.background_nice > 0 && may_lower_nice() { classes.background_nice } else { 0 };
         let foreground = if may_use(classes.foreground) { classes.foreground } else { Foreground::Plain };
         let worker = &node.workers[slot];
         let own = get_nice(tid);
         worker.own.store(own, Ordering::Relaxed);
-        worker.bulk_only.store(bulk_only, Ordering::Relaxed);
         worker.tid.store(tid as i32, Ordering::Release);
         let _ = node.foreground.set(foreground);
-        if foreground != Foreground::Plain && !bulk_only {
+        if foreground != Foreground::Plain {
             to_foreground(tid, own, foreground);
         }
-        BatchNice { slot, background, scope: classes.scope, foreground, bulk_only }
+        BatchNice { slot, background, scope: classes.scope, foreground }
     }
 
-    /// Whether the thread runs at the real-time policy outside the background (and ever leaves it).
+    /// Whether the thread runs at the real-time policy outside the background.
     pub fn realtime(&self) -> bool {
-        self.foreground == Foreground::Realtime && !self.bulk_only
+        self.foreground == Foreground::Realtime
     }
 
     /// Before a batch: background nice when it holds no priority task and none
@@ -343,13 +336,6 @@ impl BatchNice {
         }
         let worker = &node.workers[self.slot];
         let (tid, own) = (worker.tid.load(Ordering::Relaxed) as libc::id_t, worker.own.load(Ordering::Relaxed));
-        if self.bulk_only {
-            let background_nice = (own + self.background).min(19);
-            if !worker.in_background.load(Ordering::Relaxed) && to_background(tid, background_nice, self.foreground) {
-                worker.in_background.store(true, Ordering::Relaxed);
-            }
-            return;
-        }
         let foreground_node = self.scope == BackgroundScope::Node && node.seen_priority.load(Ordering::Relaxed);
         if holds_priority || foreground_node {
             if worker.in_background.swap(false, Ordering::SeqCst) {
@@ -386,22 +372,13 @@ mod tests {
     }
 
     fn on_worker_thread_with(classes: ThreadClasses, body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send) {
-        on_worker_thread_of(classes, false, body)
-    }
-
-    /// As [`on_worker_thread_with`], for a worker that takes priority tasks or (`bulk_only`) never does.
-    fn on_worker_thread_of(
-        classes: ThreadClasses,
-        bulk_only: bool,
-        body: impl FnOnce(libc::id_t, i32, &NodeNice, &BatchNice) + Send,
-    ) {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     let tid = thread_id();
                     let own = get_nice(tid);
                     let node = NodeNice::new(1);
-                    let nice = BatchNice::new(&node, 0, classes, bulk_only);
+                    let nice = BatchNice::new(&node, 0, classes);
                     body(tid, own, &node, &nice)
                 })
                 .join()
@@ -437,23 +414,6 @@ mod tests {
             assert_eq!(get_nice(tid), own, "lifted by the thread that brought the priority task");
             nice.set_for_batch(node, false, || false);
             assert_eq!(get_nice(tid), (own + 5).min(19), "the next background batch goes back down");
-        });
-    }
-
-    /// A worker beside a priority lane never takes a priority task: it stays in the
-    /// background, whatever waits at its node and whoever brings a priority task.
-    #[test]
-    fn a_worker_beside_a_priority_lane_stays_in_the_background() {
-        let classes = ThreadClasses { background_nice: 5, scope: BackgroundScope::Batch, foreground: Foreground::Plain };
-        on_worker_thread_of(classes, true, |tid, own, node, nice| {
-            nice.set_for_batch(node, false, || true);
-            if !may_lower_nice() {
-                return;
-            }
-            assert_eq!(get_nice(tid), (own + 5).min(19), "a priority task waiting does not keep it in the foreground");
-            std::thread::scope(|scope| scope.spawn(|| node.lift()).join().unwrap());
-            assert_eq!(get_nice(tid), (own + 5).min(19), "a priority arrival does not lift it");
-            assert!(!nice.realtime());
         });
     }
 

@@ -112,13 +112,7 @@ pub(crate) fn spawn(
             }),
             group,
             requests,
-            // Beside a priority lane, the other groups never take a priority task (collaborative rule).
-            nice: super::niceness::BatchNice::new(
-                &router.nodes[node].nice,
-                index,
-                router.scheduler.thread_classes,
-                spec.has_priority_lane() && group.is_some_and(|g| !spec.groups[g].priority),
-            ),
+            nice: super::niceness::BatchNice::new(&router.nodes[node].nice, index, router.scheduler.thread_classes),
         };
         worker.serve(&router.nodes[node].receiver(group).clone());
     })

@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::Router;
-use crate::config::BatchingPolicy;
 use crate::node::stream::Admission;
 use crate::node::Task;
 use crate::request::{RequestError, RequestState};
@@ -125,25 +124,14 @@ impl Router {
     }
 
     /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
-    ///
-    /// Priority lanes (`priority = true` groups) take priority tasks only, and only under
-    /// the collaborative rule; a priority task no lane fits (rows, kind) runs on the other groups.
     fn fitting_groups(&self, node: usize, task: &Task) -> Result<u64, String> {
         let spec = &self.spec.nodes[node];
         // A kind this node has narrows the groups to it; a kind it lacks does not apply here.
         let kind = task.request.worker_kind.filter(|&k| spec.groups.iter().any(|g| g.kind_index == k));
-        let fitting = |lanes: bool| {
-            spec.groups.iter().enumerate().fold(0u64, |mask, (g, group)| {
-                let fits =
-                    group.priority == lanes && task.rows <= group.max_rows && kind.is_none_or(|k| k == group.kind_index);
-                mask | (u64::from(fits) << g)
-            })
-        };
-        let lanes = self.spec.scheduler.policy == BatchingPolicy::Collaborative && task.priority;
-        let mask = match lanes.then(|| fitting(true)) {
-            Some(lane_mask) if lane_mask != 0 => lane_mask,
-            _ => fitting(false),
-        };
+        let mask = spec.groups.iter().enumerate().fold(0u64, |mask, (g, group)| {
+            let fits = task.rows <= group.max_rows && kind.is_none_or(|k| k == group.kind_index);
+            mask | (u64::from(fits) << g)
+        });
         if mask != 0 {
             return Ok(mask);
         }

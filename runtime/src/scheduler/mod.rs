@@ -210,18 +210,20 @@ impl Scheduler {
         }
         for &n in picked.iter() {
             let state = &nodes[n];
-            if state.groups.is_empty() {
-                tell_to_run(state, None);
-                continue;
-            }
-            // The group with an idle worker and the most tasks it fits, and every priority
-            // lane with work (see `node`'s module docs); group counts change only under
-            // this lock (+1) or by its workers (-1).
-            let Some(g) = state.group_to_run() else { continue };
-            tell_to_run(state, Some(g));
-            for lane in state.lanes_to_run(g) {
-                tell_to_run(state, Some(lane));
-            }
+            let channel = if state.groups.is_empty() {
+                &state.instructions
+            } else {
+                // The group with an idle worker and the most tasks it fits (see `node`'s
+                // module docs); group counts change only under this lock (+1) or by its workers (-1).
+                let Some(g) = state.group_to_run() else { continue };
+                state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
+                &state.groups[g].instructions
+            };
+            state.busy.fetch_add(1, Ordering::AcqRel);
+            state.metrics.picks.increment(1);
+            // Cannot be full: the channel holds at most `workers` instructions (of the node,
+            // or of the group) and `busy` (which counts them) was below that for a picked node.
+            let _ = channel.try_send(Instruction::RunBatch);
         }
         self.metrics.decisions.increment(1);
         self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
@@ -260,20 +262,4 @@ impl Scheduler {
         }
         self.tick.min(Duration::from_nanos(due.saturating_sub(clock::now_ns())))
     }
-}
-
-/// Marks a worker of `state` busy (of `group`, at a node with groups) and sends it `RunBatch`.
-fn tell_to_run(state: &NodeState, group: Option<usize>) {
-    let channel = match group {
-        None => &state.instructions,
-        Some(g) => {
-            state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
-            &state.groups[g].instructions
-        }
-    };
-    state.busy.fetch_add(1, Ordering::AcqRel);
-    state.metrics.picks.increment(1);
-    // Cannot be full: the channel holds at most `workers` instructions (of the node,
-    // or of the group) and `busy` (which counts them) was below that for a picked node.
-    let _ = channel.try_send(Instruction::RunBatch);
 }

@@ -500,14 +500,7 @@ fn worker_groups(name: &str, cfg: &NodeConfig) -> Result<Vec<GroupSpec>> {
             inter_threads,
             cores: g.cores.clone(),
             max_rows,
-            priority: g.priority,
         });
-    }
-    if groups.iter().all(|g| g.priority) {
-        return err(
-            at("worker_groups"),
-            "every group is a priority lane (`priority = true`); give the node's other tasks a group that is not",
-        );
     }
     Ok(groups)
 }

@@ -154,8 +154,6 @@ pub struct GroupSpec {
     pub cores: Vec<usize>,
     /// Most rows per batch (capacity): the node's `max_batch` when not given.
     pub max_rows: usize,
-    /// A priority lane: under the collaborative rule it takes the node's priority tasks, and only those.
-    pub priority: bool,
 }
 
 /// Most worker groups a node may have (a task's fitting groups are a 64-bit mask).
@@ -166,11 +164,6 @@ impl NodeSpec {
     /// per-stream state here (write-back) or on its remote server.
     pub fn keeps_streams(&self) -> bool {
         !self.state.is_empty() || self.remote_streams
-    }
-
-    /// Whether the node has a priority lane (a worker group with `priority = true`).
-    pub fn has_priority_lane(&self) -> bool {
-        self.groups.iter().any(|g| g.priority)
     }
 
     /// The group worker `index` of this node belongs to (`None` without groups).
