@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::node::WaiterLift;
 use crate::tensor::Tensor;
 use crate::wakeup::Sleepers;
 
@@ -286,12 +285,10 @@ impl Completion {
         self.slot.lock().result.take()
     }
 
-    /// Blocks until resolved (or `deadline`), after a short spin if `spin` (a lifted
-    /// requester does not spin: at the real-time policy it would hold its core).
-    fn wait(&self, deadline: Option<Instant>, spin: bool) -> Option<RequestResult> {
+    fn wait(&self, deadline: Option<Instant>) -> Option<RequestResult> {
         // Spin only while no other waiter spins: one spinner keeps light-load latency
         // low; many would steal the cores the workers need under load.
-        if spin && SPINNERS.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if SPINNERS.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             let spin_until = Instant::now() + self.spin.max(MIN_WAIT_SPIN);
             while !self.done.load(Ordering::Acquire) && Instant::now() < spin_until {
                 // Yield rather than hold the core: on a machine with few cores the
@@ -338,9 +335,6 @@ pub struct Ticket {
     completion: Arc<Completion>,
     /// Taken by a successful wait, so drop knows not to cancel.
     taken: bool,
-    /// The requester's thread, lifted to the real-time policy from submit until the
-    /// answer is taken or the ticket dropped (a priority answer under `foreground_realtime`).
-    lift: Option<WaiterLift>,
 }
 
 /// A wait that ran out of time; the ticket is still live.
@@ -350,29 +344,21 @@ pub struct WaitTimeout;
 
 impl Ticket {
     pub(crate) fn new(completion: Arc<Completion>) -> Self {
-        Ticket { completion, taken: false, lift: None }
-    }
-
-    /// The ticket of a priority answer whose requester runs at the real-time policy until then.
-    pub(crate) fn lifting(mut self, lift: Option<WaiterLift>) -> Self {
-        self.lift = lift;
-        self
+        Ticket { completion, taken: false }
     }
 
     /// Blocks until the answer arrives.
     pub fn wait(mut self) -> RequestResult {
-        let result = self.completion.wait(None, self.lift.is_none()).expect("a wait without deadline returns a result");
+        let result = self.completion.wait(None).expect("a wait without deadline returns a result");
         self.taken = true;
-        self.lift = None;
         result
     }
 
     /// Blocks up to `timeout`; on time-out the ticket is handed back, still live.
     pub fn wait_timeout(mut self, timeout: Duration) -> Result<RequestResult, (Ticket, WaitTimeout)> {
-        match self.completion.wait(Some(Instant::now() + timeout), self.lift.is_none()) {
+        match self.completion.wait(Some(Instant::now() + timeout)) {
             Some(result) => {
                 self.taken = true;
-                self.lift = None;
                 Ok(result)
             }
             None => Err((self, WaitTimeout)),
@@ -396,8 +382,6 @@ impl Future for Ticket {
     type Output = RequestResult;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RequestResult> {
-        // An awaited ticket's executor thread runs other tasks meanwhile: it goes back to its own class.
-        self.lift = None;
         if let Some(result) = self.completion.take() {
             self.taken = true;
             return Poll::Ready(result);

@@ -889,61 +889,6 @@ fn a_worker_in_a_background_batch_is_lifted_when_a_priority_task_reaches_its_nod
     assert_eq!(seen.lock().concat(), vec![1.0, 2.0]);
 }
 
-/// Whether a thread of this process may take the real-time FIFO policy and leave it again.
-fn may_use_realtime() -> bool {
-    std::thread::spawn(|| unsafe {
-        let fifo = libc::sched_param { sched_priority: 1 };
-        let other = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) == 0
-            && libc::sched_setscheduler(0, libc::SCHED_OTHER, &other) == 0
-    })
-    .join()
-    .unwrap()
-}
-
-/// Thread `tid`'s state letter in /proc (`S`: asleep, `R`: running or runnable).
-fn thread_state(tid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().next()?.chars().next()
-}
-
-/// Under `foreground_realtime`, a thread that submits a priority request runs at the
-/// real-time policy until it has the answer (asleep on the ticket too), then at its own
-/// again; other requests' threads, and every thread under a baseline, are left alone.
-#[test]
-fn a_thread_waiting_for_a_priority_answer_runs_at_the_real_time_policy_until_it_has_it() {
-    if !may_use_realtime() {
-        eprintln!("skipped: this process may not use the real-time policy (no CAP_SYS_NICE)");
-        return;
-    }
-    for (policy, priority, lifted) in
-        [("collaborative", true, true), ("collaborative", false, false), ("greedy", true, false)]
-    {
-        let engines = TestEngines::default();
-        let (gate, _) = gated(&engines);
-        let gate = OpenOnDrop(gate);
-        let scheduler = format!("[scheduler]\npolicy = \"{policy}\"\nforeground_realtime = true\n");
-        let runtime = start(&engines, &format!("{scheduler}{ONE_NODE}"));
-        let (tid_sender, tid) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            let requester = scope.spawn(|| {
-                tid_sender.send(unsafe { libc::gettid() }).unwrap();
-                let answer = runtime.submit(Request::new().input("x", value(1.0)).priority(priority)).wait();
-                (answer.is_ok(), unsafe { libc::sched_getscheduler(0) })
-            });
-            let tid = tid.recv().unwrap();
-            wait_until("the requester sleeps on its ticket", || thread_state(tid) == Some('S'));
-            let asleep = unsafe { libc::sched_getscheduler(tid) };
-            assert_eq!(asleep == libc::SCHED_FIFO, lifted, "{policy}, priority {priority}: policy {asleep} asleep");
-            drop(gate);
-            let (answered, after) = requester.join().unwrap();
-            assert!(answered);
-            assert_eq!(after, libc::SCHED_OTHER, "{policy}, priority {priority}: its own policy after the wait");
-        });
-        runtime.shutdown();
-    }
-}
-
 /// Runs `config` (ONE_NODE plus `node_extra` in its node table): holds the worker on a
 /// first batch, queues three plain tasks and then one priority task behind it, opens the
 /// gate, and returns the batches the node ran, in order.

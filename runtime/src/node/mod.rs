@@ -40,7 +40,7 @@ pub(crate) mod fault;
 pub(crate) mod join;
 pub(crate) mod niceness;
 pub use niceness::request_thread_slice;
-pub(crate) use niceness::{Foreground, ThreadClasses, WaiterLift};
+pub(crate) use niceness::ThreadClasses;
 pub(crate) mod stream;
 pub(crate) mod worker;
 

@@ -30,19 +30,6 @@
 //! path: a long batch at that policy holds its core from every normal thread
 //! (the kernel's real-time throttling still leaves them 5%).
 //!
-//! **The requester** (`foreground_realtime = true`): the thread that submits a
-//! priority request runs at the same real-time policy from the submit until it
-//! takes the answer ([`crate::Ticket::wait`]) or drops the ticket; then its own
-//! scheduling comes back exactly. The answer's first and last hops are that
-//! thread's: at the normal policy it may be preempted mid-submit by the very
-//! worker it woke, and then, like a thread woken onto a core that runs a batch,
-//! wait for the next tick (4 ms at 250 Hz) before it can sleep on the ticket or
-//! see the answer (docs/scheduler-proof.md, attempt 20). A lifted requester
-//! does not spin before it sleeps (at that policy the spin would hold its core).
-//! A thread its owner put in another class is left alone, and an awaited ticket
-//! (a future) gives the lift up at its first poll: its executor's threads run
-//! other work meanwhile.
-//!
 //! Nice values order threads within one scheduling group: all of Baton's
 //! threads are in one, so the order between its batches holds; against other
 //! processes they count only where the kernel's autogroup is off
@@ -107,51 +94,14 @@ fn set_attr(tid: libc::id_t, attr: SchedAttr) -> bool {
     unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0) == 0 }
 }
 
-/// Thread `tid`'s scheduling attributes, if they can be read.
-fn get_attr(tid: libc::id_t) -> Option<SchedAttr> {
+/// Thread `tid`'s slice, ns, if it can be read (the kernel's default where none was requested).
+#[cfg(test)]
+fn get_slice(tid: libc::id_t) -> Option<u64> {
     let mut attr = SchedAttr::default();
     let size = std::mem::size_of::<SchedAttr>() as u32;
     // SAFETY: sched_getattr writes at most `size` bytes into `attr`.
     let ok = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr as *mut SchedAttr, size, 0) == 0 };
-    ok.then_some(attr)
-}
-
-/// Thread `tid`'s slice, ns, if it can be read (the kernel's default where none was requested).
-#[cfg(test)]
-fn get_slice(tid: libc::id_t) -> Option<u64> {
-    get_attr(tid).map(|attr| attr.runtime)
-}
-
-/// The thread that submitted a priority request, lifted to the real-time policy until
-/// dropped, when its own scheduling comes back exactly (see "The requester" in the
-/// module docs); dropped on another thread, it restores the submitter all the same.
-pub(crate) struct WaiterLift {
-    tid: libc::id_t,
-    own: SchedAttr,
-}
-
-impl WaiterLift {
-    /// Lifts the calling thread where it runs the normal policy and this process
-    /// may take the real-time one (a thread its owner put in another class is left alone).
-    pub fn new() -> Option<WaiterLift> {
-        if !may_use(Foreground::Realtime) {
-            return None;
-        }
-        let tid = thread_id();
-        let own = get_attr(tid).filter(|attr| attr.policy == libc::SCHED_OTHER as u32)?;
-        set_realtime(tid).then_some(WaiterLift { tid, own })
-    }
-}
-
-impl Drop for WaiterLift {
-    fn drop(&mut self) {
-        let own = std::mem::take(&mut self.own);
-        let slice_ns = *SLICE_US.start() * 1000;
-        set_attr(
-            self.tid,
-            SchedAttr { runtime: if own.runtime == 0 { slice_ns } else { own.runtime.min(slice_ns) }, ..own },
-        );
-    }
+    ok.then_some(attr.runtime)
 }
 
 /// Asks the kernel for an EEVDF slice of `slice_us` µs (100 to 100000) for the

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use super::Router;
 use crate::metrics::Outcome;
-use crate::node::{Foreground, WaiterLift};
 use crate::request::{Completion, Request, RequestError, RequestState, Ticket};
 use crate::spec::Target;
 use crate::tensor::Tensor;
@@ -43,13 +42,7 @@ impl Router {
     pub fn submit(&self, request: Request) -> Ticket {
         let expected = Duration::from_nanos(2 * self.latency_ema_ns.load(Ordering::Relaxed));
         let completion = Arc::new(Completion::expecting(expected));
-        // A priority answer's requester runs in the real-time foreground too, from here
-        // until its answer is taken ("The requester" in `node::niceness`).
-        let priority = request.priority || request.stream.is_some_and(|s| s.end);
-        let lift = (priority && self.scheduler.thread_classes.foreground == Foreground::Realtime)
-            .then(WaiterLift::new)
-            .flatten();
-        let ticket = Ticket::new(Arc::clone(&completion)).lifting(lift);
+        let ticket = Ticket::new(Arc::clone(&completion));
         self.admit(request, completion);
         ticket
     }
