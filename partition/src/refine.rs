@@ -167,7 +167,27 @@ impl<'g> State<'g> {
     /// Reads the sums table (O(k)); where two targets tie on gain and load, the
     /// choice depends on the order of `v`'s relations, so the relations are
     /// walked as [`State::weigh_relations`] does.
+    #[inline]
     fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
+        if self.k == 2 && self.conn.exact() {
+            // One other part: no ties to settle.
+            let p = self.part[v as usize] as usize;
+            let q = 1 - p;
+            let row = self.conn.row(v);
+            let (own, to) = (row[p], row[q]);
+            if to == (0, 0) && !any_part {
+                return (None, None);
+            }
+            let m = Move { to: q as u32, gain: (to.0 - own.0, to.1 - own.1) };
+            let w = self.g.node_w[v as usize];
+            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
+        }
+        self.weigh_k(v, any_part)
+    }
+
+    /// [`State::weigh`] for more than two parts (or relations without value).
+    #[inline(never)]
+    fn weigh_k(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         if !self.conn.exact() {
             return self.weigh_relations(v, any_part);
         }
@@ -175,38 +195,37 @@ impl<'g> State<'g> {
         let row = self.conn.row(v);
         let own = row[p as usize];
         let w = self.g.node_w[v as usize];
-        if self.k == 2 {
-            // One other part: no ties to settle.
-            let q = 1 - p as usize;
-            if row[q] == (0, 0) && !any_part {
-                return (None, None);
-            }
-            let m = Move { to: q as u32, gain: (row[q].0 - own.0, row[q].1 - own.1) };
-            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
-        }
-        // (move, load of its target, tied) with room, and regardless of room.
-        let mut best: Option<(Move, i64, bool)> = None;
-        let mut free: Option<(Move, i64, bool)> = None;
-        let offer = |m: &mut Option<(Move, i64, bool)>, q: u32, gain: (i64, i64), load: i64| match m {
-            Some((b, l, tied)) if (gain, -load) <= (b.gain, -*l) => *tied |= (gain, load) == (b.gain, *l),
-            _ => *m = Some((Move { to: q, gain }, load, false)),
-        };
+        let (p, k) = (p as usize, self.k);
+        let (loads, caps) = (&self.loads[..k], &self.caps[..k]);
+        // The best target with room and regardless of room: (part, gain, load,
+        // tied); part k for none.
+        let (mut bq, mut bg, mut bl, mut bt) = (k, (0i64, 0i64), 0i64, false);
+        let (mut fq, mut fg, mut fl, mut ft) = (k, (0i64, 0i64), 0i64, false);
         for (q, &to) in row.iter().enumerate() {
-            if q == p as usize || (to == (0, 0) && !any_part) {
+            if (to == (0, 0) && !any_part) || q == p {
                 continue;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
-            let load = self.loads[q];
-            offer(&mut free, q as u32, gain, load);
-            if load + w <= self.caps[q] {
-                offer(&mut best, q as u32, gain, load);
+            let load = loads[q];
+            if fq == k || (gain, -load) > (fg, -fl) {
+                (fq, fg, fl, ft) = (q, gain, load, false);
+            } else if (gain, load) == (fg, fl) {
+                ft = true;
+            }
+            if load + w <= caps[q] {
+                if bq == k || (gain, -load) > (bg, -bl) {
+                    (bq, bg, bl, bt) = (q, gain, load, false);
+                } else if (gain, load) == (bg, bl) {
+                    bt = true;
+                }
             }
         }
-        if best.is_some_and(|b| b.2) || free.is_some_and(|f| f.2) {
+        if bt || ft {
             return self.weigh_relations(v, any_part);
         }
-        let blocked = free.filter(|(m, load, _)| load + w > self.caps[m.to as usize]).map(|(m, _, _)| m.to);
-        (best.map(|(m, _, _)| m), blocked)
+        let best = (bq < k).then_some(Move { to: bq as u32, gain: bg });
+        let blocked = (fq < k && fl + w > caps[fq]).then_some(fq as u32);
+        (best, blocked)
     }
 
     /// [`State::weigh`] by walking `v`'s relations: targets in the order their
