@@ -31,6 +31,7 @@ use std::collections::BinaryHeap;
 use std::str::FromStr;
 
 use crate::connectivity::Connectivity;
+use crate::gain_queue::GainQueue;
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 
@@ -405,7 +406,7 @@ type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
 /// The hill-climbing passes' queues, move log and locks, reused
 /// from pass to pass (each pass starts with them empty).
 struct HillClimbBuffers {
-    heap: BinaryHeap<((i64, i64), Reverse<Vertex>, u32)>,
+    heap: GainQueue,
     blocked: Blocked,
     log: Vec<(Vertex, u32, (i64, i64))>,
     locked: Vec<bool>,
@@ -462,10 +463,10 @@ fn pass_hill_climb(
     heap.clear();
     blocked.iter_mut().for_each(BinaryHeap::clear);
     log.clear();
-    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
+    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut GainQueue, blocked: &mut Blocked| {
         let (best, wait) = s.weigh(v, false);
         if let Some(m) = best {
-            heap.push((m.gain, Reverse(v), st));
+            heap.push(m.gain, v, st);
         }
         if let Some(q) = wait {
             blocked[q as usize].push((Reverse(s.g.node_w[v as usize]), Reverse(v), st));
@@ -475,13 +476,13 @@ fn pass_hill_climb(
         weigh(s, v, stamp[v as usize], heap, blocked);
     }
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
-    while let Some((gain, Reverse(v), st)) = heap.pop() {
+    while let Some((gain, v, st)) = heap.pop() {
         if locked[v as usize] || st != stamp[v as usize] {
             continue;
         }
         let Some(m) = s.best_move(v, false) else { continue };
         if m.gain != gain {
-            heap.push((m.gain, Reverse(v), st));
+            heap.push(m.gain, v, st);
             continue;
         }
         let from = s.part[v as usize];
@@ -554,7 +555,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
     let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
-        heap: BinaryHeap::with_capacity(n),
+        heap: GainQueue::new(s.conn.crit_bound(), n),
         blocked: vec![BinaryHeap::new(); s.k],
         log: Vec::with_capacity(n),
         locked: vec![false; n],
