@@ -89,6 +89,23 @@ impl GainQueue {
         }
     }
 
+    /// Empties the queue and readies it for critical gains in
+    /// `-bound..=bound`, keeping the room its buckets grew.
+    pub fn reset(&mut self, bound: i64, capacity: usize) {
+        self.clear();
+        match self {
+            GainQueue::Buckets { lo, heaps, .. } if (0..MAX_BUCKETS / 2).contains(&bound) => {
+                *lo = -bound;
+                let want = (2 * bound + 1) as usize;
+                if heaps.len() < want {
+                    heaps.resize_with(want, BinaryHeap::new);
+                }
+            }
+            GainQueue::Heap(_) if !(0..MAX_BUCKETS / 2).contains(&bound) => {}
+            _ => *self = GainQueue::new(bound, capacity),
+        }
+    }
+
     pub fn clear(&mut self) {
         match self {
             GainQueue::Buckets { heaps, top, len, .. } => {
@@ -128,6 +145,24 @@ mod tests {
                 h.clear();
                 assert_eq!(q.pop(), None);
             }
+        }
+        // A reset queue pops what a fresh one does, across both forms.
+        let mut q = GainQueue::new(2, 4);
+        for bound in [5i64, 1, MAX_BUCKETS, 3, MAX_BUCKETS + 1, 0] {
+            q.push((0, 1), 1, 0);
+            q.reset(bound, 4);
+            assert_eq!(q.pop(), None);
+            assert_eq!(matches!(q, GainQueue::Buckets { .. }), bound < MAX_BUCKETS / 2);
+            let mut h = BinaryHeap::new();
+            for _ in 0..500 {
+                let gain = (rng.random_range(-bound..=bound), rng.random_range(-9..=9));
+                let (v, st) = (rng.random_range(0..50u32), rng.random_range(0..4u32));
+                q.push(gain, v, st);
+                h.push((gain, Reverse(v), st));
+            }
+            let ours: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let theirs: Vec<_> = std::iter::from_fn(|| h.pop()).map(|(g, Reverse(v), st)| (g, v, st)).collect();
+            assert_eq!(ours, theirs, "bound {bound}");
         }
         // The extremes of the packed total gain and vertex id.
         let mut q = GainQueue::new(1, 4);

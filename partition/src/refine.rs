@@ -412,6 +412,43 @@ struct HillClimbBuffers {
     locked: Vec<bool>,
 }
 
+impl HillClimbBuffers {
+    /// Empty buffers for `s`: the ones the last refinement on this thread
+    /// gave back (keeping the room they grew), or new ones.
+    fn take(s: &State) -> Self {
+        let (n, k, bound) = (s.g.n(), s.k, s.conn.crit_bound());
+        match CLIMB_BUFFERS.with(|c| c.borrow_mut().take()) {
+            Some(mut b) => {
+                b.heap.reset(bound, n);
+                b.blocked.iter_mut().for_each(BinaryHeap::clear);
+                b.blocked.resize_with(k, BinaryHeap::new);
+                b.log.clear();
+                debug_assert!(b.locked.iter().all(|&l| !l), "a pass unlocks what it locked");
+                b.locked.resize(n, false);
+                b
+            }
+            None => HillClimbBuffers {
+                heap: GainQueue::new(bound, n),
+                blocked: vec![BinaryHeap::new(); k],
+                log: Vec::with_capacity(n),
+                locked: vec![false; n],
+            },
+        }
+    }
+
+    /// Gives the buffers back for the next refinement on this thread.
+    fn give_back(self) {
+        CLIMB_BUFFERS.with(|c| *c.borrow_mut() = Some(self));
+    }
+}
+
+thread_local! {
+    /// Hill-climbing buffers between refinements (a recursive bisection
+    /// refines dozens of small tries; allocating and growing their queues
+    /// anew each time cost more than the tries' states).
+    static CLIMB_BUFFERS: std::cell::RefCell<Option<HillClimbBuffers>> = const { std::cell::RefCell::new(None) };
+}
+
 /// One best-first pass over the boundary `bnd`: take the best passing
 /// candidate until none is left.
 fn pass_all_candidates(s: &mut State, bnd: &[Vertex], p: &RefineParams, stamp: &mut [u32]) -> usize {
@@ -554,12 +591,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
-    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
-        heap: GainQueue::new(s.conn.crit_bound(), n),
-        blocked: vec![BinaryHeap::new(); s.k],
-        log: Vec::with_capacity(n),
-        locked: vec![false; n],
-    });
+    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers::take(s));
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
@@ -587,6 +619,9 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
         if !fresh {
             break;
         }
+    }
+    if let Some(b) = climb {
+        b.give_back();
     }
     if let Some((part, cut)) = best {
         if part != s.part {
