@@ -147,11 +147,15 @@ impl<'g> State<'g> {
     }
 
     /// Whether `v` has a relation to another part.
+    #[inline]
     pub fn is_boundary(&self, v: Vertex) -> bool {
         let p = self.part[v as usize];
         if self.conn.exact() {
             let row = self.conn.row(v);
-            return (0..self.k).any(|q| q != p as usize && row[q] != (0, 0));
+            if self.k == 2 {
+                return row[1 - p as usize] != (0, 0);
+            }
+            return row.iter().enumerate().any(|(q, &to)| to != (0, 0) && q != p as usize);
         }
         self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
     }
@@ -168,7 +172,7 @@ impl<'g> State<'g> {
     /// Reads the sums table (O(k)); where two targets tie on gain and load, the
     /// choice depends on the order of `v`'s relations, so the relations are
     /// walked as [`State::weigh_relations`] does.
-    #[inline]
+    #[inline(always)]
     fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         if self.k == 2 && self.conn.exact() {
             // One other part: no ties to settle.
