@@ -67,9 +67,9 @@ impl Connectivity {
     #[inline]
     pub fn moved(&mut self, g: &Graph, v: Vertex, from: u32, to: u32) {
         let k = self.k;
-        for i in g.range(v) {
-            let base = g.adj[i] as usize * k;
-            let (c, w) = (g.ec[i], g.ew[i]);
+        let r = g.range(v);
+        for ((&u, &c), &w) in g.adj[r.clone()].iter().zip(&g.ec[r.clone()]).zip(&g.ew[r]) {
+            let base = u as usize * k;
             let s = &mut self.sums[base + from as usize];
             s.0 -= c;
             s.1 -= w;
