@@ -39,6 +39,20 @@ fn unpack(key: u128) -> (i64, Vertex, u32) {
     ((((key >> 64) as u64) ^ (1 << 63)) as i64, !((key >> 32) as u32), key as u32)
 }
 
+/// A waiting subtask's key for a max-heap: lightest first, then the lowest
+/// id, then the latest stamp (the order of `(Reverse(weight), Reverse(v),
+/// stamp)` tuples) in one `u128`.
+#[inline]
+pub fn pack_wait(weight: i64, v: Vertex, stamp: u32) -> u128 {
+    ((!((weight as u64) ^ (1 << 63))) as u128) << 64 | ((!v) as u128) << 32 | stamp as u128
+}
+
+/// The (weight, vertex, stamp) of a [`pack_wait`] key.
+#[inline]
+pub fn unpack_wait(key: u128) -> (i64, Vertex, u32) {
+    ((!((key >> 64) as u64) ^ (1 << 63)) as i64, !((key >> 32) as u32), key as u32)
+}
+
 impl GainQueue {
     /// A queue for moves whose critical gain lies in `-bound..=bound`;
     /// `capacity` entries are expected (the tuple heap reserves them).
@@ -163,6 +177,23 @@ mod tests {
             let ours: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
             let theirs: Vec<_> = std::iter::from_fn(|| h.pop()).map(|(g, Reverse(v), st)| (g, v, st)).collect();
             assert_eq!(ours, theirs, "bound {bound}");
+        }
+        // Waiting keys order as their tuples do.
+        let mut packed = BinaryHeap::new();
+        let mut tuples = BinaryHeap::new();
+        for _ in 0..2000 {
+            let w = match rng.random_range(0..4) {
+                0 => i64::MIN + rng.random_range(0..3),
+                1 => i64::MAX - rng.random_range(0..3),
+                _ => rng.random_range(-5..=5),
+            };
+            let (v, st) = (rng.random_range(0..u32::MAX), rng.random_range(0..u32::MAX));
+            assert_eq!(unpack_wait(pack_wait(w, v, st)), (w, v, st));
+            packed.push(pack_wait(w, v, st));
+            tuples.push((Reverse(w), Reverse(v), st));
+        }
+        while let Some((Reverse(w), Reverse(v), st)) = tuples.pop() {
+            assert_eq!(packed.pop().map(unpack_wait), Some((w, v, st)));
         }
         // The extremes of the packed total gain and vertex id.
         let mut q = GainQueue::new(1, 4);

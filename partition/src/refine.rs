@@ -31,7 +31,7 @@ use std::collections::BinaryHeap;
 use std::str::FromStr;
 
 use crate::connectivity::Connectivity;
-use crate::gain_queue::GainQueue;
+use crate::gain_queue::{self, GainQueue};
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 
@@ -405,7 +405,8 @@ pub fn rebalance(s: &mut State) -> usize {
 }
 
 /// Subtasks waiting for room, per part: (lightest first, then by id, stamp).
-type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
+/// Keys packed by [`gain_queue::pack_wait`].
+type Blocked = Vec<BinaryHeap<u128>>;
 
 /// The hill-climbing passes' queues, move log and locks, reused
 /// from pass to pass (each pass starts with them empty).
@@ -510,7 +511,7 @@ fn pass_hill_climb(
             heap.push(m.gain, v, st);
         }
         if let Some(q) = wait {
-            blocked[q as usize].push((Reverse(s.g.node_w[v as usize]), Reverse(v), st));
+            blocked[q as usize].push(gain_queue::pack_wait(s.g.node_w[v as usize], v, st));
         }
     };
     for &v in bnd {
@@ -546,7 +547,7 @@ fn pass_hill_climb(
         }
         // Room in `from`: weigh again the subtasks that waited for it and fit now.
         let room = s.caps[from as usize] - s.loads[from as usize];
-        while let Some(&(Reverse(w), Reverse(u), st)) = blocked[from as usize].peek() {
+        while let Some((w, u, st)) = blocked[from as usize].peek().map(|&key| gain_queue::unpack_wait(key)) {
             if w > room {
                 break;
             }
