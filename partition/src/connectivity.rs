@@ -24,16 +24,21 @@ pub struct Connectivity {
 impl Connectivity {
     /// The table of `part` (parts below `k`) on `g`.
     pub fn new(g: &Graph, part: &[u32], k: usize) -> Self {
-        let mut sums = vec![(0i64, 0i64); g.n() * k];
+        // Row by row (each zeroed as it is summed, while in cache), not a
+        // zeroed table first: on large graphs the table is many megabytes.
+        let mut sums = Vec::with_capacity(g.n() * k);
         let mut crit_bound = 0i64;
         for v in 0..g.n() as Vertex {
-            let row = &mut sums[v as usize * k..(v as usize + 1) * k];
+            let start = sums.len();
+            sums.resize(start + k, (0i64, 0i64));
+            let row = &mut sums[start..];
             let mut crit = 0i64;
-            for i in g.range(v) {
-                let s = &mut row[part[g.adj[i] as usize] as usize];
-                s.0 += g.ec[i];
-                s.1 += g.ew[i];
-                crit += g.ec[i];
+            let r = g.range(v);
+            for ((&u, &c), &w) in g.adj[r.clone()].iter().zip(&g.ec[r.clone()]).zip(&g.ew[r]) {
+                let s = &mut row[part[u as usize] as usize];
+                s.0 += c;
+                s.1 += w;
+                crit += c;
             }
             crit_bound = crit_bound.max(crit);
         }
