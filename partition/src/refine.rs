@@ -322,8 +322,22 @@ impl<'g> State<'g> {
         self.loads.iter().zip(&self.caps).all(|(l, c)| l <= c)
     }
 
+    /// Every vertex on the boundary. With more than two parts, by a walk over
+    /// each one's relations: where the sums table is exact, a relation into
+    /// another part is what makes that part's sum nonzero (the same set as
+    /// [`State::is_boundary`]), and the walk, which stops at the first such
+    /// relation, reads less than k sums on sparse graphs.
     fn boundary(&self) -> Vec<Vertex> {
-        (0..self.g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect()
+        let (g, part) = (self.g, &self.part);
+        if self.k == 2 {
+            return (0..g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect();
+        }
+        (0..g.n() as Vertex)
+            .filter(|&v| {
+                let p = part[v as usize];
+                g.adj[g.range(v)].iter().any(|&u| part[u as usize] != p)
+            })
+            .collect()
     }
 
     /// The boundary after moves: only the old boundary, the moved vertices and
@@ -677,6 +691,8 @@ mod tests {
     /// over its relations, and its sums against a fresh table.
     fn check_against_relations(s: &mut State) {
         let fresh = Connectivity::new(s.g, &s.part, s.k);
+        let tested: Vec<Vertex> = (0..s.g.n() as Vertex).filter(|&v| s.is_boundary(v)).collect();
+        assert_eq!(s.boundary(), tested, "the boundary's walk and the per-vertex test");
         for v in 0..s.g.n() as Vertex {
             assert_eq!(s.conn.row(v), fresh.row(v), "sums of {v}");
             let p = s.part[v as usize];
