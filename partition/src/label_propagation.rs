@@ -88,33 +88,38 @@ pub fn clusters(
     visit: Visit,
     rng: &mut impl Rng,
 ) -> (Vec<u32>, usize) {
-    let lp = Rounds { max_weight, within, rounds, visit };
-    if g.ec.iter().all(|&c| c == 0) {
-        // The plain cut: a tie is its weight alone (the same order, less work).
-        clusters_by(g, &lp, rng, |t: i64, _, w| t + w)
-    } else {
-        clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w))
+    let lp = Rounds { max_weight, rounds, visit };
+    let plain = g.ec.iter().all(|&c| c == 0);
+    // Each combination compiled on its own, so that the label test vanishes
+    // without labels. The plain cut: a tie is its weight alone (the same
+    // order, less work).
+    match (within, plain) {
+        (None, true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |_, _| true),
+        (None, false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |_, _| true),
+        (Some(l), true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |u, v| l[u] == l[v]),
+        (Some(l), false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |u, v| l[u] == l[v]),
     }
 }
 
-/// The settings of [`clusters`].
-struct Rounds<'a> {
+/// The settings of [`clusters`] (the labels are `clusters_by`'s `same_label`).
+struct Rounds {
     max_weight: i64,
-    within: Option<&'a [u32]>,
     rounds: usize,
     visit: Visit,
 }
 
 /// [`clusters`] with the tie to a cluster summed by `add` (a relation's
 /// critical value and weight into it); an untouched cluster's tie is
-/// `T::default()`, and every relation adds to it (weights are at least 1).
+/// `T::default()`, and every relation adds to it (weights are at least 1);
+/// a neighbour `u` of `v` counts where `same_label(u, v)`.
 fn clusters_by<T: Copy + Default + Ord>(
     g: &Graph,
     lp: &Rounds,
     rng: &mut impl Rng,
     add: impl Fn(T, i64, i64) -> T,
+    same_label: impl Fn(usize, usize) -> bool,
 ) -> (Vec<u32>, usize) {
-    let Rounds { max_weight, within, rounds, visit } = *lp;
+    let Rounds { max_weight, rounds, visit } = *lp;
     let n = g.n();
     let mut cluster: Vec<u32> = (0..n as u32).collect();
     let mut weight = g.node_w.clone();
@@ -131,7 +136,7 @@ fn clusters_by<T: Copy + Default + Ord>(
             let relations = g.adj[range.clone()].iter().zip(&g.ec[range.clone()]).zip(&g.ew[range]);
             for ((&u, &c), &w) in relations {
                 let u = u as usize;
-                if within.is_some_and(|l| l[u] != l[vi]) {
+                if !same_label(u, vi) {
                     continue;
                 }
                 let t = &mut tie[cluster[u] as usize];
