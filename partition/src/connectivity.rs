@@ -16,22 +16,43 @@ pub struct Connectivity {
     /// relation has non-negative values, not both zero. Where it fails,
     /// callers fall back to walking the relations.
     exact: bool,
+    /// The largest sum of critical values over one vertex's relations (a
+    /// bound on any move's critical gain); `i64::MAX` unless `exact`.
+    crit_bound: i64,
 }
 
 impl Connectivity {
     /// The table of `part` (parts below `k`) on `g`.
     pub fn new(g: &Graph, part: &[u32], k: usize) -> Self {
-        let mut sums = vec![(0i64, 0i64); g.n() * k];
+        // Row by row (each zeroed as it is summed, while in cache), not a
+        // zeroed table first: on large graphs the table is many megabytes.
+        let mut sums = Vec::with_capacity(g.n() * k);
+        let mut crit_bound = 0i64;
         for v in 0..g.n() as Vertex {
-            let row = &mut sums[v as usize * k..(v as usize + 1) * k];
-            for i in g.range(v) {
-                let s = &mut row[part[g.adj[i] as usize] as usize];
-                s.0 += g.ec[i];
-                s.1 += g.ew[i];
+            let start = sums.len();
+            sums.resize(start + k, (0i64, 0i64));
+            let row = &mut sums[start..];
+            let mut crit = 0i64;
+            let r = g.range(v);
+            for ((&u, &c), &w) in g.adj[r.clone()].iter().zip(&g.ec[r.clone()]).zip(&g.ew[r]) {
+                let s = &mut row[part[u as usize] as usize];
+                s.0 += c;
+                s.1 += w;
+                crit += c;
             }
+            crit_bound = crit_bound.max(crit);
         }
         let exact = g.ec.iter().zip(&g.ew).all(|(&c, &w)| c >= 0 && w >= 0 && (c, w) != (0, 0));
-        Connectivity { k, sums, exact }
+        // Without negative values, the sum is the bound; otherwise none is kept.
+        let crit_bound = if exact { crit_bound } else { i64::MAX };
+        Connectivity { k, sums, exact, crit_bound }
+    }
+
+    /// A bound on the critical gain of any move (`i64::MAX` where relations
+    /// may carry negative values).
+    #[inline]
+    pub fn crit_bound(&self) -> i64 {
+        self.crit_bound
     }
 
     /// Whether zero sums mark exactly the parts without a relation to a vertex.
@@ -51,9 +72,9 @@ impl Connectivity {
     #[inline]
     pub fn moved(&mut self, g: &Graph, v: Vertex, from: u32, to: u32) {
         let k = self.k;
-        for i in g.range(v) {
-            let base = g.adj[i] as usize * k;
-            let (c, w) = (g.ec[i], g.ew[i]);
+        let r = g.range(v);
+        for ((&u, &c), &w) in g.adj[r.clone()].iter().zip(&g.ec[r.clone()]).zip(&g.ew[r]) {
+            let base = u as usize * k;
             let s = &mut self.sums[base + from as usize];
             s.0 -= c;
             s.1 -= w;
@@ -84,6 +105,8 @@ mod tests {
         let mut part = vec![0, 0, 1, 1, 2];
         let mut c = Connectivity::new(&g, &part, 3);
         assert!(c.exact());
+        // Critical values per vertex: 0 (1 + 1), 1 (1), 2 (1), 3 (1), 4 (1).
+        assert_eq!(c.crit_bound(), 2);
         assert_eq!(c.row(0), &[(1, 3), (0, 0), (1, 4)]);
         c.moved(&g, 1, 0, 1);
         part[1] = 1;
@@ -102,5 +125,6 @@ mod tests {
         // The builder keeps weights at 1 or more; a graph built otherwise may not.
         g.ew.fill(0);
         assert!(!Connectivity::new(&g, &[0, 1], 2).exact());
+        assert_eq!(Connectivity::new(&g, &[0, 1], 2).crit_bound(), i64::MAX);
     }
 }

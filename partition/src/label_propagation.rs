@@ -28,34 +28,52 @@ pub enum Visit {
     HubsFirst,
 }
 
-/// Puts `order` (every vertex once) in a new order of kind `visit`.
-fn reorder(g: &Graph, order: &mut [Vertex], visit: Visit, rng: &mut impl Rng) {
+/// Puts `order` (every vertex once) in a new random order, then (visiting
+/// hubs first, `by_degree` given) sorts it by decreasing degree.
+fn reorder(g: &Graph, order: &mut [Vertex], by_degree: Option<&mut ByDegree>, rng: &mut impl Rng) {
     order.shuffle(rng);
-    if visit == Visit::HubsFirst {
-        by_decreasing_degree(g, order);
+    if let Some(b) = by_degree {
+        b.sort(g, order);
     }
 }
 
-/// Sorts `order` by decreasing degree, stably (equal degrees keep their
-/// order): a counting sort, as degrees are small integers.
-fn by_decreasing_degree(g: &Graph, order: &mut [Vertex]) {
-    let degree = |v: Vertex| g.range(v).len();
-    let max_deg = order.iter().map(|&v| degree(v)).max().unwrap_or(0);
-    // start[max_deg - d]: where degree d begins (highest degree first).
-    let mut start = vec![0usize; max_deg + 2];
-    for &v in order.iter() {
-        start[max_deg - degree(v) + 1] += 1;
+/// Sorts vertex orders by decreasing degree, stably (equal degrees keep their
+/// order): a counting sort, as degrees are small integers. Where each degree
+/// begins does not depend on the order, so it is counted once per graph.
+struct ByDegree {
+    max_deg: usize,
+    /// `first[max_deg - d]`: where degree d begins (highest degree first).
+    first: Vec<usize>,
+    slot: Vec<usize>,
+    sorted: Vec<Vertex>,
+}
+
+impl ByDegree {
+    fn new(g: &Graph) -> Self {
+        let degrees = || g.xadj.windows(2).map(|w| w[1] - w[0]);
+        let max_deg = degrees().max().unwrap_or(0);
+        let mut first = vec![0usize; max_deg + 2];
+        for d in degrees() {
+            first[max_deg - d + 1] += 1;
+        }
+        for i in 0..=max_deg {
+            first[i + 1] += first[i];
+        }
+        ByDegree { max_deg, slot: Vec::with_capacity(first.len()), first, sorted: vec![0; g.n()] }
     }
-    for i in 0..=max_deg {
-        start[i + 1] += start[i];
+
+    /// Sorts `order` (every vertex of the graph once).
+    fn sort(&mut self, g: &Graph, order: &mut [Vertex]) {
+        debug_assert_eq!(order.len(), self.sorted.len(), "every vertex once");
+        self.slot.clear();
+        self.slot.extend_from_slice(&self.first);
+        for &v in order.iter() {
+            let slot = &mut self.slot[self.max_deg - g.range(v).len()];
+            self.sorted[*slot] = v;
+            *slot += 1;
+        }
+        order.copy_from_slice(&self.sorted);
     }
-    let mut sorted = vec![0 as Vertex; order.len()];
-    for &v in order.iter() {
-        let slot = &mut start[max_deg - degree(v)];
-        sorted[*slot] = v;
-        *slot += 1;
-    }
-    order.copy_from_slice(&sorted);
 }
 
 /// Clusters of weight at most `max_weight` (a vertex heavier than that stays
@@ -70,41 +88,47 @@ pub fn clusters(
     visit: Visit,
     rng: &mut impl Rng,
 ) -> (Vec<u32>, usize) {
-    let lp = Rounds { max_weight, within, rounds, visit };
-    if g.ec.iter().all(|&c| c == 0) {
-        // The plain cut: a tie is its weight alone (the same order, less work).
-        clusters_by(g, &lp, rng, |t: i64, _, w| t + w)
-    } else {
-        clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w))
+    let lp = Rounds { max_weight, rounds, visit };
+    let plain = g.ec.iter().all(|&c| c == 0);
+    // Each combination compiled on its own, so that the label test vanishes
+    // without labels. The plain cut: a tie is its weight alone (the same
+    // order, less work).
+    match (within, plain) {
+        (None, true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |_, _| true),
+        (None, false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |_, _| true),
+        (Some(l), true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |u, v| l[u] == l[v]),
+        (Some(l), false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |u, v| l[u] == l[v]),
     }
 }
 
-/// The settings of [`clusters`].
-struct Rounds<'a> {
+/// The settings of [`clusters`] (the labels are `clusters_by`'s `same_label`).
+struct Rounds {
     max_weight: i64,
-    within: Option<&'a [u32]>,
     rounds: usize,
     visit: Visit,
 }
 
 /// [`clusters`] with the tie to a cluster summed by `add` (a relation's
 /// critical value and weight into it); an untouched cluster's tie is
-/// `T::default()`, and every relation adds to it (weights are at least 1).
+/// `T::default()`, and every relation adds to it (weights are at least 1);
+/// a neighbour `u` of `v` counts where `same_label(u, v)`.
 fn clusters_by<T: Copy + Default + Ord>(
     g: &Graph,
     lp: &Rounds,
     rng: &mut impl Rng,
     add: impl Fn(T, i64, i64) -> T,
+    same_label: impl Fn(usize, usize) -> bool,
 ) -> (Vec<u32>, usize) {
-    let Rounds { max_weight, within, rounds, visit } = *lp;
+    let Rounds { max_weight, rounds, visit } = *lp;
     let n = g.n();
     let mut cluster: Vec<u32> = (0..n as u32).collect();
     let mut weight = g.node_w.clone();
     let mut tie = vec![T::default(); n];
     let mut touched: Vec<u32> = Vec::new();
     let mut order: Vec<Vertex> = (0..n as Vertex).collect();
+    let mut by_degree = (visit == Visit::HubsFirst).then(|| ByDegree::new(g));
     for _ in 0..rounds {
-        reorder(g, &mut order, visit, rng);
+        reorder(g, &mut order, by_degree.as_mut(), rng);
         let mut moved = 0;
         for &v in &order {
             let (vi, own) = (v as usize, cluster[v as usize]);
@@ -112,7 +136,7 @@ fn clusters_by<T: Copy + Default + Ord>(
             let relations = g.adj[range.clone()].iter().zip(&g.ec[range.clone()]).zip(&g.ew[range]);
             for ((&u, &c), &w) in relations {
                 let u = u as usize;
-                if within.is_some_and(|l| l[u] != l[vi]) {
+                if !same_label(u, vi) {
                     continue;
                 }
                 let t = &mut tie[cluster[u] as usize];
@@ -183,7 +207,7 @@ mod tests {
             order.shuffle(&mut rng);
             let mut expected = order.clone();
             expected.sort_by_key(|&v| std::cmp::Reverse(g.range(v).len()));
-            by_decreasing_degree(&g, &mut order);
+            ByDegree::new(&g).sort(&g, &mut order);
             assert_eq!(order, expected);
         }
     }
@@ -235,8 +259,9 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(2);
         let mut order: Vec<Vertex> = (0..g.n() as Vertex).collect();
         let mut firsts = std::collections::HashSet::new();
+        let mut by_degree = ByDegree::new(&g);
         for _ in 0..8 {
-            reorder(&g, &mut order, Visit::HubsFirst, &mut rng);
+            reorder(&g, &mut order, Some(&mut by_degree), &mut rng);
             let degrees: Vec<usize> = order.iter().map(|&v| g.range(v).len()).collect();
             assert!(degrees.windows(2).all(|d| d[0] >= d[1]), "{degrees:?}");
             let mut sorted = order.clone();

@@ -24,6 +24,7 @@ pub mod critical;
 pub mod evolve;
 pub mod flow_refine;
 pub mod fm;
+pub mod gain_queue;
 pub mod generate;
 pub mod graph;
 pub mod label_propagation;

@@ -31,6 +31,7 @@ use std::collections::BinaryHeap;
 use std::str::FromStr;
 
 use crate::connectivity::Connectivity;
+use crate::gain_queue::{self, GainQueue};
 use crate::graph::{Graph, Vertex};
 use crate::metrics;
 
@@ -146,11 +147,15 @@ impl<'g> State<'g> {
     }
 
     /// Whether `v` has a relation to another part.
+    #[inline]
     pub fn is_boundary(&self, v: Vertex) -> bool {
         let p = self.part[v as usize];
         if self.conn.exact() {
             let row = self.conn.row(v);
-            return (0..self.k).any(|q| q != p as usize && row[q] != (0, 0));
+            if self.k == 2 {
+                return row[1 - p as usize] != (0, 0);
+            }
+            return row.iter().enumerate().any(|(q, &to)| to != (0, 0) && q != p as usize);
         }
         self.g.range(v).any(|i| self.part[self.g.adj[i] as usize] != p)
     }
@@ -167,7 +172,27 @@ impl<'g> State<'g> {
     /// Reads the sums table (O(k)); where two targets tie on gain and load, the
     /// choice depends on the order of `v`'s relations, so the relations are
     /// walked as [`State::weigh_relations`] does.
+    #[inline(always)]
     fn weigh(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
+        if self.k == 2 && self.conn.exact() {
+            // One other part: no ties to settle.
+            let p = self.part[v as usize] as usize;
+            let q = 1 - p;
+            let row = self.conn.row(v);
+            let (own, to) = (row[p], row[q]);
+            if to == (0, 0) && !any_part {
+                return (None, None);
+            }
+            let m = Move { to: q as u32, gain: (to.0 - own.0, to.1 - own.1) };
+            let w = self.g.node_w[v as usize];
+            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
+        }
+        self.weigh_k(v, any_part)
+    }
+
+    /// [`State::weigh`] for more than two parts (or relations without value).
+    #[inline(never)]
+    fn weigh_k(&mut self, v: Vertex, any_part: bool) -> (Option<Move>, Option<u32>) {
         if !self.conn.exact() {
             return self.weigh_relations(v, any_part);
         }
@@ -175,38 +200,37 @@ impl<'g> State<'g> {
         let row = self.conn.row(v);
         let own = row[p as usize];
         let w = self.g.node_w[v as usize];
-        if self.k == 2 {
-            // One other part: no ties to settle.
-            let q = 1 - p as usize;
-            if row[q] == (0, 0) && !any_part {
-                return (None, None);
-            }
-            let m = Move { to: q as u32, gain: (row[q].0 - own.0, row[q].1 - own.1) };
-            return if self.loads[q] + w <= self.caps[q] { (Some(m), None) } else { (None, Some(m.to)) };
-        }
-        // (move, load of its target, tied) with room, and regardless of room.
-        let mut best: Option<(Move, i64, bool)> = None;
-        let mut free: Option<(Move, i64, bool)> = None;
-        let offer = |m: &mut Option<(Move, i64, bool)>, q: u32, gain: (i64, i64), load: i64| match m {
-            Some((b, l, tied)) if (gain, -load) <= (b.gain, -*l) => *tied |= (gain, load) == (b.gain, *l),
-            _ => *m = Some((Move { to: q, gain }, load, false)),
-        };
+        let (p, k) = (p as usize, self.k);
+        let (loads, caps) = (&self.loads[..k], &self.caps[..k]);
+        // The best target with room and regardless of room: (part, gain, load,
+        // tied); part k for none.
+        let (mut bq, mut bg, mut bl, mut bt) = (k, (0i64, 0i64), 0i64, false);
+        let (mut fq, mut fg, mut fl, mut ft) = (k, (0i64, 0i64), 0i64, false);
         for (q, &to) in row.iter().enumerate() {
-            if q == p as usize || (to == (0, 0) && !any_part) {
+            if (to == (0, 0) && !any_part) || q == p {
                 continue;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
-            let load = self.loads[q];
-            offer(&mut free, q as u32, gain, load);
-            if load + w <= self.caps[q] {
-                offer(&mut best, q as u32, gain, load);
+            let load = loads[q];
+            if fq == k || (gain, -load) > (fg, -fl) {
+                (fq, fg, fl, ft) = (q, gain, load, false);
+            } else if (gain, load) == (fg, fl) {
+                ft = true;
+            }
+            if load + w <= caps[q] {
+                if bq == k || (gain, -load) > (bg, -bl) {
+                    (bq, bg, bl, bt) = (q, gain, load, false);
+                } else if (gain, load) == (bg, bl) {
+                    bt = true;
+                }
             }
         }
-        if best.is_some_and(|b| b.2) || free.is_some_and(|f| f.2) {
+        if bt || ft {
             return self.weigh_relations(v, any_part);
         }
-        let blocked = free.filter(|(m, load, _)| load + w > self.caps[m.to as usize]).map(|(m, _, _)| m.to);
-        (best.map(|(m, _, _)| m), blocked)
+        let best = (bq < k).then_some(Move { to: bq as u32, gain: bg });
+        let blocked = (fq < k && fl + w > caps[fq]).then_some(fq as u32);
+        (best, blocked)
     }
 
     /// [`State::weigh`] by walking `v`'s relations: targets in the order their
@@ -298,8 +322,22 @@ impl<'g> State<'g> {
         self.loads.iter().zip(&self.caps).all(|(l, c)| l <= c)
     }
 
+    /// Every vertex on the boundary. With more than two parts, by a walk over
+    /// each one's relations: where the sums table is exact, a relation into
+    /// another part is what makes that part's sum nonzero (the same set as
+    /// [`State::is_boundary`]), and the walk, which stops at the first such
+    /// relation, reads less than k sums on sparse graphs.
     fn boundary(&self) -> Vec<Vertex> {
-        (0..self.g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect()
+        let (g, part) = (self.g, &self.part);
+        if self.k == 2 {
+            return (0..g.n() as Vertex).filter(|&v| self.is_boundary(v)).collect();
+        }
+        (0..g.n() as Vertex)
+            .filter(|&v| {
+                let p = part[v as usize];
+                g.adj[g.range(v)].iter().any(|&u| part[u as usize] != p)
+            })
+            .collect()
     }
 
     /// The boundary after moves: only the old boundary, the moved vertices and
@@ -381,15 +419,53 @@ pub fn rebalance(s: &mut State) -> usize {
 }
 
 /// Subtasks waiting for room, per part: (lightest first, then by id, stamp).
-type Blocked = Vec<BinaryHeap<(Reverse<i64>, Reverse<Vertex>, u32)>>;
+/// Keys packed by [`gain_queue::pack_wait`].
+type Blocked = Vec<BinaryHeap<u128>>;
 
 /// The hill-climbing passes' queues, move log and locks, reused
 /// from pass to pass (each pass starts with them empty).
 struct HillClimbBuffers {
-    heap: BinaryHeap<((i64, i64), Reverse<Vertex>, u32)>,
+    heap: GainQueue,
     blocked: Blocked,
     log: Vec<(Vertex, u32, (i64, i64))>,
     locked: Vec<bool>,
+}
+
+impl HillClimbBuffers {
+    /// Empty buffers for `s`: the ones the last refinement on this thread
+    /// gave back (keeping the room they grew), or new ones.
+    fn take(s: &State) -> Self {
+        let (n, k, bound) = (s.g.n(), s.k, s.conn.crit_bound());
+        match CLIMB_BUFFERS.with(|c| c.borrow_mut().take()) {
+            Some(mut b) => {
+                b.heap.reset(bound, n);
+                b.blocked.iter_mut().for_each(BinaryHeap::clear);
+                b.blocked.resize_with(k, BinaryHeap::new);
+                b.log.clear();
+                debug_assert!(b.locked.iter().all(|&l| !l), "a pass unlocks what it locked");
+                b.locked.resize(n, false);
+                b
+            }
+            None => HillClimbBuffers {
+                heap: GainQueue::new(bound, n),
+                blocked: vec![BinaryHeap::new(); k],
+                log: Vec::with_capacity(n),
+                locked: vec![false; n],
+            },
+        }
+    }
+
+    /// Gives the buffers back for the next refinement on this thread.
+    fn give_back(self) {
+        CLIMB_BUFFERS.with(|c| *c.borrow_mut() = Some(self));
+    }
+}
+
+thread_local! {
+    /// Hill-climbing buffers between refinements (a recursive bisection
+    /// refines dozens of small tries; allocating and growing their queues
+    /// anew each time cost more than the tries' states).
+    static CLIMB_BUFFERS: std::cell::RefCell<Option<HillClimbBuffers>> = const { std::cell::RefCell::new(None) };
 }
 
 /// One best-first pass over the boundary `bnd`: take the best passing
@@ -443,26 +519,26 @@ fn pass_hill_climb(
     heap.clear();
     blocked.iter_mut().for_each(BinaryHeap::clear);
     log.clear();
-    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut BinaryHeap<_>, blocked: &mut Blocked| {
+    let weigh = |s: &mut State, v: Vertex, st: u32, heap: &mut GainQueue, blocked: &mut Blocked| {
         let (best, wait) = s.weigh(v, false);
         if let Some(m) = best {
-            heap.push((m.gain, Reverse(v), st));
+            heap.push(m.gain, v, st);
         }
         if let Some(q) = wait {
-            blocked[q as usize].push((Reverse(s.g.node_w[v as usize]), Reverse(v), st));
+            blocked[q as usize].push(gain_queue::pack_wait(s.g.node_w[v as usize], v, st));
         }
     };
     for &v in bnd {
         weigh(s, v, stamp[v as usize], heap, blocked);
     }
     let (mut sum, mut best, mut best_len) = ((0i64, 0i64), (0i64, 0i64), 0usize);
-    while let Some((gain, Reverse(v), st)) = heap.pop() {
+    while let Some((gain, v, st)) = heap.pop() {
         if locked[v as usize] || st != stamp[v as usize] {
             continue;
         }
         let Some(m) = s.best_move(v, false) else { continue };
         if m.gain != gain {
-            heap.push((m.gain, Reverse(v), st));
+            heap.push(m.gain, v, st);
             continue;
         }
         let from = s.part[v as usize];
@@ -485,7 +561,7 @@ fn pass_hill_climb(
         }
         // Room in `from`: weigh again the subtasks that waited for it and fit now.
         let room = s.caps[from as usize] - s.loads[from as usize];
-        while let Some(&(Reverse(w), Reverse(u), st)) = blocked[from as usize].peek() {
+        while let Some((w, u, st)) = blocked[from as usize].peek().map(|&key| gain_queue::unpack_wait(key)) {
             if w > room {
                 break;
             }
@@ -534,12 +610,7 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
     }
     let mut best: Option<(Vec<u32>, (i64, i64))> = s.balanced().then(|| (s.part.clone(), s.cut));
     let mut stamp = vec![0u32; n];
-    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers {
-        heap: BinaryHeap::with_capacity(n),
-        blocked: vec![BinaryHeap::new(); s.k],
-        log: Vec::with_capacity(n),
-        locked: vec![false; n],
-    });
+    let mut climb = (p.hill_climb > 0).then(|| HillClimbBuffers::take(s));
     for _ in 0..p.max_rounds {
         stats.rounds += 1;
         let moved = match p.variant {
@@ -567,6 +638,9 @@ pub fn refine(s: &mut State, p: &RefineParams) -> RefineStats {
         if !fresh {
             break;
         }
+    }
+    if let Some(b) = climb {
+        b.give_back();
     }
     if let Some((part, cut)) = best {
         if part != s.part {
@@ -617,6 +691,8 @@ mod tests {
     /// over its relations, and its sums against a fresh table.
     fn check_against_relations(s: &mut State) {
         let fresh = Connectivity::new(s.g, &s.part, s.k);
+        let tested: Vec<Vertex> = (0..s.g.n() as Vertex).filter(|&v| s.is_boundary(v)).collect();
+        assert_eq!(s.boundary(), tested, "the boundary's walk and the per-vertex test");
         for v in 0..s.g.n() as Vertex {
             assert_eq!(s.conn.row(v), fresh.row(v), "sums of {v}");
             let p = s.part[v as usize];
