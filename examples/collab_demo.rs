@@ -22,6 +22,9 @@
 //! its chunks every `pace` ms, and reports throughput and latency per policy.
 //! `--client-slice-us S` makes every session's thread request an S µs slice
 //! (`baton::request_thread_slice`), for every policy alike.
+//! `--answer-callback` submits each chunk with `Runtime::submit_then` and ends
+//! its latency in the callback, on the thread that answers, instead of when
+//! the session's own thread wakes with the answer (for every policy alike).
 //! `--sweep 50,70,90 --capacity-rate C [--plot FILE.svg]` runs that at each
 //! percentage of C sessions/s (greedy's open-loop capacity, found with
 //! `--rate`) and plots the final chunks' and the other chunks' p50/p99.
@@ -35,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use baton::{BatchingPolicy, PipelineConfig, Runtime};
 use baton_stages::collab::session::{
-    char_accuracy, stream_session_image_first, stream_session_paced, Session, SessionResult, Sessions,
+    char_accuracy, stream_session_timed, AnswerTime, Session, SessionResult, Sessions,
 };
 
 type Error = Box<dyn std::error::Error>;
@@ -63,6 +66,8 @@ fn policy(name: &str) -> Result<BatchingPolicy, Error> {
 #[derive(Clone, Copy)]
 struct Mode {
     image_first: bool,
+    /// Where a chunk's latency ends (`--answer-callback`: in `submit_then`'s callback).
+    answer: AnswerTime,
 }
 
 impl Mode {
@@ -77,11 +82,7 @@ impl Mode {
         id: u64,
         pace: Option<Duration>,
     ) -> Result<SessionResult, String> {
-        if self.image_first {
-            stream_session_image_first(runtime, session, id, pace)
-        } else {
-            stream_session_paced(runtime, session, id, pace)
-        }
+        stream_session_timed(runtime, session, id, pace, self.image_first, self.answer)
     }
 }
 
@@ -116,7 +117,8 @@ fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mode = Mode { image_first: args.iter().any(|a| a == "--image-first") };
+    let answer = if args.iter().any(|a| a == "--answer-callback") { AnswerTime::Callback } else { AnswerTime::Waiter };
+    let mode = Mode { image_first: args.iter().any(|a| a == "--image-first"), answer };
     // `--config` runs another file of the same pipeline (one host of a split, say).
     let config_path = arg("--config").map_or_else(|| mode.config(&root), std::path::PathBuf::from);
     let data = Sessions::load(&root.join("data"))?;

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use baton::{Request, RequestError, Runtime, Tensor};
-use baton_stages::collab::session::{char_accuracy, stream_session, stream_session_image_first, Session, Sessions};
+use baton_stages::collab::session::{
+    char_accuracy, stream_session, stream_session_timed, AnswerTime, Session, Sessions,
+};
 use baton_stages::collab::speech::{chunk_tensor, chunks, read_wav, THRESHOLD};
 
 fn root() -> PathBuf {
@@ -157,12 +159,15 @@ fn sessions_sending_their_image_first_get_the_same_categories_and_texts() {
         baton_e2e::Scheduling::NoBackground,
         &baton_stages::collab::registry(),
     );
+    // Every other session takes its answers in `submit_then`'s callback.
     let results = baton_e2e::every_session_at_once(&runtime, &data, |runtime, s, id| {
-        stream_session_image_first(runtime, s, id, None)
+        let answer = if id % 2 == 0 { AnswerTime::Waiter } else { AnswerTime::Callback };
+        stream_session_timed(runtime, s, id, None, true, answer)
     });
     for (session, result) in data.sessions.iter().zip(&results) {
         assert_eq!(data.categories[result.category], session.expected_category, "{}", session.id);
         assert!(char_accuracy(&result.text, &session.image_text) >= 0.9, "{}: `{}`", session.id, result.text);
+        assert_eq!(result.latencies.len(), result.speech_prob.len(), "{}: a latency per chunk", session.id);
     }
     let stats = runtime.node_stats();
     let tasks = |name: &str| stats.iter().find(|n| n.name == name).unwrap().tasks;

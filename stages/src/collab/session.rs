@@ -122,7 +122,7 @@ pub fn stream_session_paced(
     stream_id: u64,
     pace: Option<Duration>,
 ) -> Result<SessionResult, String> {
-    stream(runtime, session, stream_id, pace, false)
+    stream_session_timed(runtime, session, stream_id, pace, false, AnswerTime::Waiter)
 }
 
 /// Streams `session` as users send it to `configs/collab_early.toml`: the
@@ -137,7 +137,21 @@ pub fn stream_session_image_first(
     stream_id: u64,
     pace: Option<Duration>,
 ) -> Result<SessionResult, String> {
-    stream(runtime, session, stream_id, pace, true)
+    stream_session_timed(runtime, session, stream_id, pace, true, AnswerTime::Waiter)
+}
+
+/// Where a chunk's latency ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerTime {
+    /// When the session's thread, blocked on the ticket, has the answer: the
+    /// latency includes that thread's own wake-up.
+    #[default]
+    Waiter,
+    /// When the answer reaches code the session gave `Runtime::submit_then`,
+    /// which runs on the thread that answers (no wake-up of the session's
+    /// thread): the time a serving binary that hands answers on from the
+    /// callback would see.
+    Callback,
 }
 
 /// The session's samples and its image as a grayscale `[1, H, W]` tensor.
@@ -154,13 +168,15 @@ fn session_inputs(session: &Session) -> Result<(Vec<f32>, Tensor), String> {
 }
 
 /// Streams a session: the image with the final chunk, or (`image_first`) as a
-/// request of its own at the start whose text features go with the final chunk.
-fn stream(
+/// request of its own at the start whose text features go with the final chunk;
+/// each chunk's latency ends as `answer` says.
+pub fn stream_session_timed(
     runtime: &Runtime,
     session: &Session,
     stream_id: u64,
     pace: Option<Duration>,
     image_first: bool,
+    answer: AnswerTime,
 ) -> Result<SessionResult, String> {
     let (samples, image) = session_inputs(session)?;
     let start = Instant::now();
@@ -196,9 +212,18 @@ fn stream(
                 None => request.input("image", image.clone()),
             };
         }
-        let outputs =
-            runtime.submit(request).wait().map_err(|e: RequestError| format!("{} chunk {k}: {e}", session.id))?;
-        result.latencies.push(sent.elapsed());
+        let (outputs, latency) = match answer {
+            AnswerTime::Waiter => (runtime.submit(request).wait(), sent.elapsed()),
+            AnswerTime::Callback => {
+                let (answered, answer) = std::sync::mpsc::sync_channel(1);
+                runtime.submit_then(request, move |outputs| {
+                    let _ = answered.send((outputs, sent.elapsed()));
+                });
+                answer.recv().map_err(|_| format!("{} chunk {k}: the answer was never given", session.id))?
+            }
+        };
+        let outputs = outputs.map_err(|e: RequestError| format!("{} chunk {k}: {e}", session.id))?;
+        result.latencies.push(latency);
         let get = |name: &str| outputs.get(name).ok_or_else(|| format!("{} chunk {k}: no `{name}` output", session.id));
         result.speech_prob.push(get("speech_prob")?.as_slice::<f32>().map_err(|e| e.to_string())?[0]);
         if k == last {
