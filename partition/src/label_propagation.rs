@@ -93,11 +93,14 @@ pub fn clusters(
     // Each combination compiled on its own, so that the label test vanishes
     // without labels. The plain cut: a tie is its weight alone (the same
     // order, less work).
+    let by_weight = |t: i64, _: i64, w: i64| t + w;
+    let by_value_then_weight = |t: (i64, i64), c: i64, w: i64| (t.0 + c, t.1 + w);
+    let anyone = |_: usize, _: usize| true;
     match (within, plain) {
-        (None, true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |_, _| true),
-        (None, false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |_, _| true),
-        (Some(l), true) => clusters_by(g, &lp, rng, |t: i64, _, w| t + w, |u, v| l[u] == l[v]),
-        (Some(l), false) => clusters_by(g, &lp, rng, |t: (i64, i64), c, w| (t.0 + c, t.1 + w), |u, v| l[u] == l[v]),
+        (None, true) => clusters_by(g, &lp, rng, by_weight, anyone),
+        (None, false) => clusters_by(g, &lp, rng, by_value_then_weight, anyone),
+        (Some(l), true) => clusters_by(g, &lp, rng, by_weight, |u, v| l[u] == l[v]),
+        (Some(l), false) => clusters_by(g, &lp, rng, by_value_then_weight, |u, v| l[u] == l[v]),
     }
 }
 

@@ -202,35 +202,25 @@ impl<'g> State<'g> {
         let w = self.g.node_w[v as usize];
         let (p, k) = (p as usize, self.k);
         let (loads, caps) = (&self.loads[..k], &self.caps[..k]);
-        // The best target with room and regardless of room: (part, gain, load,
-        // tied); part k for none.
-        let (mut bq, mut bg, mut bl, mut bt) = (k, (0i64, 0i64), 0i64, false);
-        let (mut fq, mut fg, mut fl, mut ft) = (k, (0i64, 0i64), 0i64, false);
+        // The best target with room, and regardless of room.
+        let (mut best, mut free) = (Target::NONE, Target::NONE);
         for (q, &to) in row.iter().enumerate() {
             if (to == (0, 0) && !any_part) || q == p {
                 continue;
             }
             let gain = (to.0 - own.0, to.1 - own.1);
             let load = loads[q];
-            if fq == k || (gain, -load) > (fg, -fl) {
-                (fq, fg, fl, ft) = (q, gain, load, false);
-            } else if (gain, load) == (fg, fl) {
-                ft = true;
-            }
+            free.offer(q, gain, load);
             if load + w <= caps[q] {
-                if bq == k || (gain, -load) > (bg, -bl) {
-                    (bq, bg, bl, bt) = (q, gain, load, false);
-                } else if (gain, load) == (bg, bl) {
-                    bt = true;
-                }
+                best.offer(q, gain, load);
             }
         }
-        if bt || ft {
+        if best.tied || free.tied {
             return self.weigh_relations(v, any_part);
         }
-        let best = (bq < k).then_some(Move { to: bq as u32, gain: bg });
-        let blocked = (fq < k && fl + w > caps[fq]).then_some(fq as u32);
-        (best, blocked)
+        let best_move = best.part().map(|q| Move { to: q as u32, gain: best.gain });
+        let blocked = free.part().filter(|&q| free.load + w > caps[q]).map(|q| q as u32);
+        (best_move, blocked)
     }
 
     /// [`State::weigh`] by walking `v`'s relations: targets in the order their
@@ -418,6 +408,35 @@ pub fn rebalance(s: &mut State) -> usize {
     moves
 }
 
+/// The best move target [`State::weigh_k`] has seen: most gain, then least load;
+/// `tied` when another target matched it on both (the walk over relations then
+/// settles the tie).
+#[derive(Clone, Copy)]
+struct Target {
+    /// The part, `usize::MAX` for none yet.
+    part: usize,
+    gain: (i64, i64),
+    load: i64,
+    tied: bool,
+}
+
+impl Target {
+    const NONE: Target = Target { part: usize::MAX, gain: (0, 0), load: 0, tied: false };
+
+    #[inline(always)]
+    fn offer(&mut self, part: usize, gain: (i64, i64), load: i64) {
+        if self.part == usize::MAX || (gain, -load) > (self.gain, -self.load) {
+            *self = Target { part, gain, load, tied: false };
+        } else if (gain, load) == (self.gain, self.load) {
+            self.tied = true;
+        }
+    }
+
+    fn part(&self) -> Option<usize> {
+        (self.part != usize::MAX).then_some(self.part)
+    }
+}
+
 /// Subtasks waiting for room, per part: (lightest first, then by id, stamp).
 /// Keys packed by [`gain_queue::pack_wait`].
 type Blocked = Vec<BinaryHeap<u128>>;
@@ -438,10 +457,9 @@ impl HillClimbBuffers {
         let (n, k, bound) = (s.g.n(), s.k, s.conn.crit_bound());
         match CLIMB_BUFFERS.with(|c| c.borrow_mut().take()) {
             Some(mut b) => {
+                // Each pass empties the queues and the log itself.
                 b.heap.reset(bound, n);
-                b.blocked.iter_mut().for_each(BinaryHeap::clear);
                 b.blocked.resize_with(k, BinaryHeap::new);
-                b.log.clear();
                 debug_assert!(b.locked.iter().all(|&l| !l), "a pass unlocks what it locked");
                 b.locked.resize(n, false);
                 b
