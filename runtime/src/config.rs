@@ -246,6 +246,12 @@ pub struct SchedulerConfig {
     /// next decision whatever the budget says (deadline-aware selection, "Bounded
     /// hold" in docs/scheduling.md). Absent: no bound.
     pub max_hold_us: Option<u64>,
+    /// Collaborative rule, budget variant: the budget neither holds back nor
+    /// counts a node whose batches have taken less than this, µs, on average
+    /// so far. Holding it would free a core for only that long, while its
+    /// tasks, and the nodes they feed, wait for a whole batch of the nodes
+    /// that hold the budget ("Brief nodes" in docs/scheduling.md). Absent: none.
+    pub brief_batch_us: Option<u64>,
 }
 
 impl Default for SchedulerConfig {
@@ -268,6 +274,7 @@ impl Default for SchedulerConfig {
             foreground_realtime: false,
             separate_priority_batches: false,
             max_hold_us: None,
+            brief_batch_us: None,
         }
     }
 }

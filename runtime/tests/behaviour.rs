@@ -941,19 +941,22 @@ fn priority_max_batch_caps_the_batch_that_holds_a_priority_task() {
     );
 }
 
-#[test]
-fn with_a_bounded_hold_the_budget_holds_plain_work_back_no_longer_than_the_bound() {
+/// Node a (gated, priority) and node b (a pass-through, plain) under the work-conserving
+/// budget 1 and `rule` (one more `[scheduler]` line): node a runs a priority task and holds
+/// another waiting, so the budget has nothing left for node b. Returns whether a plain task
+/// submitted to b then got its answer while a's gate stayed shut (waiting at most `patience`),
+/// after `warm_b` plain tasks ran at b while no priority work waited.
+fn plain_work_runs_beside_held_priority_work(rule: &str, warm_b: usize, patience: Duration) -> bool {
     let engines = TestEngines::default();
     let (gate, _) = gated(&engines);
     engines.add("pass", &["v"], &["w"], |i| Ok(map(i, |x| x)));
-    // Budget 1: while node a's batch runs and another priority task waits there, the
-    // work-conserving budget has nothing left for node b; the hold lets b run after 1 ms.
-    let toml = r#"
+    let toml = format!(
+        r#"
 [scheduler]
 policy = "collaborative"
 compute_budget = 1.0
 work_conserving = true
-max_hold_us = 1000
+{rule}
 [inputs.x]
 to = ["a.x"]
 optional = true
@@ -965,25 +968,67 @@ from = "a.y"
 [outputs.w]
 from = "b.w"
 [nodes.a]
-stages = [{ engine = "test", params = { kind = "k" } }]
+stages = [{{ engine = "test", params = {{ kind = "k" }} }}]
 [nodes.b]
-stages = [{ engine = "test", params = { kind = "pass" } }]
-"#;
-    let runtime = start(&engines, toml);
+stages = [{{ engine = "test", params = {{ kind = "pass" }} }}]
+"#
+    );
+    let runtime = start(&engines, &toml);
+    for _ in 0..warm_b {
+        let answer = runtime.submit(Request::new().input("v", value(1.0))).wait().expect("node b's answer");
+        assert_eq!(first(answer.get("w").unwrap()), 1.0);
+    }
     let running = runtime.submit(Request::new().input("x", value(1.0)).priority(true));
     wait_until("node a runs the first priority task", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
     let waiting = runtime.submit(Request::new().input("x", value(2.0)).priority(true));
     assert_eq!(runtime.pending(0), (1, 1), "a priority task waits at node a");
     let plain = runtime.submit(Request::new().input("v", value(3.0)));
-    // The gate stays shut however the test ends, so a failed wait must not hang: it fails after 10 s.
+    // The gate stays shut however the test ends, so a failed wait must not hang.
     let gate = OpenOnDrop(gate);
-    let answer = match plain.wait_timeout(Duration::from_secs(10)) {
-        Ok(answer) => answer.expect("node b's answer"),
-        Err(_) => panic!("node b's task was held past the bound"),
+    let ran = match plain.wait_timeout(patience) {
+        Ok(answer) => {
+            assert_eq!(first(answer.expect("node b's answer").get("w").unwrap()), 3.0);
+            true
+        }
+        Err(_) => false,
     };
-    assert_eq!(first(answer.get("w").unwrap()), 3.0);
     assert_eq!(runtime.pending(0), (1, 1), "node a's priority work still waits behind its gate");
     drop(gate);
     running.wait().unwrap();
     waiting.wait().unwrap();
+    ran
+}
+
+#[test]
+fn a_brief_node_runs_while_the_budget_holds_plain_work_back() {
+    // Brief: under 1 s a batch on average (a pass-through's take a few µs). A node that has
+    // not run is not brief, so b runs once first, while no priority work waits.
+    assert!(
+        plain_work_runs_beside_held_priority_work("brief_batch_us = 1000000", 1, Duration::from_secs(10)),
+        "node b's task was held although its batches are brief"
+    );
+}
+
+#[test]
+fn with_a_bounded_hold_the_budget_holds_plain_work_back_no_longer_than_the_bound() {
+    // The hold lets b run after 1 ms.
+    assert!(
+        plain_work_runs_beside_held_priority_work("max_hold_us = 1000", 0, Duration::from_secs(10)),
+        "node b's task was held past the bound"
+    );
+}
+
+#[test]
+fn without_a_hold_or_brief_nodes_the_budget_holds_plain_work_while_priority_work_waits() {
+    // The scene of the two tests above holds b back: b cannot run before a's gate opens,
+    // so however long the wait, no answer comes (a short one shows it).
+    let patience = Duration::from_millis(100);
+    assert!(
+        !plain_work_runs_beside_held_priority_work("", 1, patience),
+        "the work-conserving budget held nothing back"
+    );
+    assert!(
+        !plain_work_runs_beside_held_priority_work("brief_batch_us = 1000000", 0, patience),
+        "a node that has not run yet is not brief"
+    );
 }

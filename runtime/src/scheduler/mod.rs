@@ -187,6 +187,9 @@ impl Scheduler {
             // With worker groups: some group has an idle worker and a waiting task it fits.
             load.can_start =
                 if state.groups.is_empty() { busy < self.workers[n] } else { state.group_to_run().is_some() };
+            let batches = state.counters.executions.load(Ordering::Relaxed);
+            load.mean_batch_ns = state.counters.compute_ns.load(Ordering::Relaxed).checked_div(batches).unwrap_or(0);
+            load.running = busy;
             in_use += busy as f64 * load.cost;
             running += busy;
             load.boost = 0.0;

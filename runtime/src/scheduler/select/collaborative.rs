@@ -34,6 +34,14 @@
 //! one is waiting on first, at the price of that much priority work sharing
 //! the cores sooner.
 //!
+//! With **brief nodes** ([`Collaborative::with_brief_batches`], budget
+//! variant), a node whose batches have taken less than a bound on average so
+//! far is outside the budget: it runs whenever it is a candidate, and its
+//! running batches hold none of the budget. Holding such a node back frees a
+//! core for a few µs, while its tasks, and the nodes downstream that they
+//! would feed, wait for a whole batch of the nodes that hold the budget. A
+//! node that has not run yet is not brief.
+//!
 //! A node's priority may also carry a *join boost* (see [`NodeLoad::boost`]):
 //! when a join node holds requests waiting for this node's output, their
 //! count times the join's weight is added, so the branch a join waits on runs sooner.
@@ -54,6 +62,8 @@ pub struct Collaborative {
     pub work_conserving: bool,
     /// Longest a candidate's oldest task may be held back, ns (`None`: no bound).
     pub max_hold_ns: Option<u64>,
+    /// Budget variant: nodes whose mean batch is shorter than this, ns, are outside the budget.
+    pub brief_batch_ns: Option<u64>,
     /// Reused each round, so a decision allocates nothing: (priority node, inference priority, node).
     order: Vec<(bool, f64, usize)>,
 }
@@ -67,6 +77,7 @@ impl Collaborative {
             on_misfit,
             work_conserving: false,
             max_hold_ns: None,
+            brief_batch_ns: None,
             order: Vec::new(),
         }
     }
@@ -80,6 +91,12 @@ impl Collaborative {
     /// The rule with a bounded hold (see the module docs): `None`, no bound.
     pub fn with_max_hold(mut self, max_hold_ns: Option<u64>) -> Self {
         self.max_hold_ns = max_hold_ns;
+        self
+    }
+
+    /// The rule with brief nodes (see the module docs): `None`, every node is within the budget.
+    pub fn with_brief_batches(mut self, brief_batch_ns: Option<u64>) -> Self {
+        self.brief_batch_ns = brief_batch_ns;
         self
     }
 
@@ -125,15 +142,22 @@ impl NodeSelector for Collaborative {
                 picked.extend(order.iter().take(slots).map(|&(_, _, i)| i));
             }
             Selection::Budget => {
-                let mut free = self.budget - running.compute;
                 let priority_waits = self.work_conserving && loads.iter().any(NodeLoad::is_priority_node);
                 if self.work_conserving && !priority_waits {
                     picked.extend(order.iter().map(|&(_, _, i)| i));
                     return None;
                 }
+                // Whether a node's batches have been brief enough so far to leave it outside the budget.
+                let bound = self.brief_batch_ns;
+                let brief = |l: &NodeLoad| bound.is_some_and(|b| l.mean_batch_ns > 0 && l.mean_batch_ns < b);
+                // Brief nodes' running batches hold none of the budget.
+                let brief_running: f64 = loads.iter().filter(|l| brief(l)).map(|l| l.running as f64 * l.cost).sum();
+                let mut free = self.budget - (running.compute - brief_running);
                 for &(priority_node, _, i) in order.iter() {
                     let cost = loads[i].cost;
-                    if cost <= free + 1e-9 || (priority_waits && priority_node) {
+                    if brief(&loads[i]) {
+                        picked.push(i);
+                    } else if cost <= free + 1e-9 || (priority_waits && priority_node) {
                         picked.push(i);
                         free -= cost;
                     } else if self.on_misfit == OnMisfit::Stop {
@@ -294,6 +318,46 @@ mod tests {
         );
         // With budget left over after the priority nodes, the others fill it.
         assert_eq!(pick(work_conserving(4.0, OnMisfit::Skip), &loads, 0.0, 0), vec![2, 1, 3, 4]);
+    }
+
+    #[test]
+    fn brief_nodes_are_outside_the_budget_while_priority_work_waits() {
+        // Node 1 (priority) and node 2 (plain) are slow; nodes 3 and 4 (plain) are light,
+        // 10 µs per batch so far; node 5 (plain, light) has not run yet. Budget 2: two slow
+        // batches fill it, and a light one running (cost 0.2) would leave too little for node 2.
+        let slow = |priority_pending, running| NodeLoad {
+            pending: 8,
+            priority_pending,
+            weight: 1.0,
+            cost: 1.0,
+            can_start: running == 0,
+            running,
+            mean_batch_ns: 600_000,
+            ..NodeLoad::default()
+        };
+        let light = |mean_batch_ns, running| NodeLoad {
+            pending: 4,
+            weight: 1.0,
+            cost: 0.2,
+            can_start: running == 0,
+            running,
+            mean_batch_ns,
+            ..NodeLoad::default()
+        };
+        let loads = [slow(1, 0), slow(0, 1), light(10_000, 0), light(10_000, 0), light(0, 0)];
+        let rule = |brief_ns| work_conserving(2.0, OnMisfit::Skip).with_brief_batches(brief_ns);
+        assert_eq!(pick(rule(None), &loads, 1.0, 1), vec![1], "without the bound, the light nodes wait");
+        assert_eq!(
+            pick(rule(Some(50_000)), &loads, 1.0, 1),
+            vec![1, 3, 4],
+            "brief nodes run beside the two slow batches; a node that has not run is not brief"
+        );
+        assert_eq!(pick(rule(Some(5_000)), &loads, 1.0, 1), vec![1], "10 µs is not brief under a 5 µs bound");
+        // A brief node's running batch holds none of the budget: with node 2 idle and a light
+        // batch running, the budget still has room for node 2 beside node 1.
+        let loads = [slow(1, 0), slow(0, 0), light(10_000, 1), light(10_000, 0)];
+        assert_eq!(pick(rule(None), &loads, 0.2, 1), vec![1, 4], "the light batch's 0.2 leaves 0.8 after node 1");
+        assert_eq!(pick(rule(Some(50_000)), &loads, 0.2, 1), vec![1, 2, 4]);
     }
 
     #[test]

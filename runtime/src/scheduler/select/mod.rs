@@ -50,6 +50,10 @@ pub struct NodeLoad {
     /// Added to the inference priority: requests joins downstream wait for
     /// from this node, times the joins' weights (0 without join boost).
     pub boost: f64,
+    /// The node's batches running now.
+    pub running: usize,
+    /// How long the node's batches have taken on average so far, ns (0: none has run).
+    pub mean_batch_ns: u64,
 }
 
 impl NodeLoad {
@@ -117,7 +121,8 @@ pub fn selector(spec: &PipelineSpec) -> Box<dyn NodeSelector> {
             Box::new(
                 Collaborative::new(s.selection, spec.compute_budget, max_nodes, s.on_misfit)
                     .with_work_conserving(s.work_conserving)
-                    .with_max_hold(s.max_hold_us.map(|us| us.saturating_mul(1000))),
+                    .with_max_hold(s.max_hold_us.map(|us| us.saturating_mul(1000)))
+                    .with_brief_batches(s.brief_batch_us.map(|us| us.saturating_mul(1000))),
             )
         }
         BatchingPolicy::Dynamic => Box::new(Dynamic { delay_ns: s.max_queue_delay_us.saturating_mul(1000) }),
