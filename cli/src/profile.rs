@@ -22,7 +22,7 @@ use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
 use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile};
 use clap::Args;
 
-use crate::suggest::{children, suggest, Measured};
+use crate::suggest::{brief_bound_us, children, suggest, Measured, BRIEF_GAP};
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -196,6 +196,20 @@ fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodePr
             s.gain,
             100.0 * s.share
         );
+    }
+    let full_us: Vec<f64> = measured.iter().map(|m| m.full_us).collect();
+    match brief_bound_us(&full_us) {
+        Some(bound) => {
+            let brief: Vec<&str> = spec
+                .nodes
+                .iter()
+                .zip(&full_us)
+                .filter(|(_, &t)| t < bound as f64)
+                .map(|(n, _)| n.name.as_str())
+                .collect();
+            println!("[scheduler] brief_batch_us = {bound}   # outside the budget: {}", brief.join(", "));
+        }
+        None => println!("[scheduler] no brief_batch_us: no node's full batch is {BRIEF_GAP}x shorter than the next"),
     }
 }
 

@@ -16,6 +16,11 @@
 //! that the weights average 1. Suggested cost: the cores a running batch
 //! keeps busy, measured as CPU time over wall time of its runs (about the
 //! intra-op threads for a CPU node, less for a node that waits on a device).
+//!
+//! Suggested `brief_batch_us` ("Brief nodes" in docs/scheduling.md): where the
+//! nodes' full-batch times, sorted, have a gap of at least [`BRIEF_GAP`]×
+//! between neighbours, the geometric middle of the widest such gap, so the
+//! nodes below it stay outside the budget; none without such a gap.
 
 use baton::spec::{PipelineSpec, Target};
 
@@ -115,6 +120,22 @@ pub fn suggest(children: &[Vec<usize>], measured: &[Measured]) -> Vec<Suggestion
         .collect()
 }
 
+/// How many times longer the next node's full batch must be for the nodes below to be brief.
+pub const BRIEF_GAP: f64 = 10.0;
+
+/// The suggested `brief_batch_us` for nodes whose full batches take `full_us` (see the module
+/// docs), rounded to whole µs, or `None` where no two neighbouring times are [`BRIEF_GAP`]× apart.
+pub fn brief_bound_us(full_us: &[f64]) -> Option<u64> {
+    let mut times: Vec<f64> = full_us.iter().copied().filter(|t| *t > 0.0).collect();
+    times.sort_by(f64::total_cmp);
+    let (below, above) = times
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|(below, above)| above / below >= BRIEF_GAP)
+        .max_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)))?;
+    Some((below * above).sqrt().round() as u64)
+}
+
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
@@ -122,6 +143,16 @@ fn round2(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_brief_bound_sits_in_the_widest_gap_between_batch_times() {
+        // Tiny nodes at 7-12 µs, an MLP at 350 µs and slow nodes at 520 µs: the gap 12 -> 350.
+        assert_eq!(brief_bound_us(&[520.0, 7.0, 12.0, 350.0, 9.0, 523.0]), Some(65));
+        // Of two gaps of 10× or more, the wider: 2 -> 30 (15×), not 30 -> 400 (13.3×).
+        assert_eq!(brief_bound_us(&[2.0, 30.0, 400.0]), Some(8));
+        assert_eq!(brief_bound_us(&[100.0, 300.0, 900.0]), None, "no gap of 10×: nothing is brief");
+        assert_eq!(brief_bound_us(&[50.0]), None, "one node: nothing to tell apart");
+    }
 
     #[test]
     fn longest_paths_go_through_the_slowest_branch() {
