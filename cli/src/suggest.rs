@@ -128,11 +128,12 @@ pub const BRIEF_GAP: f64 = 10.0;
 pub fn brief_bound_us(full_us: &[f64]) -> Option<u64> {
     let mut times: Vec<f64> = full_us.iter().copied().filter(|t| *t > 0.0).collect();
     times.sort_by(f64::total_cmp);
-    let (below, above) = times
+    // Per neighbouring pair: (how many times longer the next is, this time, the next).
+    let (_, below, above) = times
         .windows(2)
-        .map(|w| (w[0], w[1]))
-        .filter(|(below, above)| above / below >= BRIEF_GAP)
-        .max_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)))?;
+        .map(|w| (w[1] / w[0], w[0], w[1]))
+        .filter(|&(gap, _, _)| gap >= BRIEF_GAP)
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
     Some((below * above).sqrt().round() as u64)
 }
 
