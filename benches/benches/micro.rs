@@ -30,6 +30,8 @@ fn loads(n: usize) -> Vec<NodeLoad> {
             waited_ns: 0,
             max_batch: 32,
             boost: 0.0,
+            running: usize::from(i % 4 == 0),
+            mean_batch_ns: 1000 + (i % 7) as u64 * 500,
         })
         .collect()
 }

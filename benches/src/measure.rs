@@ -155,6 +155,10 @@ pub struct NodeDelta {
     pub tasks: u64,
     /// Batches that failed.
     pub failed_batches: u64,
+    /// Batches stopped for priority work before they ended (`preempt_before`).
+    pub stopped_batches: u64,
+    /// The time those batches had run, µs in all: the work lost.
+    pub stopped_us: f64,
     /// Rows per batch (`rows / executions`; 0 when nothing ran).
     pub mean_batch: f64,
     /// Time a task waited in the node's buffer, µs per task.
@@ -183,6 +187,8 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 rows,
                 tasks,
                 failed_batches: b.failed_batches.saturating_sub(a.failed_batches),
+                stopped_batches: b.stopped_batches.saturating_sub(a.stopped_batches),
+                stopped_us: b.stopped_ns.saturating_sub(a.stopped_ns) as f64 / 1000.0,
                 mean_batch: per(rows, executions),
                 mean_queue_us: per(queue_ns, tasks) / 1000.0,
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
@@ -338,6 +344,8 @@ mod tests {
             compute_ns,
             placement_retries: 0,
             host_device_bytes: 0,
+            stopped_batches: 0,
+            stopped_ns: 0,
             batch_sizes: Vec::new(),
         }
     }

@@ -194,12 +194,26 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     format!("{:.1}", n.mean_compute_us),
                     n.executions.to_string(),
                     n.failed_batches.to_string(),
+                    n.stopped_batches.to_string(),
+                    format!("{:.0}", n.stopped_us),
                 ]
             })
         })
         .collect();
     table(
-        &["policy", "mode", "load", "node", "mean batch", "queue µs/task", "compute µs/batch", "batches", "failed"],
+        &[
+            "policy",
+            "mode",
+            "load",
+            "node",
+            "mean batch",
+            "queue µs/task",
+            "compute µs/batch",
+            "batches",
+            "failed",
+            "stopped",
+            "stopped µs",
+        ],
         &rows,
         4,
     )
@@ -327,6 +341,8 @@ mod tests {
                 rows: 2000,
                 tasks: 1000,
                 failed_batches: 0,
+                stopped_batches: 0,
+                stopped_us: 0.0,
                 mean_batch: 8.0,
                 mean_queue_us: 12.25,
                 mean_compute_us: 300.0,

@@ -21,13 +21,16 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
-use baton::{DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, StageRequest, Tensor, TensorSpec};
+use baton::{
+    DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, RunStop, StageRequest, Tensor, TensorSpec,
+};
 use ort::ep::cuda::ConvAlgorithmSearch;
 use ort::ep::{ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch, CUDA};
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{Session, SessionInputValue};
+use ort::session::{RunOptions, Session, SessionInputValue};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
 use parking_lot::Mutex;
 use serde::Deserialize;
@@ -97,6 +100,26 @@ pub struct OnnxEngine {
     /// they were last read (inputs live in host memory and ORT copies them to the
     /// device; outputs come back to host memory). `None` on the CPU.
     copied: Option<u64>,
+    /// The options every run is given: their terminate flag is how another thread stops a run.
+    run_options: Arc<OrtRunStop>,
+}
+
+/// ONNX Runtime's terminate flag as a [`RunStop`]: ORT looks at it before each
+/// kernel of a run, so a stopped run ends within one kernel's time.
+struct OrtRunStop(RunOptions);
+
+impl RunStop for OrtRunStop {
+    fn stop(&self) {
+        if let Err(e) = self.0.terminate() {
+            tracing::warn!("cannot stop an ONNX Runtime run: {e}");
+        }
+    }
+
+    fn clear(&self) {
+        if let Err(e) = self.0.unterminate() {
+            tracing::warn!("cannot clear an ONNX Runtime run's stop: {e}");
+        }
+    }
 }
 
 impl OnnxEngine {
@@ -110,7 +133,10 @@ impl OnnxEngine {
         let session = open_session(stage)?;
         let signature = signature(&session, stage, &path)?;
         let copied = (stage.execution != Execution::Cpu).then_some(0);
-        Ok(OnnxEngine { session, signature, location: stage.location.clone(), copied })
+        let run_options = RunOptions::new()
+            .map_err(|e| EngineError::Run(format!("stage {}: cannot create run options: {e}", stage.location)))?;
+        let run_options = Arc::new(OrtRunStop(run_options));
+        Ok(OnnxEngine { session, signature, location: stage.location.clone(), copied, run_options })
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.
@@ -141,8 +167,10 @@ impl Engine for OnnxEngine {
         }
         // A slice of values is matched to the session's inputs by position (signature order).
         let run_error = |message: String| EngineError::Run(format!("stage {}: {message}", self.location));
-        let outputs =
-            self.session.run(values.as_slice()).map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
+        let outputs = self
+            .session
+            .run_with_options(values.as_slice(), &self.run_options.0)
+            .map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
         let mut result = Vec::with_capacity(self.signature.outputs.len());
         for (i, spec) in self.signature.outputs.iter().enumerate() {
             let tensor = output_tensor(&outputs[i], spec.dtype)
@@ -158,6 +186,10 @@ impl Engine for OnnxEngine {
 
     fn host_device_bytes(&mut self) -> u64 {
         self.copied.as_mut().map_or(0, std::mem::take)
+    }
+
+    fn stop_handle(&self) -> Option<Arc<dyn RunStop>> {
+        Some(self.run_options.clone())
     }
 }
 

@@ -121,6 +121,21 @@ fn dtypes_model_round_trips_every_dtype() {
 }
 
 #[test]
+fn a_stopped_run_fails_and_runs_go_through_again_once_cleared() {
+    let mut engine = OnnxProvider::new().create(&onnx_stage(model("mlp"))).unwrap();
+    let stop = engine.stop_handle().expect("ONNX Runtime runs can be stopped");
+    let x = Tensor::from_vec(vec![2, 256], vec![0.5f32; 512]).unwrap();
+    let before = engine.run(&[&x]).unwrap();
+    // A stop asked before the run ends it at its first kernel (ORT looks before each one).
+    stop.stop();
+    let err = engine.run(&[&x]).unwrap_err().to_string();
+    assert!(err.contains("terminate"), "{err}");
+    stop.clear();
+    let after = engine.run(&[&x]).unwrap();
+    assert_eq!(after[0].as_slice::<f32>().unwrap(), before[0].as_slice::<f32>().unwrap());
+}
+
+#[test]
 fn engine_moves_to_another_thread_and_runs_there() {
     let mut engine = OnnxProvider::new().create(&onnx_stage(model("fixed_batch"))).unwrap();
     let out = std::thread::spawn(move || {

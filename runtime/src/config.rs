@@ -252,6 +252,14 @@ pub struct SchedulerConfig {
     /// tasks, and the nodes they feed, wait for a whole batch of the nodes
     /// that hold the budget ("Brief nodes" in docs/scheduling.md). Absent: none.
     pub brief_batch_us: Option<u64>,
+    /// Collaborative rule: where priority work waits at a node whose workers are
+    /// all busy, stop a running batch that holds no priority task and has run
+    /// less than this fraction of the node's mean batch time; its tasks wait
+    /// again, first in their queues, and the priority task runs next ("Stopping
+    /// young batches" in docs/scheduling.md). Only engines that can stop a run
+    /// (ONNX Runtime's) and nodes without per-stream state or worker groups.
+    /// Absent: batches always run to their end.
+    pub preempt_before: Option<f64>,
 }
 
 impl Default for SchedulerConfig {
@@ -275,6 +283,7 @@ impl Default for SchedulerConfig {
             separate_priority_batches: false,
             max_hold_us: None,
             brief_batch_us: None,
+            preempt_before: None,
         }
     }
 }

@@ -248,6 +248,24 @@ pub trait Engine: Send {
     fn host_device_bytes(&mut self) -> u64 {
         0
     }
+
+    /// A handle another thread may use to stop this engine's run in progress
+    /// (the scheduler stopping a young batch for priority work, "Stopping
+    /// young batches" in docs/scheduling.md). Default: `None`, runs cannot be stopped.
+    fn stop_handle(&self) -> Option<Arc<dyn RunStop>> {
+        None
+    }
+}
+
+/// Stops an engine's runs from another thread (see [`Engine::stop_handle`]).
+///
+/// After [`stop`](RunStop::stop), the engine's run in progress, and any run it
+/// starts, fails soon with an error of the engine's own; [`clear`](RunStop::clear)
+/// lets runs go to their end again. The worker clears before every batch and
+/// tells a stopped run from a failed one by whether it asked for the stop.
+pub trait RunStop: Send + Sync {
+    fn stop(&self);
+    fn clear(&self);
 }
 
 /// The body of a Rust processing stage: inputs (stitched, signature order) and rows per task in.

@@ -33,7 +33,7 @@ mod wakeup;
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
 pub use engine::{
     BatchInfo, Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams,
-    StageOutput, StageParams, StageRequest, TensorSpec,
+    RunStop, StageOutput, StageParams, StageRequest, TensorSpec,
 };
 pub use execution::{CudaOptions, Execution};
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).

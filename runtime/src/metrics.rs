@@ -26,6 +26,8 @@ pub const EXECUTIONS: &str = "baton_executions_total";
 pub const INFERENCES: &str = "baton_inferences_total";
 /// Batches that failed.
 pub const BATCH_FAILURES: &str = "baton_batch_failures_total";
+/// Batches stopped for waiting priority work before they ended (`preempt_before`).
+pub const STOPPED_BATCHES: &str = "baton_stopped_batches_total";
 /// Times the scheduler picked a node.
 pub const PICKS: &str = "baton_scheduler_picks_total";
 /// Seconds one scheduling decision took.
@@ -61,6 +63,7 @@ pub(crate) struct NodeMetrics {
     pub executions: Counter,
     pub inferences: Counter,
     pub batch_failures: Counter,
+    pub stopped_batches: Counter,
     pub picks: Counter,
     pub refusals: Counter,
     pub placement_retries: Counter,
@@ -81,6 +84,7 @@ impl NodeMetrics {
             executions: counter!(EXECUTIONS, &labels),
             inferences: counter!(INFERENCES, &labels),
             batch_failures: counter!(BATCH_FAILURES, &labels),
+            stopped_batches: counter!(STOPPED_BATCHES, &labels),
             picks: counter!(PICKS, &labels),
             refusals: counter!(NODE_REFUSALS, &labels),
             placement_retries: counter!(PLACEMENT_RETRIES, &labels),

@@ -282,6 +282,33 @@ impl BatchBuffer {
         self.pending.fetch_sub(out.len(), Ordering::Release);
     }
 
+    /// Puts the tasks of a stopped batch back (see [`super::stop`]), each at the
+    /// front of its queue, in their batch order, so they go first among their
+    /// class again; `out` is left empty.
+    pub fn put_back(&self, out: &mut Vec<Task>) {
+        let mut guard = self.queues.lock();
+        let q = &mut *guard;
+        let (count, mut priority) = (out.len(), 0);
+        for task in out.drain(..).rev() {
+            if task.groups != 0 {
+                self.count_fits(task.groups, true);
+            }
+            if task.priority {
+                priority += 1;
+                q.priority.push_front(task);
+            } else if let Some(fair) = &mut q.fair {
+                let tenant = task.request.tenant;
+                fair.queues[tenant].push_front(task);
+                fair.policy.enqueue(tenant);
+            } else {
+                q.normal.push_front(task);
+            }
+        }
+        self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
+        self.priority_pending.fetch_add(priority, Ordering::Relaxed);
+        self.pending.fetch_add(count, Ordering::Release);
+    }
+
     /// Placement timeout: moves every task whose round began at or before `due_ns`
     /// to the back of its queue (keeping their order), starting a new round at `now_ns`.
     /// Returns how many were moved (retries). A tenant's tasks stay its own, so the

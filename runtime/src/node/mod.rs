@@ -41,6 +41,7 @@ pub(crate) mod join;
 pub(crate) mod niceness;
 pub use niceness::request_thread_slice;
 pub(crate) use niceness::ThreadClasses;
+pub(crate) mod stop;
 pub(crate) mod stream;
 pub(crate) mod worker;
 
@@ -60,10 +61,11 @@ pub(crate) struct Task {
     pub inputs: Vec<Tensor>,
     /// Rows (dim 0) of every input.
     pub rows: usize,
+    /// When the task last entered the buffer (again, after a stopped batch): its queue time counts from here.
     pub enqueued: Instant,
     /// A priority task at this node (see "Priority tasks" in docs/scheduling.md).
     pub priority: bool,
-    /// `enqueued` on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
+    /// When the task first entered the buffer, on the process clock ([`crate::clock::now_ns`]), for lock-free age checks.
     pub enqueued_ns: u64,
     /// At a node with worker groups: bit `g` set when group `g` fits the task (0 elsewhere).
     pub groups: u64,
@@ -122,6 +124,9 @@ pub(crate) struct NodeCounters {
     pub compute_ns: AtomicU64,
     pub placement_retries: AtomicU64,
     pub host_device_bytes: AtomicU64,
+    /// Batches stopped for priority work, and the time they had run, ns (not in `executions`).
+    pub stopped_batches: AtomicU64,
+    pub stopped_ns: AtomicU64,
     /// Executed batches by size.
     pub batch_sizes: crate::stats::BatchSizes,
 }
@@ -147,6 +152,11 @@ pub struct NodeStats {
     pub placement_retries: u64,
     /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
     pub host_device_bytes: u64,
+    /// Batches stopped for waiting priority work before they ended (`preempt_before`);
+    /// their tasks went back to the buffer and ran in a later batch.
+    pub stopped_batches: u64,
+    /// The time those batches had run when they stopped, ns: the work lost.
+    pub stopped_ns: u64,
     /// Executed batches by batch size (rows), by increasing size.
     pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
 }
@@ -164,6 +174,8 @@ impl NodeCounters {
             compute_ns: get(&self.compute_ns),
             placement_retries: get(&self.placement_retries),
             host_device_bytes: get(&self.host_device_bytes),
+            stopped_batches: get(&self.stopped_batches),
+            stopped_ns: get(&self.stopped_ns),
             batch_sizes: self.batch_sizes.snapshot(),
         }
     }
@@ -186,6 +198,8 @@ pub(crate) struct NodeState {
     pub groups: Vec<GroupState>,
     /// The workers' nice values (background batches; see [`niceness::NodeNice`]).
     pub nice: niceness::NodeNice,
+    /// Per worker: its running batch and stop handles (see [`stop`]).
+    pub slots: Vec<stop::BatchSlot>,
 }
 
 /// One worker group of a node: its own instruction channel and busy count.
@@ -212,6 +226,7 @@ impl NodeState {
         NodeState {
             groups,
             nice: niceness::NodeNice::new(workers),
+            slots: (0..workers).map(|_| stop::BatchSlot::default()).collect(),
             buffer: buffer::BatchBuffer::default(),
             joins: join::JoinTable::new(
                 (0..spec.inputs.len()).map(|i| spec.state.iter().all(|s| s.slot != i)).collect(),

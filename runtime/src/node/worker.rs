@@ -98,7 +98,7 @@ pub(crate) fn spawn(
                 })
             })
             .collect();
-        let worker = Worker {
+        let mut worker = Worker {
             router: Arc::clone(&router),
             node,
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, node, index)),
@@ -113,7 +113,10 @@ pub(crate) fn spawn(
             group,
             requests,
             nice: super::niceness::BatchNice::new(&router.nodes[node].nice, index, router.scheduler.thread_classes),
+            index,
+            stoppable: false,
         };
+        worker.register_stop_handles();
         worker.serve(&router.nodes[node].receiver(group).clone());
     })
 }
@@ -139,6 +142,10 @@ struct Worker {
     requests: Vec<StageRequest>,
     /// The thread's nice value per batch (background batches, see [`super::niceness`]).
     nice: super::niceness::BatchNice,
+    /// The worker's index in its node (its [`super::stop::BatchSlot`]).
+    index: usize,
+    /// Whether the scheduler may stop this worker's batches (see [`super::stop`]).
+    stoppable: bool,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -174,6 +181,19 @@ impl Worker {
             state.busy.fetch_sub(1, Ordering::AcqRel);
             self.router.scheduler.poke(Reason::NodeFinished, &self.router.nodes);
         }
+    }
+
+    /// Gives the node's stop slot this worker's engines' stop handles, when the
+    /// pipeline stops young batches (`preempt_before`) and the node allows it:
+    /// no per-stream state (a chunk's turn cannot be undone) and no worker groups.
+    fn register_stop_handles(&mut self) {
+        let spec = self.spec();
+        if self.router.scheduler.preempt_before.is_none() || spec.keeps_streams() || !spec.groups.is_empty() {
+            return;
+        }
+        let slot = &self.router.nodes[self.node].slots[self.index];
+        slot.register(self.engines.iter().map(|e| e.stop_handle()).collect());
+        self.stoppable = slot.stoppable();
     }
 
     /// Takes tasks, drops those that no longer need running, and runs the rest as one batch.
@@ -224,10 +244,26 @@ impl Worker {
             let priority_waits = || {
                 state.buffer.priority_pending() > 0 || state.streams.as_ref().is_some_and(|s| s.priority_parked() > 0)
             };
-            self.nice.set_for_batch(&state.nice, tasks.iter().any(|t| t.priority), priority_waits);
+            let holds_priority = tasks.iter().any(|t| t.priority);
+            self.nice.set_for_batch(&state.nice, holds_priority, priority_waits);
+            let slot = &state.slots[self.index];
+            if self.stoppable {
+                slot.begin(crate::clock::now_ns(), holds_priority);
+            }
             let result = self.execute(&tasks);
-            // Account before answering, so a woken requester sees its batch counted.
             let compute = now.elapsed();
+            if self.stoppable && slot.end() && result.is_err() {
+                // Stopped for priority work: the tasks wait again, first in their queues.
+                state.metrics.stopped_batches.increment(1);
+                state.counters.stopped_batches.fetch_add(1, Ordering::Relaxed);
+                state.counters.stopped_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
+                let again = Instant::now();
+                tasks.iter_mut().for_each(|t| t.enqueued = again);
+                router.put_back(self.node, &mut tasks);
+                self.tasks = tasks;
+                return;
+            }
+            // Account before answering, so a woken requester sees its batch counted.
             state.metrics.executions.increment(1);
             state.metrics.inferences.increment(rows as u64);
             state.metrics.batch_size.record(rows as f64);
@@ -365,7 +401,10 @@ impl Worker {
             Err(panic) => {
                 let what = panic_message(&panic);
                 match stage.provider.create(&self.requests[s]) {
-                    Ok(fresh) => self.engines[s] = fresh,
+                    Ok(fresh) => {
+                        self.engines[s] = fresh;
+                        self.register_stop_handles();
+                    }
                     Err(e) => {
                         tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")
                     }

@@ -124,6 +124,22 @@ impl Router {
     }
 
     /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
+    /// Puts a stopped batch's tasks back into node `node`'s buffer (see
+    /// `node::stop`), at the front of their queues; `tasks` is left empty.
+    /// The worker pokes the scheduler when it finishes, as after any batch.
+    pub(crate) fn put_back(&self, node: usize, tasks: &mut Vec<Task>) {
+        let state = &self.nodes[node];
+        state.buffer.put_back(tasks);
+        // An immediate shutdown may have drained this buffer while the batch ran.
+        if self.stopping.load(Ordering::SeqCst) {
+            for task in state.buffer.drain() {
+                self.resolve(&task.request, Err(RequestError::ShuttingDown));
+            }
+        }
+        state.metrics.queue_depth.set(state.buffer.pending() as f64);
+        state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+    }
+
     fn fitting_groups(&self, node: usize, task: &Task) -> Result<u64, String> {
         let spec = &self.spec.nodes[node];
         // A kind this node has narrows the groups to it; a kind it lacks does not apply here.

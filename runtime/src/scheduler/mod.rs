@@ -10,6 +10,10 @@
 //! GPU nodes hold a slot of their device's budget instead of compute (the
 //! device-budget protocol, `scheduler/devices.rs`).
 //!
+//! With `preempt_before` (collaborative rule), a decision also stops young
+//! batches that keep waiting priority work from its node (the stop protocol,
+//! `node/stop.rs`; which batch, [`young_limit_ns`]).
+//!
 //! Decisions are made on the scheduler thread every `tick_us`, and at once on
 //! events: a priority task arrives, a node finishes a batch, or (with
 //! `decide_on_arrival`) any task arrives at a node that has an idle worker.
@@ -84,6 +88,28 @@ fn join_boosts(spec: &PipelineSpec) -> Vec<(usize, usize, usize, f64)> {
     terms
 }
 
+/// How long a batch of a node may have run and still be stopped for the node's
+/// waiting priority work: `fraction` of the node's mean batch time, when
+/// priority work waits there and no worker is free (`None` otherwise, and for
+/// a node that has not run yet). A batch stopped that young has most of its
+/// time still to run, which the priority task would otherwise wait out, and
+/// loses at most that fraction of a batch's work.
+pub(crate) fn young_limit_ns(load: &NodeLoad, fraction: f64) -> Option<u64> {
+    let waits = load.priority_pending > 0 && !load.can_start && load.mean_batch_ns > 0;
+    waits.then(|| (load.mean_batch_ns as f64 * fraction).min(u64::MAX as f64) as u64)
+}
+
+/// Stops, at each node where priority work waits, at most one young batch that
+/// holds no priority task (see [`young_limit_ns`] and `node/stop.rs`).
+fn stop_young_batches(loads: &[NodeLoad], nodes: &[NodeState], now_ns: u64, fraction: f64) {
+    for (load, state) in loads.iter().zip(nodes) {
+        let Some(limit_ns) = young_limit_ns(load, fraction) else { continue };
+        if state.slots.iter().any(|slot| slot.stop_if_young(now_ns, limit_ns)) {
+            tracing::trace!(target: "baton::scheduler", limit_ns, "stopped a young batch for priority work");
+        }
+    }
+}
+
 /// Decision state, touched only under the decision lock.
 struct Core {
     selector: Box<dyn NodeSelector>,
@@ -106,6 +132,9 @@ pub(crate) struct Scheduler {
     pub thread_classes: crate::node::ThreadClasses,
     /// The compute budget, for the decision log.
     budget: f64,
+    /// Stopping young batches: the fraction of a node's mean batch time under
+    /// which a batch holding no priority task is stopped for waiting priority work.
+    pub preempt_before: Option<f64>,
     tick: Duration,
     /// A selector that waits on time (the dynamic batcher): when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
     next_due_ns: AtomicU64,
@@ -136,6 +165,7 @@ impl Scheduler {
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
             budget: spec.compute_budget,
+            preempt_before: s.preempt_before.filter(|_| s.policy == crate::config::BatchingPolicy::Collaborative),
             tick: Duration::from_micros(s.tick_us),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
@@ -228,6 +258,9 @@ impl Scheduler {
             // or of the group) and `busy` (which counts them) was below that for a picked node.
             let _ = channel.try_send(Instruction::RunBatch);
         }
+        if let Some(fraction) = self.preempt_before {
+            stop_young_batches(loads, nodes, now_ns, fraction);
+        }
         self.metrics.decisions.increment(1);
         self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
         if !picked.is_empty() && tracing::enabled!(target: "baton::scheduler", tracing::Level::DEBUG) {
@@ -264,5 +297,20 @@ impl Scheduler {
             return self.tick;
         }
         self.tick.min(Duration::from_nanos(due.saturating_sub(clock::now_ns())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_young_for_a_fraction_of_the_mean_only_where_priority_work_waits_for_a_worker() {
+        let load = NodeLoad { priority_pending: 1, can_start: false, mean_batch_ns: 1_000_000, ..NodeLoad::default() };
+        assert_eq!(young_limit_ns(&load, 0.25), Some(250_000));
+        assert_eq!(young_limit_ns(&NodeLoad { priority_pending: 0, ..load }, 0.25), None, "no priority work waits");
+        assert_eq!(young_limit_ns(&NodeLoad { can_start: true, ..load }, 0.25), None, "a worker is free");
+        assert_eq!(young_limit_ns(&NodeLoad { mean_batch_ns: 0, ..load }, 0.25), None, "the node has not run");
+        assert_eq!(young_limit_ns(&load, 1e30), Some(u64::MAX), "a huge fraction saturates");
     }
 }

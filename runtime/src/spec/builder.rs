@@ -141,6 +141,12 @@ impl Builder<'_> {
                 ),
             );
         }
+        if let Some(fraction) = s.preempt_before.filter(|f| !(f.is_finite() && *f > 0.0)) {
+            return err(
+                "scheduler.preempt_before",
+                format!("{fraction} is not a positive number (a fraction of the node's mean batch time, such as 0.25)"),
+            );
+        }
         if s.foreground_realtime && s.foreground_slice_us != 0 {
             return err(
                 "scheduler.foreground_slice_us",
