@@ -123,7 +123,6 @@ impl Router {
         self.scheduler.arrival_wants_decision(node, state, priority).then_some(reason)
     }
 
-    /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
     /// Puts a stopped batch's tasks back into node `node`'s buffer (see
     /// `node::stop`), at the front of their queues; `tasks` is left empty.
     /// The worker pokes the scheduler when it finishes, as after any batch.
@@ -140,6 +139,7 @@ impl Router {
         state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
     }
 
+    /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
     fn fitting_groups(&self, node: usize, task: &Task) -> Result<u64, String> {
         let spec = &self.spec.nodes[node];
         // A kind this node has narrows the groups to it; a kind it lacks does not apply here.
