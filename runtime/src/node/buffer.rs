@@ -169,24 +169,39 @@ impl BatchBuffer {
     /// Adds a task; returns the pending count after it.
     pub fn push(&self, task: Task) -> usize {
         let mut q = self.queues.lock();
-        if task.groups != 0 {
-            self.count_fits(task.groups, true);
-        }
         // `pending` changes only under this lock: 0 means every queue is empty.
         if self.pending.load(Ordering::Relaxed) == 0 {
             self.oldest_ns.store(task.enqueued_ns, Ordering::Release);
         }
-        if task.priority {
-            q.priority.push_back(task);
+        if self.place(&mut q, task, false) {
             self.priority_pending.fetch_add(1, Ordering::Relaxed);
-        } else if let Some(fair) = &mut q.fair {
-            let tenant = task.request.tenant;
-            fair.queues[tenant].push_back(task);
-            fair.policy.enqueue(tenant);
-        } else {
-            q.normal.push_back(task);
         }
         self.pending.fetch_add(1, Ordering::Release) + 1
+    }
+
+    /// Puts `task` into its queue (priority, its tenant's, or the plain one), at the
+    /// back or, for a stopped batch's task, the front; counts the groups it fits.
+    /// Returns whether it is a priority task (the caller counts it). Under the lock.
+    fn place(&self, q: &mut Queues, task: Task, front: bool) -> bool {
+        if task.groups != 0 {
+            self.count_fits(task.groups, true);
+        }
+        let priority = task.priority;
+        let queue = if priority {
+            &mut q.priority
+        } else if let Some(fair) = &mut q.fair {
+            let tenant = task.request.tenant;
+            fair.policy.enqueue(tenant);
+            &mut fair.queues[tenant]
+        } else {
+            &mut q.normal
+        };
+        if front {
+            queue.push_front(task);
+        } else {
+            queue.push_back(task);
+        }
+        priority
     }
 
     pub fn pending(&self) -> usize {
@@ -290,19 +305,7 @@ impl BatchBuffer {
         let q = &mut *guard;
         let (count, mut priority) = (out.len(), 0);
         for task in out.drain(..).rev() {
-            if task.groups != 0 {
-                self.count_fits(task.groups, true);
-            }
-            if task.priority {
-                priority += 1;
-                q.priority.push_front(task);
-            } else if let Some(fair) = &mut q.fair {
-                let tenant = task.request.tenant;
-                fair.queues[tenant].push_front(task);
-                fair.policy.enqueue(tenant);
-            } else {
-                q.normal.push_front(task);
-            }
+            priority += usize::from(self.place(q, task, true));
         }
         self.oldest_ns.store(q.oldest_ns(), Ordering::Release);
         self.priority_pending.fetch_add(priority, Ordering::Relaxed);
