@@ -240,6 +240,12 @@ impl NodeState {
         }
     }
 
+    /// Sets the node's queue-depth gauges from its buffer.
+    pub fn publish_depths(&self) {
+        self.metrics.queue_depth.set(self.buffer.pending() as f64);
+        self.metrics.priority_depth.set(self.buffer.priority_pending() as f64);
+    }
+
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::Acquire)
     }

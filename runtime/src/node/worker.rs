@@ -206,8 +206,7 @@ impl Worker {
             None => state.buffer.take(self.batch_rows, &self.pad_axes, &mut tasks),
             Some(g) => state.buffer.take_for(g, self.batch_rows, &self.pad_axes, &mut tasks),
         }
-        state.metrics.queue_depth.set(state.buffer.pending() as f64);
-        state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+        state.publish_depths();
         let now = Instant::now();
         let mut dropped_chunks = Vec::new();
         tasks.retain(|task| {

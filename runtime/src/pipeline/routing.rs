@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::Router;
 use crate::node::stream::Admission;
-use crate::node::Task;
+use crate::node::{NodeState, Task};
 use crate::request::{RequestError, RequestState};
 use crate::scheduler::Reason;
 use crate::tensor::Tensor;
@@ -108,10 +108,7 @@ impl Router {
         }
         let pending = state.buffer.push(task);
         // An immediate shutdown may have drained this buffer between the check and the push.
-        if self.stopping.load(Ordering::SeqCst) {
-            for task in state.buffer.drain() {
-                self.resolve(&task.request, Err(RequestError::ShuttingDown));
-            }
+        if self.refuse_if_stopping(state) {
             return None;
         }
         state.metrics.queue_depth.set(pending as f64);
@@ -130,13 +127,21 @@ impl Router {
         let state = &self.nodes[node];
         state.buffer.put_back(tasks);
         // An immediate shutdown may have drained this buffer while the batch ran.
-        if self.stopping.load(Ordering::SeqCst) {
+        self.refuse_if_stopping(state);
+        state.publish_depths();
+    }
+
+    /// After tasks went into `state`'s buffer: if an immediate shutdown is under
+    /// way (it may have drained the buffer before they came), answers every task
+    /// there with the shutdown error. Returns whether it did.
+    fn refuse_if_stopping(&self, state: &NodeState) -> bool {
+        let stopping = self.stopping.load(Ordering::SeqCst);
+        if stopping {
             for task in state.buffer.drain() {
                 self.resolve(&task.request, Err(RequestError::ShuttingDown));
             }
         }
-        state.metrics.queue_depth.set(state.buffer.pending() as f64);
-        state.metrics.priority_depth.set(state.buffer.priority_pending() as f64);
+        stopping
     }
 
     /// At a node with worker groups: the mask of the groups that fit `task`, or why none does.
