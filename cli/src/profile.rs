@@ -110,6 +110,8 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
                 inter_threads: node.inter_threads,
                 // A GPU node is profiled on its GPU.
                 execution: spec.nodes.iter().find(|n| n.name == *name).map(|n| n.execution.clone()).unwrap_or_default(),
+                // Each batch size as it is: the profile measures the engine at every size.
+                batch_sizes: baton::BatchSizes::none(),
             };
             let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
             let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;

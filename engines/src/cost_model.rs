@@ -420,6 +420,7 @@ mod tests {
             intra_threads: 1,
             inter_threads: 1,
             execution: baton::Execution::Cpu,
+            batch_sizes: baton::BatchSizes::none(),
         };
         CostModelConfig::from_stage(&stage).map_err(|e| e.to_string())
     }

@@ -454,6 +454,7 @@ mod tests {
             intra_threads: 1,
             inter_threads: 1,
             execution: baton::Execution::Cpu,
+            batch_sizes: baton::BatchSizes::none(),
         }
     }
 

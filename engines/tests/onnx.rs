@@ -221,3 +221,73 @@ fn wrong_inputs_are_errors_not_panics() {
     // The engine still works afterwards.
     assert_eq!(engine.run(&[&x]).unwrap()[0].shape(), &[2, 10]);
 }
+
+/// `rows` rows of the MLP's input, each a different deterministic pattern.
+fn mlp_rows(rows: usize, seed: usize) -> Tensor {
+    let data: Vec<f32> = (0..rows * 256).map(|i| (((i + seed) * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    Tensor::from_slice(vec![rows, 256], &data).unwrap()
+}
+
+fn with_sizes(sizes: &[usize]) -> baton::StageRequest {
+    baton::StageRequest { batch_sizes: baton::BatchSizes::new(sizes.to_vec()).unwrap(), ..onnx_stage(model("mlp")) }
+}
+
+#[test]
+fn a_batch_padded_to_a_fixed_size_equals_the_batch_run_at_its_own_rows() {
+    let mut padded = OnnxEngine::new(&with_sizes(&[1, 2, 4, 8])).unwrap();
+    let mut plain = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    for rows in [1, 3, 5, 8] {
+        let input = mlp_rows(rows, rows);
+        let got = padded.run(&[&input]).unwrap();
+        let want = plain.run(&[&input]).unwrap();
+        assert_eq!(got[0].shape(), &[rows, 10], "padding rows are cut from the outputs");
+        // Row by row: a padded batch runs other kernels' blockings, so compare within f32 rounding.
+        for (g, w) in got[0].as_slice::<f32>().unwrap().iter().zip(want[0].as_slice::<f32>().unwrap()) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{rows} rows: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn every_batch_size_runs_once_when_the_engine_is_made() {
+    let engine = OnnxEngine::new(&with_sizes(&[1, 2, 4, 8])).unwrap();
+    let rows: Vec<usize> = engine.warmed_sizes().iter().map(|w| w.rows).collect();
+    assert_eq!(rows, [1, 2, 4, 8]);
+    assert!(OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap().warmed_sizes().is_empty());
+}
+
+#[test]
+fn a_model_with_a_fixed_batch_dim_runs_its_own_rows_whatever_the_sizes() {
+    let stage = baton::StageRequest {
+        batch_sizes: baton::BatchSizes::new(vec![1, 2, 4]).unwrap(),
+        ..onnx_stage(model("fixed_batch"))
+    };
+    let mut engine = OnnxEngine::new(&stage).unwrap();
+    assert!(engine.warmed_sizes().is_empty(), "sizes of a fixed batch dim are not run");
+    let spec = &engine.signature().inputs[0];
+    let shape: Vec<usize> = spec.shape.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { 1 }).collect();
+    let input = Tensor::zeros(spec.dtype, shape.clone()).unwrap();
+    let out = engine.run(&[&input]).unwrap();
+    assert_eq!(out[0].shape()[0], shape[0]);
+}
+
+#[test]
+fn outputs_are_written_into_the_same_buffers_once_the_last_batch_s_are_dropped() {
+    let mut engine = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    let input = mlp_rows(4, 0);
+    let mut outputs = Vec::new();
+    // The first run of a shape learns the output shapes; later ones bind.
+    engine.run_into(&[&input], &mut outputs).unwrap();
+    outputs.clear();
+    engine.run_into(&[&input], &mut outputs).unwrap();
+    let first = outputs[0].as_bytes().as_ptr();
+    let want = outputs[0].clone();
+    outputs.clear();
+    drop(want);
+    engine.run_into(&[&input], &mut outputs).unwrap();
+    assert_eq!(outputs[0].as_bytes().as_ptr(), first, "a free buffer is reused");
+    let held = outputs.pop().unwrap();
+    engine.run_into(&[&mlp_rows(4, 9)], &mut outputs).unwrap();
+    assert_ne!(outputs[0].as_bytes().as_ptr(), held.as_bytes().as_ptr(), "a held output is never overwritten");
+    assert_ne!(outputs[0], held, "the held output keeps the earlier batch's values");
+}

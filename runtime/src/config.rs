@@ -383,6 +383,14 @@ pub struct NodeConfig {
     pub device: Option<usize>,
     /// With `provider = "cuda"`: the CUDA provider's options.
     pub cuda: Option<CudaOptions>,
+    /// The batch sizes (rows) the node's ONNX stages run at: a batch is padded
+    /// up to the next size with zero rows, dropped from the outputs, and every
+    /// size runs once when the node's workers start, so the first request of a
+    /// size pays no set-up (see [`crate::spec::BatchSizes`]). `[]`: batches run at
+    /// the rows they have. Default: powers of two up to `max_batch` on a CUDA
+    /// node without per-stream state, `[]` otherwise. Refused on a node with
+    /// `state` (its rows are streams, not independent rows).
+    pub batch_sizes: Option<Vec<usize>>,
 }
 
 /// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.

@@ -23,6 +23,7 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use crate::batch_sizes::BatchSizes;
 use crate::execution::Execution;
 use crate::request::StreamChunk;
 use crate::tensor::{DType, Tensor};
@@ -175,6 +176,9 @@ pub struct StageRequest {
     pub inter_threads: usize,
     /// Where the stage's node runs: the CPU, or a GPU with its options (the node's `provider`).
     pub execution: Execution,
+    /// The batch sizes the stage runs at, padding a batch up to the next (the
+    /// node's `batch_sizes`, see [`crate::batch_sizes`]); engines that cannot pad ignore them.
+    pub batch_sizes: BatchSizes,
 }
 
 impl StageRequest {
@@ -249,12 +253,35 @@ pub trait Engine: Send {
         0
     }
 
+    /// The batch sizes this engine ran when it was created (fixed batch sizes,
+    /// see [`crate::batch_sizes`]), with the time each took. Default: none.
+    fn warmed_sizes(&self) -> &[WarmedSize] {
+        &[]
+    }
+
     /// A handle another thread may use to stop this engine's run in progress
     /// (the scheduler stopping a young batch for priority work, "Stopping
     /// young batches" in docs/scheduling.md). Default: `None`, runs cannot be stopped.
     fn stop_handle(&self) -> Option<Arc<dyn RunStop>> {
         None
     }
+}
+
+/// One batch size an engine ran when it was created, and how long it took (see [`Engine::warmed_sizes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarmedSize {
+    pub rows: usize,
+    pub took: std::time::Duration,
+}
+
+/// The batch sizes one worker's engine for one stage ran when it started (see [`Engine::warmed_sizes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WarmUp {
+    pub node: String,
+    pub worker: usize,
+    /// The stage, as `nodes.NAME.stages[i]`.
+    pub stage: String,
+    pub sizes: Vec<WarmedSize>,
 }
 
 /// Stops an engine's runs from another thread (see [`Engine::stop_handle`]).
@@ -411,6 +438,7 @@ mod tests {
             intra_threads: 1,
             inter_threads: 1,
             execution: Execution::Cpu,
+            batch_sizes: BatchSizes::none(),
         }
     }
 

@@ -12,6 +12,7 @@
 //! Start with [`Runtime`]: build it from a file and an [`EngineRegistry`],
 //! [`Runtime::submit`] [`Request`]s, and wait on the [`Ticket`]s.
 
+pub mod batch_sizes;
 mod clock;
 pub mod config;
 pub mod engine;
@@ -30,10 +31,11 @@ pub mod stats;
 pub mod tensor;
 mod wakeup;
 
+pub use batch_sizes::BatchSizes;
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};
 pub use engine::{
     BatchInfo, Dim, Engine, EngineError, EngineProvider, EngineRegistry, FunctionStage, ModelSignature, NoParams,
-    RunStop, StageOutput, StageParams, StageRequest, TensorSpec,
+    RunStop, StageOutput, StageParams, StageRequest, TensorSpec, WarmUp, WarmedSize,
 };
 pub use execution::{CudaOptions, Execution};
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::config::{ConfigError, PipelineConfig};
-use crate::engine::EngineRegistry;
+use crate::engine::{EngineRegistry, WarmUp};
 use crate::node::{worker, NodeStats};
 use crate::pipeline::{ticker, Router};
 use crate::request::{Completion, Request, RequestResult, Ticket};
@@ -68,6 +68,7 @@ pub struct Runtime {
     router: Arc<Router>,
     workers: Vec<JoinHandle<()>>,
     ticker: Option<JoinHandle<()>>,
+    warm_ups: Vec<WarmUp>,
 }
 
 impl Runtime {
@@ -88,7 +89,8 @@ impl Runtime {
     /// Starts worker threads (each creating its engines) and the scheduler's tick thread.
     pub fn start(spec: PipelineSpec) -> Result<Runtime, StartError> {
         let router = Arc::new(Router::new(spec));
-        let mut runtime = Runtime { router: Arc::clone(&router), workers: Vec::new(), ticker: None };
+        let mut runtime =
+            Runtime { router: Arc::clone(&router), workers: Vec::new(), ticker: None, warm_ups: Vec::new() };
         let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
         let mut expected = Vec::new();
         for (n, node) in router.spec.nodes.iter().enumerate() {
@@ -101,7 +103,17 @@ impl Runtime {
         let mut failure = None;
         for (node, worker) in expected {
             match ready_rx.recv() {
-                Ok(Ok(())) => {}
+                Ok(Ok(warm_ups)) => {
+                    for w in &warm_ups {
+                        let times: Vec<String> = w
+                            .sizes
+                            .iter()
+                            .map(|s| format!("{} rows {:.1} ms", s.rows, s.took.as_secs_f64() * 1e3))
+                            .collect();
+                        tracing::info!(node = %w.node, worker = w.worker, stage = %w.stage, "warmed up: {}", times.join(", "));
+                    }
+                    runtime.warm_ups.extend(warm_ups);
+                }
                 Ok(Err(message)) => failure = failure.or(Some(StartError::Worker { node, worker, message })),
                 Err(_) => {
                     failure = failure.or(Some(StartError::Worker {
@@ -118,6 +130,12 @@ impl Runtime {
         }
         runtime.ticker = Some(ticker::spawn(Arc::clone(&router))?);
         Ok(runtime)
+    }
+
+    /// What each worker's engines ran when they started (fixed batch sizes, see
+    /// [`crate::batch_sizes`]): per stage, each size and how long it took.
+    pub fn warm_ups(&self) -> &[WarmUp] {
+        &self.warm_ups
     }
 
     /// The validated pipeline this runtime runs.

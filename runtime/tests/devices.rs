@@ -376,3 +376,40 @@ fn bytes_engines_copy_between_host_and_device_are_counted_per_node_and_cpu_nodes
         .sum();
     assert_eq!(metric, 12, "the metric counts the same bytes");
 }
+
+/// The batch sizes node `name`'s first stage runs at.
+fn batch_sizes(spec: &PipelineSpec, name: &str) -> Vec<usize> {
+    let node = spec.nodes.iter().find(|n| n.name == name).unwrap();
+    node.stages[0].request.batch_sizes.sizes().to_vec()
+}
+
+#[test]
+fn a_cuda_node_runs_powers_of_two_up_to_max_batch_and_a_cpu_node_its_own_rows() {
+    let toml = format!(
+        "{}{}{}",
+        node("a", &format!("{ON_CUDA0}\nmax_batch = 24")),
+        node("b", "max_batch = 24"),
+        node("c", &format!("{ON_CUDA0}\nmax_batch = 8\nbatch_sizes = []")),
+    );
+    let spec = spec(&GatedEngines::default(), &toml).unwrap();
+    assert_eq!(batch_sizes(&spec, "a"), [1, 2, 4, 8, 16, 24]);
+    assert_eq!(batch_sizes(&spec, "b"), Vec::<usize>::new(), "a CPU node runs each batch at its rows");
+    assert_eq!(batch_sizes(&spec, "c"), Vec::<usize>::new(), "`batch_sizes = []` opts out");
+    let declared = spec(&GatedEngines::default(), &node("d", "max_batch = 8\nbatch_sizes = [2, 8]")).unwrap();
+    assert_eq!(batch_sizes(&declared, "d"), [2, 8], "a CPU node may declare sizes");
+}
+
+#[test]
+fn batch_sizes_that_leave_a_batch_without_a_size_or_do_not_ascend_are_refused() {
+    config_error(&node("a", "max_batch = 8\nbatch_sizes = [1, 4]"), &["nodes.a.batch_sizes", "(4)", "max_batch (8)"]);
+    config_error(&node("a", "max_batch = 8\nbatch_sizes = [4, 2, 8]"), &["nodes.a.batch_sizes", "ascending"]);
+    config_error(&node("a", "max_batch = 8\nbatch_sizes = [0, 8]"), &["nodes.a.batch_sizes", "at least 1"]);
+}
+
+#[test]
+fn batch_sizes_on_a_node_with_per_stream_state_are_refused_naming_the_node() {
+    let toml = "[inputs.x]\nto = [\"s.x\"]\n[outputs.y]\nfrom = \"s.y\"\n\
+                [nodes.s]\nstages = [{ engine = \"test\", params = { node = \"s\" } }]\nmax_batch = 4\n\
+                batch_sizes = [1, 2, 4]\nstate = [{ output = \"y\", input = \"x\" }]\n";
+    config_error(toml, &["nodes.s.batch_sizes", "node `s` keeps per-stream state"]);
+}

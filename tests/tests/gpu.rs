@@ -45,6 +45,7 @@ fn stage(model: PathBuf, execution: Execution) -> StageRequest {
         intra_threads: 1,
         inter_threads: 1,
         execution,
+        batch_sizes: baton::BatchSizes::none(),
     }
 }
 

@@ -26,6 +26,7 @@ pub fn onnx_stage(model: PathBuf) -> StageRequest {
         intra_threads: 1,
         inter_threads: 1,
         execution: baton::Execution::Cpu,
+        batch_sizes: baton::BatchSizes::none(),
     }
 }
 
@@ -38,6 +39,7 @@ pub fn cost_stage(params: &str) -> StageRequest {
         intra_threads: 1,
         inter_threads: 1,
         execution: baton::Execution::Cpu,
+        batch_sizes: baton::BatchSizes::none(),
     }
 }
 

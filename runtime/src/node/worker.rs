@@ -21,20 +21,24 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
+use crate::engine::WarmUp;
 use crate::engine::{BatchInfo, Engine, StageOutput, StageRequest};
 use crate::pipeline::Router;
 use crate::request::RequestError;
 use crate::scheduler::Reason;
 use crate::spec::PadSpec;
 use crate::spec::{NodeSpec, StageSource, Target};
-use crate::tensor::{stitch, stitch_padded, Tensor};
+use crate::tensor::{stitch_padded, stitch_pooled, Tensor, TensorPool};
+
+/// Stitch buffers a worker keeps per input slot (batches whose inputs are still held, plus one).
+const INPUT_BUFFERS_KEPT: usize = 4;
 
 /// Starts worker `index` of node `node`. It reports on `ready` once its engines exist (or failed).
 pub(crate) fn spawn(
     router: Arc<Router>,
     node: usize,
     index: usize,
-    ready: Sender<Result<(), String>>,
+    ready: Sender<Result<Vec<WarmUp>, String>>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let name = format!("baton-{}-{index}", router.spec.nodes[node].name);
     std::thread::Builder::new().name(name).spawn(move || {
@@ -71,7 +75,18 @@ pub(crate) fn spawn(
             .collect();
         let engines = match engines {
             Ok(engines) => {
-                let _ = ready.send(Ok(()));
+                let warm_ups = engines
+                    .iter()
+                    .zip(&requests)
+                    .filter(|(engine, _)| !engine.warmed_sizes().is_empty())
+                    .map(|(engine, request)| WarmUp {
+                        node: spec.name.clone(),
+                        worker: index,
+                        stage: request.location.clone(),
+                        sizes: engine.warmed_sizes().to_vec(),
+                    })
+                    .collect();
+                let _ = ready.send(Ok(warm_ups));
                 engines
             }
             Err(e) => {
@@ -104,6 +119,7 @@ pub(crate) fn spawn(
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, node, index)),
             engines,
             tasks: Vec::new(),
+            input_pools: (0..spec.inputs.len()).map(|_| TensorPool::new(INPUT_BUFFERS_KEPT)).collect(),
             state_outputs,
             cuts,
             pad_axes: spec.pad_axes(),
@@ -128,6 +144,8 @@ struct Worker {
     faults: Option<FaultDraws>,
     engines: Vec<Box<dyn Engine>>,
     tasks: Vec<Task>,
+    /// Per input slot: the buffers batches are stitched into, reused once their requests let go.
+    input_pools: Vec<TensorPool>,
     /// (stage, output index) of each write-back output, in state order.
     state_outputs: Vec<(usize, usize)>,
     /// Per route: the pad rule and output axes to cut it back along, if any.
@@ -304,12 +322,15 @@ impl Worker {
         let spec = &router.spec.nodes[self.node];
         let mut inputs = Vec::with_capacity(spec.inputs.len());
         let mut parts: Vec<&Tensor> = Vec::with_capacity(tasks.len());
+        let rows: usize = tasks.iter().map(|t| t.rows).sum();
+        // Room for the rows the first stage pads the batch to (fixed batch sizes), so it need not copy.
+        let capacity = spec.stages.first().map_or(rows, |stage| stage.request.batch_sizes.padded(rows));
         for slot in 0..spec.inputs.len() {
             parts.clear();
             parts.extend(tasks.iter().map(|t| &t.inputs[slot]));
             let stitched = match spec.pad.iter().find(|p| p.slot == slot) {
                 Some(pad) => stitch_padded(&parts, &pad.axes, pad.value),
-                None => stitch(&parts),
+                None => stitch_pooled(&mut self.input_pools[slot], &parts, capacity),
             };
             inputs.push(stitched.map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
         }

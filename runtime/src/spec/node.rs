@@ -8,6 +8,7 @@ use super::builder::{check_compatible, list_or_none, Builder};
 use super::devices::node_execution;
 use super::types::*;
 use super::{err, port_position, NodeSpec, Port, Result};
+use crate::batch_sizes::BatchSizes;
 use crate::config::{ConfigError, FaultConfig, NodeConfig, StageConfig};
 use crate::engine::{Dim, EngineProvider, StageRequest, TensorSpec};
 use crate::tensor::Tensor;
@@ -20,6 +21,7 @@ impl Builder<'_> {
         let groups = worker_groups(name, cfg)?;
         let remote = super::remote::check(name, cfg)?;
         let execution = node_execution(name, cfg)?;
+        let batch_sizes = BatchSizes::for_node(name, cfg, &execution)?;
         let mut chain = StageChain::default();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
@@ -35,6 +37,7 @@ impl Builder<'_> {
                 intra_threads: cfg.intra_threads,
                 inter_threads: cfg.inter_threads,
                 execution: execution.clone(),
+                batch_sizes: batch_sizes.clone(),
             };
             let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e.to_string()))?;
             chain.push(

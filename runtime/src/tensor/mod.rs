@@ -21,6 +21,11 @@ use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
+mod pool;
+pub use pool::{stitch_pooled, PooledTensor, TensorPool};
+
 /// Element type of a tensor. Names follow ONNX (`f32` = `tensor(float)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -194,13 +199,14 @@ pub fn checked_len(shape: &[usize], dtype: DType) -> Result<usize, TensorError> 
     Ok(shape.iter().product())
 }
 
-/// A 64-byte aligned, immutable-once-shared heap buffer.
+/// A 64-byte aligned heap buffer, written only while one owner can reach it
+/// (when it is made, or through a [`TensorPool`]), then shared read-only.
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the buffer owns its allocation and is only written before it is shared.
+// SAFETY: the buffer owns its allocation and is only written while one owner can reach it.
 unsafe impl Send for Buffer {}
 unsafe impl Sync for Buffer {}
 
@@ -252,11 +258,15 @@ impl Drop for Buffer {
     }
 }
 
+/// A tensor's dims, held inline up to rank 6 (so making a view or a batch's
+/// tensor allocates nothing).
+type Shape = SmallVec<[usize; 6]>;
+
 /// A dense, row-major tensor: dtype, shape and a shared byte buffer.
 #[derive(Clone)]
 pub struct Tensor {
     dtype: DType,
-    shape: Vec<usize>,
+    shape: Shape,
     buffer: Arc<Buffer>,
     /// Byte offset of this tensor's first element in `buffer`.
     offset: usize,
@@ -293,15 +303,15 @@ impl Tensor {
         Ok(Self::from_bytes_unchecked(dtype, shape, bytes))
     }
 
-    fn from_bytes_unchecked(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Tensor {
+    fn from_bytes_unchecked(dtype: DType, shape: impl Into<Shape>, bytes: &[u8]) -> Tensor {
         let buffer = Buffer::concat(bytes.len(), std::iter::once(bytes));
-        Tensor { dtype, shape, buffer: Arc::new(buffer), offset: 0 }
+        Tensor { dtype, shape: shape.into(), buffer: Arc::new(buffer), offset: 0 }
     }
 
     /// A tensor of zeros (all-false for `bool`).
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor, TensorError> {
         let len = checked_len(&shape, dtype)? * dtype.size();
-        Ok(Tensor { dtype, shape, buffer: Arc::new(Buffer::zeroed(len)), offset: 0 })
+        Ok(Tensor { dtype, shape: Shape::from_vec(shape), buffer: Arc::new(Buffer::zeroed(len)), offset: 0 })
     }
 
     pub fn dtype(&self) -> DType {
@@ -379,6 +389,23 @@ impl Tensor {
         }
     }
 
+    /// This view widened to `rows` rows of dim 0 over what its buffer holds
+    /// after it (other rows of the batch it was cut from, or a pool's zeroed
+    /// room), without copying; `None` when the buffer ends sooner. For padding
+    /// a batch whose extra rows' results are dropped.
+    pub fn with_rows_after(&self, rows: usize) -> Option<Tensor> {
+        let first = *self.shape.first()?;
+        if rows < first {
+            return None;
+        }
+        let end = self.offset.checked_add(rows.checked_mul(self.row_bytes())?)?;
+        (end <= self.buffer.len).then(|| {
+            let mut shape = self.shape.clone();
+            shape[0] = rows;
+            Tensor { dtype: self.dtype, shape, buffer: Arc::clone(&self.buffer), offset: self.offset }
+        })
+    }
+
     /// The same tensor in a buffer of its own: copies if it is a view into a
     /// larger buffer (so keeping it does not keep the larger buffer alive).
     pub fn compact(&self) -> Tensor {
@@ -395,7 +422,7 @@ impl Tensor {
         if expected != self.len() {
             return Err(TensorError::ElementCount { shape, expected, got: self.len() });
         }
-        Ok(Tensor { shape, ..self.clone() })
+        Ok(Tensor { shape: Shape::from_vec(shape), ..self.clone() })
     }
 }
 
@@ -417,12 +444,23 @@ impl fmt::Debug for Tensor {
 
 /// Concatenates tensors along dim 0. All parts must share dtype and every dim but the first.
 pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
-    let first = parts.first().ok_or(TensorError::StitchEmpty)?;
+    let first = check_stitch(parts)?;
+    if parts.len() == 1 {
+        return Ok(first.clone());
+    }
+    let mut shape = first.shape.clone();
+    shape[0] = parts.iter().map(|p| p.shape[0]).sum();
+    let len = checked_len(&shape, first.dtype)? * first.dtype.size();
+    let buffer = Buffer::concat(len, parts.iter().map(|p| p.as_bytes()));
+    Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
+}
+
+/// The first of `parts` once they are checked to stitch along dim 0: one dtype,
+/// every dim but the first alike, rows that add up without overflow.
+fn check_stitch<'a>(parts: &[&'a Tensor]) -> Result<&'a Tensor, TensorError> {
+    let first = *parts.first().ok_or(TensorError::StitchEmpty)?;
     if first.shape.is_empty() {
         return Err(TensorError::StitchScalar);
-    }
-    if parts.len() == 1 {
-        return Ok((*first).clone());
     }
     let mut rows = 0usize;
     for part in parts {
@@ -430,17 +468,13 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
             return Err(TensorError::StitchDType { first: first.dtype, other: part.dtype });
         }
         if part.shape.is_empty() || part.shape[1..] != first.shape[1..] {
-            return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
+            return Err(TensorError::StitchShape { first: first.shape.to_vec(), other: part.shape.to_vec() });
         }
         rows = rows
             .checked_add(part.shape[0])
-            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.to_vec(), reason: "the parts' rows overflow" })?;
     }
-    let mut shape = first.shape.clone();
-    shape[0] = rows;
-    let len = checked_len(&shape, first.dtype)? * first.dtype.size();
-    let buffer = Buffer::concat(len, parts.iter().map(|p| p.as_bytes()));
-    Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
+    Ok(first)
 }
 
 /// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype
@@ -562,11 +596,11 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
         let agrees = part.shape.len() == shape.len()
             && (1..shape.len()).all(|d| axes.contains(&d) || part.shape[d] == first.shape[d]);
         if !agrees {
-            return Err(TensorError::StitchShape { first: first.shape.clone(), other: part.shape.clone() });
+            return Err(TensorError::StitchShape { first: first.shape.to_vec(), other: part.shape.to_vec() });
         }
         shape[0] = shape[0]
             .checked_add(part.shape[0])
-            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.clone(), reason: "the parts' rows overflow" })?;
+            .ok_or_else(|| TensorError::TooLarge { shape: first.shape.to_vec(), reason: "the parts' rows overflow" })?;
         for &a in axes {
             shape[a] = shape[a].max(part.shape[a]);
         }
@@ -584,17 +618,17 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
         copy_block(part.as_bytes(), &part.shape, &mut bytes[offset..offset + rows * row], &block, &part.shape, elem);
         offset += rows * row;
     }
-    Ok(Tensor::from_bytes_unchecked(first.dtype, shape, &bytes))
+    Ok(Tensor::from_bytes_unchecked(first.dtype, shape.to_vec(), &bytes))
 }
 
 impl Tensor {
     /// The leading block of this tensor of shape `shape` (same rank, no dim larger): a copy.
     pub fn crop_to(&self, shape: &[usize]) -> Result<Tensor, TensorError> {
-        if shape == self.shape.as_slice() {
+        if shape == &self.shape[..] {
             return Ok(self.clone());
         }
         if shape.len() != self.shape.len() || shape.iter().zip(&self.shape).any(|(a, b)| a > b) {
-            return Err(TensorError::StitchShape { first: self.shape.clone(), other: shape.to_vec() });
+            return Err(TensorError::StitchShape { first: self.shape.to_vec(), other: shape.to_vec() });
         }
         let elem = self.dtype.size();
         let mut out = vec![0u8; checked_len(shape, self.dtype)? * elem];

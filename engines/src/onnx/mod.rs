@@ -2,9 +2,11 @@
 //!
 //! [`OnnxProvider`] reads model signatures (cached per model file) and creates
 //! one [`OnnxEngine`] per worker thread, each owning its own ONNX Runtime
-//! session (ORT's `Run` is not thread-safe). Inputs are handed to ORT without
-//! copying (views of the Baton tensors' buffers); each output is copied once
-//! into a Baton [`Tensor`].
+//! session (ORT's `Run` is not thread-safe). Runs go through ONNX Runtime's
+//! I/O binding (see [`bound`]): inputs are bound where they lie, outputs are
+//! written into buffers the engine owns and reuses, and a batch is padded to
+//! the node's fixed batch sizes, each of which runs once when the engine is
+//! created (its time is reported by [`Engine::warmed_sizes`]).
 //!
 //! The ONNX Runtime library is loaded lazily (see [`crate::ort_library`]):
 //! creating the provider never fails, so pipelines that only use the cost
@@ -19,10 +21,13 @@
 //! engine counts those bytes ([`Engine::host_device_bytes`]). Keeping tensors
 //! passed between GPU nodes on the device is designed in docs/gpu.md, not built.
 
+mod bound;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use baton::engine::WarmedSize;
 use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
 use baton::{
     DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, RunStop, StageRequest, Tensor, TensorSpec,
@@ -102,6 +107,10 @@ pub struct OnnxEngine {
     copied: Option<u64>,
     /// The options every run is given: their terminate flag is how another thread stops a run.
     run_options: Arc<OrtRunStop>,
+    /// Runs through I/O binding into pooled buffers, padded to the batch sizes.
+    bound: bound::BoundRuns,
+    /// The batch sizes run when the engine was created, with their times.
+    warmed: Vec<WarmedSize>,
 }
 
 /// ONNX Runtime's terminate flag as a [`RunStop`]: ORT looks at it before each
@@ -133,26 +142,63 @@ impl OnnxEngine {
         let session = open_session(stage)?;
         let signature = signature(&session, stage, &path)?;
         let copied = (stage.execution != Execution::Cpu).then_some(0);
-        let run_options = RunOptions::new()
-            .map_err(|e| EngineError::Run(format!("stage {}: cannot create run options: {e}", stage.location)))?;
+        let setup_error = |what: &str, e: String| EngineError::Run(format!("stage {}: {what}: {e}", stage.location));
+        let run_options = RunOptions::new().map_err(|e| setup_error("cannot create run options", e.to_string()))?;
         let run_options = Arc::new(OrtRunStop(run_options));
-        Ok(OnnxEngine { session, signature, location: stage.location.clone(), copied, run_options })
+        let bound = bound::BoundRuns::new(&session, &signature, &stage.batch_sizes)
+            .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
+        let mut engine = OnnxEngine {
+            session,
+            signature,
+            location: stage.location.clone(),
+            copied,
+            run_options,
+            bound,
+            warmed: Vec::new(),
+        };
+        engine.warm_up(stage.batch_sizes.sizes())?;
+        Ok(engine)
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.
     pub fn signature(&self) -> &ModelSignature {
         &self.signature
     }
-}
 
-impl Engine for OnnxEngine {
-    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
+    /// Runs every batch size once on zeros, timing each, so that ONNX Runtime's set-up for
+    /// a shape (on a GPU: algorithm search, memory growth, kernel selection) is done before
+    /// the first request. Sizes of a model with a dynamic dim besides the batch dim, or a
+    /// fixed batch dim, are not run (their shapes are unknown or not the sizes').
+    fn warm_up(&mut self, sizes: &[usize]) -> Result<(), EngineError> {
+        let Some(shapes) = warm_up_shapes(&self.signature) else { return Ok(()) };
+        let mut outputs = Vec::with_capacity(self.signature.outputs.len());
+        for &rows in sizes {
+            let inputs = shapes
+                .iter()
+                .map(|(dtype, dims)| Tensor::zeros(*dtype, std::iter::once(rows).chain(dims.iter().copied()).collect()))
+                .collect::<Result<Vec<Tensor>, _>>()
+                .map_err(|e| EngineError::Run(format!("stage {}: warm-up batch of {rows}: {e}", self.location)))?;
+            let refs: Vec<&Tensor> = inputs.iter().collect();
+            let started = std::time::Instant::now();
+            outputs.clear();
+            self.run_into(&refs, &mut outputs)
+                .map_err(|e| EngineError::Run(format!("warm-up batch of {rows} rows: {e}")))?;
+            self.warmed.push(WarmedSize { rows, took: started.elapsed() });
+        }
+        // Warm-up copies are not the pipeline's.
+        self.host_device_bytes();
+        Ok(())
+    }
+
+    /// Runs one batch (inputs in signature order), appending the outputs in signature order
+    /// to `outputs`. With `outputs` reused from batch to batch and the outputs of earlier
+    /// batches dropped, a batch of shapes seen before makes no heap allocation.
+    pub fn run_into(&mut self, inputs: &[&Tensor], outputs: &mut Vec<Tensor>) -> Result<(), EngineError> {
         let specs = &self.signature.inputs;
         let input_error = |message: String| EngineError::Input { location: self.location.clone(), message };
         if inputs.len() != specs.len() {
             return Err(input_error(format!("the model takes {} inputs but {} were given", specs.len(), inputs.len())));
         }
-        let mut values: Vec<SessionInputValue<'_>> = Vec::with_capacity(inputs.len());
         for (tensor, spec) in inputs.iter().zip(specs) {
             if tensor.dtype() != spec.dtype {
                 return Err(input_error(format!(
@@ -162,26 +208,44 @@ impl Engine for OnnxEngine {
                     tensor.dtype()
                 )));
             }
-            let value = input_view(tensor).map_err(|e| input_error(format!("input `{}`: {e}", spec.name)))?;
-            values.push(value);
         }
-        // A slice of values is matched to the session's inputs by position (signature order).
-        let run_error = |message: String| EngineError::Run(format!("stage {}: {message}", self.location));
-        let outputs = self
-            .session
-            .run_with_options(values.as_slice(), &self.run_options.0)
-            .map_err(|e| run_error(format!("ONNX Runtime failed: {e}")))?;
-        let mut result = Vec::with_capacity(self.signature.outputs.len());
-        for (i, spec) in self.signature.outputs.iter().enumerate() {
-            let tensor = output_tensor(&outputs[i], spec.dtype)
-                .map_err(|e| run_error(format!("output `{}`: {e}", spec.name)))?;
-            result.push(tensor);
-        }
+        let first = outputs.len();
+        self.bound
+            .run(&mut self.session, &self.run_options.0, inputs, outputs)
+            .map_err(|message| EngineError::Run(format!("stage {}: {message}", self.location)))?;
         if let Some(copied) = &mut self.copied {
             let bytes = |ts: &mut dyn Iterator<Item = &Tensor>| ts.map(|t| t.as_bytes().len() as u64).sum::<u64>();
-            *copied += bytes(&mut inputs.iter().copied()) + bytes(&mut result.iter());
+            *copied += bytes(&mut inputs.iter().copied()) + bytes(&mut outputs[first..].iter());
         }
-        Ok(result)
+        Ok(())
+    }
+}
+
+/// Per input, its dtype and dims after the batch dim, when every input has a dynamic batch
+/// dim and fixed others (so a batch of any size has a known shape); else `None`.
+fn warm_up_shapes(signature: &ModelSignature) -> Option<Vec<(DType, Vec<usize>)>> {
+    signature
+        .inputs
+        .iter()
+        .map(|spec| {
+            let (batch, rest) = spec.shape.split_first()?;
+            if !matches!(batch, Dim::Dynamic(_)) {
+                return None;
+            }
+            let dims = rest.iter().map(|d| match d {
+                Dim::Fixed(n) => Some(*n),
+                Dim::Dynamic(_) => None,
+            });
+            Some((spec.dtype, dims.collect::<Option<Vec<usize>>>()?))
+        })
+        .collect()
+}
+
+impl Engine for OnnxEngine {
+    fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, EngineError> {
+        let mut outputs = Vec::with_capacity(self.signature.outputs.len());
+        self.run_into(inputs, &mut outputs)?;
+        Ok(outputs)
     }
 
     fn host_device_bytes(&mut self) -> u64 {
@@ -191,6 +255,10 @@ impl Engine for OnnxEngine {
     fn stop_handle(&self) -> Option<Arc<dyn RunStop>> {
         Some(self.run_options.clone())
     }
+
+    fn warmed_sizes(&self) -> &[WarmedSize] {
+        &self.warmed
+    }
 }
 
 /// A zero-copy ORT view of a Baton tensor's elements.
@@ -199,18 +267,6 @@ fn input_view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
     baton::with_element_type!(tensor.dtype(), T => {
         let data = tensor.as_slice::<T>().map_err(|e| e.to_string())?;
         TensorRef::from_array_view((shape, data)).map(SessionInputValue::from).map_err(|e| e.to_string())
-    })
-}
-
-/// Copies one ORT output (one `memcpy`) into a Baton tensor of `dtype`.
-fn output_tensor(value: &ort::value::DynValue, dtype: DType) -> Result<Tensor, String> {
-    baton::with_element_type!(dtype, T => {
-        let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
-        let shape = shape
-            .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| format!("ONNX Runtime returned dimension {d}")))
-            .collect::<Result<Vec<usize>, String>>()?;
-        Tensor::from_slice(shape, data).map_err(|e| e.to_string())
     })
 }
 
@@ -415,6 +471,7 @@ mod tests {
             intra_threads: 1,
             inter_threads: 1,
             execution: baton::Execution::Cpu,
+            batch_sizes: baton::BatchSizes::none(),
         };
         let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
         assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");

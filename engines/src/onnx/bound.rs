@@ -1,0 +1,353 @@
+//! A session's runs through ONNX Runtime's I/O binding, into buffers Baton owns.
+//!
+//! [`BoundRuns::run`] binds each input where it lies (the stitched batch's own
+//! buffer, no copy) and each output to a buffer of the engine's [`TensorPool`]s,
+//! then runs the session on the binding: ONNX Runtime writes the results
+//! straight into those buffers, and the outputs handed on are views of them.
+//! Once the requests drop their views, the buffers come back to the pools, so
+//! a stream of batches of recurring shapes makes no heap allocation.
+//!
+//! Binding an output needs its shape before the run. The first run of a set
+//! of input shapes runs unbound (ONNX Runtime allocates the outputs; they are
+//! copied once into pooled buffers) and remembers the output shapes; later
+//! runs of those input shapes bind. Should a bound run fail (an output whose
+//! shape depends on the input's values), those input shapes run unbound from
+//! then on.
+//!
+//! Each ONNX Runtime value that describes a buffer (its address, shape and
+//! element type, not its data) is made once and kept, per input and output,
+//! for the last few buffers seen. Inputs are bound again before every run:
+//! on a GPU, binding a host input is when ONNX Runtime copies it to the device.
+//!
+//! Padding to fixed batch sizes ([`baton::BatchSizes`]) happens here: a batch
+//! of `r` rows runs at the next size `s`, each input widened over its buffer's
+//! room when it has `s` rows of it (a pooled stitch leaves zeroed room) or
+//! else copied into a padded buffer of the engine's, and the outputs are cut
+//! back to their first `r` rows.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::ptr::NonNull;
+
+use baton::tensor::{PooledTensor, TensorPool};
+use baton::{BatchSizes, DType, Dim, ModelSignature, Tensor};
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::{RunOptions, Session, SessionInputValue};
+use ort::sys::{ONNXTensorElementDataType, OrtIoBinding, OrtStatus, OrtValue};
+use ort::value::TensorElementType;
+use ort::AsPointer;
+use smallvec::SmallVec;
+
+/// Most buffer descriptions kept per input or output.
+const VALUES_KEPT: usize = 8;
+/// Most sets of input shapes whose output shapes are remembered.
+const SHAPES_KEPT: usize = 512;
+/// Buffers a pool keeps per output (batches whose outputs are still held downstream, plus one).
+const BUFFERS_KEPT: usize = 8;
+
+/// Every input's shape, one after another, each ended by `usize::MAX`.
+type ShapeKey = SmallVec<[usize; 24]>;
+
+/// Bound runs of one session; see the module docs.
+pub(super) struct BoundRuns {
+    binding: NonNull<OrtIoBinding>,
+    memory: MemoryInfo<'static>,
+    input_names: Vec<CString>,
+    output_names: Vec<CString>,
+    input_values: Vec<ValueCache>,
+    output_values: Vec<ValueCache>,
+    output_pools: Vec<TensorPool>,
+    padding_pools: Vec<TensorPool>,
+    output_dtypes: Vec<DType>,
+    /// Output shapes by input shapes; `None`: they depend on more than the shapes (run unbound).
+    output_shapes: HashMap<ShapeKey, Option<Vec<SmallVec<[usize; 6]>>>>,
+    sizes: BatchSizes,
+}
+
+// SAFETY: the binding is used only through `&mut self`, by the one thread that owns the engine.
+unsafe impl Send for BoundRuns {}
+
+impl BoundRuns {
+    /// Bound runs of `session`, whose inputs and outputs `signature` lists, padding to `sizes`
+    /// when every input and output has a dynamic batch dim (else batches run as they are).
+    pub(super) fn new(session: &Session, signature: &ModelSignature, sizes: &BatchSizes) -> Result<Self, String> {
+        let mut binding = std::ptr::null_mut();
+        check(unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut binding) })?;
+        let binding = NonNull::new(binding).ok_or("ONNX Runtime returned no I/O binding")?;
+        let memory = MemoryInfo::new(AllocationDevice::CPU, 0, AllocatorType::Device, MemoryType::Default)
+            .map_err(|e| e.to_string())?;
+        let names = |specs: &[baton::TensorSpec]| {
+            specs
+                .iter()
+                .map(|s| CString::new(s.name.as_str()).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let batch_dim_dynamic =
+            signature.inputs.iter().chain(&signature.outputs).all(|s| matches!(s.shape.first(), Some(Dim::Dynamic(_))));
+        let outputs = signature.outputs.len();
+        Ok(BoundRuns {
+            binding,
+            memory,
+            input_names: names(&signature.inputs)?,
+            output_names: names(&signature.outputs)?,
+            input_values: (0..signature.inputs.len()).map(|_| ValueCache::default()).collect(),
+            output_values: (0..outputs).map(|_| ValueCache::default()).collect(),
+            output_pools: (0..outputs).map(|_| TensorPool::new(BUFFERS_KEPT)).collect(),
+            padding_pools: (0..signature.inputs.len()).map(|_| TensorPool::new(2)).collect(),
+            output_dtypes: signature.outputs.iter().map(|s| s.dtype).collect(),
+            output_shapes: HashMap::new(),
+            sizes: if batch_dim_dynamic { sizes.clone() } else { BatchSizes::none() },
+        })
+    }
+
+    /// Runs `session` on `inputs` (checked against the signature by the caller),
+    /// appending the outputs, in signature order, to `outputs`.
+    pub(super) fn run(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[&Tensor],
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
+        let rows = batch_rows(inputs);
+        let target = rows.map_or(0, |r| self.sizes.padded(r));
+        let mut run_inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
+        let mut key = ShapeKey::new();
+        for (i, &tensor) in inputs.iter().enumerate() {
+            let tensor = match rows {
+                Some(r) if target > r => self.pad(i, tensor, target)?,
+                _ => tensor.clone(),
+            };
+            key.extend_from_slice(tensor.shape());
+            key.push(usize::MAX);
+            run_inputs.push(tensor);
+        }
+        let first = outputs.len();
+        match self.output_shapes.get(&key) {
+            Some(Some(_)) => {
+                if let Err(e) = self.run_bound(session, options, &run_inputs, &key, outputs) {
+                    // Output shapes that depend on the values: unbound from now on, this batch again.
+                    outputs.truncate(first);
+                    tracing::debug!("bound run failed ({e}); these input shapes run unbound from now on");
+                    self.output_shapes.insert(key, None);
+                    self.run_unbound(session, options, &run_inputs, None, outputs)?;
+                }
+            }
+            Some(None) => self.run_unbound(session, options, &run_inputs, None, outputs)?,
+            None => {
+                let learn = (self.output_shapes.len() < SHAPES_KEPT).then_some(key);
+                self.run_unbound(session, options, &run_inputs, learn, outputs)?;
+            }
+        }
+        if let Some(r) = rows.filter(|&r| target > r) {
+            for output in &mut outputs[first..] {
+                if output.shape().first() == Some(&target) {
+                    *output = output.rows(0..r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Input `i` widened to `target` rows: over its own buffer's room, else copied into a padded buffer.
+    fn pad(&mut self, i: usize, tensor: &Tensor, target: usize) -> Result<Tensor, String> {
+        if let Some(wide) = tensor.with_rows_after(target) {
+            return Ok(wide);
+        }
+        let mut shape: SmallVec<[usize; 6]> = tensor.shape().into();
+        shape[0] = target;
+        let mut padded = self.padding_pools[i].take(tensor.dtype(), &shape, 0).map_err(|e| e.to_string())?;
+        let bytes = padded.bytes_mut();
+        let (head, tail) = bytes.split_at_mut(tensor.as_bytes().len());
+        head.copy_from_slice(tensor.as_bytes());
+        tail.fill(0);
+        Ok(padded.into_tensor())
+    }
+
+    /// Binds inputs and pooled outputs of the shapes remembered for `key`, and runs.
+    fn run_bound(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[Tensor],
+        key: &ShapeKey,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
+        self.bind_inputs(inputs)?;
+        let Some(Some(shapes)) = self.output_shapes.get(key) else { unreachable!("checked by the caller") };
+        let mut pooled: SmallVec<[PooledTensor; 4]> = SmallVec::new();
+        for (j, shape) in shapes.iter().enumerate() {
+            let mut tensor = self.output_pools[j].take(self.output_dtypes[j], shape, 0).map_err(|e| e.to_string())?;
+            let value = self.output_values[j].value(
+                &self.memory,
+                tensor.bytes_mut().as_mut_ptr(),
+                shape,
+                self.output_dtypes[j],
+            )?;
+            check(unsafe { (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value) })?;
+            pooled.push(tensor);
+        }
+        check(unsafe { (ort::api().RunWithBinding)(session.ptr().cast_mut(), options.ptr(), self.binding.as_ptr()) })?;
+        outputs.extend(pooled.into_iter().map(PooledTensor::into_tensor));
+        Ok(())
+    }
+
+    fn bind_inputs(&mut self, inputs: &[Tensor]) -> Result<(), String> {
+        for (i, tensor) in inputs.iter().enumerate() {
+            let data = tensor.as_bytes().as_ptr().cast_mut();
+            let value = self.input_values[i].value(&self.memory, data, tensor.shape(), tensor.dtype())?;
+            check(unsafe { (ort::api().BindInput)(self.binding.as_ptr(), self.input_names[i].as_ptr(), value) })?;
+        }
+        Ok(())
+    }
+
+    /// Runs without binding (ONNX Runtime allocates the outputs) and copies each
+    /// output into a pooled buffer; with `learn`, remembers the output shapes for those input shapes.
+    fn run_unbound(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[Tensor],
+        learn: Option<ShapeKey>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
+        let values = inputs.iter().map(super::input_view).collect::<Result<Vec<SessionInputValue<'_>>, String>>()?;
+        let results =
+            session.run_with_options(values.as_slice(), options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
+        let mut shapes = Vec::with_capacity(self.output_dtypes.len());
+        for (j, &dtype) in self.output_dtypes.iter().enumerate() {
+            let tensor = copy_output(&results[j], dtype, &mut self.output_pools[j])
+                .map_err(|e| format!("output `{}`: {e}", self.output_names[j].to_string_lossy()))?;
+            shapes.push(tensor.shape().into());
+            outputs.push(tensor);
+        }
+        if let Some(key) = learn {
+            self.output_shapes.insert(key, Some(shapes));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BoundRuns {
+    fn drop(&mut self) {
+        // SAFETY: made by CreateIoBinding, released once.
+        unsafe { (ort::api().ReleaseIoBinding)(self.binding.as_ptr()) }
+    }
+}
+
+/// Rows of dim 0 when every input has the same (the batch), else `None` (no padding).
+fn batch_rows(inputs: &[&Tensor]) -> Option<usize> {
+    let rows = *inputs.first()?.shape().first()?;
+    inputs.iter().all(|t| t.shape().first() == Some(&rows)).then_some(rows)
+}
+
+/// Copies one ONNX Runtime output into a tensor of `pool`.
+fn copy_output(value: &ort::value::DynValue, dtype: DType, pool: &mut TensorPool) -> Result<Tensor, String> {
+    baton::with_element_type!(dtype, T => {
+        let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
+        let shape = shape
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("ONNX Runtime returned dimension {d}")))
+            .collect::<Result<SmallVec<[usize; 6]>, String>>()?;
+        let mut tensor = pool.take(dtype, &shape, 0).map_err(|e| e.to_string())?;
+        // SAFETY: T is the element type of `dtype`, plain data.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
+        tensor.bytes_mut().copy_from_slice(bytes);
+        Ok(tensor.into_tensor())
+    })
+}
+
+/// ONNX Runtime values describing buffers (address, shape, element type), the last few made.
+#[derive(Default)]
+struct ValueCache {
+    values: SmallVec<[(usize, SmallVec<[usize; 6]>, DType, OwnedValue); VALUES_KEPT]>,
+    next: usize,
+}
+
+impl ValueCache {
+    /// The value for the buffer at `data` of `shape` and `dtype`: kept, or made now.
+    fn value(
+        &mut self,
+        memory: &MemoryInfo<'static>,
+        data: *mut u8,
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<*const OrtValue, String> {
+        let address = data as usize;
+        if let Some((.., value)) =
+            self.values.iter().find(|(a, s, d, _)| *a == address && s.as_slice() == shape && *d == dtype)
+        {
+            return Ok(value.0.as_ptr());
+        }
+        let value = OwnedValue::describe(memory, data, shape, dtype)?;
+        let ptr = value.0.as_ptr();
+        let entry = (address, shape.into(), dtype, value);
+        if self.values.len() < VALUES_KEPT {
+            self.values.push(entry);
+        } else {
+            self.values[self.next] = entry;
+            self.next = (self.next + 1) % VALUES_KEPT;
+        }
+        Ok(ptr)
+    }
+}
+
+/// An ONNX Runtime value over memory it does not own, released on drop.
+struct OwnedValue(NonNull<OrtValue>);
+
+impl OwnedValue {
+    fn describe(memory: &MemoryInfo<'static>, data: *mut u8, shape: &[usize], dtype: DType) -> Result<Self, String> {
+        let dims: SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
+        let bytes = shape.iter().product::<usize>() * dtype.size();
+        let mut value = std::ptr::null_mut();
+        check(unsafe {
+            (ort::api().CreateTensorWithDataAsOrtValue)(
+                memory.ptr(),
+                data.cast(),
+                bytes,
+                dims.as_ptr(),
+                dims.len(),
+                element_type(dtype),
+                &mut value,
+            )
+        })?;
+        NonNull::new(value).map(OwnedValue).ok_or_else(|| "ONNX Runtime returned no value".to_string())
+    }
+}
+
+impl Drop for OwnedValue {
+    fn drop(&mut self) {
+        // SAFETY: made by CreateTensorWithDataAsOrtValue, released once; ONNX Runtime's
+        // bindings hold their own references.
+        unsafe { (ort::api().ReleaseValue)(self.0.as_ptr()) }
+    }
+}
+
+fn element_type(dtype: DType) -> ONNXTensorElementDataType {
+    let ty = match dtype {
+        DType::F32 => TensorElementType::Float32,
+        DType::F64 => TensorElementType::Float64,
+        DType::F16 => TensorElementType::Float16,
+        DType::I64 => TensorElementType::Int64,
+        DType::I32 => TensorElementType::Int32,
+        DType::I16 => TensorElementType::Int16,
+        DType::I8 => TensorElementType::Int8,
+        DType::U8 => TensorElementType::Uint8,
+        DType::Bool => TensorElementType::Bool,
+    };
+    ty.into()
+}
+
+/// An ONNX Runtime status as a result: its message, the status released.
+fn check(status: ort::sys::OrtStatusPtr) -> Result<(), String> {
+    let status: *mut OrtStatus = status.0;
+    if status.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null status from the API: read its message, then release it once.
+    unsafe {
+        let message = std::ffi::CStr::from_ptr((ort::api().GetErrorMessage)(status)).to_string_lossy().into_owned();
+        (ort::api().ReleaseStatus)(status);
+        Err(message)
+    }
+}

@@ -1,0 +1,195 @@
+//! Reusable tensor storage for tensors made batch after batch at the same sizes
+//! (a worker's stitched inputs, an engine's outputs).
+//!
+//! A [`TensorPool`] keeps up to `limit` buffers. [`TensorPool::take`] hands out
+//! a writable [`PooledTensor`] over the smallest kept buffer that is large
+//! enough and that no tensor shares any more, else over a new buffer (kept
+//! when there is room). Once the batch's tensors and every view of them are
+//! dropped (the requests answered), the buffer is free again, so a steady
+//! stream of batches of the same sizes allocates nothing.
+//!
+//! Protocol: the pool holds one `Arc` of each buffer. A buffer whose strong
+//! count is 1 is reachable only through the pool, which is borrowed mutably
+//! by `take`: it may be written. `take` then clones the `Arc` into the one
+//! [`PooledTensor`], the only handle that writes it, and that handle becomes
+//! an ordinary (shared, read-only) [`Tensor`] with [`PooledTensor::into_tensor`].
+//! Tensors on other threads drop their clones with a release decrement; the
+//! acquire fence after seeing a count of 1 orders their last reads before the
+//! pool's next writes. Nothing makes `Weak` references to buffers.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use super::{checked_len, Buffer, DType, Shape, Tensor, TensorError};
+
+/// Buffers for tensors of recurring sizes; see the module docs.
+pub struct TensorPool {
+    buffers: Vec<Arc<Buffer>>,
+    limit: usize,
+}
+
+impl TensorPool {
+    /// A pool keeping at most `limit` buffers (beyond that, `take` allocates buffers it does not keep).
+    pub fn new(limit: usize) -> Self {
+        TensorPool { buffers: Vec::new(), limit }
+    }
+
+    /// Buffers the pool keeps (free or in use).
+    pub fn kept(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// A writable tensor of `dtype` and `shape` whose buffer holds at least
+    /// `capacity_rows` rows (more than the tensor's own: room for padding
+    /// rows, see [`Tensor::with_rows_after`]). Its bytes hold whatever the
+    /// buffer held before: write them all.
+    pub fn take(&mut self, dtype: DType, shape: &[usize], capacity_rows: usize) -> Result<PooledTensor, TensorError> {
+        let len = checked_len(shape, dtype)? * dtype.size();
+        let row_bytes = shape.iter().skip(1).product::<usize>() * dtype.size();
+        let capacity = match shape.first() {
+            Some(&rows) if capacity_rows > rows => {
+                let mut wide: Shape = shape.into();
+                wide[0] = capacity_rows;
+                checked_len(&wide, dtype)?;
+                capacity_rows * row_bytes
+            }
+            _ => len,
+        };
+        let free = self
+            .buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.len >= capacity && Arc::strong_count(b) == 1)
+            .min_by_key(|(_, b)| b.len)
+            .map(|(i, _)| i);
+        let buffer = match free {
+            Some(i) => {
+                // Pairs with the release decrements of the tensors that held the buffer.
+                fence(Ordering::Acquire);
+                Arc::clone(&self.buffers[i])
+            }
+            None => {
+                let buffer = Arc::new(Buffer::zeroed(capacity));
+                if self.buffers.len() < self.limit {
+                    self.buffers.push(Arc::clone(&buffer));
+                } else if let Some(i) = self.smallest_free() {
+                    self.buffers[i] = Arc::clone(&buffer);
+                }
+                buffer
+            }
+        };
+        Ok(PooledTensor(Tensor { dtype, shape: shape.into(), buffer, offset: 0 }))
+    }
+
+    fn smallest_free(&self) -> Option<usize> {
+        let free = self.buffers.iter().enumerate().filter(|(_, b)| Arc::strong_count(b) == 1);
+        free.min_by_key(|(_, b)| b.len).map(|(i, _)| i)
+    }
+}
+
+/// A tensor being written: the one handle to its buffer besides its pool's (see the module docs).
+pub struct PooledTensor(Tensor);
+
+impl PooledTensor {
+    /// The tensor's bytes.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.0.len() * self.0.dtype.size();
+        // SAFETY: no other handle reads or writes the buffer while this one lives (module docs).
+        unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr(), len) }
+    }
+
+    /// The buffer's bytes after the tensor's (room for padding rows).
+    pub fn spare_mut(&mut self) -> &mut [u8] {
+        let len = self.0.len() * self.0.dtype.size();
+        // SAFETY: as in `bytes_mut`; `len <= buffer.len`.
+        unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr().add(len), self.0.buffer.len - len) }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    /// The finished tensor, shared and read-only from now on.
+    pub fn into_tensor(self) -> Tensor {
+        self.0
+    }
+}
+
+/// Concatenates `parts` along dim 0 into a buffer of `pool` (as [`super::stitch`]
+/// does into a new one), with room for `capacity_rows` rows: rows past the
+/// parts' are zeros. One part with no room asked for is returned as it is.
+pub fn stitch_pooled(pool: &mut TensorPool, parts: &[&Tensor], capacity_rows: usize) -> Result<Tensor, TensorError> {
+    let first = super::check_stitch(parts)?;
+    let rows: usize = parts.iter().map(|p| p.shape[0]).sum();
+    if parts.len() == 1 && capacity_rows <= rows {
+        return Ok(first.clone());
+    }
+    let mut shape: Shape = first.shape.clone();
+    shape[0] = rows;
+    let mut out = pool.take(first.dtype, &shape, capacity_rows)?;
+    let bytes = out.bytes_mut();
+    let mut offset = 0;
+    for part in parts {
+        let part = part.as_bytes();
+        bytes[offset..offset + part.len()].copy_from_slice(part);
+        offset += part.len();
+    }
+    let row_bytes = first.shape[1..].iter().product::<usize>() * first.dtype.size();
+    let padding = capacity_rows.saturating_sub(rows) * row_bytes;
+    out.spare_mut()[..padding].fill(0);
+    Ok(out.into_tensor())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(values: &[f32]) -> Tensor {
+        Tensor::from_slice(vec![1, values.len()], values).unwrap()
+    }
+
+    #[test]
+    fn a_buffer_is_reused_once_no_tensor_holds_it() {
+        let mut pool = TensorPool::new(4);
+        let (a, b) = (row(&[1.0, 2.0]), row(&[3.0, 4.0]));
+        let first = stitch_pooled(&mut pool, &[&a, &b], 2).unwrap();
+        let first_ptr = first.as_bytes().as_ptr();
+        // Still held: a second batch gets another buffer.
+        let second = stitch_pooled(&mut pool, &[&b, &a], 2).unwrap();
+        assert_ne!(second.as_bytes().as_ptr(), first_ptr);
+        assert_eq!(first.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+        let view = first.rows(1..2);
+        drop(first);
+        // A view still holds the buffer.
+        let third = stitch_pooled(&mut pool, &[&a, &a], 2).unwrap();
+        assert_ne!(third.as_bytes().as_ptr(), first_ptr);
+        drop((view, third));
+        let fourth = stitch_pooled(&mut pool, &[&b, &b], 2).unwrap();
+        assert_eq!(fourth.as_slice::<f32>().unwrap(), &[3.0, 4.0, 3.0, 4.0]);
+        // Three batches were held at once at most; the fourth reused one of their buffers.
+        assert_eq!(pool.kept(), 3);
+    }
+
+    #[test]
+    fn room_for_padding_rows_is_zeroed_and_reachable_by_widening() {
+        let mut pool = TensorPool::new(2);
+        let (a, b, c) = (row(&[1.0]), row(&[2.0]), row(&[3.0]));
+        let batch = stitch_pooled(&mut pool, &[&a, &b, &c], 4).unwrap();
+        drop(batch);
+        // The same buffer again, now with fewer rows: the stale third row must read as zero.
+        let batch = stitch_pooled(&mut pool, &[&c, &b], 4).unwrap();
+        assert_eq!(batch.shape(), &[2, 1]);
+        let wide = batch.with_rows_after(4).expect("the buffer holds four rows");
+        assert_eq!(wide.as_slice::<f32>().unwrap(), &[3.0, 2.0, 0.0, 0.0]);
+        assert!(batch.with_rows_after(5).is_none());
+    }
+
+    #[test]
+    fn a_full_pool_still_hands_out_tensors() {
+        let mut pool = TensorPool::new(1);
+        let held = pool.take(DType::F32, &[2, 2], 0).unwrap().into_tensor();
+        let other = pool.take(DType::F32, &[2, 2], 0).unwrap().into_tensor();
+        assert_ne!(held.as_bytes().as_ptr(), other.as_bytes().as_ptr());
+        assert_eq!(pool.kept(), 1);
+    }
+}
