@@ -37,13 +37,13 @@ fn mlp_all_outputs(dir: &Path) -> PathBuf {
     let python = repo_root().join(".venv/bin/python");
     assert!(python.is_file(), "{} is missing: run scripts/setup.sh", python.display());
     let out = dir.join("mlp_all.onnx");
-    let status = Command::new(python)
+    let result = Command::new(python)
         .arg(repo_root().join("scripts/make_all_outputs.py"))
         .arg(model("mlp.onnx"))
         .arg(&out)
-        .status()
+        .output()
         .expect("python runs");
-    assert!(status.success(), "make_all_outputs.py failed");
+    assert!(result.status.success(), "make_all_outputs.py failed:\n{}", String::from_utf8_lossy(&result.stderr));
     assert!(dir.join("mlp_all.nodes.json").is_file());
     out
 }
