@@ -47,10 +47,11 @@ status=0
 run() { echo "+ $*" | tee -a "$OUT/provider-diff-commands.txt"; "$@" || status=1; }
 # 1. The GPU test's exact input (tests/tests/gpu.rs: uniform noise, 2x3x96x160).
 run timeout 240 "$D/provider_diff" "${MODEL[@]}" --input test-random --batch 2 --size 96x160 \
-    --variants "$V" --out "$OUT/diff-test-random"
+    --variants "$V" --save-mib 24 --out "$OUT/diff-test-random"
 # 2. Real text images (data/images, 160x672, as the OCR pipeline normalizes them).
-run timeout 240 "$D/provider_diff" "${MODEL[@]}" --input image --batch 2 --variants "$V" --out "$OUT/diff-image"
+run timeout 240 "$D/provider_diff" "${MODEL[@]}" --input image --batch 2 --variants "$V" --save-mib 24 --out "$OUT/diff-image"
 # 3. Profiles of the default CUDA session at 640x640, batch 1, 2, 4, 8 (figure 2's shape).
 run timeout 180 "$D/provider_diff" --model "$D/ch_PP-OCRv4_det_infer.onnx" --require-gpu --input image \
-    --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8 --out "$OUT/trace-640"
+    --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8 --save-mib 4 --out "$OUT/trace-640"
+du -sh "$OUT"/diff-* "$OUT"/trace-640 2>/dev/null
 exit $status
