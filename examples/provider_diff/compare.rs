@@ -69,8 +69,7 @@ pub fn diff(want: &Named, got: &Named, threshold: f64) -> Result<TensorDiff, Str
         if d > threshold * floor {
             over += 1;
         }
-        if row_len > 0 {
-            let r = i / row_len;
+        if let Some(r) = i.checked_div(row_len) {
             per_row_abs[r] = per_row_abs[r].max(d);
         }
     }

@@ -305,7 +305,7 @@ fn reference<'r>(
     report: &mut Report,
     saver: &mut Saver,
 ) -> Result<&'r Reference, String> {
-    if !cache.contains_key(&level) {
+    if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(level) {
         let settings = Settings { provider: Provider::Cpu, level, threads: ctx.args.threads, profile: None };
         let t = Instant::now();
         let mut s = session::open(ctx.env, &ctx.args.model, &settings)?;
@@ -322,7 +322,7 @@ fn reference<'r>(
         for o in &main {
             saver.save(&format!("ref-{level}-{}.npy", o.name), &o.shape, &o.data)?;
         }
-        cache.insert(level, Reference { main, all });
+        slot.insert(Reference { main, all });
     }
     Ok(&cache[&level])
 }
