@@ -4,10 +4,15 @@
 # stay on a warm machine between calls).
 #
 #   scripts/device-run.sh check            what arrived so far, the GPU, the CUDA libraries
-#   scripts/device-run.sh run [WHAT]       WHAT: tests | figures | all (default all): checks the
-#                                          parts, unpacks them, runs the GPU tests and/or the
-#                                          figures (scripts/gpu-figures.sh), results into $OUT
-set -euo pipefail
+#   scripts/device-run.sh run tests        the GPU tests, where CUDA and the CPU differ on the OCR
+#                                          detector, ORT traces per batch size, node profiles on
+#                                          both providers and the placement planned from them
+#   scripts/device-run.sh run figures      scripts/gpu-figures.sh (the placed collab pipeline too)
+#   scripts/device-run.sh run all          both
+#
+# Everything a run measured goes into one archive, $OUT/results-WHAT.tgz (a call brings back
+# at most 8 files), and its summary to stdout. DURATION and FIGURES pass to gpu-figures.sh.
+set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-/tmp/baton-out}
 mkdir -p "$OUT"
@@ -30,20 +35,22 @@ PYEOF
 if [[ $mode == check ]]; then
     ls -la .device/c*/ 2>/dev/null || echo "no parts yet"
     nvidia-smi -L || true
-    echo "CUDA library folders: $(cuda_lib_dirs)"
     exit 0
 fi
 [[ $mode == run ]] || { echo "usage: $0 check | run [tests|figures|all]" >&2; exit 2; }
 
-manifest=$(ls .device/c*/MANIFEST | tail -1)
+manifest=$(ls .device/c*/MANIFEST 2>/dev/null | tail -1)
+[[ -n $manifest ]] || { echo "error: no MANIFEST: the last carry folder has not arrived" >&2; exit 1; }
 (cd .device && sha256sum -c --quiet "${manifest#.device/}") || { echo "error: a part is missing or damaged" >&2; exit 1; }
-if [[ ! -f .device/unpacked/COMMIT ]]; then
-    rm -rf .device/unpacked && mkdir -p .device/unpacked
-    # Parts in order of their index (part.0, part.1, ...), whichever cK folder holds each.
-    ls .device/c*/part.* | awk -F'part.' '{print $NF" "$0}' | sort -n | cut -d' ' -f2 | xargs cat |
-        xz -d | tar -x -C .device/unpacked
-fi
 U=$PWD/.device/unpacked
+commit=$(awk '{print $1}' "$manifest" | sha256sum | cut -c1-16)
+if [[ "$(cat "$U/.parts" 2>/dev/null)" != "$commit" ]]; then
+    rm -rf "$U" && mkdir -p "$U/ort"
+    parts() { ls .device/c*/"$1".part.* | awk -F'part.' '{print $NF" "$0}' | sort -n | cut -d' ' -f2; }
+    parts app | xargs cat | xz -d | tar -x -C "$U" || { echo "error: cannot unpack the app parts" >&2; exit 1; }
+    parts ort | xargs cat | xz -d | tar -x -C "$U/ort" || { echo "error: cannot unpack the ORT parts" >&2; exit 1; }
+    echo "$commit" > "$U/.parts"
+fi
 echo "binaries built at commit $(cat "$U/COMMIT"); working tree at $(git rev-parse HEAD 2>/dev/null || echo '?')"
 
 # The test binary finds the repository by the path it was built at: make that path this copy.
@@ -51,29 +58,61 @@ build_root=$(cat "$U/BUILD_ROOT")
 if [[ ! -e $build_root ]]; then
     mkdir -p "$(dirname "$build_root")" && ln -s "$PWD" "$build_root"
 fi
-# The test models (a link to another checkout's folder where they were packed).
-if [[ -L models || ! -d models ]]; then
-    rm -f models && mkdir models && tar -xf "$U/models.tar" -C models
+if [[ -L models || ! -d models/real ]]; then
+    rm -rf models && mkdir models && tar -xf "$U/models.tar" -C models
 fi
 
 export ORT_DYLIB_PATH=$U/ort/libonnxruntime.so.1.31.1
 export BATON_CUDA_LIBS
 BATON_CUDA_LIBS=$(cuda_lib_dirs)
 export BATON_BIN=$U/bin/baton COLLAB_BIN=$U/bin/collab
+R=/tmp/baton-results-$what
+rm -rf "$R" && mkdir -p "$R"
 {
     nvidia-smi || true
+    nproc
     echo "BATON_CUDA_LIBS=$BATON_CUDA_LIBS"
     echo "-- libonnxruntime_providers_cuda.so, libraries not found on those folders:"
     LD_LIBRARY_PATH=$BATON_CUDA_LIBS ldd "$U/ort/libonnxruntime_providers_cuda.so" | grep 'not found' || echo none
-} 2>&1 | tee "$OUT/machine.txt"
+} > "$R/machine.txt" 2>&1
 
 status=0
+step() { # NAME SECONDS COMMAND...: runs with a time limit, output to $R/NAME.log and stdout's tail
+    local name=$1 limit=$2
+    shift 2
+    echo "==> $name ($(date +%T))"
+    echo "$ $*" >> "$R/commands.txt"
+    timeout "$limit" "$@" > "$R/$name.log" 2>&1 || { echo "   $name: exit $?"; status=1; }
+    tail -n "${TAIL:-15}" "$R/$name.log"
+}
+
 if [[ $what == tests || $what == all ]]; then
-    echo "==> GPU tests"
-    "$U/bin/gpu-tests" --test-threads 1 --nocapture 2>&1 | tee "$OUT/gpu-tests.log" || status=1
+    step gpu-tests 240 "$U/bin/gpu-tests" --test-threads 1 --nocapture
+    # Where CUDA and the CPU differ on the OCR detector: real images, then the GPU test's old noise input.
+    V=default,tf32_off,tf32_off+conv_default,tf32_off+no_graph_opt,tf32_off+ref_no_opt,on_cpu+cuda_no_opt
+    D=(--model models/real/ch_PP-OCRv4_det_infer.onnx --all-outputs "$U/diag/det_all.onnx" --require-gpu)
+    TAIL=25 step diff-image 150 "$U/bin/provider_diff" "${D[@]}" --input image --batch 2 --variants "$V" \
+        --save-mib 1 --out "$R/diff-image"
+    TAIL=25 step diff-noise 150 "$U/bin/provider_diff" "${D[@]}" --input test-random --batch 2 --size 96x160 \
+        --variants "$V" --save-mib 1 --out "$R/diff-noise"
+    # ONNX Runtime's trace of one detector batch per size at 640x640 (figure 2's shape).
+    step traces 150 "$U/bin/provider_diff" --model models/real/ch_PP-OCRv4_det_infer.onnx --require-gpu \
+        --input image --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8,16 --save-mib 0 \
+        --out "$R/traces"
+    # Each node's cost per batch size on both providers, and the placement planned from them.
+    [[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
+        step gpu-models 120 python3 scripts/make_gpu_models.py models
+    if [[ -n ${PROFILE_CMD:-} ]]; then
+        TAIL=30 step profile-collab 240 bash -c "$PROFILE_CMD"
+    fi
 fi
 if [[ $what == figures || $what == all ]]; then
-    echo "==> figures"
-    scripts/gpu-figures.sh "$OUT" || status=1
+    [[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
+        step gpu-models 120 python3 scripts/make_gpu_models.py models
+    cp .device/placed.toml "$R/" 2>/dev/null
+    TAIL=60 step figures 540 scripts/gpu-figures.sh "$R/figures"
 fi
+find "$R" -name '*.npy' -size +256k -delete
+tar -C "$R" -czf "$OUT/results-$what.tgz" .
+ls -la "$OUT"
 exit $status

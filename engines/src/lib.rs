@@ -11,6 +11,7 @@ pub mod cost_model;
 pub mod cuda;
 pub mod onnx;
 pub mod ort_library;
+pub mod pinned;
 pub mod remote;
 
 pub use cost_model::{CostModelConfig, CostModelEngine, CostModelProvider, LatencyCurve, WaitMode};

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use crate::batch_sizes::BatchSizes;
 use crate::execution::Execution;
 use crate::request::StreamChunk;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, HostMemory, Tensor};
 
 /// Why an engine could not be inspected, created or run. Every variant but
 /// [`EngineError::Run`] names the stage (`node.stages[i]`) it is about.
@@ -251,6 +251,12 @@ pub trait Engine: Send {
     /// (read by its worker after each run). Default: 0, an engine on the CPU.
     fn host_device_bytes(&mut self) -> u64 {
         0
+    }
+
+    /// Host memory the worker should stitch this engine's batches into, when the
+    /// engine copies from some memory faster (pinned memory for a GPU). Default: `None`.
+    fn host_memory(&self) -> Option<Arc<dyn HostMemory>> {
+        None
     }
 
     /// The batch sizes this engine ran when it was created (fixed batch sizes,

@@ -391,10 +391,10 @@ fn a_cuda_node_runs_powers_of_two_up_to_max_batch_and_a_cpu_node_its_own_rows() 
         node("b", "max_batch = 24"),
         node("c", &format!("{ON_CUDA0}\nmax_batch = 8\nbatch_sizes = []")),
     );
-    let spec = spec(&GatedEngines::default(), &toml).unwrap();
-    assert_eq!(batch_sizes(&spec, "a"), [1, 2, 4, 8, 16, 24]);
-    assert_eq!(batch_sizes(&spec, "b"), Vec::<usize>::new(), "a CPU node runs each batch at its rows");
-    assert_eq!(batch_sizes(&spec, "c"), Vec::<usize>::new(), "`batch_sizes = []` opts out");
+    let built = spec(&GatedEngines::default(), &toml).unwrap();
+    assert_eq!(batch_sizes(&built, "a"), [1, 2, 4, 8, 16, 24]);
+    assert_eq!(batch_sizes(&built, "b"), Vec::<usize>::new(), "a CPU node runs each batch at its rows");
+    assert_eq!(batch_sizes(&built, "c"), Vec::<usize>::new(), "`batch_sizes = []` opts out");
     let declared = spec(&GatedEngines::default(), &node("d", "max_batch = 8\nbatch_sizes = [2, 8]")).unwrap();
     assert_eq!(batch_sizes(&declared, "d"), [2, 8], "a CPU node may declare sizes");
 }

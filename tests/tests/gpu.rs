@@ -121,16 +121,83 @@ fn silero_vad_on_cuda_equals_onnx_runtime_on_the_cpu() {
     cuda_equals_cpu("real/vad_batched.onnx", &[("chunk", chunk), ("state", state)]);
 }
 
+/// Two of the committed text images (`data/images/`) as the detector's input, resized to
+/// 96x160 and normalized as the OCR pipeline does. On a real image the probability map's
+/// scale is 1; on noise it is about 2e-6, where the CPU provider's own sigmoid rounds in
+/// steps of 6e-8 (docs/gpu.md, "Finding where CUDA and the CPU differ").
+fn det_images() -> Tensor {
+    use baton_stages::ocr::{det_input, image::resize_linear, load_png, DetSettings, LimitType};
+    let settings = DetSettings { limit_type: LimitType::Max, limit_side_len: 160, ..DetSettings::default() };
+    let parts: Vec<Tensor> = ["s00.png", "s01.png"]
+        .iter()
+        .map(|name| {
+            let image = load_png(repo_root().join("data/images").join(name)).expect("a committed image");
+            det_input(&resize_linear(&image, 160, 96), &settings).0
+        })
+        .collect();
+    baton::tensor::stitch(&parts.iter().collect::<Vec<_>>()).unwrap()
+}
+
 #[test]
 fn pp_ocrv4_on_cuda_equals_onnx_runtime_on_the_cpu() {
     if !gpu("PP-OCRv4") {
         return;
     }
+    let det = det_images();
+    assert_eq!(det.shape(), &[2, 3, 96, 160]);
+    cuda_equals_cpu("real/ch_PP-OCRv4_det_infer.onnx", &[("x", det)]);
     let mut rng = rng();
-    let det = baton_e2e::random_f32(&mut rng, 2, 3 * 96 * 160);
-    cuda_equals_cpu("real/ch_PP-OCRv4_det_infer.onnx", &[("x", det.reshape(vec![2, 3, 96, 160]).unwrap())]);
     let rec = baton_e2e::random_f32(&mut rng, 4, 3 * 48 * 320);
     cuda_equals_cpu("real/ch_PP-OCRv4_rec_infer.onnx", &[("x", rec.reshape(vec![4, 3, 48, 320]).unwrap())]);
+}
+
+#[test]
+fn a_batch_padded_to_a_fixed_size_on_cuda_equals_the_cpu_and_every_size_ran_at_load() {
+    if !gpu("padded") {
+        return;
+    }
+    let request = StageRequest {
+        batch_sizes: baton::BatchSizes::powers_of_two(8),
+        ..stage(model("mlp.onnx"), cuda())
+    };
+    let mut engine = OnnxEngine::new(&request).unwrap_or_else(|e| panic!("{e}"));
+    let warmed: Vec<usize> = engine.warmed_sizes().iter().map(|w| w.rows).collect();
+    assert_eq!(warmed, [1, 2, 4, 8]);
+    for w in engine.warmed_sizes() {
+        eprintln!("padded: warm-up of {} rows took {:.1} ms", w.rows, w.took.as_secs_f64() * 1e3);
+    }
+    let mut direct = Direct::load("mlp.onnx");
+    for rows in [3, 5, 7] {
+        let input = baton_e2e::random_f32(&mut rng(), rows, 256);
+        let got = engine.run(&[&input]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got[0].shape()[0], rows, "padding rows are cut from the outputs");
+        let want = direct.run(&[("input", &input)]);
+        let err = scaled_error(&got[0], &want[0].1);
+        assert!(err <= 1e-3, "{rows} rows padded on CUDA differ from the CPU by {err:.2e}");
+    }
+}
+
+#[test]
+fn bound_runs_on_cuda_reuse_their_output_buffers_and_keep_held_outputs() {
+    if !gpu("bound") {
+        return;
+    }
+    let mut engine = OnnxEngine::new(&stage(model("mlp.onnx"), cuda())).unwrap_or_else(|e| panic!("{e}"));
+    let (a, b) = (baton_e2e::random_f32(&mut rng(), 4, 256), baton_e2e::random_f32(&mut rng(), 4, 256));
+    let mut outputs = Vec::new();
+    for _ in 0..2 {
+        outputs.clear();
+        engine.run_into(&[&a], &mut outputs).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let first = outputs[0].as_bytes().as_ptr();
+    let held = outputs.pop().unwrap();
+    engine.run_into(&[&b], &mut outputs).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(outputs[0].as_bytes().as_ptr(), first);
+    assert_ne!(outputs[0], held, "a held output keeps its batch's values");
+    drop(held);
+    outputs.clear();
+    engine.run_into(&[&a], &mut outputs).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outputs[0].as_bytes().as_ptr(), first, "a free output buffer is reused");
 }
 
 /// `configs/collab.toml` with every ONNX node on CUDA device 0 (see configs/collab-gpu.toml).

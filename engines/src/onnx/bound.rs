@@ -29,7 +29,9 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::ptr::NonNull;
 
-use baton::tensor::{PooledTensor, TensorPool};
+use std::sync::Arc;
+
+use baton::tensor::{HostMemory, PooledTensor, TensorPool};
 use baton::{BatchSizes, DType, Dim, ModelSignature, Tensor};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{RunOptions, Session, SessionInputValue};
@@ -70,7 +72,13 @@ unsafe impl Send for BoundRuns {}
 impl BoundRuns {
     /// Bound runs of `session`, whose inputs and outputs `signature` lists, padding to `sizes`
     /// when every input and output has a dynamic batch dim (else batches run as they are).
-    pub(super) fn new(session: &Session, signature: &ModelSignature, sizes: &BatchSizes) -> Result<Self, String> {
+    /// New buffers come from `host_memory` when given (pinned memory on a GPU).
+    pub(super) fn new(
+        session: &Session,
+        signature: &ModelSignature,
+        sizes: &BatchSizes,
+        host_memory: Option<Arc<dyn HostMemory>>,
+    ) -> Result<Self, String> {
         let mut binding = std::ptr::null_mut();
         check(unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut binding) })?;
         let binding = NonNull::new(binding).ok_or("ONNX Runtime returned no I/O binding")?;
@@ -92,8 +100,8 @@ impl BoundRuns {
             output_names: names(&signature.outputs)?,
             input_values: (0..signature.inputs.len()).map(|_| ValueCache::default()).collect(),
             output_values: (0..outputs).map(|_| ValueCache::default()).collect(),
-            output_pools: (0..outputs).map(|_| TensorPool::new(BUFFERS_KEPT)).collect(),
-            padding_pools: (0..signature.inputs.len()).map(|_| TensorPool::new(2)).collect(),
+            output_pools: (0..outputs).map(|_| TensorPool::in_memory(BUFFERS_KEPT, host_memory.clone())).collect(),
+            padding_pools: (0..signature.inputs.len()).map(|_| TensorPool::in_memory(2, host_memory.clone())).collect(),
             output_dtypes: signature.outputs.iter().map(|s| s.dtype).collect(),
             output_shapes: HashMap::new(),
             sizes: if batch_dim_dynamic { sizes.clone() } else { BatchSizes::none() },

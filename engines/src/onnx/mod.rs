@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use baton::engine::WarmedSize;
 use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
+use baton::tensor::HostMemory;
 use baton::{
     DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, RunStop, StageRequest, Tensor, TensorSpec,
 };
@@ -111,6 +112,8 @@ pub struct OnnxEngine {
     bound: bound::BoundRuns,
     /// The batch sizes run when the engine was created, with their times.
     warmed: Vec<WarmedSize>,
+    /// On a GPU: pinned host memory, for the buffers inputs are stitched into and outputs written to.
+    host_memory: Option<Arc<dyn HostMemory>>,
 }
 
 /// ONNX Runtime's terminate flag as a [`RunStop`]: ORT looks at it before each
@@ -145,7 +148,11 @@ impl OnnxEngine {
         let setup_error = |what: &str, e: String| EngineError::Run(format!("stage {}: {what}: {e}", stage.location));
         let run_options = RunOptions::new().map_err(|e| setup_error("cannot create run options", e.to_string()))?;
         let run_options = Arc::new(OrtRunStop(run_options));
-        let bound = bound::BoundRuns::new(&session, &signature, &stage.batch_sizes)
+        let host_memory = match stage.execution {
+            Execution::Cpu => None,
+            Execution::Cuda { .. } => crate::pinned::pinned_memory(),
+        };
+        let bound = bound::BoundRuns::new(&session, &signature, &stage.batch_sizes, host_memory.clone())
             .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
         let mut engine = OnnxEngine {
             session,
@@ -155,6 +162,7 @@ impl OnnxEngine {
             run_options,
             bound,
             warmed: Vec::new(),
+            host_memory,
         };
         engine.warm_up(stage.batch_sizes.sizes())?;
         Ok(engine)
@@ -258,6 +266,10 @@ impl Engine for OnnxEngine {
 
     fn warmed_sizes(&self) -> &[WarmedSize] {
         &self.warmed
+    }
+
+    fn host_memory(&self) -> Option<Arc<dyn HostMemory>> {
+        self.host_memory.clone()
     }
 }
 

@@ -95,6 +95,7 @@ pub(crate) fn spawn(
             }
         };
         drop(ready);
+        let host_memory = engines.first().and_then(|engine| engine.host_memory());
         let state_outputs = spec
             .state
             .iter()
@@ -119,7 +120,9 @@ pub(crate) fn spawn(
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, node, index)),
             engines,
             tasks: Vec::new(),
-            input_pools: (0..spec.inputs.len()).map(|_| TensorPool::new(INPUT_BUFFERS_KEPT)).collect(),
+            input_pools: (0..spec.inputs.len())
+                .map(|_| TensorPool::in_memory(INPUT_BUFFERS_KEPT, host_memory.clone()))
+                .collect(),
             state_outputs,
             cuts,
             pad_axes: spec.pad_axes(),

@@ -204,6 +204,22 @@ pub fn checked_len(shape: &[usize], dtype: DType) -> Result<usize, TensorError> 
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    /// Where the memory came from when not Rust's allocator (see [`HostMemory`]).
+    memory: Option<Arc<dyn HostMemory>>,
+}
+
+/// Host memory from somewhere other than Rust's allocator, for a [`TensorPool`]'s
+/// buffers: pinned (page-locked) memory that a GPU copies to and from directly,
+/// without staging it through a driver buffer.
+pub trait HostMemory: Send + Sync {
+    /// `len` bytes (at least 1), aligned to 64 bytes; `None` when none can be had
+    /// (the pool then takes Rust's allocator's).
+    fn allocate(&self, len: usize) -> Option<NonNull<u8>>;
+    /// Returns memory `allocate` gave.
+    ///
+    /// # Safety
+    /// `ptr` came from this `allocate` with this `len` and is not used again.
+    unsafe fn free(&self, ptr: NonNull<u8>, len: usize);
 }
 
 // SAFETY: the buffer owns its allocation and is only written while one owner can reach it.
@@ -222,7 +238,25 @@ impl Buffer {
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        Buffer { ptr, len }
+        Buffer { ptr, len, memory: None }
+    }
+
+    /// A zeroed buffer of `len` bytes from `memory`, else from Rust's allocator.
+    fn zeroed_in(len: usize, memory: Option<&Arc<dyn HostMemory>>) -> Buffer {
+        let Some(memory) = memory else { return Self::zeroed(len) };
+        match memory.allocate(len.max(1)) {
+            Some(ptr) if ptr.as_ptr() as usize % ALIGN == 0 => {
+                // SAFETY: `allocate` gave at least `len.max(1)` bytes.
+                unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+                Buffer { ptr, len, memory: Some(Arc::clone(memory)) }
+            }
+            Some(ptr) => {
+                // SAFETY: from this `allocate`, with this length, not used again.
+                unsafe { memory.free(ptr, len.max(1)) };
+                Self::zeroed(len)
+            }
+            None => Self::zeroed(len),
+        }
     }
 
     /// Builds a buffer of `len` bytes by concatenating `parts`, whose lengths must sum to `len`.
@@ -242,7 +276,7 @@ impl Buffer {
             // SAFETY: in bounds; the tail must be initialized too.
             unsafe { std::ptr::write_bytes(ptr.as_ptr().add(offset), 0, len - offset) };
         }
-        Buffer { ptr, len }
+        Buffer { ptr, len, memory: None }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -253,8 +287,12 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: allocated in this module with the same layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
+        match &self.memory {
+            // SAFETY: from this memory's `allocate`, with this length (at least 1).
+            Some(memory) => unsafe { memory.free(self.ptr, self.len.max(1)) },
+            // SAFETY: allocated in this module with the same layout.
+            None => unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) },
+        }
     }
 }
 

@@ -20,18 +20,25 @@
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
-use super::{checked_len, Buffer, DType, Shape, Tensor, TensorError};
+use super::{checked_len, Buffer, DType, HostMemory, Shape, Tensor, TensorError};
 
 /// Buffers for tensors of recurring sizes; see the module docs.
 pub struct TensorPool {
     buffers: Vec<Arc<Buffer>>,
     limit: usize,
+    /// Where new buffers come from (`None`: Rust's allocator).
+    memory: Option<Arc<dyn HostMemory>>,
 }
 
 impl TensorPool {
     /// A pool keeping at most `limit` buffers (beyond that, `take` allocates buffers it does not keep).
     pub fn new(limit: usize) -> Self {
-        TensorPool { buffers: Vec::new(), limit }
+        TensorPool { buffers: Vec::new(), limit, memory: None }
+    }
+
+    /// A pool whose new buffers come from `memory` (pinned memory for a GPU, say).
+    pub fn in_memory(limit: usize, memory: Option<Arc<dyn HostMemory>>) -> Self {
+        TensorPool { buffers: Vec::new(), limit, memory }
     }
 
     /// Buffers the pool keeps (free or in use).
@@ -69,7 +76,7 @@ impl TensorPool {
                 Arc::clone(&self.buffers[i])
             }
             None => {
-                let buffer = Arc::new(Buffer::zeroed(capacity));
+                let buffer = Arc::new(Buffer::zeroed_in(capacity, self.memory.as_ref()));
                 if self.buffers.len() < self.limit {
                     self.buffers.push(Arc::clone(&buffer));
                 } else if let Some(i) = self.smallest_free() {
@@ -182,6 +189,41 @@ mod tests {
         let wide = batch.with_rows_after(4).expect("the buffer holds four rows");
         assert_eq!(wide.as_slice::<f32>().unwrap(), &[3.0, 2.0, 0.0, 0.0]);
         assert!(batch.with_rows_after(5).is_none());
+    }
+
+    /// Host memory from Rust's allocator that counts what is outstanding.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicIsize);
+
+    impl HostMemory for Counted {
+        fn allocate(&self, len: usize) -> Option<std::ptr::NonNull<u8>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let layout = std::alloc::Layout::from_size_align(len, 64).unwrap();
+            std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) })
+        }
+
+        unsafe fn free(&self, ptr: std::ptr::NonNull<u8>, len: usize) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), std::alloc::Layout::from_size_align(len, 64).unwrap()) }
+        }
+    }
+
+    #[test]
+    fn buffers_of_a_pool_in_other_memory_come_from_it_and_go_back_to_it() {
+        let memory = Arc::new(Counted::default());
+        let mut pool = TensorPool::in_memory(2, Some(memory.clone() as Arc<dyn HostMemory>));
+        let (a, b) = (row(&[1.0, 2.0]), row(&[3.0, 4.0]));
+        let batch = stitch_pooled(&mut pool, &[&a, &b], 4).unwrap();
+        assert_eq!(
+            batch.with_rows_after(4).unwrap().as_slice::<f32>().unwrap(),
+            &[1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0]
+        );
+        assert_eq!(memory.0.load(Ordering::SeqCst), 1);
+        drop(batch);
+        let again = stitch_pooled(&mut pool, &[&b, &a], 4).unwrap();
+        assert_eq!(memory.0.load(Ordering::SeqCst), 1, "the free buffer is reused, not allocated again");
+        drop((again, pool));
+        assert_eq!(memory.0.load(Ordering::SeqCst), 0, "every buffer went back to its memory");
     }
 
     #[test]
