@@ -1,8 +1,18 @@
-//! `baton profile PIPELINE.toml --out profile.json`: measures each node's
-//! latency per batch size on this machine (engines created as the runtime
-//! creates them, warm-up runs first, then timed runs: median with p10/p90,
-//! min, max), and its memory (resident memory its engines added by the end
-//! of its runs, model file sizes). The profile gives `baton plan --pipeline` its node times.
+//! `baton profile PIPELINE.toml --out profile.json [--providers cpu,cuda]`:
+//! measures each node's latency per batch size on each provider asked for
+//! (engines created as the runtime creates them, warm-up runs first, then
+//! timed runs: median with p10/p90, min, max), and its memory (resident
+//! memory its engines added by the end of its runs, model file sizes; on CUDA
+//! the device memory its sessions hold, and an estimate of it). The profile
+//! gives `baton plan --pipeline` its node times and `baton plan --method ilp
+//! --out PLACED.toml` its choices of provider (see [`crate::plan_place`]).
+//!
+//! A node is measured on CUDA only where it could run there: every stage an
+//! ONNX model or a function, one model at least; the measurement rewrites
+//! its execution to CUDA device `device` (its own, else 0) whatever its file
+//! says. CUDA needs ONNX Runtime's GPU build and a GPU; it is readied before
+//! any session is opened, so the process loads the GPU build (which runs the
+//! CPU measurements too).
 //!
 //! Inputs are zero tensors shaped by the model signature; a dynamic dim other
 //! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
@@ -17,11 +27,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use baton::config::NodeConfig;
 use baton::engine::Dim;
+use baton::execution::{ConvAlgoSearch, Execution, ProviderKind};
 use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
-use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile};
+use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile, Provider};
 use clap::Args;
 
+use crate::cuda_memory::DeviceMemory;
 use crate::suggest::{brief_bound_us, children, suggest, Measured, BRIEF_GAP};
 
 #[derive(Args, Debug)]
@@ -43,6 +56,12 @@ pub struct ProfileArgs {
     /// Size of dynamic dims other than the batch dim.
     #[arg(long, default_value_t = 1)]
     pub dim: usize,
+    /// Providers to measure each node on: `cpu`, `cuda` or both (`cpu,cuda`).
+    /// CUDA only for nodes whose stages are all ONNX models or functions; it
+    /// needs ONNX Runtime's GPU build and a GPU. Default: each node on the
+    /// provider its file names.
+    #[arg(long, value_delimiter = ',')]
+    pub providers: Option<Vec<String>>,
 }
 
 pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
@@ -78,91 +97,242 @@ struct Stage {
     signature: baton::ModelSignature,
 }
 
+/// A node to measure on one provider.
+struct Job<'a> {
+    name: &'a str,
+    node: &'a NodeConfig,
+    provider: Provider,
+    execution: Execution,
+}
+
 fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
-    // Full validation first: the same checks `baton check` makes.
-    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
+    let jobs = jobs(&cfg, args.providers.as_deref())?;
+    // CUDA first: the GPU build must be the process's ONNX Runtime before any session opens.
+    for job in jobs.iter().filter(|j| j.provider == Provider::Cuda) {
+        prepare(job, engines)?;
+    }
+    // Full validation: the same checks `baton check` makes.
+    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut nodes = BTreeMap::new();
-    // Per node: busy cores while its largest batch ran (CPU time / wall time).
+    let mut profile = Profile { pipeline: args.pipeline.display().to_string(), cores, ..Profile::default() };
+    let gpu = jobs.iter().find_map(|j| match j.execution {
+        Execution::Cuda { device, .. } => Some(device),
+        Execution::Cpu => None,
+    });
+    // The first reading creates the device's context, which no node's measurement should count.
+    let device_memory = gpu.and_then(|_| DeviceMemory::loaded());
+    if let (Some(dm), Some(device)) = (&device_memory, gpu) {
+        profile.device_memory_total_bytes = dm.info(device).map(|(_, total)| total);
+    }
+    // Per node, first provider: busy cores while its largest batch ran (CPU time / wall time).
     let mut busy_cores: BTreeMap<String, f64> = BTreeMap::new();
     // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
     let mut keep = Vec::new();
-    for (name, node) in &cfg.nodes {
-        let before = resident_bytes();
-        let mut stages = Vec::new();
-        let mut model_bytes = 0;
-        for (s, stage) in node.stages.iter().enumerate() {
-            let location = format!("nodes.{name}.stages[{s}]");
-            let provider = match &stage.function {
-                Some(f) => engines.function(f),
-                None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
-            }
-            .ok_or_else(|| format!("{location}: no engine for this stage"))?;
-            let model = stage.model.as_ref().map(|m| base.join(m));
-            model_bytes += model.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
-            let request = StageRequest {
-                location: location.clone(),
-                model,
-                params: stage.params.clone(),
-                intra_threads: node.intra_threads,
-                inter_threads: node.inter_threads,
-                // A GPU node is profiled on its GPU.
-                execution: spec.nodes.iter().find(|n| n.name == *name).map(|n| n.execution.clone()).unwrap_or_default(),
-            };
-            let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
-            let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
-            stages.push(Stage { engine, signature });
-        }
-        let mut batches = Vec::new();
-        for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
-            let mut times = Vec::with_capacity(args.runs);
-            let (mut cpu_start, mut timed_start) = (0, Instant::now());
-            for k in 0..args.warmup + args.runs {
-                if k == args.warmup {
-                    (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
-                }
-                let t0 = Instant::now();
-                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} at batch {b}: {e}"))?;
-                if k >= args.warmup {
-                    times.push(t0.elapsed().as_secs_f64() * 1e6);
-                }
-            }
-            let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
-            busy_cores.insert(name.clone(), cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64);
-            times.sort_by(f64::total_cmp);
-            let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
-            let t = BatchTiming {
-                batch: b,
-                runs: times.len(),
-                median_us: q(0.5),
-                p10_us: q(0.1),
-                p90_us: q(0.9),
-                min_us: times[0],
-                max_us: times[times.len() - 1],
-            };
-            println!(
-                "{name:<16} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
-                t.median_us,
-                t.p10_us,
-                t.p90_us,
-                b as f64 * 1e6 / t.median_us
-            );
-            batches.push(t);
-        }
-        // Engines allocate their buffers on first runs: measured after all batch sizes ran.
-        let memory_bytes = resident_bytes().saturating_sub(before);
+    for job in &jobs {
+        let (measured, busy, stages) = measure(job, args, engines, &base, device_memory.as_ref())?;
+        busy_cores.entry(job.name.to_string()).or_insert(busy);
         keep.push(stages);
-        println!("{name:<16} memory: {} KiB resident, models {} KiB", memory_bytes / 1024, model_bytes / 1024);
-        nodes.insert(name.clone(), NodeProfile { batches, memory_bytes, model_bytes });
+        profile.insert(job.name, measured);
     }
-    print_suggestions(&spec, &nodes, &busy_cores);
-    let profile = Profile { pipeline: args.pipeline.display().to_string(), cores, nodes };
+    print_suggestions(&spec, &profile.nodes, &busy_cores);
     let text = serde_json::to_string_pretty(&profile).map_err(|e| e.to_string())?;
     std::fs::write(&args.out, text + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// Why a node cannot run on CUDA (`None`: it can): a stage that is neither an ONNX model nor a function.
+fn cuda_obstacle(node: &NodeConfig) -> Option<String> {
+    if let Some(s) = node.stages.iter().position(|s| s.remote.is_some()) {
+        return Some(format!("stage {s} runs on a remote server"));
+    }
+    if let Some((s, kind)) = node
+        .stages
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.function.is_none())
+        .find_map(|(s, st)| st.engine.as_deref().filter(|e| *e != "onnx").map(|e| (s, e)))
+    {
+        return Some(format!("stage {s} is a `{kind}` stage, not an ONNX model"));
+    }
+    if node.stages.iter().all(|s| s.function.is_some()) {
+        return Some("it has no ONNX model stage".into());
+    }
+    None
+}
+
+/// The measurements to make, node by node, each node's providers in the order asked
+/// (default: the provider its file names). CUDA runs on the node's own `device` and
+/// `cuda` options; a node without options that pads its inputs uses cuDNN's heuristic
+/// convolution search, as `baton plan` writes it (`baton_planners::placed`).
+fn jobs<'a>(cfg: &'a PipelineConfig, providers: Option<&[String]>) -> Result<Vec<Job<'a>>, String> {
+    let asked: Option<Vec<Provider>> = providers
+        .map(|ps| ps.iter().map(|p| Provider::parse(p).map_err(|e| format!("--providers: {e}"))).collect())
+        .transpose()?;
+    if asked.as_ref().is_some_and(|a| a.is_empty()) {
+        return Err("--providers: name at least one provider (cpu, cuda)".into());
+    }
+    let mut jobs = Vec::new();
+    for (name, node) in &cfg.nodes {
+        let own = match node.provider {
+            ProviderKind::Cpu => Provider::Cpu,
+            ProviderKind::Cuda => Provider::Cuda,
+        };
+        let mut wanted = asked.clone().unwrap_or_else(|| vec![own]);
+        wanted.dedup();
+        if wanted.contains(&Provider::Cuda) {
+            if let Some(why) = cuda_obstacle(node) {
+                println!("{name:<16} not measured on cuda: {why}");
+                wanted.retain(|&p| p != Provider::Cuda);
+                if wanted.is_empty() {
+                    wanted.push(Provider::Cpu);
+                }
+            }
+        }
+        for provider in wanted {
+            let execution = match provider {
+                Provider::Cpu => Execution::Cpu,
+                Provider::Cuda => {
+                    let mut options = node.cuda.clone().unwrap_or_default();
+                    if node.cuda.is_none() && !node.pad.is_empty() {
+                        options.cudnn_conv_algo_search = ConvAlgoSearch::Heuristic;
+                    }
+                    Execution::Cuda { device: node.device.unwrap_or(0), options }
+                }
+            };
+            jobs.push(Job { name, node, provider, execution });
+        }
+    }
+    if asked.is_some_and(|a| a.contains(&Provider::Cuda)) && !jobs.iter().any(|j| j.provider == Provider::Cuda) {
+        return Err(
+            "--providers cuda: no node can run on CUDA (a node's stages must be ONNX models or functions)".into()
+        );
+    }
+    Ok(jobs)
+}
+
+/// Readies the engines of a node's stages for its CUDA measurement (the GPU build, the GPU).
+fn prepare(job: &Job, engines: &EngineRegistry) -> Result<(), String> {
+    for (s, stage) in job.node.stages.iter().enumerate() {
+        let provider = match &stage.function {
+            Some(f) => engines.function(f),
+            None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
+        }
+        .ok_or_else(|| format!("nodes.{}.stages[{s}]: no engine for this stage", job.name))?;
+        provider.prepare(&job.execution).map_err(|e| {
+            let message = match e {
+                baton::EngineError::Unavailable { message, .. } => message,
+                e => e.to_string(),
+            };
+            format!("nodes.{}: cannot measure it on cuda: {message}", job.name)
+        })?;
+    }
+    Ok(())
+}
+
+/// Measures one node on one provider: its profile, the cores it kept busy at its
+/// largest batch, and its engines (kept alive by the caller).
+fn measure(
+    job: &Job,
+    args: &ProfileArgs,
+    engines: &EngineRegistry,
+    base: &Path,
+    device_memory: Option<&DeviceMemory>,
+) -> Result<(NodeProfile, f64, Vec<Stage>), String> {
+    let (name, node) = (job.name, job.node);
+    let device = match job.execution {
+        Execution::Cuda { device, .. } => Some(device),
+        Execution::Cpu => None,
+    };
+    let free_before = device.and_then(|d| device_memory?.info(d)).map(|(free, _)| free);
+    let before = resident_bytes();
+    let mut stages = Vec::new();
+    let mut model_bytes = 0;
+    for (s, stage) in node.stages.iter().enumerate() {
+        let location = format!("nodes.{name}.stages[{s}]");
+        let provider = match &stage.function {
+            Some(f) => engines.function(f),
+            None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
+        }
+        .ok_or_else(|| format!("{location}: no engine for this stage"))?;
+        let model = stage.model.as_ref().map(|m| base.join(m));
+        model_bytes += model.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
+        let request = StageRequest {
+            location: location.clone(),
+            model,
+            params: stage.params.clone(),
+            intra_threads: node.intra_threads,
+            inter_threads: node.inter_threads,
+            execution: job.execution.clone(),
+        };
+        let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
+        let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
+        stages.push(Stage { engine, signature });
+    }
+    let on = job.provider;
+    let mut batches = Vec::new();
+    let mut busy = 1.0;
+    let mut tensor_bytes = 0;
+    for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
+        let mut times = Vec::with_capacity(args.runs);
+        let (mut cpu_start, mut timed_start) = (0, Instant::now());
+        for k in 0..args.warmup + args.runs {
+            if k == args.warmup {
+                (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
+            }
+            let t0 = Instant::now();
+            tensor_bytes =
+                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
+            if k >= args.warmup {
+                times.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        if times.is_empty() {
+            return Err("--runs must be at least 1".into());
+        }
+        let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
+        busy = cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64;
+        times.sort_by(f64::total_cmp);
+        let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
+        let t = BatchTiming {
+            batch: b,
+            runs: times.len(),
+            median_us: q(0.5),
+            p10_us: q(0.1),
+            p90_us: q(0.9),
+            min_us: times[0],
+            max_us: times[times.len() - 1],
+        };
+        println!(
+            "{name:<16} {on:<4} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
+            t.median_us,
+            t.p10_us,
+            t.p90_us,
+            b as f64 * 1e6 / t.median_us
+        );
+        batches.push(t);
+    }
+    // Engines allocate their buffers on first runs: measured after all batch sizes ran.
+    let memory_bytes = resident_bytes().saturating_sub(before);
+    let mut measured = NodeProfile { provider: on, batches, memory_bytes, model_bytes, ..NodeProfile::default() };
+    if let Some(d) = device {
+        let free_after = device_memory.and_then(|dm| dm.info(d)).map(|(free, _)| free);
+        measured.device_memory_bytes = free_before.zip(free_after).map(|(b, a)| b.saturating_sub(a));
+        measured.device_memory_estimate_bytes = Some(4 * model_bytes + tensor_bytes as u64);
+    }
+    let device_note = match (measured.device_memory_bytes, measured.device_memory_estimate_bytes) {
+        (Some(m), _) => format!(", device {} KiB", m / 1024),
+        (None, Some(e)) => format!(", device {} KiB (estimate: 4 x models + tensors at the largest batch)", e / 1024),
+        (None, None) => String::new(),
+    };
+    println!(
+        "{name:<16} {on:<4} memory: {} KiB resident, models {} KiB{device_note}",
+        memory_bytes / 1024,
+        model_bytes / 1024
+    );
+    Ok((measured, busy, stages))
 }
 
 /// Prints the suggested weights and costs (see [`crate::suggest`]) of the nodes measured at batch 1.
@@ -213,9 +383,11 @@ fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodePr
     }
 }
 
-/// One run of all the node's stages on a batch of `b` zero rows.
-fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
+/// One run of all the node's stages on a batch of `b` zero rows; the bytes of
+/// every tensor the stages took and gave.
+fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<usize, String> {
     let mut produced: BTreeMap<String, Tensor> = BTreeMap::new();
+    let mut bytes = 0;
     for stage in stages.iter_mut() {
         let mut inputs = Vec::new();
         for spec in &stage.signature.inputs {
@@ -239,9 +411,10 @@ fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let outs = stage.engine.run(&refs).map_err(|e| e.to_string())?;
+        bytes += inputs.iter().chain(&outs).map(|t| t.as_bytes().len()).sum::<usize>();
         for (spec, t) in stage.signature.outputs.iter().zip(outs) {
             produced.insert(spec.name.clone(), t);
         }
     }
-    Ok(())
+    Ok(bytes)
 }
