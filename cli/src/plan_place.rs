@@ -102,13 +102,23 @@ fn print(placed: &Placement, p: &Problem) {
 fn describe(n: &placement::Placed, node: &placement::PlaceNode) -> String {
     let c = node.choices.iter().find(|c| c.provider == n.provider).expect("placed on one of its choices");
     let where_ = match n.provider {
-        Provider::Cpu => format!("cpu, {} workers on cores {:?}", n.workers, n.cores),
-        Provider::Cuda => format!("cuda0, {} worker, {} bytes of device memory", n.workers, c.device_memory),
+        Provider::Cpu => format!("cpu, {} worker{} on cores {:?}", n.workers, plural(n.workers), n.cores),
+        Provider::Cuda => {
+            format!("cuda0, {} worker{}, {} bytes of device memory", n.workers, plural(n.workers), c.device_memory)
+        }
     };
     format!(
         "{:<16} {where_}: {:.1} µs per row at batch {}, load {:.1} µs per row, batch-1 time {:.1} µs",
         n.name, c.row_us, c.best_batch, n.load_us, n.latency_us
     )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 fn limit(m: Option<u64>) -> String {

@@ -95,6 +95,8 @@ fn resident_bytes() -> u64 {
 struct Stage {
     engine: Box<dyn baton::Engine>,
     signature: baton::ModelSignature,
+    /// A function stage (runs even on zero rows; a model stage then does not, as in the runtime).
+    function: bool,
 }
 
 /// A node to measure on one provider.
@@ -269,7 +271,7 @@ fn measure(
         };
         let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
         let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
-        stages.push(Stage { engine, signature });
+        stages.push(Stage { engine, signature, function: stage.function.is_some() });
     }
     let on = job.provider;
     let mut batches = Vec::new();
@@ -410,11 +412,31 @@ fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<usize, String>
             inputs.push(t);
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        let outs = stage.engine.run(&refs).map_err(|e| e.to_string())?;
+        let outs = if !stage.function && !inputs.is_empty() && inputs.iter().all(|t| t.shape().first() == Some(&0)) {
+            // Nothing to infer (an earlier stage gave zero rows): empty outputs, no engine call, as the runtime does.
+            empty_outputs(&stage.signature)?
+        } else {
+            stage.engine.run(&refs).map_err(|e| e.to_string())?
+        };
         bytes += inputs.iter().chain(&outs).map(|t| t.as_bytes().len()).sum::<usize>();
         for (spec, t) in stage.signature.outputs.iter().zip(outs) {
             produced.insert(spec.name.clone(), t);
         }
     }
     Ok(bytes)
+}
+
+/// Zero-row outputs of a model stage that had nothing to run (dynamic dims 0), as the runtime makes them.
+fn empty_outputs(signature: &baton::ModelSignature) -> Result<Vec<Tensor>, String> {
+    signature
+        .outputs
+        .iter()
+        .map(|o| {
+            let shape = o.shape.iter().enumerate().map(|(i, d)| match d {
+                Dim::Fixed(n) if i > 0 => *n,
+                _ => 0,
+            });
+            Tensor::zeros(o.dtype, shape.collect()).map_err(|e| e.to_string())
+        })
+        .collect()
 }
