@@ -182,8 +182,12 @@ fn jobs<'a>(cfg: &'a PipelineConfig, providers: Option<&[String]>) -> Result<Vec
             ProviderKind::Cpu => Provider::Cpu,
             ProviderKind::Cuda => Provider::Cuda,
         };
-        let mut wanted = asked.clone().unwrap_or_else(|| vec![own]);
-        wanted.dedup();
+        let mut wanted: Vec<Provider> = Vec::new();
+        for p in asked.clone().unwrap_or_else(|| vec![own]) {
+            if !wanted.contains(&p) {
+                wanted.push(p);
+            }
+        }
         if wanted.contains(&Provider::Cuda) {
             if let Some(why) = cuda_obstacle(node) {
                 println!("{name:<16} not measured on cuda: {why}");
