@@ -6,12 +6,15 @@
 //!   generated), and prints outputs as JSON lines and a latency summary.
 
 mod bench_args;
+mod cuda_memory;
 mod inputs;
 mod plan;
 mod plan_hosts;
 mod plan_partition;
+mod plan_place;
 mod plan_schedule;
 mod profile;
+mod profile_jobs;
 mod run;
 mod serve_args;
 mod suggest;

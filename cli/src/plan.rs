@@ -1,5 +1,6 @@
 //! `baton plan`: offline planning. Scheduling methods (`periodic`, `ilp`,
-//! `list`) live in `plan_schedule`, graph partitioning (`partition`) in
+//! `list`) live in `plan_schedule`, placement from profiles (`ilp` with
+//! `--out PLACED.toml`) in `plan_place`, graph partitioning (`partition`) in
 //! `plan_partition`; this module only holds the shared arguments and dispatch.
 
 use std::path::PathBuf;
@@ -56,8 +57,20 @@ pub struct PlanArgs {
     #[arg(long, default_value_t = 10.0, value_parser = baton_planners::deadline::parse_seconds)]
     pub time_limit: f64,
     /// Write the plan here (JSON, plus a placement a pipeline config can use).
+    /// With --method ilp --pipeline --profile, a `.toml` path: place each node
+    /// on a provider with its workers from the profile, and write the placed pipeline here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Placement: cores for CPU workers (default: this machine's).
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// Placement: the GPU's memory, bytes (default: the total the profile
+    /// recorded on CUDA, else no limit).
+    #[arg(long)]
+    pub device_memory: Option<u64>,
+    /// Placement: providers nodes may be placed on, `cpu`, `cuda` (default: every one the profile has).
+    #[arg(long, value_delimiter = ',')]
+    pub providers: Option<Vec<String>>,
     /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * total / k.
     #[arg(long, default_value_t = 0.03)]
     pub epsilon: f64,
@@ -135,11 +148,14 @@ pub enum Objective {
     Makespan,
     /// Steady-state period of a stream of runs (the busiest unit's load).
     Period,
+    /// Placement only: the critical path of the nodes' batch times.
+    Latency,
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
     let planned = match args.method {
         Method::Partition => crate::plan_partition::plan(&args),
+        Method::Ilp if crate::plan_place::wanted(&args) => crate::plan_place::plan(&args),
         Method::List | Method::Periodic | Method::Ilp => crate::plan_schedule::plan(&args),
     };
     match planned {

@@ -34,6 +34,12 @@ fn load(args: &PlanArgs) -> Result<(Dag, Option<PathBuf>, &'static str), String>
 }
 
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
+    if args.objective == Objective::Latency {
+        return Err(
+            "--objective latency is the placement's: give --method ilp --pipeline P --profile F --out PLACED.toml"
+                .into(),
+        );
+    }
     let (dag, pipeline_file, unit) = load(args)?;
     let h = args.processors;
     if h == 0 {

@@ -1,8 +1,18 @@
-//! `baton profile PIPELINE.toml --out profile.json`: measures each node's
-//! latency per batch size on this machine (engines created as the runtime
-//! creates them, warm-up runs first, then timed runs: median with p10/p90,
-//! min, max), and its memory (resident memory its engines added by the end
-//! of its runs, model file sizes). The profile gives `baton plan --pipeline` its node times.
+//! `baton profile PIPELINE.toml --out profile.json [--providers cpu,cuda]`:
+//! measures each node's latency per batch size on each provider asked for
+//! (engines created as the runtime creates them, warm-up runs first, then
+//! timed runs: median with p10/p90, min, max), and its memory (resident
+//! memory its engines added by the end of its runs, model file sizes; on CUDA
+//! the device memory its sessions hold, and an estimate of it). The profile
+//! gives `baton plan --pipeline` its node times and `baton plan --method ilp
+//! --out PLACED.toml` its choices of provider (see [`crate::plan_place`]).
+//!
+//! A node is measured on CUDA only where it could run there: every stage an
+//! ONNX model or a function, one model at least; the measurement rewrites
+//! its execution to CUDA device `device` (its own, else 0) whatever its file
+//! says. CUDA needs ONNX Runtime's GPU build and a GPU; it is readied before
+//! any session is opened, so the process loads the GPU build (which runs the
+//! CPU measurements too).
 //!
 //! Inputs are zero tensors shaped by the model signature; a dynamic dim other
 //! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
@@ -18,10 +28,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use baton::engine::Dim;
+use baton::execution::Execution;
 use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
-use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile};
+use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile, Provider};
 use clap::Args;
 
+use crate::cuda_memory::DeviceMemory;
+use crate::profile_jobs::{jobs, prepare, Job};
 use crate::suggest::{brief_bound_us, children, suggest, Measured, BRIEF_GAP};
 
 #[derive(Args, Debug)]
@@ -43,6 +56,12 @@ pub struct ProfileArgs {
     /// Size of dynamic dims other than the batch dim.
     #[arg(long, default_value_t = 1)]
     pub dim: usize,
+    /// Providers to measure each node on: `cpu`, `cuda` or both (`cpu,cuda`).
+    /// CUDA only for nodes whose stages are all ONNX models or functions; it
+    /// needs ONNX Runtime's GPU build and a GPU. Default: each node on the
+    /// provider its file names.
+    #[arg(long, value_delimiter = ',')]
+    pub providers: Option<Vec<String>>,
 }
 
 pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
@@ -76,95 +95,151 @@ fn resident_bytes() -> u64 {
 struct Stage {
     engine: Box<dyn baton::Engine>,
     signature: baton::ModelSignature,
+    /// A function stage (runs even on zero rows; a model stage then does not, as in the runtime).
+    function: bool,
 }
 
 fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
-    // Full validation first: the same checks `baton check` makes.
-    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
+    let jobs = jobs(&cfg, args.providers.as_deref())?;
+    // CUDA first: the GPU build must be the process's ONNX Runtime before any session opens.
+    for job in jobs.iter().filter(|j| j.provider == Provider::Cuda) {
+        prepare(job, engines)?;
+    }
+    // Full validation: the same checks `baton check` makes.
+    let spec = baton::PipelineSpec::from_file(&args.pipeline, engines).map_err(|e| e.to_string())?;
     let base = args.pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut nodes = BTreeMap::new();
-    // Per node: busy cores while its largest batch ran (CPU time / wall time).
+    let mut profile = Profile { pipeline: args.pipeline.display().to_string(), cores, ..Profile::default() };
+    let gpu = jobs.iter().find_map(|j| match j.execution {
+        Execution::Cuda { device, .. } => Some(device),
+        Execution::Cpu => None,
+    });
+    // The first reading creates the device's context, which no node's measurement should count.
+    let device_memory = gpu.and_then(|_| DeviceMemory::loaded());
+    if let (Some(dm), Some(device)) = (&device_memory, gpu) {
+        profile.device_memory_total_bytes = dm.info(device).map(|(_, total)| total);
+    }
+    // Per node, first provider: busy cores while its largest batch ran (CPU time / wall time).
     let mut busy_cores: BTreeMap<String, f64> = BTreeMap::new();
     // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
     let mut keep = Vec::new();
-    for (name, node) in &cfg.nodes {
-        let before = resident_bytes();
-        let mut stages = Vec::new();
-        let mut model_bytes = 0;
-        for (s, stage) in node.stages.iter().enumerate() {
-            let location = format!("nodes.{name}.stages[{s}]");
-            let provider = match &stage.function {
-                Some(f) => engines.function(f),
-                None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
-            }
-            .ok_or_else(|| format!("{location}: no engine for this stage"))?;
-            let model = stage.model.as_ref().map(|m| base.join(m));
-            model_bytes += model.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
-            let request = StageRequest {
-                location: location.clone(),
-                model,
-                params: stage.params.clone(),
-                intra_threads: node.intra_threads,
-                inter_threads: node.inter_threads,
-                // A GPU node is profiled on its GPU.
-                execution: spec.nodes.iter().find(|n| n.name == *name).map(|n| n.execution.clone()).unwrap_or_default(),
-                // Each batch size as it is: the profile measures the engine at every size.
-                batch_sizes: baton::BatchSizes::none(),
-            };
-            let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
-            let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
-            stages.push(Stage { engine, signature });
-        }
-        let mut batches = Vec::new();
-        for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
-            let mut times = Vec::with_capacity(args.runs);
-            let (mut cpu_start, mut timed_start) = (0, Instant::now());
-            for k in 0..args.warmup + args.runs {
-                if k == args.warmup {
-                    (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
-                }
-                let t0 = Instant::now();
-                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} at batch {b}: {e}"))?;
-                if k >= args.warmup {
-                    times.push(t0.elapsed().as_secs_f64() * 1e6);
-                }
-            }
-            let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
-            busy_cores.insert(name.clone(), cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64);
-            times.sort_by(f64::total_cmp);
-            let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
-            let t = BatchTiming {
-                batch: b,
-                runs: times.len(),
-                median_us: q(0.5),
-                p10_us: q(0.1),
-                p90_us: q(0.9),
-                min_us: times[0],
-                max_us: times[times.len() - 1],
-            };
-            println!(
-                "{name:<16} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
-                t.median_us,
-                t.p10_us,
-                t.p90_us,
-                b as f64 * 1e6 / t.median_us
-            );
-            batches.push(t);
-        }
-        // Engines allocate their buffers on first runs: measured after all batch sizes ran.
-        let memory_bytes = resident_bytes().saturating_sub(before);
+    for job in &jobs {
+        let (measured, busy, stages) = measure(job, args, engines, &base, device_memory.as_ref())?;
+        busy_cores.entry(job.name.to_string()).or_insert(busy);
         keep.push(stages);
-        println!("{name:<16} memory: {} KiB resident, models {} KiB", memory_bytes / 1024, model_bytes / 1024);
-        nodes.insert(name.clone(), NodeProfile { batches, memory_bytes, model_bytes });
+        profile.insert(job.name, measured);
     }
-    print_suggestions(&spec, &nodes, &busy_cores);
-    let profile = Profile { pipeline: args.pipeline.display().to_string(), cores, nodes };
+    print_suggestions(&spec, &profile.nodes, &busy_cores);
     let text = serde_json::to_string_pretty(&profile).map_err(|e| e.to_string())?;
     std::fs::write(&args.out, text + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// Measures one node on one provider: its profile, the cores it kept busy at its
+/// largest batch, and its engines (kept alive by the caller).
+fn measure(
+    job: &Job,
+    args: &ProfileArgs,
+    engines: &EngineRegistry,
+    base: &Path,
+    device_memory: Option<&DeviceMemory>,
+) -> Result<(NodeProfile, f64, Vec<Stage>), String> {
+    let (name, node) = (job.name, job.node);
+    let device = match job.execution {
+        Execution::Cuda { device, .. } => Some(device),
+        Execution::Cpu => None,
+    };
+    let free_before = device.and_then(|d| device_memory?.info(d)).map(|(free, _)| free);
+    let before = resident_bytes();
+    let mut stages = Vec::new();
+    let mut model_bytes = 0;
+    for (s, stage) in node.stages.iter().enumerate() {
+        let location = format!("nodes.{name}.stages[{s}]");
+        let provider = match &stage.function {
+            Some(f) => engines.function(f),
+            None => engines.get(stage.engine.as_deref().unwrap_or("onnx")),
+        }
+        .ok_or_else(|| format!("{location}: no engine for this stage"))?;
+        let model = stage.model.as_ref().map(|m| base.join(m));
+        model_bytes += model.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
+        let request = StageRequest {
+            location: location.clone(),
+            model,
+            params: stage.params.clone(),
+            intra_threads: node.intra_threads,
+            inter_threads: node.inter_threads,
+            execution: job.execution.clone(),
+            // Each batch size as it is: the profile measures the engine at every size.
+            batch_sizes: baton::BatchSizes::none(),
+        };
+        let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
+        let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
+        stages.push(Stage { engine, signature, function: stage.function.is_some() });
+    }
+    let on = job.provider;
+    let mut batches = Vec::new();
+    let mut busy = 1.0;
+    let mut tensor_bytes = 0;
+    for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
+        let mut times = Vec::with_capacity(args.runs);
+        let (mut cpu_start, mut timed_start) = (0, Instant::now());
+        for k in 0..args.warmup + args.runs {
+            if k == args.warmup {
+                (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
+            }
+            let t0 = Instant::now();
+            tensor_bytes =
+                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
+            if k >= args.warmup {
+                times.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        if times.is_empty() {
+            return Err("--runs must be at least 1".into());
+        }
+        let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
+        busy = cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64;
+        times.sort_by(f64::total_cmp);
+        let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
+        let t = BatchTiming {
+            batch: b,
+            runs: times.len(),
+            median_us: q(0.5),
+            p10_us: q(0.1),
+            p90_us: q(0.9),
+            min_us: times[0],
+            max_us: times[times.len() - 1],
+        };
+        println!(
+            "{name:<16} {on:<4} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
+            t.median_us,
+            t.p10_us,
+            t.p90_us,
+            b as f64 * 1e6 / t.median_us
+        );
+        batches.push(t);
+    }
+    // Engines allocate their buffers on first runs: measured after all batch sizes ran.
+    let memory_bytes = resident_bytes().saturating_sub(before);
+    let mut measured = NodeProfile { provider: on, batches, memory_bytes, model_bytes, ..NodeProfile::default() };
+    if let Some(d) = device {
+        let free_after = device_memory.and_then(|dm| dm.info(d)).map(|(free, _)| free);
+        measured.device_memory_bytes = free_before.zip(free_after).map(|(b, a)| b.saturating_sub(a));
+        measured.device_memory_estimate_bytes = Some(4 * model_bytes + tensor_bytes as u64);
+    }
+    let device_note = match (measured.device_memory_bytes, measured.device_memory_estimate_bytes) {
+        (Some(m), _) => format!(", device {} KiB", m / 1024),
+        (None, Some(e)) => format!(", device {} KiB (estimate: 4 x models + tensors at the largest batch)", e / 1024),
+        (None, None) => String::new(),
+    };
+    println!(
+        "{name:<16} {on:<4} memory: {} KiB resident, models {} KiB{device_note}",
+        memory_bytes / 1024,
+        model_bytes / 1024
+    );
+    Ok((measured, busy, stages))
 }
 
 /// Prints the suggested weights and costs (see [`crate::suggest`]) of the nodes measured at batch 1.
@@ -215,9 +290,11 @@ fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodePr
     }
 }
 
-/// One run of all the node's stages on a batch of `b` zero rows.
-fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
+/// One run of all the node's stages on a batch of `b` zero rows; the bytes of
+/// every tensor the stages took and gave.
+fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<usize, String> {
     let mut produced: BTreeMap<String, Tensor> = BTreeMap::new();
+    let mut bytes = 0;
     for stage in stages.iter_mut() {
         let mut inputs = Vec::new();
         for spec in &stage.signature.inputs {
@@ -240,10 +317,31 @@ fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<(), String> {
             inputs.push(t);
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        let outs = stage.engine.run(&refs).map_err(|e| e.to_string())?;
+        let outs = if !stage.function && !inputs.is_empty() && inputs.iter().all(|t| t.shape().first() == Some(&0)) {
+            // Nothing to infer (an earlier stage gave zero rows): empty outputs, no engine call, as the runtime does.
+            empty_outputs(&stage.signature)?
+        } else {
+            stage.engine.run(&refs).map_err(|e| e.to_string())?
+        };
+        bytes += inputs.iter().chain(&outs).map(|t| t.as_bytes().len()).sum::<usize>();
         for (spec, t) in stage.signature.outputs.iter().zip(outs) {
             produced.insert(spec.name.clone(), t);
         }
     }
-    Ok(())
+    Ok(bytes)
+}
+
+/// Zero-row outputs of a model stage that had nothing to run (dynamic dims 0), as the runtime makes them.
+fn empty_outputs(signature: &baton::ModelSignature) -> Result<Vec<Tensor>, String> {
+    signature
+        .outputs
+        .iter()
+        .map(|o| {
+            let shape = o.shape.iter().enumerate().map(|(i, d)| match d {
+                Dim::Fixed(n) if i > 0 => *n,
+                _ => 0,
+            });
+            Tensor::zeros(o.dtype, shape.collect()).map_err(|e| e.to_string())
+        })
+        .collect()
 }

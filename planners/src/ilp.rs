@@ -163,17 +163,24 @@ fn gap(value: f64, bound: f64) -> f64 {
 }
 
 /// Result of one HiGHS run: column values, proven bound, status.
-struct Run {
-    cols: Vec<f64>,
+pub(crate) struct Run {
+    pub(crate) cols: Vec<f64>,
     bound: f64,
     status: Status,
+}
+
+impl Run {
+    /// HiGHS proved the solution optimal.
+    pub(crate) fn optimal(&self) -> bool {
+        self.status == Status::Optimal
+    }
 }
 
 /// Solves a good_lp model with HiGHS (one thread, quiet, fixed seed), warm
 /// started from `initial` (one value per variable, in creation order; empty:
 /// cold start). `None`: proven infeasible. `cols` is empty when the time
 /// limit came before any solution.
-fn run_highs(
+pub(crate) fn run_highs(
     vars: ProblemVariables,
     objective: Expression,
     constraints: Vec<good_lp::Constraint>,

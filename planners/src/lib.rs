@@ -9,6 +9,9 @@
 //!   retiming (software pipelining).
 //! - [`deadline`]: time limits in seconds, checked (`inf` = none).
 //! - [`ilp`]: exact scheduling as a MILP (HiGHS), makespan and period.
+//! - [`placement`]: each node's provider (CPU or GPU) and workers from
+//!   profiles, as a MILP (HiGHS); [`placed`]: that placement written back as a
+//!   pipeline file.
 //! - [`simulate`]: the legality check every schedule passes.
 //! - [`pipeline`]: pipeline configs and profiles as planning inputs, and
 //!   placements written back as config overlays.
@@ -21,6 +24,8 @@ pub mod list;
 pub mod parse;
 pub mod periodic;
 pub mod pipeline;
+pub mod placed;
+pub mod placement;
 pub mod platform;
 pub mod retime;
 pub mod simulate;

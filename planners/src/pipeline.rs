@@ -1,7 +1,8 @@
 //! Pipelines as planning inputs and placements as planning outputs.
 //!
 //! A [`Profile`] (written by `baton profile`) holds each node's measured
-//! latency per batch size and its memory. [`dag_from_pipeline`] turns a
+//! latency per batch size and its memory, on each provider it was profiled on
+//! (CPU, CUDA). [`dag_from_pipeline`] turns a
 //! pipeline's node graph plus a profile into a DAG whose task times are the
 //! nodes' median latencies (µs) at one batch size. [`write_placed`] writes a
 //! complete copy of a pipeline file with every node's `workers` and `cores`
@@ -26,29 +27,108 @@ pub struct BatchTiming {
     pub max_us: f64,
 }
 
-/// One node's measurements.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Which ONNX Runtime execution provider a node was measured on (`"cpu"`, `"cuda"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// The CPU cores (a profile written before providers were recorded means this).
+    #[default]
+    Cpu,
+    /// The GPU, through ONNX Runtime's CUDA provider (device 0).
+    Cuda,
+}
+
+impl Provider {
+    /// Every provider, in the order profiles list them.
+    pub const ALL: [Provider; 2] = [Provider::Cpu, Provider::Cuda];
+
+    /// The name pipeline files and profiles give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Cpu => "cpu",
+            Provider::Cuda => "cuda",
+        }
+    }
+
+    /// The provider named `name` (`cpu`, `cuda`), or an error listing the names.
+    pub fn parse(name: &str) -> Result<Provider, String> {
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.name() == name.trim())
+            .ok_or_else(|| format!("unknown provider `{name}` (providers: cpu, cuda)"))
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// One node's measurements on one provider.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeProfile {
+    /// The provider the node's model stages ran on (absent in older profiles: `cpu`).
+    #[serde(default)]
+    pub provider: Provider,
     pub batches: Vec<BatchTiming>,
     /// Resident memory the node's engines added when created, bytes.
     pub memory_bytes: u64,
     /// Size of the node's model files, bytes.
     pub model_bytes: u64,
+    /// On CUDA: device memory the node's sessions held after its runs (free device
+    /// memory before creating them minus after the last run), bytes; absent where
+    /// it could not be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory_bytes: Option<u64>,
+    /// On CUDA: an estimate of the same, 4 × the model files' size plus every
+    /// tensor the node's stages took and gave at its largest profiled batch, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory_estimate_bytes: Option<u64>,
+}
+
+impl NodeProfile {
+    /// The device memory the node needs on a GPU: the measured bytes, else the estimate, else 0.
+    pub fn device_memory(&self) -> u64 {
+        self.device_memory_bytes.or(self.device_memory_estimate_bytes).unwrap_or(0)
+    }
 }
 
 /// A profile of a pipeline on one machine.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     pub pipeline: String,
     /// Cores the profiling machine had.
     pub cores: usize,
+    /// Each node on the first provider it was profiled on (the CPU when the CPU
+    /// was profiled): what readers of a single time per node use.
     pub nodes: BTreeMap<String, NodeProfile>,
+    /// Each node's measurements on its further providers (CUDA when both were profiled).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_providers: BTreeMap<String, Vec<NodeProfile>>,
+    /// Total memory of the GPU the CUDA measurements ran on, bytes (absent: unknown, or no CUDA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory_total_bytes: Option<u64>,
 }
 
 impl Profile {
     pub fn load(path: &Path) -> Result<Profile, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: not a profile: {e}", path.display()))
+    }
+
+    /// Every measurement of `node`, one per provider (`nodes` entry first); empty when it has none.
+    pub fn measurements(&self, node: &str) -> Vec<&NodeProfile> {
+        self.nodes.get(node).into_iter().chain(self.other_providers.get(node).into_iter().flatten()).collect()
+    }
+
+    /// Records `measured` for `node`: the first measurement goes to `nodes`, later ones to `other_providers`.
+    pub fn insert(&mut self, node: &str, measured: NodeProfile) {
+        if self.nodes.contains_key(node) {
+            self.other_providers.entry(node.to_string()).or_default().push(measured);
+        } else {
+            self.nodes.insert(node.to_string(), measured);
+        }
     }
 
     /// Median latency of `node` at `batch`, µs.
@@ -114,11 +194,6 @@ pub fn dag_from_pipeline(g: &NodeGraph, profile: &Profile, batch: usize) -> Resu
     Dag::new(tasks, edges).map_err(|e| e.to_string())
 }
 
-fn read_table(path: &Path) -> Result<toml::Table, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    text.parse::<toml::Table>().map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Writes a copy of the pipeline file `src` to `dst` with each node's
 /// `cores` (and `workers`, one per core) from `placement` (node -> cores).
 /// Model paths are rewritten to absolute ones when `dst` is in another folder.
@@ -143,20 +218,43 @@ pub fn write_placed(
             toml::Value::Array(cores.iter().map(|&c| toml::Value::Integer(c as i64)).collect()),
         );
         node.insert("workers".into(), toml::Value::Integer(cores.len() as i64));
-        if same_dir {
-            continue;
-        }
-        for stage in node.get_mut("stages").and_then(|s| s.as_array_mut()).into_iter().flatten() {
-            if let Some(model) = stage.get_mut("model") {
-                if let Some(m) = model.as_str() {
-                    let abs: PathBuf = src_dir.join(m);
-                    let abs = abs.canonicalize().unwrap_or(abs);
-                    *model = toml::Value::String(abs.to_string_lossy().into_owned());
-                }
-            }
+        if !same_dir {
+            absolute_paths(node, &src_dir);
         }
     }
-    let body = toml::to_string(&table).map_err(|e| e.to_string())?;
+    write_table(dst, &table, note)
+}
+
+/// Reads a pipeline file as a TOML table.
+pub(crate) fn read_table(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    text.parse::<toml::Table>().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `table` to `dst`, each line of `note` first as a `#` comment.
+pub(crate) fn write_table(dst: &Path, table: &toml::Table, note: &str) -> Result<(), String> {
+    let body = toml::to_string(table).map_err(|e| e.to_string())?;
     let header: String = note.lines().map(|l| format!("# {l}\n")).collect();
     std::fs::write(dst, format!("{header}\n{body}")).map_err(|e| format!("{}: cannot write: {e}", dst.display()))
+}
+
+/// Rewrites a node's file paths (stage `model`s, state `initial`s), relative to
+/// `src_dir`, to absolute ones: for a copy of the pipeline written elsewhere.
+/// Remote stages' `model` is a model name, not a file, and stays.
+pub(crate) fn absolute_paths(node: &mut toml::Table, src_dir: &Path) {
+    let absolute = |v: &mut toml::Value| {
+        if let Some(m) = v.as_str() {
+            let abs: PathBuf = src_dir.join(m);
+            let abs = abs.canonicalize().unwrap_or(abs);
+            *v = toml::Value::String(abs.to_string_lossy().into_owned());
+        }
+    };
+    for stage in node.get_mut("stages").and_then(|s| s.as_array_mut()).into_iter().flatten() {
+        if stage.get("remote").is_none() {
+            stage.get_mut("model").map(absolute);
+        }
+    }
+    for state in node.get_mut("state").and_then(|s| s.as_array_mut()).into_iter().flatten() {
+        state.get_mut("initial").map(absolute);
+    }
 }

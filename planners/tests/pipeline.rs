@@ -17,10 +17,10 @@ fn profile(costs: &[(&str, f64)]) -> Profile {
         .iter()
         .map(|&(n, c)| {
             let t = BatchTiming { batch: 8, runs: 10, median_us: c, p10_us: c, p90_us: c, min_us: c, max_us: c };
-            (n.to_string(), NodeProfile { batches: vec![t], memory_bytes: 1 << 20, model_bytes: 0 })
+            (n.to_string(), NodeProfile { batches: vec![t], memory_bytes: 1 << 20, ..NodeProfile::default() })
         })
         .collect();
-    Profile { pipeline: "diamond".into(), cores: 2, nodes }
+    Profile { pipeline: "diamond".into(), cores: 2, nodes, ..Profile::default() }
 }
 
 #[test]
