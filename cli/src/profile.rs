@@ -173,6 +173,7 @@ fn measure(
             execution: job.execution.clone(),
             // Each batch size as it is: the profile measures the engine at every size.
             batch_sizes: baton::BatchSizes::none(),
+            device_outputs: Vec::new(),
         };
         let signature = provider.inspect(&request).map_err(|e| format!("{location}: {e}"))?;
         let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;

@@ -421,6 +421,7 @@ mod tests {
             inter_threads: 1,
             execution: baton::Execution::Cpu,
             batch_sizes: baton::BatchSizes::none(),
+            device_outputs: Vec::new(),
         };
         CostModelConfig::from_stage(&stage).map_err(|e| e.to_string())
     }

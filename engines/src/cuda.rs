@@ -30,9 +30,6 @@ pub const GPU_CORE_LIBRARY: &str = "libonnxruntime.so.1.31.1";
 /// ONNX Runtime's CUDA provider library, which ORT opens from its core library's folder.
 pub const CUDA_PROVIDER_LIBRARY: &str = "libonnxruntime_providers_cuda.so";
 
-/// The CUDA runtime's library names (in [`CUDA_LIBRARIES`]), for looking up what it loaded.
-pub const CUDA_RUNTIME_SONAMES: &[&str] = &["libcudart.so.13"];
-
 /// The CUDA and cuDNN libraries the CUDA provider loads, in dependency order
 /// (each after the ones it needs), and whether each is required.
 pub const CUDA_LIBRARIES: &[(&str, bool)] = &[

@@ -9,9 +9,9 @@
 
 pub mod cost_model;
 pub mod cuda;
+pub mod cuda_runtime;
 pub mod onnx;
 pub mod ort_library;
-pub mod pinned;
 pub mod remote;
 
 pub use cost_model::{CostModelConfig, CostModelEngine, CostModelProvider, LatencyCurve, WaitMode};

@@ -455,6 +455,7 @@ mod tests {
             inter_threads: 1,
             execution: baton::Execution::Cpu,
             batch_sizes: baton::BatchSizes::none(),
+            device_outputs: Vec::new(),
         }
     }
 

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use crate::batch_sizes::BatchSizes;
 use crate::execution::Execution;
 use crate::request::StreamChunk;
-use crate::tensor::{DType, HostMemory, Tensor};
+use crate::tensor::{DType, DeviceMemory, HostMemory, Tensor};
 
 /// Why an engine could not be inspected, created or run. Every variant but
 /// [`EngineError::Run`] names the stage (`node.stages[i]`) it is about.
@@ -179,6 +179,10 @@ pub struct StageRequest {
     /// The batch sizes the stage runs at, padding a batch up to the next (the
     /// node's `batch_sizes`, see [`crate::batch_sizes`]); engines that cannot pad ignore them.
     pub batch_sizes: BatchSizes,
+    /// Per output of the stage's signature: whether it stays in the device's memory
+    /// because only nodes on the same device read it (set by the pipeline's build,
+    /// see [`crate::spec::PipelineSpec`]); empty: every output goes to host memory.
+    pub device_outputs: Vec<bool>,
 }
 
 impl StageRequest {
@@ -256,6 +260,12 @@ pub trait Engine: Send {
     /// Host memory the worker should stitch this engine's batches into, when the
     /// engine copies from some memory faster (pinned memory for a GPU). Default: `None`.
     fn host_memory(&self) -> Option<Arc<dyn HostMemory>> {
+        None
+    }
+
+    /// The device memory this engine reads inputs from without a copy, for the
+    /// worker to stitch device tensors into (a GPU node's). Default: `None`.
+    fn device_memory(&self) -> Option<Arc<dyn DeviceMemory>> {
         None
     }
 
@@ -445,6 +455,7 @@ mod tests {
             inter_threads: 1,
             execution: Execution::Cpu,
             batch_sizes: BatchSizes::none(),
+            device_outputs: Vec::new(),
         }
     }
 

@@ -413,3 +413,37 @@ fn batch_sizes_on_a_node_with_per_stream_state_are_refused_naming_the_node() {
                 batch_sizes = [1, 2, 4]\nstate = [{ output = \"y\", input = \"x\" }]\n";
     config_error(toml, &["nodes.s.batch_sizes", "node `s` keeps per-stream state"]);
 }
+
+/// Which outputs of node `name`'s first stage stay in device memory, when the test
+/// engine stands in for the onnx engine (the rule keeps only ONNX stages' outputs there).
+fn device_outputs(toml: &str, name: &str) -> Vec<bool> {
+    let config = PipelineConfig::parse(&toml.replace("engine = \"test\"", "engine = \"onnx\"")).unwrap();
+    let registry = EngineRegistry::new().with("onnx", GatedEngines::default());
+    let spec = PipelineSpec::build(&config, None, &registry).unwrap_or_else(|e| panic!("{e}"));
+    spec.nodes.iter().find(|n| n.name == name).unwrap().stages[0].request.device_outputs.clone()
+}
+
+/// `a` feeds `b` (`a.y` → `b.x`); `b.y` is the pipeline output.
+fn chain(a: &str, b: &str) -> String {
+    format!(
+        "[inputs.x]\nto = [\"a.x\"]\n[outputs.y]\nfrom = \"b.y\"\n[[edges]]\nfrom = \"a.y\"\nto = \"b.x\"\n\
+         [nodes.a]\nstages = [{{ engine = \"test\", params = {{ node = \"a\" }} }}]\n{a}\n\
+         [nodes.b]\nstages = [{{ engine = \"test\", params = {{ node = \"b\" }} }}]\n{b}\n"
+    )
+}
+
+#[test]
+fn an_output_read_only_by_nodes_on_the_same_gpu_stays_in_its_memory() {
+    assert_eq!(device_outputs(&chain(ON_CUDA0, ON_CUDA0), "a"), [true]);
+    assert_eq!(
+        device_outputs(&chain(ON_CUDA0, ON_CUDA0), "b"),
+        Vec::<bool>::new(),
+        "a pipeline output comes to the host"
+    );
+    assert_eq!(device_outputs(&chain(ON_CUDA0, ""), "a"), Vec::<bool>::new(), "a CPU node reads host memory");
+    let other = "provider = \"cuda\"\ndevice = 1";
+    assert_eq!(device_outputs(&chain(ON_CUDA0, other), "a"), Vec::<bool>::new(), "another device reads host memory");
+    // Also a pipeline output: it must come to the host.
+    let both = chain(ON_CUDA0, ON_CUDA0) + "[outputs.h]\nfrom = \"a.y\"\n";
+    assert_eq!(device_outputs(&both, "a"), Vec::<bool>::new());
+}

@@ -46,6 +46,7 @@ fn stage(model: PathBuf, execution: Execution) -> StageRequest {
         inter_threads: 1,
         execution,
         batch_sizes: baton::BatchSizes::none(),
+        device_outputs: Vec::new(),
     }
 }
 
@@ -156,10 +157,7 @@ fn a_batch_padded_to_a_fixed_size_on_cuda_equals_the_cpu_and_every_size_ran_at_l
     if !gpu("padded") {
         return;
     }
-    let request = StageRequest {
-        batch_sizes: baton::BatchSizes::powers_of_two(8),
-        ..stage(model("mlp.onnx"), cuda())
-    };
+    let request = StageRequest { batch_sizes: baton::BatchSizes::powers_of_two(8), ..stage(model("mlp.onnx"), cuda()) };
     let mut engine = OnnxEngine::new(&request).unwrap_or_else(|e| panic!("{e}"));
     let warmed: Vec<usize> = engine.warmed_sizes().iter().map(|w| w.rows).collect();
     assert_eq!(warmed, [1, 2, 4, 8]);

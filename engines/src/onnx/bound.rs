@@ -31,7 +31,7 @@ use std::ptr::NonNull;
 
 use std::sync::Arc;
 
-use baton::tensor::{HostMemory, PooledTensor, TensorPool};
+use baton::tensor::{DeviceMemory, HostMemory, PooledTensor, TensorPool};
 use baton::{BatchSizes, DType, Dim, ModelSignature, Tensor};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{RunOptions, Session, SessionInputValue};
@@ -54,6 +54,11 @@ type ShapeKey = SmallVec<[usize; 24]>;
 pub(super) struct BoundRuns {
     binding: NonNull<OrtIoBinding>,
     memory: MemoryInfo<'static>,
+    /// On a GPU: its memory, for tensors that stay there, and ONNX Runtime's name for it.
+    device: Option<(Arc<dyn DeviceMemory>, MemoryInfo<'static>)>,
+    device_padding_pools: Vec<TensorPool>,
+    /// Bytes this side copied between host and device since last read (see [`BoundRuns::take_crossed`]).
+    crossed: u64,
     input_names: Vec<CString>,
     output_names: Vec<CString>,
     input_values: Vec<ValueCache>,
@@ -72,18 +77,34 @@ unsafe impl Send for BoundRuns {}
 impl BoundRuns {
     /// Bound runs of `session`, whose inputs and outputs `signature` lists, padding to `sizes`
     /// when every input and output has a dynamic batch dim (else batches run as they are).
-    /// New buffers come from `host_memory` when given (pinned memory on a GPU).
+    /// New host buffers come from `host_memory` when given (pinned memory on a GPU); with
+    /// `device`, the outputs `device_outputs` marks are written to its memory.
     pub(super) fn new(
         session: &Session,
         signature: &ModelSignature,
         sizes: &BatchSizes,
         host_memory: Option<Arc<dyn HostMemory>>,
+        device: Option<Arc<dyn DeviceMemory>>,
+        device_outputs: &[bool],
     ) -> Result<Self, String> {
         let mut binding = std::ptr::null_mut();
         check(unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut binding) })?;
         let binding = NonNull::new(binding).ok_or("ONNX Runtime returned no I/O binding")?;
         let memory = MemoryInfo::new(AllocationDevice::CPU, 0, AllocatorType::Device, MemoryType::Default)
             .map_err(|e| e.to_string())?;
+        let device = match device {
+            Some(d) => {
+                let info = MemoryInfo::new(
+                    AllocationDevice::CUDA,
+                    d.device() as i32,
+                    AllocatorType::Device,
+                    MemoryType::Default,
+                )
+                .map_err(|e| e.to_string())?;
+                Some((d, info))
+            }
+            None => None,
+        };
         let names = |specs: &[baton::TensorSpec]| {
             specs
                 .iter()
@@ -93,19 +114,39 @@ impl BoundRuns {
         let batch_dim_dynamic =
             signature.inputs.iter().chain(&signature.outputs).all(|s| matches!(s.shape.first(), Some(Dim::Dynamic(_))));
         let outputs = signature.outputs.len();
+        let on_device = |j: usize| device.is_some() && device_outputs.get(j).copied().unwrap_or(false);
+        let output_pools = (0..outputs)
+            .map(|j| match &device {
+                Some((d, _)) if on_device(j) => TensorPool::on_device(BUFFERS_KEPT, Arc::clone(d)),
+                _ => TensorPool::in_memory(BUFFERS_KEPT, host_memory.clone()),
+            })
+            .collect();
+        let device_padding_pools = match &device {
+            Some((d, _)) => (0..signature.inputs.len()).map(|_| TensorPool::on_device(2, Arc::clone(d))).collect(),
+            None => Vec::new(),
+        };
         Ok(BoundRuns {
             binding,
             memory,
+            device,
+            device_padding_pools,
+            crossed: 0,
             input_names: names(&signature.inputs)?,
             output_names: names(&signature.outputs)?,
             input_values: (0..signature.inputs.len()).map(|_| ValueCache::default()).collect(),
             output_values: (0..outputs).map(|_| ValueCache::default()).collect(),
-            output_pools: (0..outputs).map(|_| TensorPool::in_memory(BUFFERS_KEPT, host_memory.clone())).collect(),
+            output_pools,
             padding_pools: (0..signature.inputs.len()).map(|_| TensorPool::in_memory(2, host_memory.clone())).collect(),
             output_dtypes: signature.outputs.iter().map(|s| s.dtype).collect(),
             output_shapes: HashMap::new(),
             sizes: if batch_dim_dynamic { sizes.clone() } else { BatchSizes::none() },
         })
+    }
+
+    /// Bytes copied between host and device by this side (padding a device input from the
+    /// host, or a first run's outputs moved to the device) since the last call.
+    pub(super) fn take_crossed(&mut self) -> u64 {
+        std::mem::take(&mut self.crossed)
     }
 
     /// Runs `session` on `inputs` (checked against the signature by the caller),
@@ -157,18 +198,24 @@ impl BoundRuns {
         Ok(())
     }
 
-    /// Input `i` widened to `target` rows: over its own buffer's room, else copied into a padded buffer.
+    /// Input `i` widened to `target` rows: over its own buffer's room, else copied into a
+    /// padded buffer in the memory it is in (zero rows after it).
     fn pad(&mut self, i: usize, tensor: &Tensor, target: usize) -> Result<Tensor, String> {
         if let Some(wide) = tensor.with_rows_after(target) {
             return Ok(wide);
         }
         let mut shape: SmallVec<[usize; 6]> = tensor.shape().into();
         shape[0] = target;
-        let mut padded = self.padding_pools[i].take(tensor.dtype(), &shape, 0).map_err(|e| e.to_string())?;
-        let bytes = padded.bytes_mut();
-        let (head, tail) = bytes.split_at_mut(tensor.as_bytes().len());
-        head.copy_from_slice(tensor.as_bytes());
-        tail.fill(0);
+        let pool = match tensor.device() {
+            Some(_) if !self.device_padding_pools.is_empty() => &mut self.device_padding_pools[i],
+            Some(device) => return Err(format!("input {i} is on device {device}, which this session is not on")),
+            None => &mut self.padding_pools[i],
+        };
+        let mut padded = pool.take(tensor.dtype(), &shape, 0).map_err(|e| e.to_string())?;
+        let len = tensor.len() * tensor.dtype().size();
+        let total = shape.iter().product::<usize>() * tensor.dtype().size();
+        self.crossed += padded.write_at(0, tensor).map_err(|e| e.to_string())?;
+        padded.zero_at(len, total - len).map_err(|e| e.to_string())?;
         Ok(padded.into_tensor())
     }
 
@@ -202,8 +249,13 @@ impl BoundRuns {
 
     fn bind_inputs(&mut self, inputs: &[Tensor]) -> Result<(), String> {
         for (i, tensor) in inputs.iter().enumerate() {
-            let data = tensor.as_bytes().as_ptr().cast_mut();
-            let value = self.input_values[i].value(&self.memory, data, tensor.shape(), tensor.dtype())?;
+            let memory = match (&self.device, tensor.device()) {
+                (Some((d, info)), Some(on)) if d.device() == on => info,
+                (_, Some(on)) => return Err(format!("input {i} is on device {on}, which this session is not on")),
+                (_, None) => &self.memory,
+            };
+            let data = tensor.data_ptr().cast_mut();
+            let value = self.input_values[i].value(memory, data, tensor.shape(), tensor.dtype())?;
             check(unsafe { (ort::api().BindInput)(self.binding.as_ptr(), self.input_names[i].as_ptr(), value) })?;
         }
         Ok(())
@@ -219,13 +271,26 @@ impl BoundRuns {
         learn: Option<ShapeKey>,
         outputs: &mut Vec<Tensor>,
     ) -> Result<(), String> {
-        let values = inputs.iter().map(super::input_view).collect::<Result<Vec<SessionInputValue<'_>>, String>>()?;
+        // A first run binds nothing: inputs on the device come to the host for it (counted).
+        let host: Vec<Tensor> = inputs
+            .iter()
+            .map(|t| {
+                if t.device().is_some() {
+                    self.crossed += (t.len() * t.dtype().size()) as u64;
+                }
+                t.to_host().map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        let values = host.iter().map(super::input_view).collect::<Result<Vec<SessionInputValue<'_>>, String>>()?;
         let results =
             session.run_with_options(values.as_slice(), options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
         let mut shapes = Vec::with_capacity(self.output_dtypes.len());
         for (j, &dtype) in self.output_dtypes.iter().enumerate() {
             let tensor = copy_output(&results[j], dtype, &mut self.output_pools[j])
                 .map_err(|e| format!("output `{}`: {e}", self.output_names[j].to_string_lossy()))?;
+            if tensor.device().is_some() {
+                self.crossed += (tensor.len() * dtype.size()) as u64;
+            }
             shapes.push(tensor.shape().into());
             outputs.push(tensor);
         }
@@ -260,7 +325,7 @@ fn copy_output(value: &ort::value::DynValue, dtype: DType, pool: &mut TensorPool
         let mut tensor = pool.take(dtype, &shape, 0).map_err(|e| e.to_string())?;
         // SAFETY: T is the element type of `dtype`, plain data.
         let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
-        tensor.bytes_mut().copy_from_slice(bytes);
+        tensor.write_bytes_at(0, bytes).map_err(|e| e.to_string())?;
         Ok(tensor.into_tensor())
     })
 }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use baton::engine::WarmedSize;
 use baton::execution::{ConvAlgoSearch, CudaOptions, Execution};
-use baton::tensor::HostMemory;
+use baton::tensor::{DeviceMemory, HostMemory};
 use baton::{
     DType, Dim, Engine, EngineError, EngineProvider, ModelSignature, RunStop, StageRequest, Tensor, TensorSpec,
 };
@@ -114,6 +114,8 @@ pub struct OnnxEngine {
     warmed: Vec<WarmedSize>,
     /// On a GPU: pinned host memory, for the buffers inputs are stitched into and outputs written to.
     host_memory: Option<Arc<dyn HostMemory>>,
+    /// On a GPU: its memory, where inputs from other nodes on it are stitched and outputs kept.
+    device_memory: Option<Arc<dyn DeviceMemory>>,
 }
 
 /// ONNX Runtime's terminate flag as a [`RunStop`]: ORT looks at it before each
@@ -148,12 +150,21 @@ impl OnnxEngine {
         let setup_error = |what: &str, e: String| EngineError::Run(format!("stage {}: {what}: {e}", stage.location));
         let run_options = RunOptions::new().map_err(|e| setup_error("cannot create run options", e.to_string()))?;
         let run_options = Arc::new(OrtRunStop(run_options));
-        let host_memory = match stage.execution {
-            Execution::Cpu => None,
-            Execution::Cuda { .. } => crate::pinned::pinned_memory(),
+        let (host_memory, device_memory) = match stage.execution {
+            Execution::Cpu => (None, None),
+            Execution::Cuda { device, .. } => {
+                (crate::cuda_runtime::pinned_memory(), crate::cuda_runtime::device_memory(device as u32))
+            }
         };
-        let bound = bound::BoundRuns::new(&session, &signature, &stage.batch_sizes, host_memory.clone())
-            .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
+        let bound = bound::BoundRuns::new(
+            &session,
+            &signature,
+            &stage.batch_sizes,
+            host_memory.clone(),
+            device_memory.clone(),
+            &stage.device_outputs,
+        )
+        .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
         let mut engine = OnnxEngine {
             session,
             signature,
@@ -163,6 +174,7 @@ impl OnnxEngine {
             bound,
             warmed: Vec::new(),
             host_memory,
+            device_memory,
         };
         engine.warm_up(stage.batch_sizes.sizes())?;
         Ok(engine)
@@ -222,8 +234,13 @@ impl OnnxEngine {
             .run(&mut self.session, &self.run_options.0, inputs, outputs)
             .map_err(|message| EngineError::Run(format!("stage {}: {message}", self.location)))?;
         if let Some(copied) = &mut self.copied {
-            let bytes = |ts: &mut dyn Iterator<Item = &Tensor>| ts.map(|t| t.as_bytes().len() as u64).sum::<u64>();
-            *copied += bytes(&mut inputs.iter().copied()) + bytes(&mut outputs[first..].iter());
+            // Host tensors cross to or from the device; device tensors stay there.
+            let host_bytes = |ts: &mut dyn Iterator<Item = &Tensor>| {
+                ts.filter(|t| t.device().is_none()).map(|t| (t.len() * t.dtype().size()) as u64).sum::<u64>()
+            };
+            *copied += host_bytes(&mut inputs.iter().copied())
+                + host_bytes(&mut outputs[first..].iter())
+                + self.bound.take_crossed();
         }
         Ok(())
     }
@@ -270,6 +287,10 @@ impl Engine for OnnxEngine {
 
     fn host_memory(&self) -> Option<Arc<dyn HostMemory>> {
         self.host_memory.clone()
+    }
+
+    fn device_memory(&self) -> Option<Arc<dyn DeviceMemory>> {
+        self.device_memory.clone()
     }
 }
 
@@ -484,6 +505,7 @@ mod tests {
             inter_threads: 1,
             execution: baton::Execution::Cpu,
             batch_sizes: baton::BatchSizes::none(),
+            device_outputs: Vec::new(),
         };
         let err = OnnxProvider::new().inspect(&stage).unwrap_err().to_string();
         assert!(err.contains("n.stages[0]") && err.contains("`threads`"), "{err}");

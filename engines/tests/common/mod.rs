@@ -27,6 +27,7 @@ pub fn onnx_stage(model: PathBuf) -> StageRequest {
         inter_threads: 1,
         execution: baton::Execution::Cpu,
         batch_sizes: baton::BatchSizes::none(),
+        device_outputs: Vec::new(),
     }
 }
 
@@ -40,6 +41,7 @@ pub fn cost_stage(params: &str) -> StageRequest {
         inter_threads: 1,
         execution: baton::Execution::Cpu,
         batch_sizes: baton::BatchSizes::none(),
+        device_outputs: Vec::new(),
     }
 }
 

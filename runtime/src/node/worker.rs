@@ -96,6 +96,7 @@ pub(crate) fn spawn(
         };
         drop(ready);
         let host_memory = engines.first().and_then(|engine| engine.host_memory());
+        let device_memory = engines.first().and_then(|engine| engine.device_memory());
         let state_outputs = spec
             .state
             .iter()
@@ -123,6 +124,9 @@ pub(crate) fn spawn(
             input_pools: (0..spec.inputs.len())
                 .map(|_| TensorPool::in_memory(INPUT_BUFFERS_KEPT, host_memory.clone()))
                 .collect(),
+            device_pools: device_memory.map(|memory| {
+                (0..spec.inputs.len()).map(|_| TensorPool::on_device(INPUT_BUFFERS_KEPT, memory.clone())).collect()
+            }),
             state_outputs,
             cuts,
             pad_axes: spec.pad_axes(),
@@ -149,6 +153,9 @@ struct Worker {
     tasks: Vec<Task>,
     /// Per input slot: the buffers batches are stitched into, reused once their requests let go.
     input_pools: Vec<TensorPool>,
+    /// On a GPU: per input slot, buffers in its memory for inputs that arrive there
+    /// (from nodes on the same device) and are stitched there.
+    device_pools: Option<Vec<TensorPool>>,
     /// (stage, output index) of each write-back output, in state order.
     state_outputs: Vec<(usize, usize)>,
     /// Per route: the pad rule and output axes to cut it back along, if any.
@@ -333,7 +340,19 @@ impl Worker {
             parts.extend(tasks.iter().map(|t| &t.inputs[slot]));
             let stitched = match spec.pad.iter().find(|p| p.slot == slot) {
                 Some(pad) => stitch_padded(&parts, &pad.axes, pad.value),
-                None => stitch_pooled(&mut self.input_pools[slot], &parts, capacity),
+                None => {
+                    let pool = match (parts[0].device(), &mut self.device_pools) {
+                        (None, _) => &mut self.input_pools[slot],
+                        (Some(_), Some(pools)) => &mut pools[slot],
+                        (Some(device), None) => {
+                            return Err(format!(
+                                "input `{}` arrived in device {device}'s memory, where this node does not run",
+                                spec.inputs[slot].name
+                            ))
+                        }
+                    };
+                    stitch_pooled(pool, &parts, capacity)
+                }
             };
             inputs.push(stitched.map_err(|e| format!("cannot stitch input `{}`: {e}", spec.inputs[slot].name))?);
         }

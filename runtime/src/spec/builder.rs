@@ -104,6 +104,7 @@ impl Builder<'_> {
         keep_routed_outputs(&mut nodes)?;
         let topo_order = topological_order(&nodes)?;
         let devices = self.devices(&mut nodes)?;
+        super::residency::place_outputs(&mut nodes);
         let compute_budget = self.scheduler(&nodes)?;
         let fairness = FairnessSpec::build(&cfg.fairness, &nodes)?;
         let worker_kinds = index_worker_kinds(&mut nodes);

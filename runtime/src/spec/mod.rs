@@ -16,7 +16,8 @@
 //! The module reads top-down: [`types`] (what a validated pipeline is),
 //! [`builder`] (config to spec, pipeline-wide checks), `node` (one node's
 //! stages, signatures, state, pads and worker groups), `devices` (where nodes
-//! run: `provider`, `device`, `cuda`, `[devices]`), [`topology`] (queries
+//! run: `provider`, `device`, `cuda`, `[devices]`), `residency` (which
+//! outputs stay in a GPU's memory), [`topology`] (queries
 //! over the built graph), and [`fairness`] (the validated `[fairness]`).
 
 mod builder;
@@ -24,6 +25,7 @@ mod devices;
 pub mod fairness;
 mod node;
 pub mod remote;
+mod residency;
 pub mod topology;
 pub mod types;
 

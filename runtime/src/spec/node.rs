@@ -38,6 +38,7 @@ impl Builder<'_> {
                 inter_threads: cfg.inter_threads,
                 execution: execution.clone(),
                 batch_sizes: batch_sizes.clone(),
+                device_outputs: Vec::new(),
             };
             let signature = provider.inspect(&request).map_err(|e| ConfigError::new(&location, e.to_string()))?;
             chain.push(

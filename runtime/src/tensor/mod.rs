@@ -176,6 +176,8 @@ pub enum TensorError {
     StitchEmpty,
     #[error("cannot pad axis {axis} of rank-{rank} tensors: padded axes are 1 to rank - 1")]
     PadAxis { axis: usize, rank: usize },
+    #[error("device memory: {0}")]
+    Device(String),
 }
 
 /// Largest tensor Baton will allocate: 16 GiB. Guards against shapes that
@@ -199,13 +201,23 @@ pub fn checked_len(shape: &[usize], dtype: DType) -> Result<usize, TensorError> 
     Ok(shape.iter().product())
 }
 
-/// A 64-byte aligned heap buffer, written only while one owner can reach it
+/// A 64-byte aligned buffer, written only while one owner can reach it
 /// (when it is made, or through a [`TensorPool`]), then shared read-only.
+/// Host memory unless its origin is a [`DeviceMemory`].
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
-    /// Where the memory came from when not Rust's allocator (see [`HostMemory`]).
-    memory: Option<Arc<dyn HostMemory>>,
+    origin: Origin,
+}
+
+/// Where a buffer's memory came from, and goes back to.
+enum Origin {
+    /// Rust's allocator.
+    Rust,
+    /// Host memory of another kind (see [`HostMemory`]).
+    Host(Arc<dyn HostMemory>),
+    /// A device's memory, not readable from the host (see [`DeviceMemory`]).
+    Device(Arc<dyn DeviceMemory>),
 }
 
 /// Host memory from somewhere other than Rust's allocator, for a [`TensorPool`]'s
@@ -220,6 +232,40 @@ pub trait HostMemory: Send + Sync {
     /// # Safety
     /// `ptr` came from this `allocate` with this `len` and is not used again.
     unsafe fn free(&self, ptr: NonNull<u8>, len: usize);
+}
+
+/// Which way a [`DeviceMemory`] copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+}
+
+/// A device's memory (a GPU's), for tensors that stay on the device between the
+/// nodes that run there: a [`TensorPool`] on it stitches and pads batches there.
+/// A tensor in device memory has a shape and dtype the host reads, and elements
+/// it does not ([`Tensor::as_bytes`] panics; [`Tensor::to_host`] copies them).
+pub trait DeviceMemory: Send + Sync {
+    /// The device's index (CUDA device N).
+    fn device(&self) -> u32;
+    /// `len` bytes (at least 1) of device memory, aligned to 64 bytes; `None` when none can be had.
+    fn allocate(&self, len: usize) -> Option<NonNull<u8>>;
+    /// Returns memory `allocate` gave.
+    ///
+    /// # Safety
+    /// `ptr` came from this `allocate` with this `len` and is not used again.
+    unsafe fn free(&self, ptr: NonNull<u8>, len: usize);
+    /// Copies `len` bytes, complete when it returns.
+    ///
+    /// # Safety
+    /// `from` and `to` hold `len` bytes each, in the memories `kind` names.
+    unsafe fn copy(&self, to: *mut u8, from: *const u8, len: usize, kind: CopyKind) -> Result<(), String>;
+    /// Sets `len` bytes of device memory to zero.
+    ///
+    /// # Safety
+    /// `to` holds `len` bytes of this device's memory.
+    unsafe fn zero(&self, to: *mut u8, len: usize) -> Result<(), String>;
 }
 
 // SAFETY: the buffer owns its allocation and is only written while one owner can reach it.
@@ -238,7 +284,7 @@ impl Buffer {
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        Buffer { ptr, len, memory: None }
+        Buffer { ptr, len, origin: Origin::Rust }
     }
 
     /// A zeroed buffer of `len` bytes from `memory`, else from Rust's allocator.
@@ -248,7 +294,7 @@ impl Buffer {
             Some(ptr) if ptr.as_ptr() as usize % ALIGN == 0 => {
                 // SAFETY: `allocate` gave at least `len.max(1)` bytes.
                 unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-                Buffer { ptr, len, memory: Some(Arc::clone(memory)) }
+                Buffer { ptr, len, origin: Origin::Host(Arc::clone(memory)) }
             }
             Some(ptr) => {
                 // SAFETY: from this `allocate`, with this length, not used again.
@@ -256,6 +302,22 @@ impl Buffer {
                 Self::zeroed(len)
             }
             None => Self::zeroed(len),
+        }
+    }
+
+    /// A buffer of `len` bytes of device memory (contents undefined).
+    fn on_device(len: usize, memory: &Arc<dyn DeviceMemory>) -> Result<Buffer, TensorError> {
+        let ptr = memory
+            .allocate(len.max(1))
+            .ok_or_else(|| TensorError::Device(format!("cannot allocate {len} bytes on device {}", memory.device())))?;
+        Ok(Buffer { ptr, len, origin: Origin::Device(Arc::clone(memory)) })
+    }
+
+    /// The device memory this buffer is in, if it is not host memory.
+    fn device(&self) -> Option<&Arc<dyn DeviceMemory>> {
+        match &self.origin {
+            Origin::Device(memory) => Some(memory),
+            _ => None,
         }
     }
 
@@ -276,7 +338,7 @@ impl Buffer {
             // SAFETY: in bounds; the tail must be initialized too.
             unsafe { std::ptr::write_bytes(ptr.as_ptr().add(offset), 0, len - offset) };
         }
-        Buffer { ptr, len, memory: None }
+        Buffer { ptr, len, origin: Origin::Rust }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -287,11 +349,13 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        match &self.memory {
-            // SAFETY: from this memory's `allocate`, with this length (at least 1).
-            Some(memory) => unsafe { memory.free(self.ptr, self.len.max(1)) },
+        match &self.origin {
             // SAFETY: allocated in this module with the same layout.
-            None => unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) },
+            Origin::Rust => unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) },
+            // SAFETY: from this memory's `allocate`, with this length (at least 1).
+            Origin::Host(memory) => unsafe { memory.free(self.ptr, self.len.max(1)) },
+            // SAFETY: as above.
+            Origin::Device(memory) => unsafe { memory.free(self.ptr, self.len.max(1)) },
         }
     }
 }
@@ -380,7 +444,15 @@ impl Tensor {
     }
 
     /// The tensor's bytes, row-major, little-endian.
+    ///
+    /// Panics for a tensor in device memory (see [`Tensor::to_host`]).
     pub fn as_bytes(&self) -> &[u8] {
+        if let Some(memory) = self.buffer.device() {
+            panic!(
+                "the elements of a tensor on device {} are not readable on the host: copy it with to_host",
+                memory.device()
+            );
+        }
         let len = self.len() * self.dtype.size();
         &self.buffer.bytes()[self.offset..self.offset + len]
     }
@@ -427,6 +499,29 @@ impl Tensor {
         }
     }
 
+    /// The device this tensor's elements are on (`None`: host memory).
+    pub fn device(&self) -> Option<u32> {
+        self.buffer.device().map(|m| m.device())
+    }
+
+    /// The address of the first element, in host or device memory (see [`Tensor::device`]),
+    /// for engines that hand it to a runtime.
+    pub fn data_ptr(&self) -> *const u8 {
+        // SAFETY: the offset is within the buffer (every view is).
+        unsafe { self.buffer.ptr.as_ptr().add(self.offset) }
+    }
+
+    /// This tensor in host memory: itself when it is there, else a copy of its elements.
+    pub fn to_host(&self) -> Result<Tensor, TensorError> {
+        let Some(memory) = self.buffer.device() else { return Ok(self.clone()) };
+        let len = self.len() * self.dtype.size();
+        let buffer = Buffer::zeroed(len);
+        // SAFETY: `len` bytes at the view's start on the device, into a new host buffer of `len`.
+        unsafe { memory.copy(buffer.ptr.as_ptr(), self.data_ptr(), len, CopyKind::DeviceToHost) }
+            .map_err(TensorError::Device)?;
+        Ok(Tensor { dtype: self.dtype, shape: self.shape.clone(), buffer: Arc::new(buffer), offset: 0 })
+    }
+
     /// This view widened to `rows` rows of dim 0 over what its buffer holds
     /// after it (other rows of the batch it was cut from, or a pool's zeroed
     /// room), without copying; `None` when the buffer ends sooner. For padding
@@ -446,7 +541,12 @@ impl Tensor {
 
     /// The same tensor in a buffer of its own: copies if it is a view into a
     /// larger buffer (so keeping it does not keep the larger buffer alive).
+    ///
+    /// A tensor in device memory comes back in host memory (see [`Tensor::to_host`]).
     pub fn compact(&self) -> Tensor {
+        if self.buffer.device().is_some() {
+            return self.to_host().expect("a device tensor copied to the host");
+        }
         let bytes = self.as_bytes();
         if self.offset == 0 && bytes.len() == self.buffer.len {
             return self.clone();
@@ -465,15 +565,24 @@ impl Tensor {
 }
 
 impl PartialEq for Tensor {
+    /// Equal dtypes, shapes and elements (a tensor in device memory compares by a host copy).
     fn eq(&self, other: &Tensor) -> bool {
-        self.dtype == other.dtype && self.shape == other.shape && self.as_bytes() == other.as_bytes()
+        if self.dtype != other.dtype || self.shape != other.shape {
+            return false;
+        }
+        match (self.to_host(), other.to_host()) {
+            (Ok(a), Ok(b)) => a.as_bytes() == b.as_bytes(),
+            _ => false,
+        }
     }
 }
 
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Tensor({} {:?}", self.dtype, self.shape)?;
-        if self.len() <= 16 {
+        if let Some(device) = self.device() {
+            write!(f, " on device {device}")?;
+        } else if self.len() <= 16 {
             write!(f, " {:?}", self.to_f64_vec())?;
         }
         f.write_str(")")

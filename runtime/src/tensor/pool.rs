@@ -20,25 +20,38 @@
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
-use super::{checked_len, Buffer, DType, HostMemory, Shape, Tensor, TensorError};
+use super::{checked_len, Buffer, CopyKind, DType, DeviceMemory, HostMemory, Shape, Tensor, TensorError};
 
 /// Buffers for tensors of recurring sizes; see the module docs.
 pub struct TensorPool {
     buffers: Vec<Arc<Buffer>>,
     limit: usize,
-    /// Where new buffers come from (`None`: Rust's allocator).
+    /// Where new host buffers come from (`None`: Rust's allocator).
     memory: Option<Arc<dyn HostMemory>>,
+    /// The device whose memory the buffers are in, for a pool on a device.
+    device: Option<Arc<dyn DeviceMemory>>,
 }
 
 impl TensorPool {
     /// A pool keeping at most `limit` buffers (beyond that, `take` allocates buffers it does not keep).
     pub fn new(limit: usize) -> Self {
-        TensorPool { buffers: Vec::new(), limit, memory: None }
+        TensorPool { buffers: Vec::new(), limit, memory: None, device: None }
     }
 
     /// A pool whose new buffers come from `memory` (pinned memory for a GPU, say).
     pub fn in_memory(limit: usize, memory: Option<Arc<dyn HostMemory>>) -> Self {
-        TensorPool { buffers: Vec::new(), limit, memory }
+        TensorPool { buffers: Vec::new(), limit, memory, device: None }
+    }
+
+    /// A pool of buffers in a device's memory: its tensors are device tensors
+    /// ([`Tensor::device`]), written with [`PooledTensor::write_at`].
+    pub fn on_device(limit: usize, device: Arc<dyn DeviceMemory>) -> Self {
+        TensorPool { buffers: Vec::new(), limit, memory: None, device: Some(device) }
+    }
+
+    /// The device this pool's buffers are on (`None`: host memory).
+    pub fn device(&self) -> Option<u32> {
+        self.device.as_ref().map(|d| d.device())
     }
 
     /// Buffers the pool keeps (free or in use).
@@ -76,7 +89,10 @@ impl TensorPool {
                 Arc::clone(&self.buffers[i])
             }
             None => {
-                let buffer = Arc::new(Buffer::zeroed_in(capacity, self.memory.as_ref()));
+                let buffer = Arc::new(match &self.device {
+                    Some(device) => Buffer::on_device(capacity, device)?,
+                    None => Buffer::zeroed_in(capacity, self.memory.as_ref()),
+                });
                 if self.buffers.len() < self.limit {
                     self.buffers.push(Arc::clone(&buffer));
                 } else if let Some(i) = self.smallest_free() {
@@ -98,18 +114,82 @@ impl TensorPool {
 pub struct PooledTensor(Tensor);
 
 impl PooledTensor {
-    /// The tensor's bytes.
+    /// The tensor's bytes (host memory only; a device pool's are written with [`PooledTensor::write_at`]).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        assert!(self.0.buffer.device().is_none(), "bytes_mut of a tensor in device memory");
         let len = self.0.len() * self.0.dtype.size();
         // SAFETY: no other handle reads or writes the buffer while this one lives (module docs).
         unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr(), len) }
     }
 
-    /// The buffer's bytes after the tensor's (room for padding rows).
+    /// The buffer's bytes after the tensor's (room for padding rows; host memory only).
     pub fn spare_mut(&mut self) -> &mut [u8] {
+        assert!(self.0.buffer.device().is_none(), "spare_mut of a tensor in device memory");
         let len = self.0.len() * self.0.dtype.size();
         // SAFETY: as in `bytes_mut`; `len <= buffer.len`.
         unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr().add(len), self.0.buffer.len - len) }
+    }
+
+    /// Writes `source`'s elements at byte `offset` of the buffer, wherever either lies
+    /// (host or this pool's device). Returns the bytes that crossed between host and device.
+    pub fn write_at(&mut self, offset: usize, source: &Tensor) -> Result<u64, TensorError> {
+        let len = source.len() * source.dtype.size();
+        assert!(offset + len <= self.0.buffer.len, "write past the pooled buffer");
+        // SAFETY: in bounds (above); this handle is the buffer's only writer (module docs).
+        let to = unsafe { self.0.buffer.ptr.as_ptr().add(offset) };
+        let kind = match (self.0.buffer.device(), source.buffer.device()) {
+            (None, None) => {
+                // SAFETY: host memory at both ends, `len` bytes each, not overlapping (different buffers).
+                unsafe { std::ptr::copy_nonoverlapping(source.data_ptr(), to, len) };
+                return Ok(0);
+            }
+            (Some(_), None) => CopyKind::HostToDevice,
+            (None, Some(_)) => CopyKind::DeviceToHost,
+            (Some(_), Some(_)) => CopyKind::DeviceToDevice,
+        };
+        let memory = self.0.buffer.device().or(source.buffer.device()).expect("one end is on a device");
+        // SAFETY: `len` bytes at both ends, in the memories `kind` names.
+        unsafe { memory.copy(to, source.data_ptr(), len, kind) }.map_err(TensorError::Device)?;
+        Ok(if kind == CopyKind::DeviceToDevice { 0 } else { len as u64 })
+    }
+
+    /// Writes `bytes` from host memory at byte `offset` of the buffer (host or device).
+    pub fn write_bytes_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), TensorError> {
+        assert!(offset + bytes.len() <= self.0.buffer.len, "write past the pooled buffer");
+        // SAFETY: in bounds (above); this handle is the buffer's only writer.
+        let to = unsafe { self.0.buffer.ptr.as_ptr().add(offset) };
+        match self.0.buffer.device() {
+            // SAFETY: host memory, `bytes.len()` bytes at both ends.
+            None => unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len()) },
+            // SAFETY: host source, device destination, `bytes.len()` bytes each.
+            Some(memory) => unsafe { memory.copy(to, bytes.as_ptr(), bytes.len(), CopyKind::HostToDevice) }
+                .map_err(TensorError::Device)?,
+        }
+        Ok(())
+    }
+
+    /// Zeroes `len` bytes from byte `offset` of the buffer (host or device).
+    pub fn zero_at(&mut self, offset: usize, len: usize) -> Result<(), TensorError> {
+        assert!(offset + len <= self.0.buffer.len, "zeroing past the pooled buffer");
+        // SAFETY: in bounds (above); this handle is the buffer's only writer.
+        let to = unsafe { self.0.buffer.ptr.as_ptr().add(offset) };
+        match self.0.buffer.device() {
+            // SAFETY: `len` host bytes.
+            None => unsafe { std::ptr::write_bytes(to, 0, len) },
+            // SAFETY: `len` device bytes.
+            Some(memory) => unsafe { memory.zero(to, len) }.map_err(TensorError::Device)?,
+        }
+        Ok(())
+    }
+
+    /// The address of the tensor's first element (host or device), for an engine to write into.
+    pub fn data_ptr_mut(&mut self) -> *mut u8 {
+        self.0.buffer.ptr.as_ptr()
+    }
+
+    /// The device the buffer is on (`None`: host memory).
+    pub fn device(&self) -> Option<u32> {
+        self.0.device()
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -128,22 +208,19 @@ impl PooledTensor {
 pub fn stitch_pooled(pool: &mut TensorPool, parts: &[&Tensor], capacity_rows: usize) -> Result<Tensor, TensorError> {
     let first = super::check_stitch(parts)?;
     let rows: usize = parts.iter().map(|p| p.shape[0]).sum();
-    if parts.len() == 1 && capacity_rows <= rows {
+    if parts.len() == 1 && capacity_rows <= rows && first.device() == pool.device() {
         return Ok(first.clone());
     }
     let mut shape: Shape = first.shape.clone();
     shape[0] = rows;
     let mut out = pool.take(first.dtype, &shape, capacity_rows)?;
-    let bytes = out.bytes_mut();
     let mut offset = 0;
     for part in parts {
-        let part = part.as_bytes();
-        bytes[offset..offset + part.len()].copy_from_slice(part);
-        offset += part.len();
+        out.write_at(offset, part)?;
+        offset += part.len() * part.dtype.size();
     }
     let row_bytes = first.shape[1..].iter().product::<usize>() * first.dtype.size();
-    let padding = capacity_rows.saturating_sub(rows) * row_bytes;
-    out.spare_mut()[..padding].fill(0);
+    out.zero_at(offset, capacity_rows.saturating_sub(rows) * row_bytes)?;
     Ok(out.into_tensor())
 }
 
@@ -224,6 +301,62 @@ mod tests {
         assert_eq!(memory.0.load(Ordering::SeqCst), 1, "the free buffer is reused, not allocated again");
         drop((again, pool));
         assert_eq!(memory.0.load(Ordering::SeqCst), 0, "every buffer went back to its memory");
+    }
+
+    /// "Device" memory that is host memory underneath, counting copies by kind.
+    #[derive(Default)]
+    struct FakeDevice {
+        copies: parking_lot::Mutex<Vec<(CopyKind, usize)>>,
+    }
+
+    impl DeviceMemory for FakeDevice {
+        fn device(&self) -> u32 {
+            3
+        }
+        fn allocate(&self, len: usize) -> Option<std::ptr::NonNull<u8>> {
+            std::ptr::NonNull::new(unsafe { std::alloc::alloc(std::alloc::Layout::from_size_align(len, 64).unwrap()) })
+        }
+        unsafe fn free(&self, ptr: std::ptr::NonNull<u8>, len: usize) {
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), std::alloc::Layout::from_size_align(len, 64).unwrap()) }
+        }
+        unsafe fn copy(&self, to: *mut u8, from: *const u8, len: usize, kind: CopyKind) -> Result<(), String> {
+            self.copies.lock().push((kind, len));
+            unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
+            Ok(())
+        }
+        unsafe fn zero(&self, to: *mut u8, len: usize) -> Result<(), String> {
+            unsafe { std::ptr::write_bytes(to, 0, len) };
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn device_tensors_are_stitched_and_padded_on_the_device_and_read_through_a_copy() {
+        let device = Arc::new(FakeDevice::default());
+        let mut on_device = TensorPool::on_device(2, device.clone());
+        // Two requests' outputs made on the device (each uploaded once here).
+        let upload = |pool: &mut TensorPool, values: &[f32]| {
+            let host = row(values);
+            let mut t = pool.take(DType::F32, host.shape(), 0).unwrap();
+            assert_eq!(t.write_at(0, &host).unwrap(), 8, "host to device crosses");
+            t.into_tensor()
+        };
+        let mut producer = TensorPool::on_device(2, device.clone());
+        let (a, b) = (upload(&mut producer, &[1.0, 2.0]), upload(&mut producer, &[3.0, 4.0]));
+        assert_eq!((a.device(), b.device()), (Some(3), Some(3)));
+        device.copies.lock().clear();
+        let batch = stitch_pooled(&mut on_device, &[&a, &b], 4).unwrap();
+        assert_eq!(batch.device(), Some(3));
+        assert_eq!(
+            *device.copies.lock(),
+            [(CopyKind::DeviceToDevice, 8), (CopyKind::DeviceToDevice, 8)],
+            "stitching copies device to device only"
+        );
+        let wide = batch.with_rows_after(4).unwrap().to_host().unwrap();
+        assert_eq!(wide.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(batch.rows(1..2), row(&[3.0, 4.0]), "a device view compares by its elements");
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batch.as_bytes().len()));
+        assert!(result.is_err(), "a device tensor's elements are not host-readable");
     }
 
     #[test]
