@@ -6,7 +6,6 @@
 //!   generated), and prints outputs as JSON lines and a latency summary.
 
 mod bench_args;
-mod cuda_memory;
 mod inputs;
 mod plan;
 mod plan_hosts;

@@ -33,7 +33,7 @@ use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
 use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile, Provider};
 use clap::Args;
 
-use crate::cuda_memory::DeviceMemory;
+use baton_engines::cuda_runtime::CudaRuntime;
 use crate::profile_jobs::{jobs, prepare, Job};
 use crate::suggest::{brief_bound_us, children, suggest, Measured, BRIEF_GAP};
 
@@ -116,16 +116,16 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
         Execution::Cpu => None,
     });
     // The first reading creates the device's context, which no node's measurement should count.
-    let device_memory = gpu.and_then(|_| DeviceMemory::loaded());
+    let device_memory = gpu.and_then(|_| CudaRuntime::loaded());
     if let (Some(dm), Some(device)) = (&device_memory, gpu) {
-        profile.device_memory_total_bytes = dm.info(device).map(|(_, total)| total);
+        profile.device_memory_total_bytes = dm.memory_info(device).map(|(_, total)| total);
     }
     // Per node, first provider: busy cores while its largest batch ran (CPU time / wall time).
     let mut busy_cores: BTreeMap<String, f64> = BTreeMap::new();
     // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
     let mut keep = Vec::new();
     for job in &jobs {
-        let (measured, busy, stages) = measure(job, args, engines, &base, device_memory.as_ref())?;
+        let (measured, busy, stages) = measure(job, args, engines, &base, device_memory)?;
         busy_cores.entry(job.name.to_string()).or_insert(busy);
         keep.push(stages);
         profile.insert(job.name, measured);
@@ -144,14 +144,14 @@ fn measure(
     args: &ProfileArgs,
     engines: &EngineRegistry,
     base: &Path,
-    device_memory: Option<&DeviceMemory>,
+    device_memory: Option<&CudaRuntime>,
 ) -> Result<(NodeProfile, f64, Vec<Stage>), String> {
     let (name, node) = (job.name, job.node);
     let device = match job.execution {
         Execution::Cuda { device, .. } => Some(device),
         Execution::Cpu => None,
     };
-    let free_before = device.and_then(|d| device_memory?.info(d)).map(|(free, _)| free);
+    let free_before = device.and_then(|d| device_memory?.memory_info(d)).map(|(free, _)| free);
     let before = resident_bytes();
     let mut stages = Vec::new();
     let mut model_bytes = 0;
@@ -226,7 +226,7 @@ fn measure(
     let memory_bytes = resident_bytes().saturating_sub(before);
     let mut measured = NodeProfile { provider: on, batches, memory_bytes, model_bytes, ..NodeProfile::default() };
     if let Some(d) = device {
-        let free_after = device_memory.and_then(|dm| dm.info(d)).map(|(free, _)| free);
+        let free_after = device_memory.and_then(|dm| dm.memory_info(d)).map(|(free, _)| free);
         measured.device_memory_bytes = free_before.zip(free_after).map(|(b, a)| b.saturating_sub(a));
         measured.device_memory_estimate_bytes = Some(4 * model_bytes + tensor_bytes as u64);
     }
