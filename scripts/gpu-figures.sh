@@ -8,7 +8,8 @@
 #   3. the collab pipeline on the GPU: capacity (sessions/s) against the CPU pipeline; final-chunk
 #      p99 at 70% and 90% of the GPU capacity, collaborative vs greedy vs dynamic (1 ms)
 #   4. the MLP of configs/mlp.toml on the CPU with 1, 2, 4, 8, 16 workers vs raw ONNX Runtime on the
-#      same cores (workers x the one-core raw best: perfect scaling, the strongest baseline)
+#      same cores: N raw loops at once (--raw-loops N, one per worker core, batch 32), their rows/s
+#      summed (N loops sharing the memory bandwidth, not N x one loop)
 #
 # FIGURES=1,2,3,4 picks some; DURATION (default 5s) is each bench point's length.
 set -euo pipefail
@@ -62,11 +63,21 @@ if want 4; then
         clients=$(seq -s, $((workers + 1)) $((cores - 1)))
         client_cores=()
         [[ -n $clients ]] && client_cores=(--client-cores "$clients")
-        raw=()
-        ((workers == 1)) && raw=(--raw)
-        run "$BATON" bench "$config" --concurrency $((workers * 64)) --policy greedy,collaborative "${raw[@]}" \
+        run "$BATON" bench "$config" --concurrency $((workers * 64)) --policy greedy,collaborative \
+            --raw --raw-loops "$workers" --raw-batches 32 \
             --duration "$DURATION" --client-threads 4 "${client_cores[@]}" \
             --json "$DIR/mlp-cpu-$workers.json" 2>&1 | tee "$DIR/mlp-cpu-$workers.txt"
     done
+    # workers, raw rows/s of N loops at once, each policy's rows/s and its ratio to that raw.
+    python3 - "$DIR" <<'PY' | tee "$DIR/mlp-cpu-summary.txt"
+import glob, json, re, sys
+files = sorted(glob.glob(f"{sys.argv[1]}/mlp-cpu-*.json"), key=lambda f: int(re.findall(r"(\d+)\.json$", f)[0]))
+print("workers  raw rows/s (N loops)  policy         rows/s  x raw")
+for f in files:
+    r = json.load(open(f))
+    raw = r["raw"]["bottleneck"]["rows_per_s"]
+    for p in r["points"]:
+        print(f"{r['raw']['loops']:>7}  {raw:>20,.0f}  {p['policy']:<13} {p['rows_per_s']:>8,.0f}  {p['ratio_to_raw']:.2f}")
+PY
 fi
 echo "figures in $DIR (commands in $DIR/commands.txt)"

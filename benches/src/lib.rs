@@ -166,6 +166,11 @@ pub struct BenchOptions {
     pub raw_duration: Duration,
     /// Raw engine: batch sizes (those above a node's max_batch are skipped).
     pub raw_batches: Vec<usize>,
+    /// Raw engine: through ONNX Runtime's I/O binding (default) or plain `Session::run`.
+    pub raw_io: raw::RawIo,
+    /// Raw engine: loops of each node run at once, each on its own thread (pinned to the
+    /// node's `cores[i % len]`) and session; their rows/s is summed (the baseline for N workers).
+    pub raw_loops: usize,
     /// Pin the load-generating threads to these cores (round-robin), e.g. away from
     /// the cores the pipeline's workers are pinned to, as remote clients would be.
     pub client_cores: Vec<usize>,
@@ -210,6 +215,8 @@ impl Default for BenchOptions {
             raw: false,
             raw_duration: Duration::from_secs(2),
             raw_batches: vec![1, 2, 4, 8, 16, 32],
+            raw_io: raw::RawIo::Binding,
+            raw_loops: 1,
             client_cores: Vec::new(),
             csv: None,
             json: None,
@@ -311,6 +318,9 @@ impl BenchOptions {
         if self.policy.is_empty() {
             return Err("--policy needs at least one policy".into());
         }
+        if self.raw_loops == 0 {
+            return Err("--raw-loops must be at least 1".into());
+        }
         Ok(())
     }
 
@@ -341,6 +351,8 @@ impl BenchOptions {
             "raw": self.raw,
             "raw_duration_s": self.raw_duration.as_secs_f64(),
             "raw_batches": self.raw_batches,
+            "raw_io": self.raw_io.name(),
+            "raw_loops": self.raw_loops,
         })
     }
 }
@@ -401,7 +413,14 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
             .sum::<usize>()
             .max(1);
         let bar = progress_bar(batches as u64, "raw engine".into());
-        let report = raw::measure(&spec, &args.raw_batches, args.raw_duration, args.seed, |node, batch| {
+        let options = raw::RawOptions {
+            batches: args.raw_batches.clone(),
+            duration: args.raw_duration,
+            seed: args.seed,
+            io: args.raw_io,
+            loops: args.raw_loops,
+        };
+        let report = raw::measure(&spec, &options, |node, batch| {
             bar.set_message(format!("{node} batch {batch}"));
             bar.inc(1);
         });
@@ -417,11 +436,13 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         return run_sweep(args, &config, file, engines, &spec, &pool);
     }
     let mut points = Vec::new();
+    let mut batch_sizes = Vec::new();
     for policy in &args.policy {
         let runtime = policy_runtime(&config, *policy, args, file, engines)?;
         for &load in &loads {
             points.push(run_point(&runtime, &pool, args, policy.name(), load));
         }
+        batch_sizes.push(report::policy_batches(policy.name(), &runtime.node_stats(), raw.as_ref()));
         runtime.shutdown();
     }
     if let Some(raw) = &raw {
@@ -443,6 +464,8 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     }
     println!();
     print!("{}", report::nodes_table(&points));
+    println!();
+    print!("{}", report::batches_table(&batch_sizes));
     let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let report = BenchReport {
         pipeline: spec.name.clone(),
@@ -451,6 +474,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         settings: args.settings(),
         raw,
         points,
+        batch_sizes,
     };
     write_files(args, &report, &node_names)?;
     Ok(report)
@@ -509,6 +533,7 @@ fn run_sweep(
         settings: args.settings(),
         raw: None,
         points: report.points.into_iter().map(|p| p.point).collect(),
+        batch_sizes: Vec::new(),
     })
 }
 
@@ -566,6 +591,7 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
         settings,
         raw: None,
         points,
+        batch_sizes: Vec::new(),
     };
     write_files(args, &report, &[])?;
     Ok(report)
@@ -723,6 +749,8 @@ mod tests {
     #[test]
     fn ratios_use_the_bottleneck_and_the_batch1_path() {
         let raw = raw::RawReport {
+            io: raw::RawIo::Binding,
+            loops: 1,
             nodes: vec![],
             skipped: vec![],
             bottleneck: Some(raw::Bottleneck { node: "mlp".into(), batch: 32, rows_per_s: 10_000.0 }),

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use baton::NodeStats;
+
 use crate::measure::PointResult;
 use crate::raw::RawReport;
 
@@ -20,6 +22,121 @@ pub struct BenchReport {
     pub settings: serde_json::Value,
     pub raw: Option<RawReport>,
     pub points: Vec<PointResult>,
+    /// Per policy, per node: each batch size run, with its mean and largest time and
+    /// the ratio of the largest to raw ONNX Runtime's median at that size (with `--raw`).
+    pub batch_sizes: Vec<PolicyBatches>,
+}
+
+/// One policy's batches by size, over its runtime's life (warm-ups included).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicyBatches {
+    pub policy: String,
+    pub nodes: Vec<NodeBatches>,
+}
+
+/// One node's batches by size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeBatches {
+    pub node: String,
+    pub sizes: Vec<BatchSizeRow>,
+}
+
+/// The batches of one size at one node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BatchSizeRow {
+    /// Rows per batch.
+    pub batch: usize,
+    /// Batches of this size run.
+    pub executions: u64,
+    /// Compute time per batch (stitching and running the stages), µs.
+    pub mean_us: f64,
+    /// The largest compute time of one batch, µs.
+    pub max_us: f64,
+    /// The raw batch size compared with: this size, or the next larger one measured
+    /// (None without `--raw`, or when raw has no figure for the node at or above this size).
+    pub raw_batch: Option<usize>,
+    /// Raw ONNX Runtime's median time of one run at `raw_batch`, µs.
+    pub raw_median_us: Option<f64>,
+    /// `max_us ÷ raw_median_us` (the aim: no batch above 1.5).
+    pub max_to_raw: Option<f64>,
+}
+
+/// A policy's batch-size table from its runtime's node statistics, compared with `raw`.
+pub fn policy_batches(policy: &str, nodes: &[NodeStats], raw: Option<&RawReport>) -> PolicyBatches {
+    let nodes = nodes
+        .iter()
+        .filter(|n| !n.batch_sizes.is_empty())
+        .map(|n| {
+            let raw_node = raw.and_then(|r| r.nodes.iter().find(|r| r.node == n.name));
+            let sizes = n
+                .batch_sizes
+                .iter()
+                .map(|b| {
+                    let raw_point = raw_node
+                        .and_then(|r| r.points.iter().filter(|p| p.batch >= b.batch_size).min_by_key(|p| p.batch));
+                    let max_us = b.max_ns as f64 / 1000.0;
+                    let raw_median_us = raw_point.map(|p| p.median_us);
+                    BatchSizeRow {
+                        batch: b.batch_size,
+                        executions: b.executions,
+                        mean_us: if b.executions == 0 {
+                            0.0
+                        } else {
+                            b.compute_ns as f64 / b.executions as f64 / 1000.0
+                        },
+                        max_us,
+                        raw_batch: raw_point.map(|p| p.batch),
+                        raw_median_us,
+                        max_to_raw: raw_median_us.filter(|&us| us > 0.0).map(|us| max_us / us),
+                    }
+                })
+                .collect();
+            NodeBatches { node: n.name.clone(), sizes }
+        })
+        .collect();
+    PolicyBatches { policy: policy.to_string(), nodes }
+}
+
+/// One line per policy, node and batch size: batches run, mean and largest µs, and with
+/// raw figures the raw median (at that size or the next larger, in brackets when larger)
+/// and the largest ÷ raw.
+pub fn batches_table(policies: &[PolicyBatches]) -> String {
+    let has_raw = policies.iter().flat_map(|p| &p.nodes).flat_map(|n| &n.sizes).any(|s| s.raw_batch.is_some());
+    let rows: Vec<Vec<String>> = policies
+        .iter()
+        .flat_map(|p| {
+            p.nodes.iter().flat_map(move |n| {
+                n.sizes.iter().map(move |s| {
+                    let mut row = vec![
+                        p.policy.clone(),
+                        n.node.clone(),
+                        s.batch.to_string(),
+                        s.executions.to_string(),
+                        format!("{:.1}", s.mean_us),
+                        format!("{:.1}", s.max_us),
+                    ];
+                    if has_raw {
+                        row.push(match (s.raw_median_us, s.raw_batch) {
+                            (Some(us), Some(b)) if b != s.batch => format!("{us:.1} (b{b})"),
+                            (Some(us), _) => format!("{us:.1}"),
+                            _ => "-".into(),
+                        });
+                        row.push(opt(s.max_to_raw, 2));
+                    }
+                    row
+                })
+            })
+        })
+        .collect();
+    let mut headers = vec!["policy", "node", "batch", "batches", "mean µs", "max µs"];
+    if has_raw {
+        headers.extend(["raw µs", "max/raw"]);
+    }
+    let mut out = table(&headers, &rows, 2);
+    if has_raw {
+        out += "max/raw = largest batch time ÷ raw median at that size (aim: ≤ 1.5); over each runtime's life\n";
+    }
+    out
 }
 
 /// Lays out rows under headers, columns right-aligned except the first `left` ones.
@@ -75,7 +192,12 @@ fn opt(x: Option<f64>, decimals: usize) -> String {
 
 /// The raw engine's table, and a line naming the bottleneck.
 pub fn raw_table(raw: &RawReport, seconds: f64) -> String {
-    let mut out = format!("Raw ONNX Runtime (no Baton), {} s per batch size\n", trim_float(seconds));
+    let loops = if raw.loops > 1 { format!(", {} loops at once (rows/s summed)", raw.loops) } else { String::new() };
+    let mut out = format!(
+        "Raw ONNX Runtime (no Baton, {} I/O){loops}, {} s per batch size\n",
+        raw.io.name(),
+        trim_float(seconds)
+    );
     let rows: Vec<Vec<String>> = raw
         .nodes
         .iter()
@@ -389,6 +511,106 @@ mod tests {
         assert_eq!(csv_field("plain"), "plain");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    fn raw_mlp() -> RawReport {
+        let point = |batch: usize, median_us: f64| crate::raw::RawPoint {
+            batch,
+            runs: 100,
+            seconds: 1.0,
+            runs_per_s: 100.0,
+            rows_per_s: 100.0 * batch as f64,
+            median_us,
+            mean_us: median_us,
+            p99_us: median_us,
+        };
+        RawReport {
+            io: crate::raw::RawIo::Binding,
+            loops: 1,
+            nodes: vec![crate::raw::RawNode {
+                node: "mlp".into(),
+                model: "mlp.onnx".into(),
+                intra_threads: 1,
+                max_batch: 32,
+                core: None,
+                loops: 1,
+                cores: vec![],
+                points: vec![point(1, 10.0), point(8, 50.0)],
+            }],
+            skipped: vec![],
+            bottleneck: None,
+            batch1_path_us: None,
+        }
+    }
+
+    fn node_stats(name: &str, sizes: &[(usize, u64, u64, u64)]) -> NodeStats {
+        NodeStats {
+            name: name.into(),
+            executions: 0,
+            rows: 0,
+            tasks: 0,
+            failed_batches: 0,
+            queue_ns: 0,
+            compute_ns: 0,
+            placement_retries: 0,
+            host_device_bytes: 0,
+            stopped_batches: 0,
+            stopped_ns: 0,
+            batch_sizes: sizes
+                .iter()
+                .map(|&(batch_size, executions, compute_ns, max_ns)| baton::stats::BatchSizeStats {
+                    batch_size,
+                    executions,
+                    compute_ns,
+                    max_ns,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn batch_sizes_compare_the_largest_batch_with_raw_at_that_size_or_the_next_larger() {
+        let stats = [
+            // Batch 1: 10 of 12 µs on average, the largest 14 µs against raw's 10 µs at batch 1.
+            // Batch 5: raw has no 5, its next larger is 8 (50 µs); the largest 60 µs.
+            // Batch 64: raw has nothing at or above it.
+            node_stats("mlp", &[(1, 10, 120_000, 14_000), (5, 2, 80_000, 60_000), (64, 1, 900_000, 900_000)]),
+            node_stats("other", &[(2, 1, 3_000, 3_000)]),
+            node_stats("idle", &[]),
+        ];
+        let p = policy_batches("greedy", &stats, Some(&raw_mlp()));
+        assert_eq!(p.policy, "greedy");
+        assert_eq!(p.nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(), ["mlp", "other"], "idle left out");
+        let mlp = &p.nodes[0].sizes;
+        assert_eq!((mlp[0].batch, mlp[0].executions, mlp[0].mean_us, mlp[0].max_us), (1, 10, 12.0, 14.0));
+        assert_eq!((mlp[0].raw_batch, mlp[0].raw_median_us), (Some(1), Some(10.0)));
+        assert!((mlp[0].max_to_raw.unwrap() - 1.4).abs() < 1e-12);
+        assert_eq!((mlp[1].raw_batch, mlp[1].raw_median_us), (Some(8), Some(50.0)));
+        assert!((mlp[1].max_to_raw.unwrap() - 1.2).abs() < 1e-12);
+        assert_eq!((mlp[2].raw_batch, mlp[2].max_to_raw), (None, None));
+        assert_eq!(p.nodes[1].sizes[0].raw_batch, None, "raw has no figures for `other`");
+
+        let t = batches_table(std::slice::from_ref(&p));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].contains("max µs") && lines[0].contains("raw µs") && lines[0].contains("max/raw"), "{t}");
+        assert_eq!(lines.len(), 2 + 4 + 1, "one line per size: {t}");
+        let cells = |i: usize| lines[i].split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(cells(2), "greedy mlp 1 10 12.0 14.0 10.0 1.40", "{t}");
+        assert_eq!(cells(3), "greedy mlp 5 2 40.0 60.0 50.0 (b8) 1.20", "{t}");
+        assert_eq!(cells(4), "greedy mlp 64 1 900.0 900.0 - -", "{t}");
+
+        let json = serde_json::to_value(&p).unwrap();
+        let size = &json["nodes"][0]["sizes"][1];
+        assert_eq!(size["batch"], 5);
+        assert_eq!(size["max_us"], 60.0);
+        assert_eq!(size["raw_batch"], 8);
+        assert_eq!(size["raw_median_us"], 50.0);
+        assert_eq!(size["max_to_raw"], 1.2);
+        assert!(json["nodes"][0]["sizes"][2]["max_to_raw"].is_null());
+
+        // Without raw figures: no raw columns.
+        let t = batches_table(&[policy_batches("greedy", &stats, None)]);
+        assert!(!t.contains("raw"), "{t}");
     }
 
     #[test]

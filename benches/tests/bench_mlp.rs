@@ -44,6 +44,9 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
         assert!(p["rows_per_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["median_us"].as_f64().unwrap() > 0.0, "{p}");
     }
+    assert_eq!(raw["io"], "binding", "I/O binding is the default raw path");
+    assert_eq!(raw["loops"], 1);
+    assert_eq!(nodes[0]["loops"], 1);
     assert_eq!(raw["bottleneck"]["node"], "mlp");
     assert!(raw["batch1_path_us"].as_f64().unwrap() > 0.0);
 
@@ -71,6 +74,20 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
         assert!(node["mean_batch"].as_f64().unwrap() >= 1.0, "{p}");
         assert!(node["mean_compute_us"].as_f64().unwrap() > 0.0, "{p}");
         assert_eq!(p["p50_minus_raw_us"].is_null(), p["load"].as_f64() != Some(1.0), "{p}");
+    }
+
+    // Batch sizes per policy: the node's sizes, each compared with raw at that size or above.
+    let policies = report["batch_sizes"].as_array().expect("batch_sizes");
+    assert_eq!(policies.len(), 2);
+    for p in policies {
+        let sizes = p["nodes"][0]["sizes"].as_array().expect("sizes");
+        assert!(!sizes.is_empty(), "{p}");
+        for s in sizes {
+            assert!(s["executions"].as_u64().unwrap() > 0, "{s}");
+            assert!(s["max_us"].as_f64().unwrap() >= s["mean_us"].as_f64().unwrap(), "{s}");
+            assert!(s["raw_batch"].as_u64().unwrap() >= s["batch"].as_u64().unwrap(), "{s}");
+            assert!(s["max_to_raw"].as_f64().unwrap() > 0.0, "{s}");
+        }
     }
 
     let csv_text = std::fs::read_to_string(&csv).unwrap();

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use baton_bench::fairness::FairnessOptions;
 use baton_bench::load::Arrivals;
+use baton_bench::raw::RawIo;
 use baton_bench::{parse_duration, BenchOptions, Policy};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
@@ -108,6 +109,14 @@ pub struct BenchArgs {
     /// Raw engine: batch sizes (those above a node's max_batch are skipped).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
     pub raw_batches: Vec<usize>,
+    /// Raw engine: how inputs and outputs go to ONNX Runtime: `binding` (I/O binding, outputs
+    /// bound once to host memory, inputs bound before every run) or `plain` (`Session::run`).
+    #[arg(long, default_value = "binding", value_parser = raw_io_parser())]
+    pub raw_io: RawIo,
+    /// Raw engine: N loops of each node at once, each on its own thread (pinned to the node's
+    /// cores[i % len]) and session, their rows/s summed: the baseline for N workers.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub raw_loops: usize,
     /// Pin the load-generating threads to these cores (round-robin), e.g. away from
     /// the cores the pipeline's workers are pinned to, as remote clients would be.
     #[arg(long, value_delimiter = ',')]
@@ -157,6 +166,8 @@ impl BenchArgs {
             raw: self.raw,
             raw_duration: self.raw_duration,
             raw_batches: self.raw_batches,
+            raw_io: self.raw_io,
+            raw_loops: self.raw_loops,
             client_cores: self.client_cores,
             csv: self.csv,
             json: self.json,
@@ -205,6 +216,12 @@ fn policy_parser() -> impl TypedValueParser<Value = Policy> {
         .map(|name| Policy::from_name(&name).expect("one of the possible values"))
 }
 
+/// `--raw-io` values: the names [`RawIo::name`] gives.
+fn raw_io_parser() -> impl TypedValueParser<Value = RawIo> {
+    PossibleValuesParser::new(RawIo::ALL.map(RawIo::name))
+        .map(|name| RawIo::from_name(&name).expect("one of the possible values"))
+}
+
 /// `--arrivals` values: the names [`Arrivals::name`] gives.
 fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
     PossibleValuesParser::new(Arrivals::ALL.map(Arrivals::name))
@@ -250,5 +267,15 @@ mod tests {
         assert_eq!(options.policy, [Policy::Greedy, Policy::PriorityFifo, Policy::None]);
         assert_eq!(options.arrivals, Arrivals::Constant);
         assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--policy", "fastest"]).is_err());
+    }
+
+    #[test]
+    fn raw_io_and_raw_loops_parse() {
+        let Cli::Bench(args) = parse(&["bench", "p.toml", "--raw", "--raw-io", "plain", "--raw-loops", "4"]) else {
+            panic!("bench")
+        };
+        let options = args.options();
+        assert_eq!((options.raw_io, options.raw_loops), (RawIo::Plain, 4));
+        assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--raw-io", "mmap"]).is_err());
     }
 }
