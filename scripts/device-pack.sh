@@ -2,22 +2,23 @@
 # Packs what a GPU machine without registries needs to run Baton's GPU session (docs/gpu.md)
 # into .device/ (git-ignored), in parts that each travel in one call:
 #
-#   .device/c1 .. .device/cN   each <= 54 MiB: parts of two archives,
+#   .device/c1 .. .device/cN   each <= 56 MiB (with the ~5 MiB working tree, under a call's 64 MiB):
+#                              parts of two archives, filled in order, the small last ones together,
 #       ort.part.K   ONNX Runtime's GPU build (libonnxruntime.so + its CUDA provider), xz'd once
 #                    and cached in .cache/device/ort-gpu-1.31.1.tar.xz (it never changes)
 #       app.part.K   release binaries (stripped: baton, collab, provider_diff, the GPU test
 #                    binary), the test models, the detector's all-outputs copy, BUILD_ROOT, COMMIT
 #   .device/MANIFEST           sha256 of every part, checked on the device
 #
-# The app parts come first, so a re-pack after a code change re-sends only those when the
-# ORT parts are still on a warm machine. Needs scripts/setup.sh --gpu first. The CUDA and
+# The ORT parts come first and the app parts last, so the app shares the last folder with the
+# ORT archive's remainder. Needs scripts/setup.sh --gpu first. The CUDA and
 # cuDNN libraries are not packed: the device's Python environment has them (device-run.sh
 # points the engine at them). Usage: scripts/device-pack.sh   (then see docs/gpu.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 GPU=.cache/onnxruntime-gpu/1.31.1
-PART_BYTES=$((54 * 1024 * 1024))   # + the working tree (~9 MiB): under 64 MiB a call
+PART_BYTES=$((56 * 1024 * 1024))   # + the working tree (~5 MiB): under 64 MiB a call
 [[ -f $GPU/libonnxruntime_providers_cuda.so ]] || { echo "error: no GPU build in $GPU; run scripts/setup.sh --gpu" >&2; exit 1; }
 grep -qxF /.device .gitignore || echo /.device >> .gitignore
 
@@ -67,7 +68,7 @@ split -b "$PART_BYTES" -d -a 2 "$ORT_ARCHIVE" "$stage/ort.part."
 # unless small ones fit together.
 n=1
 used=0
-for part in "$stage"/app.part.* "$stage"/ort.part.*; do
+for part in "$stage"/ort.part.* "$stage"/app.part.*; do
     size=$(stat -c %s "$part")
     if ((used > 0 && used + size > PART_BYTES)); then
         n=$((n + 1))

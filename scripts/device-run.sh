@@ -35,6 +35,13 @@ PYEOF
 if [[ $mode == check ]]; then
     ls -la .device/c*/ 2>/dev/null || echo "no parts yet"
     nvidia-smi -L || true
+    # The figures' GPU models are made here (the 4096-wide MLP is 200 MB, too large to carry),
+    # in a session of their own so they go on after this call returns.
+    if [[ ! -f models-gpu/.done ]] && ! pgrep -f make_gpu_models >/dev/null; then
+        mkdir -p models-gpu && setsid bash -c 'python3 scripts/make_gpu_models.py models-gpu --mlp-only \
+            > models-gpu/log 2>&1 && touch models-gpu/.done' < /dev/null > /dev/null 2>&1 &
+        echo "making the GPU models in the background"
+    fi
     exit 0
 fi
 [[ $mode == run ]] || { echo "usage: $0 check | run [tests|figures|all]" >&2; exit 2; }
@@ -61,6 +68,23 @@ fi
 if [[ -L models || ! -d models/real ]]; then
     rm -rf models && mkdir models && tar -xf "$U/models.tar" -C models
 fi
+# The GPU models made in the background by `check` (else made now, when needed).
+gpu_models() {
+    for _ in $(seq 120); do [[ -f models-gpu/.done ]] || ! pgrep -f make_gpu_models >/dev/null && break; sleep 1; done
+    [[ -f models-gpu/.done ]] && cp -n models-gpu/*.onnx models/ 2>/dev/null
+    if [[ ! -f models/mlp4096.onnx ]]; then
+        step gpu-models 150 python3 scripts/make_gpu_models.py models
+    elif [[ ! -f models/ocr_det_640.onnx || ! -f models/ocr_rec_320.onnx ]]; then
+        # The fixed-shape OCR models only (seconds): keep the MLP made in the background.
+        step gpu-models 60 python3 - <<'PY'
+import importlib.util, os
+spec = importlib.util.spec_from_file_location("m", "scripts/make_gpu_models.py")
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+m.fixed("models/real/ch_PP-OCRv4_det_infer.onnx", "models/ocr_det_640.onnx", (3, 640, 640))
+m.fixed("models/real/ch_PP-OCRv4_rec_infer.onnx", "models/ocr_rec_320.onnx", (3, 48, 320))
+PY
+    fi
+}
 
 export ORT_DYLIB_PATH=$U/ort/libonnxruntime.so.1.31.1
 export BATON_CUDA_LIBS
@@ -99,20 +123,36 @@ if [[ $what == tests || $what == all ]]; then
     step traces 150 "$U/bin/provider_diff" --model models/real/ch_PP-OCRv4_det_infer.onnx --require-gpu \
         --input image --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8,16 --save-mib 0 \
         --out "$R/traces"
-    # Each node's cost per batch size on both providers, and the placement planned from them.
-    [[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
-        step gpu-models 120 python3 scripts/make_gpu_models.py models
-    if [[ -n ${PROFILE_CMD:-} ]]; then
-        TAIL=30 step profile-collab 240 bash -c "$PROFILE_CMD"
-    fi
+    # Each node's cost per batch size on both providers, and the placements planned from them
+    # (on 12 of the cores: the rest for the load generator and the GPU nodes' host threads).
+    B=$U/bin/baton
+    TAIL=30 step profile-collab 240 "$B" profile configs/collab.toml --providers cpu,cuda --dim 640 --runs 10 \
+        --warmup 2 --out "$R/collab-h100.profile.json"
+    plan=("$B" plan --method ilp --pipeline configs/collab.toml --profile "$R/collab-h100.profile.json" --objective period --cores 12)
+    TAIL=30 step plan-gpu 60 "${plan[@]}" --out .device/placed.toml
+    TAIL=30 step plan-cpu 60 "${plan[@]}" --providers cpu --out .device/placed-cpu.toml
+    cp .device/placed*.toml "$R/" 2>/dev/null
+    step check-placed 60 "$B" check .device/placed.toml
+    gpu_models
+    for model in mlp4096 ocr-det ocr-rec; do
+        step "profile-$model" 90 "$B" profile "configs/gpu/$model.toml" --batches 1,2,4,8,16,32,64,128 --runs 20 \
+            --warmup 3 --out "$R/$model-h100.profile.json"
+    done
 fi
+pack() { find "$R" -name '*.npy' -size +256k -delete; tar -C "$R" -czf "$OUT/results-$what.tgz" .; }
 if [[ $what == figures || $what == all ]]; then
-    [[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
-        step gpu-models 120 python3 scripts/make_gpu_models.py models
-    cp .device/placed.toml "$R/" 2>/dev/null
-    TAIL=60 step figures 540 scripts/gpu-figures.sh "$R/figures"
+    gpu_models
+    # Placements from an earlier call on this machine, else carried in devrun/ (untracked) by the session.
+    for f in placed.toml placed-cpu.toml; do
+        [[ -f .device/$f || ! -f devrun/$f ]] || cp "devrun/$f" ".device/$f"
+    done
+    cp .device/placed*.toml "$R/" 2>/dev/null
+    # One figure at a time, the archive rewritten after each: a call cut short keeps what ran.
+    for figure in $(echo "${FIGURES:-1,2,3,4}" | tr , ' '); do
+        TAIL=40 FIGURES=$figure step "figure-$figure" 400 scripts/gpu-figures.sh "$R/figures"
+        pack
+    done
 fi
-find "$R" -name '*.npy' -size +256k -delete
-tar -C "$R" -czf "$OUT/results-$what.tgz" .
+pack
 ls -la "$OUT"
 exit $status

@@ -5,13 +5,17 @@
 #
 #   1. MLP 4096 wide on CUDA: Baton (greedy, collaborative) vs raw ONNX Runtime-CUDA, c=1 p50 and saturation
 #   2. PP-OCRv4 detection (3x640x640) and recognition (3x48x320) on CUDA: the same
-#   3. the collab pipeline on the GPU: capacity (sessions/s) against the CPU pipeline; final-chunk
-#      p99 at 70% and 90% of the GPU capacity, collaborative vs greedy vs dynamic (1 ms)
+#   3. the collab pipeline placed by the planner from profiles measured here (PLACED, default
+#      .device/placed.toml; else configs/collab-gpu.toml): capacity (sessions/s) against the
+#      all-CPU placement of the same planner on this machine's cores (PLACED_CPU, default
+#      .device/placed-cpu.toml; else configs/collab.toml); final-chunk p99 at 90% of the GPU
+#      capacity, collaborative vs greedy
 #   4. the MLP of configs/mlp.toml on the CPU with 1, 2, 4, 8, 16 workers vs raw ONNX Runtime on the
 #      same cores: N raw loops at once (--raw-loops N, one per worker core, batch 32), their rows/s
 #      summed (N loops sharing the memory bandwidth, not N x one loop)
 #
-# FIGURES=1,2,3,4 picks some; DURATION (default 5s) is each bench point's length.
+# FIGURES=1,2,3,4 picks some; DURATION (default 5s) is each bench point's length; OPEN_LOOP_S
+# (default 20) each open-loop collab run's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:-/tmp/baton-figures}
@@ -33,25 +37,28 @@ bench_gpu() { # NAME CONFIG CONCURRENCY RAW_BATCHES
 }
 
 if want 1; then
-    bench_gpu mlp4096 configs/gpu/mlp4096.toml 1,8,32,128,256 1,8,32,64,128
+    bench_gpu mlp4096 configs/gpu/mlp4096.toml 1,32,256,512 1,32,64,128
 fi
 if want 2; then
-    bench_gpu ocr-det configs/gpu/ocr-det.toml 1,4,16,32 1,2,4,8
-    bench_gpu ocr-rec configs/gpu/ocr-rec.toml 1,8,32,128 1,8,16,32
+    bench_gpu ocr-det configs/gpu/ocr-det.toml 1,4,16,64 1,2,4,8
+    bench_gpu ocr-rec configs/gpu/ocr-rec.toml 1,8,32,256 1,8,16,32
 fi
 if want 3; then
+    PLACED=${PLACED:-.device/placed.toml}
+    PLACED_CPU=${PLACED_CPU:-.device/placed-cpu.toml}
+    [[ -f $PLACED ]] || PLACED=configs/collab-gpu.toml
+    [[ -f $PLACED_CPU ]] || PLACED_CPU=configs/collab.toml
     capacity() { # CONFIG -> sessions/s of 64 unpaced sessions, collaborative
         run "$COLLAB" --config "$1" --capacity 64 --policies collaborative | tee -a "$DIR/collab-capacity.txt" |
             sed -n 's/.*= \([0-9.]*\) sessions\/s.*/\1/p' | tail -1
     }
-    gpu_capacity=$(capacity configs/collab-gpu.toml)
-    cpu_capacity=$(capacity configs/collab.toml)
-    echo "collab capacity: GPU $gpu_capacity sessions/s, CPU $cpu_capacity sessions/s" | tee -a "$DIR/collab-capacity.txt"
-    for share in 70 90; do
-        rate=$(python3 -c "print(round($gpu_capacity * $share / 100, 2))")
-        run "$COLLAB" --config configs/collab-gpu.toml --rate "$rate" --duration 20 \
-            --policies collaborative,greedy,dynamic 2>&1 | tee "$DIR/collab-gpu-$share.txt"
-    done
+    gpu_capacity=$(capacity "$PLACED")
+    cpu_capacity=$(capacity "$PLACED_CPU")
+    echo "collab capacity: GPU ($PLACED) $gpu_capacity sessions/s, CPU ($PLACED_CPU) $cpu_capacity sessions/s" |
+        tee -a "$DIR/collab-capacity.txt"
+    rate=$(python3 -c "print(round($gpu_capacity * 90 / 100, 2))")
+    run "$COLLAB" --config "$PLACED" --rate "$rate" --duration "${OPEN_LOOP_S:-20}" \
+        --policies collaborative,greedy 2>&1 | tee "$DIR/collab-gpu-90.txt"
 fi
 if want 4; then
     cores=$(nproc)

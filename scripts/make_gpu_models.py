@@ -6,7 +6,8 @@
   (models/real/) with every dimension but the batch fixed (det 3x640x640,
   rec 3x48x320), so a benchmark's generated inputs have the real sizes.
 
-Usage: python3 scripts/make_gpu_models.py [DIR]   (needs onnx and numpy)
+Usage: python3 scripts/make_gpu_models.py [DIR] [--mlp-only]   (needs onnx and numpy;
+--mlp-only makes the MLP alone, before models/real/ is there)
 """
 
 import os
@@ -54,10 +55,14 @@ def fixed(src, dst, dims):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "models"
+    args = [a for a in sys.argv[1:] if a != "--mlp-only"]
+    out = args[0] if args else "models"
     real = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "real")
     os.makedirs(out, exist_ok=True)
     mlp(os.path.join(out, "mlp4096.onnx"))
+    if "--mlp-only" in sys.argv:
+        print(f"wrote mlp4096.onnx into {out}")
+        return
     fixed(os.path.join(real, "ch_PP-OCRv4_det_infer.onnx"), os.path.join(out, "ocr_det_640.onnx"), (3, 640, 640))
     fixed(os.path.join(real, "ch_PP-OCRv4_rec_infer.onnx"), os.path.join(out, "ocr_rec_320.onnx"), (3, 48, 320))
     print(f"wrote mlp4096.onnx, ocr_det_640.onnx, ocr_rec_320.onnx into {out}")

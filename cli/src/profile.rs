@@ -33,9 +33,9 @@ use baton::{EngineRegistry, PipelineConfig, StageRequest, Tensor};
 use baton_planners::pipeline::{BatchTiming, NodeProfile, Profile, Provider};
 use clap::Args;
 
-use baton_engines::cuda_runtime::CudaRuntime;
 use crate::profile_jobs::{jobs, prepare, Job};
 use crate::suggest::{brief_bound_us, children, suggest, Measured, BRIEF_GAP};
+use baton_engines::cuda_runtime::CudaRuntime;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {

@@ -13,7 +13,7 @@
 //! stages = [{ model = "det.onnx" }]
 //! provider = "cuda"
 //! max_batch = 16
-//! batch_sizes = [1, 2, 4, 8, 16]   # the default on a CUDA node: powers of two up to max_batch
+//! batch_sizes = [1, 2, 4, 8, 16]   # default on a CUDA node: 1, 2, 3, 4, 6, 8, 12, 16
 //! ```
 //!
 //! Padding adds rows of zeros to a batch, so it is only right where each row's
@@ -40,10 +40,16 @@ impl BatchSizes {
         (sizes.first().is_none_or(|&s| s >= 1) && sizes.windows(2).all(|w| w[0] < w[1])).then_some(BatchSizes(sizes))
     }
 
-    /// Powers of two up to `max_batch`, and `max_batch` itself.
-    pub fn powers_of_two(max_batch: usize) -> Self {
-        let mut sizes: Vec<usize> =
-            std::iter::successors(Some(1usize), |s| s.checked_mul(2)).take_while(|&s| s < max_batch).collect();
+    /// Powers of two and the sizes halfway between them (1, 2, 3, 4, 6, 8, 12, 16, 24, ...)
+    /// below `max_batch`, and `max_batch` itself: a batch is padded by at most a third of
+    /// its rows, and a node warms about twice as many sizes as powers of two alone.
+    pub fn gpu_default(max_batch: usize) -> Self {
+        let mut sizes: Vec<usize> = std::iter::successors(Some(1usize), |s| s.checked_mul(2))
+            .take_while(|&s| s < max_batch)
+            .flat_map(|s| [s, s + s / 2])
+            .filter(|&s| s < max_batch)
+            .collect();
+        sizes.dedup();
         sizes.push(max_batch.max(1));
         BatchSizes(sizes)
     }
@@ -67,7 +73,7 @@ impl BatchSizes {
         let at = format!("nodes.{name}.batch_sizes");
         let Some(declared) = &cfg.batch_sizes else {
             let gpu = matches!(execution, Execution::Cuda { .. });
-            return Ok(if gpu && cfg.state.is_empty() { Self::powers_of_two(cfg.max_batch) } else { Self::none() });
+            return Ok(if gpu && cfg.state.is_empty() { Self::gpu_default(cfg.max_batch) } else { Self::none() });
         };
         if declared.is_empty() {
             return Ok(Self::none());
@@ -117,10 +123,11 @@ mod tests {
     }
 
     #[test]
-    fn powers_of_two_end_at_max_batch() {
-        assert_eq!(BatchSizes::powers_of_two(32).sizes(), &[1, 2, 4, 8, 16, 32]);
-        assert_eq!(BatchSizes::powers_of_two(24).sizes(), &[1, 2, 4, 8, 16, 24]);
-        assert_eq!(BatchSizes::powers_of_two(1).sizes(), &[1]);
+    fn powers_of_two_and_halfway_sizes_end_at_max_batch() {
+        assert_eq!(BatchSizes::gpu_default(32).sizes(), &[1, 2, 3, 4, 6, 8, 12, 16, 24, 32]);
+        assert_eq!(BatchSizes::gpu_default(20).sizes(), &[1, 2, 3, 4, 6, 8, 12, 16, 20]);
+        assert_eq!(BatchSizes::gpu_default(2).sizes(), &[1, 2]);
+        assert_eq!(BatchSizes::gpu_default(1).sizes(), &[1]);
     }
 
     #[test]

@@ -386,9 +386,9 @@ pub struct NodeConfig {
     /// The batch sizes (rows) the node's ONNX stages run at: a batch is padded
     /// up to the next size with zero rows, dropped from the outputs, and every
     /// size runs once when the node's workers start, so the first request of a
-    /// size pays no set-up (see [`crate::spec::BatchSizes`]). `[]`: batches run at
-    /// the rows they have. Default: powers of two up to `max_batch` on a CUDA
-    /// node without per-stream state, `[]` otherwise. Refused on a node with
+    /// size pays no set-up (see [`crate::batch_sizes`]). `[]`: batches run at
+    /// the rows they have. Default: powers of two and the sizes halfway between
+    /// them up to `max_batch` on a CUDA node without per-stream state, `[]` otherwise. Refused on a node with
     /// `state` (its rows are streams, not independent rows).
     pub batch_sizes: Option<Vec<usize>>,
 }

@@ -384,7 +384,7 @@ fn batch_sizes(spec: &PipelineSpec, name: &str) -> Vec<usize> {
 }
 
 #[test]
-fn a_cuda_node_runs_powers_of_two_up_to_max_batch_and_a_cpu_node_its_own_rows() {
+fn a_cuda_node_runs_powers_of_two_and_halfway_sizes_and_a_cpu_node_its_own_rows() {
     let toml = format!(
         "{}{}{}",
         node("a", &format!("{ON_CUDA0}\nmax_batch = 24")),
@@ -392,7 +392,7 @@ fn a_cuda_node_runs_powers_of_two_up_to_max_batch_and_a_cpu_node_its_own_rows() 
         node("c", &format!("{ON_CUDA0}\nmax_batch = 8\nbatch_sizes = []")),
     );
     let built = spec(&GatedEngines::default(), &toml).unwrap();
-    assert_eq!(batch_sizes(&built, "a"), [1, 2, 4, 8, 16, 24]);
+    assert_eq!(batch_sizes(&built, "a"), [1, 2, 3, 4, 6, 8, 12, 16, 24]);
     assert_eq!(batch_sizes(&built, "b"), Vec::<usize>::new(), "a CPU node runs each batch at its rows");
     assert_eq!(batch_sizes(&built, "c"), Vec::<usize>::new(), "`batch_sizes = []` opts out");
     let declared = spec(&GatedEngines::default(), &node("d", "max_batch = 8\nbatch_sizes = [2, 8]")).unwrap();
