@@ -9,6 +9,8 @@
 #                                          both providers and the placement planned from them
 #   scripts/device-run.sh run figures      scripts/gpu-figures.sh (the placed collab pipeline too)
 #   scripts/device-run.sh run all          both
+#   scripts/device-run.sh run pinned       the GPU tests, then the OCR models at mixed batch sizes
+#                                          with pinned and with pageable host buffers, side by side
 #
 # Everything a run measured goes into one archive, $OUT/results-WHAT.tgz (a call brings back
 # at most 8 files), and its summary to stdout. DURATION and FIGURES pass to gpu-figures.sh.
@@ -138,6 +140,24 @@ if [[ $what == tests || $what == all ]]; then
         step "profile-$model" 90 "$B" profile "configs/gpu/$model.toml" --batches 1,2,4,8,16,32,64,128 --runs 10 \
             --warmup 2 --out "$R/$model-h100.profile.json"
     done
+fi
+if [[ $what == pinned ]]; then
+    step gpu-tests 240 "$U/bin/gpu-tests" --test-threads 1 --nocapture
+    gpu_models
+    for model in ocr-det ocr-rec; do
+        for pinned in 1 0; do
+            TAIL=30 BATON_PINNED_MEMORY=$pinned step "$model-pinned-$pinned" 120 "$U/bin/baton" bench \
+                "configs/gpu/$model.toml" --concurrency 1,4,16,64 --policy greedy --duration 2s --client-threads 8 \
+                --json "$R/$model-pinned-$pinned.json"
+        done
+    done
+    # The collab pipeline as placed in an earlier run (carried in devrun/): capacity both ways.
+    if [[ -f devrun/placed.toml ]]; then
+        for pinned in 1 0; do
+            BATON_PINNED_MEMORY=$pinned step "collab-pinned-$pinned" 90 "$U/bin/collab" --config devrun/placed.toml \
+                --capacity 64 --policies collaborative
+        done
+    fi
 fi
 pack() { find "$R" -name '*.npy' -size +256k -delete; tar -C "$R" -czf "$OUT/results-$what.tgz" .; }
 if [[ $what == figures || $what == all ]]; then

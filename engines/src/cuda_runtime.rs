@@ -83,7 +83,11 @@ impl CudaRuntime {
 }
 
 /// Pinned host memory, when the process has loaded the CUDA runtime (else `None`).
+/// `BATON_PINNED_MEMORY=0` turns it off (pageable buffers), for comparing the two.
 pub fn pinned_memory() -> Option<Arc<dyn HostMemory>> {
+    if std::env::var_os("BATON_PINNED_MEMORY").is_some_and(|v| v == "0") {
+        return None;
+    }
     CudaRuntime::loaded().map(|runtime| Arc::new(PinnedMemory(runtime)) as Arc<dyn HostMemory>)
 }
 

@@ -181,7 +181,8 @@ fn bound_runs_on_cuda_reuse_their_output_buffers_and_keep_held_outputs() {
         return;
     }
     let mut engine = OnnxEngine::new(&stage(model("mlp.onnx"), cuda())).unwrap_or_else(|e| panic!("{e}"));
-    let (a, b) = (baton_e2e::random_f32(&mut rng(), 4, 256), baton_e2e::random_f32(&mut rng(), 4, 256));
+    let mut rng = rng();
+    let (a, b) = (baton_e2e::random_f32(&mut rng, 4, 256), baton_e2e::random_f32(&mut rng, 4, 256));
     let mut outputs = Vec::new();
     for _ in 0..2 {
         outputs.clear();

@@ -233,12 +233,11 @@ impl BoundRuns {
         let mut pooled: SmallVec<[PooledTensor; 4]> = SmallVec::new();
         for (j, shape) in shapes.iter().enumerate() {
             let mut tensor = self.output_pools[j].take(self.output_dtypes[j], shape, 0).map_err(|e| e.to_string())?;
-            let value = self.output_values[j].value(
-                &self.memory,
-                tensor.bytes_mut().as_mut_ptr(),
-                shape,
-                self.output_dtypes[j],
-            )?;
+            let memory = match (&self.device, tensor.device()) {
+                (Some((_, on_device)), Some(_)) => on_device,
+                _ => &self.memory,
+            };
+            let value = self.output_values[j].value(memory, tensor.data_ptr_mut(), shape, self.output_dtypes[j])?;
             check(unsafe { (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value) })?;
             pooled.push(tensor);
         }

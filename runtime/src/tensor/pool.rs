@@ -75,6 +75,9 @@ impl TensorPool {
             }
             _ => len,
         };
+        // Buffers come in power-of-two byte sizes, so one serves every smaller tensor and a
+        // pool of batches of many sizes holds a few buffers instead of replacing them.
+        let capacity = capacity.checked_next_power_of_two().unwrap_or(capacity);
         let free = self
             .buffers
             .iter()
