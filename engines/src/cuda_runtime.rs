@@ -55,20 +55,20 @@ impl CudaRuntime {
             (!f.is_null()).then_some(f)
         };
         macro_rules! function {
-            ($name:literal) => {
-                // SAFETY: the CUDA runtime's function of this name has the field's signature.
-                unsafe { std::mem::transmute::<*mut c_void, _>(symbol($name)?) }
+            ($name:literal: $ty:ty) => {
+                // SAFETY: the CUDA runtime's function of this name has this signature.
+                unsafe { std::mem::transmute::<*mut c_void, $ty>(symbol($name)?) }
             };
         }
         Some(CudaRuntime {
-            set_device: function!(c"cudaSetDevice"),
-            mem_get_info: function!(c"cudaMemGetInfo"),
-            host_alloc: function!(c"cudaHostAlloc"),
-            free_host: function!(c"cudaFreeHost"),
-            malloc: function!(c"cudaMalloc"),
-            free: function!(c"cudaFree"),
-            memcpy: function!(c"cudaMemcpy"),
-            memset: function!(c"cudaMemset"),
+            set_device: function!(c"cudaSetDevice": unsafe extern "C" fn(c_int) -> c_int),
+            mem_get_info: function!(c"cudaMemGetInfo": unsafe extern "C" fn(*mut usize, *mut usize) -> c_int),
+            host_alloc: function!(c"cudaHostAlloc": unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> c_int),
+            free_host: function!(c"cudaFreeHost": unsafe extern "C" fn(*mut c_void) -> c_int),
+            malloc: function!(c"cudaMalloc": unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int),
+            free: function!(c"cudaFree": unsafe extern "C" fn(*mut c_void) -> c_int),
+            memcpy: function!(c"cudaMemcpy": unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int),
+            memset: function!(c"cudaMemset": unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int),
         })
     }
 

@@ -332,8 +332,16 @@ fn copy_output(value: &ort::value::DynValue, dtype: DType, pool: &mut TensorPool
 /// ONNX Runtime values describing buffers (address, shape, element type), the last few made.
 #[derive(Default)]
 struct ValueCache {
-    values: SmallVec<[(usize, SmallVec<[usize; 6]>, DType, OwnedValue); VALUES_KEPT]>,
+    values: SmallVec<[Described; VALUES_KEPT]>,
     next: usize,
+}
+
+/// One buffer's description and the value made for it.
+struct Described {
+    address: usize,
+    shape: SmallVec<[usize; 6]>,
+    dtype: DType,
+    value: OwnedValue,
 }
 
 impl ValueCache {
@@ -346,18 +354,18 @@ impl ValueCache {
         dtype: DType,
     ) -> Result<*const OrtValue, String> {
         let address = data as usize;
-        if let Some((.., value)) =
-            self.values.iter().find(|(a, s, d, _)| *a == address && s.as_slice() == shape && *d == dtype)
+        if let Some(kept) =
+            self.values.iter().find(|d| d.address == address && d.shape.as_slice() == shape && d.dtype == dtype)
         {
-            return Ok(value.0.as_ptr());
+            return Ok(kept.value.0.as_ptr());
         }
         let value = OwnedValue::describe(memory, data, shape, dtype)?;
         let ptr = value.0.as_ptr();
-        let entry = (address, shape.into(), dtype, value);
+        let described = Described { address, shape: shape.into(), dtype, value };
         if self.values.len() < VALUES_KEPT {
-            self.values.push(entry);
+            self.values.push(described);
         } else {
-            self.values[self.next] = entry;
+            self.values[self.next] = described;
             self.next = (self.next + 1) % VALUES_KEPT;
         }
         Ok(ptr)

@@ -291,7 +291,7 @@ impl Buffer {
     fn zeroed_in(len: usize, memory: Option<&Arc<dyn HostMemory>>) -> Buffer {
         let Some(memory) = memory else { return Self::zeroed(len) };
         match memory.allocate(len.max(1)) {
-            Some(ptr) if ptr.as_ptr() as usize % ALIGN == 0 => {
+            Some(ptr) if (ptr.as_ptr() as usize).is_multiple_of(ALIGN) => {
                 // SAFETY: `allocate` gave at least `len.max(1)` bytes.
                 unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
                 Buffer { ptr, len, origin: Origin::Host(Arc::clone(memory)) }
