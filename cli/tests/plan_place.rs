@@ -22,6 +22,14 @@ fn baton(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baton")).args(args).output().unwrap()
 }
 
+/// `baton plan --method ilp --pipeline PIPELINE --profile PROFILE EXTRA.. --out OUT`.
+fn plan_ilp(pipeline: &str, profile: &str, out: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["plan", "--method", "ilp", "--pipeline", pipeline, "--profile", profile];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out]);
+    baton(&args)
+}
+
 fn text(o: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
@@ -63,21 +71,12 @@ fn the_placed_pipeline_puts_the_slow_node_on_cuda_and_parses() {
     // branch_a: 400 µs a row on the CPU, 4 on CUDA; join: 10 on the CPU, 100 on CUDA.
     let prof = diamond_profile(&dir, "both.json", &ALL_CPU, &[("branch_a", 4.0), ("join", 100.0)]);
     let out = dir.join("diamond.both.toml");
-    let run = baton(&[
-        "plan",
-        "--method",
-        "ilp",
-        "--pipeline",
+    let run = plan_ilp(
         config("diamond.toml").to_str().unwrap(),
-        "--profile",
         prof.to_str().unwrap(),
-        "--objective",
-        "period",
-        "--cores",
-        "6",
-        "--out",
         out.to_str().unwrap(),
-    ]);
+        &["--objective", "period", "--cores", "6"],
+    );
     assert!(run.status.success(), "{}", text(&run));
     let cfg = PipelineConfig::read(&out).unwrap();
     assert_eq!(cfg.nodes["branch_a"].provider, ProviderKind::Cuda);
@@ -98,23 +97,12 @@ fn a_cpu_only_placement_gives_every_node_its_cores() {
     let dir = scratch();
     let prof = diamond_profile(&dir, "cpu.json", &ALL_CPU, &[("branch_a", 4.0)]);
     let out = dir.join("diamond.cpu.toml");
-    let run = baton(&[
-        "plan",
-        "--method",
-        "ilp",
-        "--pipeline",
+    let run = plan_ilp(
         config("diamond.toml").to_str().unwrap(),
-        "--profile",
         prof.to_str().unwrap(),
-        "--objective",
-        "latency",
-        "--providers",
-        "cpu",
-        "--cores",
-        "4",
-        "--out",
         out.to_str().unwrap(),
-    ]);
+        &["--objective", "latency", "--providers", "cpu", "--cores", "4"],
+    );
     assert!(run.status.success(), "{}", text(&run));
     let cfg = PipelineConfig::read(&out).unwrap();
     assert!(cfg.nodes.values().all(|n| n.provider == ProviderKind::Cpu && n.workers == Some(1)));
@@ -131,21 +119,9 @@ fn bad_input_names_the_node_or_the_provider() {
     let pipeline = config("diamond.toml");
     let out = dir.join("never.toml");
     let plan = |prof: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            "--method",
-            "ilp",
-            "--pipeline",
-            pipeline.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--cores",
-            "4",
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut args = vec!["--cores", "4"];
         args.extend_from_slice(extra);
-        baton(&args)
+        plan_ilp(pipeline.to_str().unwrap(), prof.to_str().unwrap(), out.to_str().unwrap(), &args)
     };
     let missing = diamond_profile(&dir, "missing.json", &ALL_CPU[..3], &[]);
     let run = plan(&missing, &["--objective", "period"]);
@@ -187,21 +163,12 @@ fn profile_records_the_provider_and_the_placement_from_it_loads_with_baton_check
     assert_eq!(json["nodes"]["mlp"]["provider"], "cpu");
     assert_eq!(json["nodes"]["mlp"]["batches"].as_array().unwrap().len(), 2);
     let out = dir.join("mlp.placed.toml");
-    let run = baton(&[
-        "plan",
-        "--method",
-        "ilp",
-        "--pipeline",
+    let run = plan_ilp(
         config("mlp.toml").to_str().unwrap(),
-        "--profile",
         prof.to_str().unwrap(),
-        "--objective",
-        "period",
-        "--cores",
-        "2",
-        "--out",
         out.to_str().unwrap(),
-    ]);
+        &["--objective", "period", "--cores", "2"],
+    );
     assert!(run.status.success(), "{}", text(&run));
     let cfg = PipelineConfig::read(&out).unwrap();
     assert_eq!((cfg.nodes["mlp"].workers, cfg.nodes["mlp"].cores.clone()), (Some(2), vec![0, 1]));
