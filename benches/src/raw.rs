@@ -190,7 +190,8 @@ pub fn measure(
         let signature = &stage.signature;
         let name = node.name.as_str();
         // Every loop meets the others before its warm-up and before its measurement, so
-        // that all measure over the same interval; a loop that failed keeps meeting them.
+        // that all measure over the same interval; a loop that failed (an error, or a panic
+        // caught as one) keeps meeting them.
         let barrier = Barrier::new(loops);
         let failed = AtomicBool::new(false);
         let progress = &progress;
@@ -229,10 +230,12 @@ pub fn measure(
                                 barrier.wait();
                                 let mut runner = None;
                                 if let (true, Some(session)) = (ok(&error), session.as_mut()) {
-                                    let warmed = inputs.and_then(|inputs| {
-                                        let mut r = Runner::new(session, inputs, options.io)?;
-                                        r.warm_up(session, batch, options.duration / 10)?;
-                                        Ok(r)
+                                    let warmed = unpanicked(|| {
+                                        inputs.and_then(|inputs| {
+                                            let mut r = Runner::new(session, inputs, options.io)?;
+                                            r.warm_up(session, batch, options.duration / 10)?;
+                                            Ok(r)
+                                        })
                                     });
                                     match warmed {
                                         Ok(r) => runner = Some(r),
@@ -246,7 +249,7 @@ pub fn measure(
                                 if let (true, Some(session), Some(runner)) =
                                     (ok(&error), session.as_mut(), runner.as_mut())
                                 {
-                                    match runner.measure(session, batch, options.duration) {
+                                    match unpanicked(|| runner.measure(session, batch, options.duration)) {
                                         Ok(m) => out.push(m),
                                         Err(e) => {
                                             failed.store(true, Ordering::SeqCst);
@@ -451,4 +454,27 @@ fn owned(tensor: &Tensor) -> Result<DynValue, String> {
         ort::value::Tensor::from_array((tensor.shape().to_vec(), data)).map(|t| t.into_dyn()).map_err(|e| e.to_string())
     }
     baton::with_element_type!(tensor.dtype(), T => make::<T>(tensor))
+}
+
+/// `f`'s result, a panic in it turned into an error (a raw loop that panicked must still
+/// meet the other loops at their barrier).
+fn unpanicked<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what =
+            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+        Err(format!("the raw loop panicked: {}", what.unwrap_or_else(|| "unknown panic".into())))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpanicked;
+
+    #[test]
+    fn a_panic_in_a_raw_loop_becomes_its_error() {
+        let err = unpanicked::<()>(|| panic!("kernel launch failed")).unwrap_err();
+        assert_eq!(err, "the raw loop panicked: kernel launch failed");
+        assert_eq!(unpanicked(|| Ok::<_, String>(3)), Ok(3));
+        assert_eq!(unpanicked::<()>(|| Err("plain".into())), Err("plain".to_string()));
+    }
 }
