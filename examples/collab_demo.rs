@@ -113,8 +113,37 @@ fn latencies(results: &[SessionResult]) -> (Vec<Duration>, Vec<Duration>) {
     (chunks, finals)
 }
 
+/// The options, each with what follows it (empty: a switch), for `--help` and for refusing unknown ones.
+const OPTIONS: [(&str, &str); 14] = [
+    ("--repeat", "N             concurrent streams per session (default 4)"),
+    ("--policy", "NAME          collaborative (default), greedy, dynamic, priority_fifo, none"),
+    ("--config", "FILE          another file of the same pipeline (configs/collab-gpu.toml, a placed one)"),
+    ("--image-first", "         sessions send the image first (configs/collab_early.toml)"),
+    ("--answer-callback", "     end each chunk's latency in Runtime::submit_then's callback"),
+    ("--capacity", "N           load mode: sessions/s with N unpaced concurrent sessions"),
+    ("--rate", "R               load mode: start R sessions/s (Poisson) ..."),
+    ("--duration", "S           ... for S seconds (default 20)"),
+    ("--pace-ms", "MS           ... each streaming a chunk every MS ms (default 32)"),
+    ("--policies", "LIST        ... under each of these policies (default collaborative,greedy)"),
+    ("--sweep", "P,P,..         load mode at each percentage of --capacity-rate"),
+    ("--capacity-rate", "C      sessions/s at 100% for --sweep"),
+    ("--plot", "FILE.svg        with --sweep: plot p50/p99 of final and other chunks"),
+    ("--client-slice-us", "S    every session's thread requests an S µs slice"),
+];
+
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("collab: the collaborating-networks pipeline serving user sessions (see examples/collab_demo.rs)\n");
+        println!("usage: collab [OPTION VALUE]...");
+        for (name, what) in OPTIONS {
+            println!("  {name} {what}");
+        }
+        return Ok(());
+    }
+    if let Some(unknown) = args.iter().skip(1).find(|a| a.starts_with("--") && !OPTIONS.iter().any(|(n, _)| n == a)) {
+        return Err(format!("unknown option `{unknown}` (collab --help lists them)").into());
+    }
     let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let answer = if args.iter().any(|a| a == "--answer-callback") { AnswerTime::Callback } else { AnswerTime::Waiter };
