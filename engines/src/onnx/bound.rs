@@ -31,7 +31,7 @@ use std::ptr::NonNull;
 
 use std::sync::Arc;
 
-use baton::tensor::{DeviceMemory, HostMemory, PooledTensor, TensorPool};
+use baton::tensor::{stitch_pooled, DeviceMemory, HostMemory, PooledTensor, TensorPool};
 use baton::{BatchSizes, DType, Dim, ModelSignature, Tensor};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{RunOptions, Session, SessionInputValue};
@@ -143,8 +143,8 @@ impl BoundRuns {
         })
     }
 
-    /// Bytes copied between host and device by this side (padding a device input from the
-    /// host, or a first run's outputs moved to the device) since the last call.
+    /// Bytes copied between host and device by this side (a first run's inputs and outputs
+    /// moved through the host) since the last call.
     pub(super) fn take_crossed(&mut self) -> u64 {
         std::mem::take(&mut self.crossed)
     }
@@ -198,25 +198,19 @@ impl BoundRuns {
         Ok(())
     }
 
-    /// Input `i` widened to `target` rows: over its own buffer's room, else copied into a
-    /// padded buffer in the memory it is in (zero rows after it).
+    /// Input `i` widened to `target` rows: over its own buffer's room, else copied (as a
+    /// one-part stitch with room) into a padded buffer in the memory it is in.
     fn pad(&mut self, i: usize, tensor: &Tensor, target: usize) -> Result<Tensor, String> {
         if let Some(wide) = tensor.with_rows_after(target) {
             return Ok(wide);
         }
-        let mut shape: SmallVec<[usize; 6]> = tensor.shape().into();
-        shape[0] = target;
         let pool = match tensor.device() {
             Some(_) if !self.device_padding_pools.is_empty() => &mut self.device_padding_pools[i],
             Some(device) => return Err(format!("input {i} is on device {device}, which this session is not on")),
             None => &mut self.padding_pools[i],
         };
-        let mut padded = pool.take(tensor.dtype(), &shape, 0).map_err(|e| e.to_string())?;
-        let len = tensor.len() * tensor.dtype().size();
-        let total = shape.iter().product::<usize>() * tensor.dtype().size();
-        self.crossed += padded.write_at(0, tensor).map_err(|e| e.to_string())?;
-        padded.zero_at(len, total - len).map_err(|e| e.to_string())?;
-        Ok(padded.into_tensor())
+        let copy = stitch_pooled(pool, &[tensor], target).map_err(|e| e.to_string())?;
+        Ok(copy.with_rows_after(target).expect("a stitch with room for the target rows"))
     }
 
     /// Binds inputs and pooled outputs of the shapes remembered for `key`, and runs.

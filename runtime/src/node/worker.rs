@@ -21,8 +21,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::fault::{Fault, FaultDraws};
 use super::{Instruction, Task};
-use crate::engine::WarmUp;
-use crate::engine::{BatchInfo, Engine, StageOutput, StageRequest};
+use crate::engine::{BatchInfo, Engine, StageOutput, StageRequest, WarmUp};
 use crate::pipeline::Router;
 use crate::request::RequestError;
 use crate::scheduler::Reason;
