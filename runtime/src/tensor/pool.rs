@@ -117,22 +117,6 @@ impl TensorPool {
 pub struct PooledTensor(Tensor);
 
 impl PooledTensor {
-    /// The tensor's bytes (host memory only; a device pool's are written with [`PooledTensor::write_at`]).
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        assert!(self.0.buffer.device().is_none(), "bytes_mut of a tensor in device memory");
-        let len = self.0.len() * self.0.dtype.size();
-        // SAFETY: no other handle reads or writes the buffer while this one lives (module docs).
-        unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr(), len) }
-    }
-
-    /// The buffer's bytes after the tensor's (room for padding rows; host memory only).
-    pub fn spare_mut(&mut self) -> &mut [u8] {
-        assert!(self.0.buffer.device().is_none(), "spare_mut of a tensor in device memory");
-        let len = self.0.len() * self.0.dtype.size();
-        // SAFETY: as in `bytes_mut`; `len <= buffer.len`.
-        unsafe { std::slice::from_raw_parts_mut(self.0.buffer.ptr.as_ptr().add(len), self.0.buffer.len - len) }
-    }
-
     /// Writes `source`'s elements at byte `offset` of the buffer, wherever either lies
     /// (host or this pool's device). Returns the bytes that crossed between host and device.
     pub fn write_at(&mut self, offset: usize, source: &Tensor) -> Result<u64, TensorError> {
