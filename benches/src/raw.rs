@@ -459,11 +459,8 @@ fn owned(tensor: &Tensor) -> Result<DynValue, String> {
 /// `f`'s result, a panic in it turned into an error (a raw loop that panicked must still
 /// meet the other loops at their barrier).
 fn unpanicked<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what =
-            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
-        Err(format!("the raw loop panicked: {}", what.unwrap_or_else(|| "unknown panic".into())))
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(format!("the raw loop panicked: {}", baton::engine::panic_message(panic.as_ref()))))
 }
 
 #[cfg(test)]

@@ -300,6 +300,15 @@ pub struct WarmUp {
     pub sizes: Vec<WarmedSize>,
 }
 
+/// The message a caught panic carried (an engine's, say), or "unknown panic".
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
 /// Stops an engine's runs from another thread (see [`Engine::stop_handle`]).
 ///
 /// After [`stop`](RunStop::stop), the engine's run in progress, and any run it

@@ -440,7 +440,7 @@ impl Worker {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(format!("stage {s} ({}): {e}", stage_label(spec, s))),
             Err(panic) => {
-                let what = panic_message(&panic);
+                let what = crate::engine::panic_message(panic.as_ref());
                 match stage.provider.create(&self.requests[s]) {
                     Ok(fresh) => {
                         self.engines[s] = fresh;
@@ -607,12 +607,4 @@ fn check_outputs(spec: &NodeSpec, stage: usize, outputs: &[Tensor], rows: usize)
         }
     }
     Ok(())
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
