@@ -30,6 +30,7 @@ pub mod split;
 pub mod stats;
 pub mod tensor;
 mod wakeup;
+mod worker;
 
 pub use batch_sizes::BatchSizes;
 pub use config::{BatchingPolicy, ConfigError, PipelineConfig};

@@ -29,7 +29,8 @@ use std::thread::JoinHandle;
 
 use crate::config::{ConfigError, PipelineConfig};
 use crate::engine::{EngineRegistry, WarmUp};
-use crate::node::{worker, NodeStats};
+use crate::node::NodeStats;
+use crate::worker::{self, WorkerSettings};
 use crate::pipeline::{ticker, Router};
 use crate::request::{Completion, Request, RequestResult, Ticket};
 use crate::spec::PipelineSpec;
@@ -94,8 +95,19 @@ impl Runtime {
         let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
         let mut expected = Vec::new();
         for (n, node) in router.spec.nodes.iter().enumerate() {
+            let spec = Arc::new(node.clone());
             for w in 0..node.workers {
-                runtime.workers.push(worker::spawn(Arc::clone(&router), n, w, ready_tx.clone())?);
+                let settings = WorkerSettings {
+                    node: n,
+                    index: w,
+                    spec: Arc::clone(&spec),
+                    batch_rows: router.scheduler.batch_rows[n],
+                    stops_young_batches: router.scheduler.preempt_before.is_some(),
+                    thread_classes: router.scheduler.thread_classes,
+                };
+                let handoff: Arc<dyn worker::Handoff> = Arc::clone(&router) as _;
+                let state = Arc::clone(&router.nodes[n]);
+                runtime.workers.push(worker::spawn(handoff, state, settings, ready_tx.clone())?);
                 expected.push((node.name.clone(), w));
             }
         }

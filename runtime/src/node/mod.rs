@@ -4,7 +4,7 @@
 //! by its *exe* stages (the engines its workers own). The scheduler sees a
 //! node only through [`NodeState`]: its pending counts and how many of its
 //! workers are busy; it tells a node to run by sending one instruction on the
-//! node's channel, which one idle worker receives (see [`worker`]).
+//! node's channel, which one idle worker receives (see [`crate::worker`]).
 //!
 //! ## Worker groups: who gets told to run
 //! A node with `worker_groups` has workers of several kinds, and a task may
@@ -43,7 +43,7 @@ pub use niceness::request_thread_slice;
 pub(crate) use niceness::ThreadClasses;
 pub(crate) mod stop;
 pub(crate) mod stream;
-pub(crate) mod worker;
+
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -244,6 +244,20 @@ impl NodeState {
     pub fn publish_depths(&self) {
         self.metrics.queue_depth.set(self.buffer.pending() as f64);
         self.metrics.priority_depth.set(self.buffer.priority_pending() as f64);
+    }
+
+    /// Counts a batch run: its rows, its tasks and how long it took (metrics and counters).
+    pub fn record_batch(&self, rows: usize, tasks: usize, compute: std::time::Duration) {
+        self.metrics.executions.increment(1);
+        self.metrics.inferences.increment(rows as u64);
+        self.metrics.batch_size.record(rows as f64);
+        self.metrics.compute_seconds.record(compute.as_secs_f64());
+        let counters = &self.counters;
+        counters.executions.fetch_add(1, Ordering::Relaxed);
+        counters.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        counters.tasks.fetch_add(tasks as u64, Ordering::Relaxed);
+        counters.compute_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
+        counters.batch_sizes.record(rows, compute);
     }
 
     pub fn busy(&self) -> usize {

@@ -266,7 +266,9 @@ mod tests {
 
     fn chunk(id: u64, start: bool, end: bool) -> Task {
         let request = Request::new().stream(id, start, end);
-        let state = RequestState::new(0, &request, 1, None, None, Arc::new(Completion::default()));
+        let slots = crate::request::in_flight::InFlight::new(1, metrics::Gauge::noop());
+        let permit = slots.acquire().expect("a slot");
+        let state = RequestState::new(0, &request, 1, None, None, Arc::new(Completion::default()), permit);
         let input = Tensor::zeros(DType::F32, vec![1, 4]).unwrap();
         Task::new(Arc::new(state), vec![input, super::super::placeholder()], 1)
     }

@@ -3,7 +3,7 @@
 //! The checks run in order (shutdown, oversized split, tenant, worker kind,
 //! inputs, reach, streams, entry queues, the in-flight limit) and the first
 //! that fails names the refusal. Only the last takes something (an in-flight
-//! slot), so a refusal leaves nothing to undo.
+//! permit, which the request then owns), so a refusal leaves nothing to undo.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::Router;
 use crate::metrics::Outcome;
+use crate::request::in_flight::InFlightPermit;
 use crate::request::{Completion, Request, RequestError, RequestState, Ticket};
 use crate::spec::Target;
 use crate::tensor::Tensor;
@@ -18,8 +19,9 @@ use crate::tensor::Tensor;
 /// A per-request subset of outputs or nodes; `None` means all of them.
 pub(super) type Mask = Option<Box<[bool]>>;
 
-/// What admission learned of a request that passed every check (it holds an in-flight slot).
+/// What admission learned of a request that passed every check, and its in-flight slot.
 struct Admitted {
+    permit: InFlightPermit,
     tenant: usize,
     worker_kind: Option<usize>,
     /// The inputs in pipeline-input order (`None`: an optional input left out).
@@ -83,8 +85,9 @@ impl Router {
             self.check_stateless(&runs)?;
         }
         self.check_entry_queues(&inputs)?;
-        self.take_in_flight_slot()?;
-        Ok(Admission::Admitted(Admitted { tenant, worker_kind, inputs, expected, runs }))
+        let limit = self.in_flight.limit();
+        let permit = self.in_flight.acquire().ok_or(RequestError::QueueFull { limit })?;
+        Ok(Admission::Admitted(Admitted { permit, tenant, worker_kind, inputs, expected, runs }))
     }
 
     /// With fairness granules, a request with more rows than a node's batch is
@@ -96,9 +99,8 @@ impl Router {
             return Ok(None);
         }
         let jobs = crate::split::job_count(request, self.row_limit.0, granule);
-        let limit = self.spec.max_in_flight;
-        if self.in_flight.load(Ordering::Acquire) + jobs > limit {
-            return Err(RequestError::QueueFull { limit });
+        if !self.in_flight.has_room_for(jobs) {
+            return Err(RequestError::QueueFull { limit: self.in_flight.limit() });
         }
         Ok(Some(granule))
     }
@@ -129,22 +131,12 @@ impl Router {
         Ok(())
     }
 
-    /// Takes one of the `max_in_flight` slots, or refuses with `QueueFull`.
-    fn take_in_flight_slot(&self) -> Result<(), RequestError> {
-        let limit = self.spec.max_in_flight;
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return Err(RequestError::QueueFull { limit });
-        }
-        Ok(())
-    }
-
     /// Registers an admitted request and delivers its inputs to the nodes they feed.
     fn enter(&self, request: &Request, admitted: Admitted, completion: Arc<Completion>) {
-        let Admitted { tenant, worker_kind, inputs, expected, runs } = admitted;
-        self.metrics.in_flight.increment(1.0);
+        let Admitted { permit, tenant, worker_kind, inputs, expected, runs } = admitted;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut state = RequestState::new(id, request, self.spec.outputs.len(), expected, runs, completion);
+        let outputs = self.spec.outputs.len();
+        let mut state = RequestState::new(id, request, outputs, expected, runs, completion, permit);
         state.tenant = tenant;
         state.worker_kind = worker_kind;
         let state = Arc::new(state);

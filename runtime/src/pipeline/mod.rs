@@ -14,34 +14,32 @@
 //! - **tick** ([`ticker`]): the scheduler thread's loop (ticks, retries of
 //!   unplaced tasks, stream expiry).
 //!
-//! Workers call down into the router; the router never calls up into the
-//! facade. Every admitted request resolves exactly once: [`Router::resolve`]
-//! claims the request first (see [`crate::request`]'s completion protocol),
-//! and only the claiming call does the bookkeeping (metrics, the in-flight
-//! count, forgetting the request at join nodes).
+//! Workers reach the router only through [`crate::worker::Handoff`] (its
+//! implementation is in [`handoff`]); the router never calls up into the facade. Every admitted request resolves exactly once: [`Router::resolve`]
+//! claims the request first, taking its in-flight permit (see
+//! [`crate::request::in_flight`]), and only the claiming call does the
+//! bookkeeping (metrics, giving the slot back, forgetting the request at join nodes).
 //!
 //! ## Shutdown protocol
 //! [`Router::stop_accepting`] clears `accepting` (SeqCst) so that no new
 //! request is admitted; an immediate stop also sets `stopping` and drains
 //! every buffer. A task pushed concurrently is caught by the check after the
-//! push (see [`Router::push`]). [`Router::wait_until_drained`] then waits on
-//! `drained` until the in-flight count reaches zero: the resolve that takes
-//! it to zero notifies under the lock when `accepting` is clear.
+//! push (see [`Router::push`]). [`Router::wait_until_drained`] then waits
+//! until no request holds an in-flight permit (see [`crate::request::in_flight`]).
 
 mod admission;
+mod handoff;
 mod resolution;
 mod routing;
 pub(crate) mod ticker;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-
-use parking_lot::{Condvar, Mutex};
 
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
+use crate::request::in_flight::InFlight;
 use crate::request::RequestError;
 use crate::scheduler::{Reason, Scheduler};
 use crate::spec::{PipelineSpec, Target};
@@ -53,7 +51,7 @@ use crate::request::Request;
 /// spec, the nodes' state, the scheduler, and the request bookkeeping.
 pub(crate) struct Router {
     pub spec: PipelineSpec,
-    pub nodes: Vec<NodeState>,
+    pub nodes: Vec<Arc<NodeState>>,
     pub scheduler: Scheduler,
     output_names: Arc<[String]>,
     input_index: HashMap<String, usize>,
@@ -66,11 +64,11 @@ pub(crate) struct Router {
     /// (pipeline input, node it feeds, the node's `max_queue`) for every bounded entry.
     entry_limits: Vec<(usize, usize, usize)>,
     next_id: AtomicU64,
-    in_flight: AtomicUsize,
+    /// The `max_in_flight` slots; each admitted request holds a permit.
+    in_flight: Arc<InFlight>,
     accepting: AtomicBool,
     /// Immediate shutdown: no task may enter a buffer any more.
     stopping: AtomicBool,
-    drained: (Mutex<()>, Condvar),
     stop_ticker: AtomicBool,
     metrics: PipelineMetrics,
     /// Mean submit-to-answer time of recent requests (exponential, ns): how long a waiter spins.
@@ -93,6 +91,7 @@ impl Router {
         let row_limit = spec.nodes.iter().map(|n| (n.max_batch, n.name.clone())).min().expect("a pipeline has nodes");
         Router {
             scheduler: Scheduler::new(&spec, metrics.clone()),
+            in_flight: InFlight::new(spec.max_in_flight, metrics.in_flight.clone()),
             output_names: spec.outputs.iter().map(|o| o.spec.name.clone()).collect(),
             input_index: spec.inputs.iter().enumerate().map(|(i, input)| (input.spec.name.clone(), i)).collect(),
             row_limit,
@@ -115,13 +114,11 @@ impl Router {
                     })
                 })
                 .collect(),
-            nodes,
+            nodes: nodes.into_iter().map(Arc::new).collect(),
             spec,
             next_id: AtomicU64::new(1),
-            in_flight: AtomicUsize::new(0),
             accepting: AtomicBool::new(true),
             stopping: AtomicBool::new(false),
-            drained: (Mutex::new(()), Condvar::new()),
             stop_ticker: AtomicBool::new(false),
             metrics,
             latency_ema_ns: AtomicU64::new(0),
@@ -130,13 +127,14 @@ impl Router {
 
     /// Requests admitted and not yet answered.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
+        self.in_flight.count()
     }
 
     /// Stops admitting requests; with `immediate`, also answers every task not
     /// yet running with a shutdown error (see the shutdown protocol above).
     pub fn stop_accepting(&self, immediate: bool) {
         self.accepting.store(false, Ordering::SeqCst);
+        self.in_flight.start_draining();
         if immediate {
             self.stopping.store(true, Ordering::SeqCst);
             for state in &self.nodes {
@@ -151,12 +149,7 @@ impl Router {
     /// Waits until every admitted request resolved; re-pokes the scheduler now
     /// and then so progress never depends on a single wake-up.
     pub fn wait_until_drained(&self) {
-        let (lock, drained) = &self.drained;
-        let mut guard = lock.lock();
-        while self.in_flight.load(Ordering::SeqCst) > 0 {
-            drained.wait_for(&mut guard, Duration::from_millis(10));
-            self.scheduler.poke(Reason::Tick, &self.nodes);
-        }
+        self.in_flight.wait_until_empty(|| self.scheduler.poke(Reason::Tick, &self.nodes));
     }
 
     /// Sends every worker of every node (or worker group) its exit instruction.

@@ -2,10 +2,11 @@
 //!
 //! `resolve` may be called for the same request from several threads (a
 //! worker's error, a cancelled ticket, a shutdown drain, the last output);
-//! the request's claim (see [`crate::request`]) lets exactly one through,
-//! and only that call does the bookkeeping: metrics, the latency average,
-//! the in-flight count, forgetting the request at join nodes, and waking a
-//! shutdown waiting for the count to drain.
+//! the request's claim (taking its in-flight permit, see
+//! [`crate::request::in_flight`]) lets exactly one through, and only that
+//! call does the bookkeeping: metrics, the latency average, giving the
+//! in-flight slot back (which wakes a shutdown waiting for the count to
+//! drain), and forgetting the request at join nodes.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -35,9 +36,7 @@ impl Router {
 
     /// Resolves `request` if nothing resolved it yet, and does the bookkeeping once.
     pub(crate) fn resolve(&self, request: &RequestState, result: RequestResult) {
-        if !request.claim() {
-            return;
-        }
+        let Some(permit) = request.claim() else { return };
         let latency = request.submitted.elapsed();
         self.metrics.request_seconds.record(latency.as_secs_f64());
         if result.is_ok() {
@@ -46,19 +45,15 @@ impl Router {
             self.latency_ema_ns.store(if ema == 0 { sample } else { ema - ema / 8 + sample / 8 }, Ordering::Relaxed);
         }
         self.metrics.request_done(Outcome::of(&result));
-        self.metrics.in_flight.decrement(1.0);
         let failed = result.is_err();
-        let drained = self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1;
+        // The slot goes back before the requester wakes, so it sees the count without its request.
+        drop(permit);
         request.completion.resolve(result);
         if failed {
             // After `resolve` marked it finished: see the join table's protocol.
             for &n in &self.join_nodes {
                 self.nodes[n].joins.forget(request.id);
             }
-        }
-        if drained && !self.accepting.load(Ordering::Acquire) {
-            let _guard = self.drained.0.lock();
-            self.drained.1.notify_all();
         }
     }
 }

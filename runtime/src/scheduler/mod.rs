@@ -34,7 +34,7 @@ mod devices;
 pub mod select;
 
 use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -101,7 +101,7 @@ pub(crate) fn young_limit_ns(load: &NodeLoad, fraction: f64) -> Option<u64> {
 
 /// Stops, at each node where priority work waits, at most one young batch that
 /// holds no priority task (see [`young_limit_ns`] and `node/stop.rs`).
-fn stop_young_batches(loads: &[NodeLoad], nodes: &[NodeState], now_ns: u64, fraction: f64) {
+fn stop_young_batches(loads: &[NodeLoad], nodes: &[Arc<NodeState>], now_ns: u64, fraction: f64) {
     for (load, state) in loads.iter().zip(nodes) {
         let Some(limit_ns) = young_limit_ns(load, fraction) else { continue };
         if state.slots.iter().any(|slot| slot.stop_if_young(now_ns, limit_ns)) {
@@ -175,7 +175,7 @@ impl Scheduler {
     }
 
     /// Asks for a decision for `reason`; decides now on this thread unless another thread is deciding.
-    pub fn poke(&self, reason: Reason, nodes: &[NodeState]) {
+    pub fn poke(&self, reason: Reason, nodes: &[Arc<NodeState>]) {
         self.reasons.fetch_or(reason as u8, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         loop {
@@ -200,7 +200,7 @@ impl Scheduler {
         priority || (self.decide_on_arrival && state.busy() < self.workers[node])
     }
 
-    fn decide(&self, core: &mut Core, reasons: u8, nodes: &[NodeState]) {
+    fn decide(&self, core: &mut Core, reasons: u8, nodes: &[Arc<NodeState>]) {
         let started = Instant::now();
         let Core { selector, loads, picked, devices } = core;
         let mut in_use = 0.0;
