@@ -3,13 +3,13 @@
 //! A node's buffer is modelled slot by slot: in each slot the jobs that
 //! arrive (per tenant, from a seeded generator) are enqueued, then a batch of
 //! up to `--batch` jobs is taken, one policy round per job, exactly as
-//! [`baton`]'s buffer does with a [`FairPolicy`]. The policies run on the
+//! [`baton`]'s buffer does with a [`TenantOrder`]. The policies run on the
 //! same traces:
 //!
 //! - `fifo`: arrival order (the runtime's default);
 //! - `stride`: stride scheduling, the reference;
 //! - `weighted`: the weighted-fair rule (docs/scheduling.md) as the runtime runs it (`T += W − H`, fixed point);
-//! - `seed-literal`: the rule's literal integers with `T = W − H`, for comparison.
+//! - `weighted-literal`: the rule's literal integers with `T = W − H`, for comparison.
 //!
 //! Scenarios: `static` (weights 1:2:4, every tenant always backlogged),
 //! `bursts` (1:2:4, each tenant on/off), `flood` (four tenants of weight 1;
@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use baton::fairness::{FairPolicy, FairnessKind, WeightedFair};
+use baton::fairness::{FairnessKind, TenantOrder, WeightedFair};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -66,32 +66,32 @@ impl Default for FairnessOptions {
 
 /// A policy as the benchmark names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PolicyName {
+pub enum OrderName {
     Fifo,
     Stride,
     Weighted,
-    SeedLiteral,
+    WeightedLiteral,
 }
 
-impl PolicyName {
-    pub const ALL: [PolicyName; 4] =
-        [PolicyName::Fifo, PolicyName::Stride, PolicyName::Weighted, PolicyName::SeedLiteral];
+impl OrderName {
+    pub const ALL: [OrderName; 4] =
+        [OrderName::Fifo, OrderName::Stride, OrderName::Weighted, OrderName::WeightedLiteral];
 
     pub fn name(self) -> &'static str {
         match self {
-            PolicyName::Fifo => "fifo",
-            PolicyName::Stride => "stride",
-            PolicyName::Weighted => "weighted",
-            PolicyName::SeedLiteral => "seed-literal",
+            OrderName::Fifo => "fifo",
+            OrderName::Stride => "stride",
+            OrderName::Weighted => "weighted",
+            OrderName::WeightedLiteral => "weighted-literal",
         }
     }
 
-    pub fn build(self, weights: &[u32]) -> Box<dyn FairPolicy> {
+    pub fn build(self, weights: &[u32]) -> Box<dyn TenantOrder> {
         match self {
-            PolicyName::Fifo => FairnessKind::Fifo.build(weights),
-            PolicyName::Stride => FairnessKind::Stride.build(weights),
-            PolicyName::Weighted => FairnessKind::Weighted.build(weights),
-            PolicyName::SeedLiteral => Box::new(WeightedFair::literal(weights)),
+            OrderName::Fifo => FairnessKind::Fifo.build(weights),
+            OrderName::Stride => FairnessKind::Stride.build(weights),
+            OrderName::Weighted => FairnessKind::Weighted.build(weights),
+            OrderName::WeightedLiteral => Box::new(WeightedFair::literal(weights)),
         }
     }
 }
@@ -200,7 +200,7 @@ pub fn jain(xs: &[f64]) -> f64 {
 const WINDOW: usize = 64;
 
 /// Runs `policy` on `trace`, `batch` jobs per slot.
-pub fn simulate(trace: &Trace, policy: &mut dyn FairPolicy, batch: usize) -> Outcome {
+pub fn simulate(trace: &Trace, policy: &mut dyn TenantOrder, batch: usize) -> Outcome {
     let n = trace.weights.len();
     let weights: Vec<f64> = trace.weights.iter().map(|&w| f64::from(w)).collect();
     let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); n];
@@ -280,7 +280,7 @@ fn jain_windows(dispatches: &[(usize, u64)], weights: &[f64]) -> Option<(f64, f6
 
 /// Nanoseconds per decision (`choose` + `served`) with `tenants` tenants of
 /// weights 1, 2, 3, …, all backlogged.
-pub fn ns_per_decision(policy: PolicyName, tenants: usize, decisions: usize) -> f64 {
+pub fn ns_per_decision(policy: OrderName, tenants: usize, decisions: usize) -> f64 {
     let weights: Vec<u32> = (1..=tenants as u32).collect();
     let mut p = policy.build(&weights);
     let per_tenant = decisions / tenants + 1;
@@ -344,7 +344,7 @@ fn fmt_list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
 pub struct Row {
     pub scenario: &'static str,
     pub weights: Vec<u32>,
-    pub policy: PolicyName,
+    pub policy: OrderName,
     pub outcome: Outcome,
     /// Largest rise of another tenant's p99 under the flood, as a fraction (flood scenario only).
     pub flood_impact: Option<f64>,
@@ -354,7 +354,7 @@ pub struct Row {
 pub fn run_all(args: &FairnessOptions) -> Vec<Row> {
     let mut rows = Vec::new();
     for scenario in scenarios(args.slots, args.batch, args.seed) {
-        for policy in PolicyName::ALL {
+        for policy in OrderName::ALL {
             let outcome = simulate(&scenario.trace, &mut *policy.build(&scenario.trace.weights), args.batch);
             let (flood_impact, baseline_p99) = match &scenario.baseline {
                 Some((trace, flooder)) => {
@@ -435,7 +435,7 @@ pub fn print_table(args: &FairnessOptions, rows: &[Row]) {
 pub fn print_costs(args: &FairnessOptions) {
     println!("\ncost per decision (choose + served, all tenants backlogged, {} decisions):", args.decisions);
     println!("{:<13} {:>12} {:>12} {:>12}", "policy", "3 tenants", "16 tenants", "64 tenants");
-    for policy in PolicyName::ALL {
+    for policy in OrderName::ALL {
         let ns: Vec<String> =
             [3, 16, 64].iter().map(|&n| format!("{:.1} ns", ns_per_decision(policy, n, args.decisions))).collect();
         println!("{:<13} {:>12} {:>12} {:>12}", policy.name(), ns[0], ns[1], ns[2]);
@@ -481,7 +481,7 @@ params.outputs = [{{ name = "y", dtype = "f32", shape = [-1, 4] }}]
 params.latency_us = 1000
 params.mode = "sleep"
 [fairness]
-policy = "{policy}"
+order = "{policy}"
 tenants = {{ l0 = 1, l1 = 1, l2 = 1, flood = 1 }}
 "#
     )
@@ -605,10 +605,10 @@ mod tests {
     fn backlogged_stride_and_weighted_meet_the_bars_fifo_does_not() {
         let args = FairnessOptions { slots: 600, batch: 32, seed: 4, decisions: 0, runtime: std::time::Duration::ZERO };
         let scenario = scenarios(args.slots, args.batch, args.seed).remove(0);
-        let run = |p: PolicyName| simulate(&scenario.trace, &mut *p.build(&scenario.trace.weights), args.batch);
-        let stride = run(PolicyName::Stride);
-        let weighted = run(PolicyName::Weighted);
-        let fifo = run(PolicyName::Fifo);
+        let run = |p: OrderName| simulate(&scenario.trace, &mut *p.build(&scenario.trace.weights), args.batch);
+        let stride = run(OrderName::Stride);
+        let weighted = run(OrderName::Weighted);
+        let fifo = run(OrderName::Fifo);
         assert!(stride.jain.unwrap().0 >= 0.99 && stride.worst_lag <= 1.0, "{stride:?}");
         assert!(weighted.jain.unwrap().0 >= 0.99, "{:?}", weighted.jain);
         assert!(weighted.worst_lag <= 1.5 * stride.worst_lag.max(1.0), "{}", weighted.worst_lag);

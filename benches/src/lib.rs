@@ -50,51 +50,6 @@ use crate::remote::Remote;
 use crate::report::BenchReport;
 use crate::target::Target;
 
-/// A batching policy to run, by the name the reports (and `--policy`) give it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    /// The collaborative rule: priority nodes first, pending × weight, under the compute budget.
-    Collaborative,
-    /// Per-node dynamic batcher: run when the batch is full or the oldest task waited the delay.
-    Dynamic,
-    /// Triton's default dynamic batcher with no queue delay: run at once, batching what waits.
-    Greedy,
-    /// Triton's priority levels: priority work first, then the oldest; no weights, no budget.
-    PriorityFifo,
-    /// No batching: one request per run.
-    None,
-}
-
-impl Policy {
-    pub const ALL: [Policy; 5] =
-        [Policy::Collaborative, Policy::Dynamic, Policy::Greedy, Policy::PriorityFifo, Policy::None];
-
-    pub fn policy(self) -> BatchingPolicy {
-        match self {
-            Policy::Collaborative => BatchingPolicy::Collaborative,
-            Policy::Dynamic => BatchingPolicy::Dynamic,
-            Policy::Greedy => BatchingPolicy::Greedy,
-            Policy::PriorityFifo => BatchingPolicy::PriorityFifo,
-            Policy::None => BatchingPolicy::None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Collaborative => "collaborative",
-            Policy::Dynamic => "dynamic",
-            Policy::Greedy => "greedy",
-            Policy::PriorityFifo => "priority-fifo",
-            Policy::None => "none",
-        }
-    }
-
-    /// The policy called `name` (as [`Policy::name`] writes it).
-    pub fn from_name(name: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
-
 /// What `baton bench` measures and how; the command line (`cli/`) fills it,
 /// and [`BenchOptions::default`] holds the defaults it shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,7 +112,7 @@ pub struct BenchOptions {
     /// Sweep: rounds, each running every point of every policy once.
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
-    pub policy: Vec<Policy>,
+    pub policy: Vec<BatchingPolicy>,
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
     pub max_queue_delay_us: Option<u64>,
     /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
@@ -210,7 +165,7 @@ impl Default for BenchOptions {
             open_capacity: true,
             capacity_rate: None,
             repeat: 2,
-            policy: vec![Policy::Collaborative],
+            policy: vec![BatchingPolicy::Collaborative],
             max_queue_delay_us: None,
             raw: false,
             raw_duration: Duration::from_secs(2),
@@ -483,13 +438,13 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
 /// A runtime of `config` under `policy` (with `--max-queue-delay-us`, when given).
 fn policy_runtime(
     config: &PipelineConfig,
-    policy: Policy,
+    policy: BatchingPolicy,
     args: &BenchOptions,
     file: &Path,
     engines: &baton::EngineRegistry,
 ) -> Result<Runtime, String> {
     let mut cfg = config.clone();
-    cfg.scheduler.policy = policy.policy();
+    cfg.scheduler.policy = policy;
     if let Some(delay) = args.max_queue_delay_us {
         cfg.scheduler.max_queue_delay_us = delay;
     }

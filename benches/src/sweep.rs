@@ -30,7 +30,9 @@ use serde::Serialize;
 
 use crate::load::RequestPool;
 use crate::measure::PointResult;
-use crate::{run_point, BenchOptions, Load, Policy};
+use baton::BatchingPolicy;
+
+use crate::{run_point, BenchOptions, Load};
 
 /// The policy whose capacity sets the offered rates, and the ratios' denominator.
 pub const BASELINE: &str = "greedy";
@@ -80,7 +82,7 @@ fn open_loop_capacity(runtime: &Runtime, pool: &RequestPool, args: &BenchOptions
 }
 
 /// Runs the sweep on one runtime per policy (all kept up, used in turn).
-pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOptions) -> SweepReport {
+pub fn sweep(runtimes: &[(BatchingPolicy, Runtime)], pool: &RequestPool, args: &BenchOptions) -> SweepReport {
     if let Some(given) = args.capacity_rate {
         return SweepReport {
             capacity: Vec::new(),
@@ -107,7 +109,7 @@ pub fn sweep(runtimes: &[(Policy, Runtime)], pool: &RequestPool, args: &BenchOpt
 
 /// The rounds of open-loop points, each at its percentage of `capacity_of(policy index)`.
 fn open_loop_rounds(
-    runtimes: &[(Policy, Runtime)],
+    runtimes: &[(BatchingPolicy, Runtime)],
     pool: &RequestPool,
     args: &BenchOptions,
     capacity_of: impl Fn(usize) -> f64,

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use baton_bench::{BenchOptions, Policy};
+use baton::BatchingPolicy;
+use baton_bench::BenchOptions;
 use serde_json::Value;
 
 #[test]
@@ -18,7 +19,7 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
         warmup: Duration::from_millis(100),
         duration: Duration::from_millis(300),
         concurrency: vec![1, 4],
-        policy: vec![Policy::Collaborative, Policy::Dynamic],
+        policy: vec![BatchingPolicy::Collaborative, BatchingPolicy::Dynamic],
         raw: true,
         raw_duration: Duration::from_millis(100),
         priority_fraction: 0.25,

@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use baton::BatchingPolicy;
 use baton_bench::fairness::FairnessOptions;
 use baton_bench::load::Arrivals;
 use baton_bench::raw::RawIo;
-use baton_bench::{parse_duration, BenchOptions, Policy};
+use baton_bench::{parse_duration, BenchOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 /// `baton bench` arguments.
@@ -96,7 +97,7 @@ pub struct BenchArgs {
     pub repeat: usize,
     /// Batching policies to run side by side, each on a fresh runtime.
     #[arg(long, value_delimiter = ',', default_value = "collaborative", value_parser = policy_parser())]
-    pub policy: Vec<Policy>,
+    pub policy: Vec<BatchingPolicy>,
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
     #[arg(long)]
     pub max_queue_delay_us: Option<u64>,
@@ -210,10 +211,10 @@ impl FairnessArgs {
     }
 }
 
-/// `--policy` values: the names [`Policy::name`] gives.
-fn policy_parser() -> impl TypedValueParser<Value = Policy> {
-    PossibleValuesParser::new(Policy::ALL.map(Policy::name))
-        .map(|name| Policy::from_name(&name).expect("one of the possible values"))
+/// `--policy` values: the names [`BatchingPolicy::name`] gives.
+fn policy_parser() -> impl TypedValueParser<Value = BatchingPolicy> {
+    PossibleValuesParser::new(BatchingPolicy::ALL.map(BatchingPolicy::name))
+        .map(|name| BatchingPolicy::from_name(&name).expect("one of the possible values"))
 }
 
 /// `--raw-io` values: the names [`RawIo::name`] gives.
@@ -264,7 +265,7 @@ mod tests {
             panic!("bench")
         };
         let options = args.options();
-        assert_eq!(options.policy, [Policy::Greedy, Policy::PriorityFifo, Policy::None]);
+        assert_eq!(options.policy, [BatchingPolicy::Greedy, BatchingPolicy::PriorityFifo, BatchingPolicy::None]);
         assert_eq!(options.arrivals, Arrivals::Constant);
         assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--policy", "fastest"]).is_err());
     }

@@ -30,10 +30,10 @@ use std::thread::JoinHandle;
 use crate::config::{ConfigError, PipelineConfig};
 use crate::engine::{EngineRegistry, WarmUp};
 use crate::node::NodeStats;
-use crate::worker::{self, WorkerSettings};
 use crate::pipeline::{ticker, Router};
 use crate::request::{Completion, Request, RequestResult, Ticket};
 use crate::spec::PipelineSpec;
+use crate::worker::{self, WorkerSettings};
 
 /// Why a runtime could not start.
 #[derive(Debug, thiserror::Error)]

@@ -82,7 +82,7 @@ fn tenant_of(x: f32) -> char {
 /// returns the tenants of the rows in the order they ran (blocker left out).
 fn served_order(policy: &str, priority_last: bool) -> Vec<char> {
     let recorder = Recorder::default();
-    let fairness = format!("policy = \"{policy}\"\ntenants = {{ a = 1, b = 3 }}");
+    let fairness = format!("order = \"{policy}\"\ntenants = {{ a = 1, b = 3 }}");
     let runtime = start(&recorder, &pipeline(&fairness, 1)).unwrap();
     let blocker = runtime.submit(Request::new().input("x", rows(&[0.0])));
     recorder.wait_until("the blocker runs", || !recorder.log.lock().is_empty());
@@ -149,6 +149,7 @@ fn priority_tasks_go_first_whatever_the_tenant_shares() {
 fn unknown_tenant_is_invalid_input_naming_it_and_the_known_ones() {
     let recorder = Recorder::default();
     recorder.open();
+    // `policy`, the older name of `order`, is still read.
     let runtime = start(&recorder, &pipeline("policy = \"weighted\"\ntenants = { a = 1, b = 3 }", 4)).unwrap();
     match runtime.submit(Request::new().input("x", rows(&[1.0])).tenant("carol")).wait() {
         Err(RequestError::InvalidInput(message)) => {
@@ -170,7 +171,7 @@ fn bad_fairness_settings_are_config_errors_naming_the_key() {
     assert!(e.contains("fairness.tenants.a") && e.contains("1 to 65536"), "{e}");
     let e = error("granule = 5");
     assert!(e.contains("fairness.granule") && e.contains("node `n`") && e.contains("max_batch = 4"), "{e}");
-    let e = error("policy = \"lottery\"");
+    let e = error("order = \"lottery\"");
     assert!(e.contains("lottery"), "{e}");
     let e = error("granularity = 2");
     assert!(e.contains("granularity"), "{e}");

@@ -157,7 +157,7 @@ fn tasks_run_only_on_groups_that_fit_them_fifo() {
 
 #[test]
 fn tasks_run_only_on_groups_that_fit_them_weighted() {
-    tasks_run_only_on_groups_that_fit_them("policy = \"weighted\"");
+    tasks_run_only_on_groups_that_fit_them("order = \"weighted\"");
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn bad_worker_group_settings_are_config_errors_naming_the_key() {
 fn many_threads_of_mixed_kinds_all_resolve() {
     // One worker per group and the weighted policy: the tightest case for stranding.
     let groups = Groups::default();
-    let toml = pipeline("placement_timeout_us = 200", "policy = \"weighted\"\ntenants = { a = 1, b = 2 }")
+    let toml = pipeline("placement_timeout_us = 200", "order = \"weighted\"\ntenants = { a = 1, b = 2 }")
         .replace("workers = 2", "workers = 1");
     let runtime = Arc::new(start(&groups, &toml).unwrap());
     let threads: Vec<_> = (0..4)

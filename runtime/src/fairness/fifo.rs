@@ -1,9 +1,9 @@
 //! First come, first served across tenants: the baseline (and the runtime's default,
-//! where the buffer keeps its single queue instead of asking this policy).
+//! where the buffer keeps its single queue instead of asking this order).
 
 use std::collections::VecDeque;
 
-use super::FairPolicy;
+use super::TenantOrder;
 
 /// Serves jobs in arrival order, whatever their tenant.
 pub struct Fifo {
@@ -16,7 +16,7 @@ impl Fifo {
     }
 }
 
-impl FairPolicy for Fifo {
+impl TenantOrder for Fifo {
     fn enqueue(&mut self, tenant: usize) {
         self.order.push_back(tenant);
     }

@@ -1,29 +1,29 @@
 //! Request-level fairness: which tenant's task fills the next slot of a batch.
 //!
 //! Requests carry a tenant name ([`crate::Request::tenant`]); the pipeline's
-//! `[fairness]` section gives each tenant a weight. With `policy = "fifo"`
+//! `[fairness]` section gives each tenant a weight. With `order = "fifo"`
 //! (the default) a node's buffer keeps one first-come-first-served queue, as it
-//! always did. With `"weighted"` (the weighted-fair rule, docs/scheduling.md) or `"stride"` (a reference policy
+//! always did. With `"weighted"` (the weighted-fair rule, docs/scheduling.md) or `"stride"` (a reference order
 //! to compare with) the buffer keeps one queue per tenant, and each task it
-//! takes into a batch is one *round* of a [`FairPolicy`]: the policy chooses
-//! the tenant, the buffer takes that tenant's oldest task, the policy is told
+//! takes into a batch is one *round* of a [`TenantOrder`]: the order chooses
+//! the tenant, the buffer takes that tenant's oldest task, the order is told
 //! the tenant was served. Priority tasks (docs/scheduling.md) still go first, outside
-//! the policy.
+//! the order.
 //!
-//! A policy sees only tenant indices and job counts, never tasks, so the same
+//! An order sees only tenant indices and job counts, never tasks, so the same
 //! object drives a node's buffer and the fairness benchmark's generated traces
 //! (`baton bench-fairness`), and its cost per decision can be measured alone.
 //!
 //! ```
-//! use baton::fairness::{FairPolicy, WeightedFair};
-//! let mut policy = WeightedFair::new(&[1, 3]);
+//! use baton::fairness::{TenantOrder, WeightedFair};
+//! let mut order = WeightedFair::new(&[1, 3]);
 //! for _ in 0..1000 {
-//!     policy.enqueue(0);
-//!     policy.enqueue(1);
+//!     order.enqueue(0);
+//!     order.enqueue(1);
 //! }
 //! let mut served = [0usize; 2];
 //! for _ in 0..400 {
-//!     served[policy.step().unwrap()] += 1;
+//!     served[order.step().unwrap()] += 1;
 //! }
 //! // Weights 1 : 3 → 100 : 300, within a job.
 //! assert!(served[0].abs_diff(100) <= 1 && served[1].abs_diff(300) <= 1, "{served:?}");
@@ -35,7 +35,7 @@ mod weighted;
 
 pub use fifo::Fifo;
 pub use stride::Stride;
-/// The weighted-fair choice with a decaying history weight (`[fairness] policy = "weighted"`).
+/// The weighted-fair choice with a decaying history weight (`[fairness] order = "weighted"`).
 pub use weighted::WeightedFair;
 pub use weighted::{delay_factor, quantize, TargetRule, D_MAX};
 
@@ -44,21 +44,21 @@ pub use crate::spec::fairness::{FairnessSpec, Tenants, DEFAULT_TENANT, MAX_WEIGH
 
 /// The choice of the next tenant to serve, one job at a time.
 ///
-/// Protocol: [`enqueue`](FairPolicy::enqueue) once per job that arrives for a
-/// tenant; [`choose`](FairPolicy::choose) names the tenant whose job should
+/// Protocol: [`enqueue`](TenantOrder::enqueue) once per job that arrives for a
+/// tenant; [`choose`](TenantOrder::choose) names the tenant whose job should
 /// run next without changing anything (a caller that cannot use the choice,
 /// say because the job does not fit the batch, simply does not serve it);
-/// [`served`](FairPolicy::served) once per job taken, which ends a round.
-/// A policy keeps its own per-tenant job counts; `served` for a tenant with
+/// [`served`](TenantOrder::served) once per job taken, which ends a round.
+/// An order keeps its own per-tenant job counts; `served` for a tenant with
 /// no jobs is a caller bug (it panics in debug builds).
-pub trait FairPolicy: Send {
+pub trait TenantOrder: Send {
     /// A job arrived for `tenant`.
     fn enqueue(&mut self, tenant: usize);
     /// The tenant whose job should run next, or `None` when no jobs wait.
     fn choose(&mut self) -> Option<usize>;
-    /// Like [`choose`](FairPolicy::choose), among the waiting tenants for which
+    /// Like [`choose`](TenantOrder::choose), among the waiting tenants for which
     /// `eligible` holds (a worker group takes only the jobs it fits; the
-    /// policy's order among those tenants is kept).
+    /// order's ranking among those tenants is kept).
     fn choose_where(&mut self, eligible: &mut dyn FnMut(usize) -> bool) -> Option<usize>;
     /// A job of `tenant` was taken: the round ends.
     fn served(&mut self, tenant: usize);
@@ -75,8 +75,8 @@ pub trait FairPolicy: Send {
 }
 
 impl FairnessKind {
-    /// A fresh policy of this kind over tenants with these configured weights.
-    pub fn build(self, weights: &[u32]) -> Box<dyn FairPolicy> {
+    /// A fresh order of this kind over tenants with these configured weights.
+    pub fn build(self, weights: &[u32]) -> Box<dyn TenantOrder> {
         match self {
             FairnessKind::Fifo => Box::new(Fifo::new(weights.len())),
             FairnessKind::Weighted => Box::new(WeightedFair::new(weights)),

@@ -1,4 +1,4 @@
-//! Stride scheduling: the reference policy the weighted-fair rule is compared with.
+//! Stride scheduling: the reference order the weighted-fair rule is compared with.
 //!
 //! Each tenant has a *stride* `S / weight` and a *pass*; the tenant with the
 //! smallest pass is served and its pass grows by its stride (ties: larger
@@ -6,7 +6,7 @@
 //! of the waiting tenants` each round; a tenant that starts waiting again
 //! resumes at `max(its pass, virtual time)`, so idling earns no credit.
 
-use super::{Backlog, FairPolicy};
+use super::{Backlog, TenantOrder};
 
 /// `S`, the stride of a weight-1 tenant (large, so strides of heavy tenants stay exact enough).
 const STRIDE1: u64 = 1 << 40;
@@ -41,7 +41,7 @@ impl Stride {
     }
 }
 
-impl FairPolicy for Stride {
+impl TenantOrder for Stride {
     fn enqueue(&mut self, tenant: usize) {
         let t = &mut self.tenants[tenant];
         if self.backlog.push(tenant, t.weight) {

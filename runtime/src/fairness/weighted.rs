@@ -1,9 +1,9 @@
-//! Seed 004's weighted-fair choice with a decaying history weight.
+//! The weighted-fair choice with a decaying history weight.
 //!
 //! Among the tenants with waiting jobs (the *set*), every round:
 //! - **expected weight** `W = configured / Σ configured over the set`,
 //!   quantized to 1..=256 ([`quantize`]);
-//! - **delay factor** `d` from `W` by the seed's table ([`delay_factor`]):
+//! - **delay factor** `d` from `W` by the delay-factor table ([`delay_factor`]):
 //!   1 → 256, 2 → 128, 3–4 → 64, 5–8 → 32, 9–256 → 16;
 //! - **history weight** `H`, after the round: `H − H/d` for a tenant not
 //!   chosen, `H − H/d + d_max/d` for the one chosen (`d_max` = 256);
@@ -21,7 +21,7 @@
 //!   served rarely has a saw-tooth `H` that sits lower, just before each of
 //!   its turns, than a tenant served often, so shares drift from the weights
 //!   (1:3 gets about 1.07:2.93, and the lag behind the ideal share grows
-//!   without bound). With the seed's literal integers there is worse: `H/d`
+//!   without bound). With literal integers (no fraction bits) there is worse: `H/d`
 //!   truncates, a history below `d` never decays, and a tenant of expected
 //!   weight 1 served once keeps `H = 2 > W` for ever; against a tenant of
 //!   weight 255 (whose `H` settles at 256) the tie then always goes to the
@@ -32,7 +32,7 @@
 //!   it averages less `d` times its change (`d·(H' − H) = 256·served − H`
 //!   each round), so `S = 256·lag + d·(H − H₀)` and `T = 256·lag + d·(W − H₀)`:
 //!   with `H₀ = W` when a tenant enters, `T` is exactly the tenant's lag
-//!   behind its share (in 1/256 jobs) built from the seed's own `W`, `d` and
+//!   behind its share (in 1/256 jobs) built from the rule's own `W`, `d` and
 //!   `H` — a proportional-plus-integral reading of "T grows with W − H".
 //!   The choice takes the largest `T + W`: the lag the tenant will have after
 //!   the round if it is not served, so the tenant that would fall furthest
@@ -55,7 +55,7 @@
 //! Arithmetic is integer. The runtime keeps `H`, `W` and `T` in fixed point
 //! with [`WeightedFair::DEFAULT_FRAC_BITS`] fraction bits **(choice)** so that
 //! `H/d` does not stall; the integer part of `W`, clamped to 1..=256, still
-//! picks `d` from the table. [`WeightedFair::literal`] is the seed's integers
+//! picks `d` from the table. [`WeightedFair::literal`] is the rule in plain integers
 //! with `T = W − H`; the tests check both by hand-computed rounds.
 //!
 //! **(choice)** When the set changes, each member's `T` is kept as it was
@@ -67,20 +67,20 @@
 //! the truncation of `H/d`) — its lag against the generalized processor
 //! sharing of the set, as stride scheduling's pass measures against virtual time.
 //!
-//! **(choice)** `H` starts at `W` when a tenant enters the set (the seed
-//! starts `H` at the configured weight; on the 1..256 scale that is `W`),
+//! **(choice)** `H` starts at `W` when a tenant enters the set (the rule as
+//! written starts `H` at the configured weight; on the 1..256 scale that is `W`),
 //! and `S` at 0 or at what is left of its debt, so a newcomer is not owed
 //! anything, and in debt only as above; when the set changes,
 //! each member's `H` is rescaled by its new `W` over its old one, so a
 //! tenant that used capacity nobody else wanted is not punished for it when
 //! others arrive (the rule stride scheduling follows with its virtual time).
 
-use super::{Backlog, FairPolicy};
+use super::{Backlog, TenantOrder};
 
 /// `d_max` of the seed: the largest delay factor.
 pub const D_MAX: u64 = 256;
 
-/// The seed's delay-factor table, for a quantized expected weight (1..=256).
+/// The delay-factor table, for a quantized expected weight (1..=256).
 pub fn delay_factor(w: u64) -> u64 {
     match w {
         0..=1 => 256,
@@ -123,7 +123,7 @@ struct Tenant {
     h: u64,
 }
 
-/// Seed 004's policy. See the module docs.
+/// The weighted-fair choice. See the module docs.
 pub struct WeightedFair {
     tenants: Vec<Tenant>,
     /// The set: tenants with waiting jobs.
@@ -143,7 +143,7 @@ impl WeightedFair {
         Self::with_options(weights, Self::DEFAULT_FRAC_BITS, TargetRule::Integral)
     }
 
-    /// The seed's literal integers with `T = W − H`.
+    /// The rule in plain integers (no fraction bits) with `T = W − H`.
     pub fn literal(weights: &[u32]) -> Self {
         Self::with_options(weights, 0, TargetRule::Difference)
     }
@@ -241,7 +241,7 @@ impl WeightedFair {
     }
 }
 
-impl FairPolicy for WeightedFair {
+impl TenantOrder for WeightedFair {
     fn enqueue(&mut self, tenant: usize) {
         if self.backlog.push(tenant, self.tenants[tenant].configured) {
             self.reweigh();

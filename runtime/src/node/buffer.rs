@@ -5,16 +5,16 @@
 //! queue order is first come, first served. The pending and priority-pending
 //! counts are atomics the scheduler reads without taking the lock.
 //!
-//! With a fairness policy other than fifo (`[fairness] policy`, see
+//! With a tenant order other than fifo (`[fairness] order`, see
 //! [`crate::fairness`]) the non-priority tasks wait in one queue per tenant
-//! instead, and each task taken into a batch is one round of the policy: it
-//! names the tenant, the buffer takes that tenant's oldest task. The policy
+//! instead, and each task taken into a batch is one round of the order: it
+//! names the tenant, the buffer takes that tenant's oldest task. The order
 //! lives under the same lock as the queues, so its job counts always equal
 //! the tenant queues' lengths.
 //!
 //! At a node with worker groups (see [`super`]'s module docs) a worker takes
 //! only the tasks its group fits ([`BatchBuffer::take_for`]): it skips the
-//! others, which keep their places; under a fairness policy, the policy
+//! others, which keep their places; under a tenant order, the order
 //! chooses among the tenants that have a task the group fits. The buffer
 //! keeps per group the count of waiting tasks that fit it (`fit_pending`),
 //! and [`BatchBuffer::requeue_overdue`] sends tasks whose placement round ran
@@ -31,28 +31,28 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::Task;
-use crate::fairness::{FairPolicy, FairnessKind, FairnessSpec};
+use crate::fairness::{FairnessKind, FairnessSpec, TenantOrder};
 
 #[derive(Default)]
 struct Queues {
     priority: VecDeque<Task>,
     normal: VecDeque<Task>,
-    /// Per-tenant queues, when the pipeline's fairness policy is not fifo (`normal` stays empty then).
+    /// Per-tenant queues, when the pipeline's tenant order is not fifo (`normal` stays empty then).
     fair: Option<TenantQueues>,
 }
 
-/// Non-priority tasks by tenant, and the policy that chooses among them.
+/// Non-priority tasks by tenant, and the order that chooses among them.
 struct TenantQueues {
     queues: Vec<VecDeque<Task>>,
-    policy: Box<dyn FairPolicy>,
+    order: Box<dyn TenantOrder>,
 }
 
 impl TenantQueues {
-    /// Like [`take`](Self::take), taking only tasks that group `bit` fits (the policy chooses
+    /// Like [`take`](Self::take), taking only tasks that group `bit` fits (the order chooses
     /// among the tenants that have one; within a tenant, its oldest such task).
     fn take_for(&mut self, bit: u64, max_rows: usize, pad_axes: &[Vec<usize>], rows: &mut usize, out: &mut Vec<Task>) {
-        let TenantQueues { queues, policy } = self;
-        while let Some(tenant) = policy.choose_where(&mut |t| queues[t].iter().any(|task| task.groups & bit != 0)) {
+        let TenantQueues { queues, order } = self;
+        while let Some(tenant) = order.choose_where(&mut |t| queues[t].iter().any(|task| task.groups & bit != 0)) {
             let queue = &mut queues[tenant];
             let at = queue.iter().position(|task| task.groups & bit != 0).expect("the tenant is eligible");
             if !fits(out, *rows, max_rows, &queue[at], pad_axes) {
@@ -60,21 +60,21 @@ impl TenantQueues {
             }
             *rows += queue[at].rows;
             out.push(queue.remove(at).expect("index found"));
-            policy.served(tenant);
+            order.served(tenant);
         }
     }
 
-    /// Takes tasks tenant by tenant as the policy chooses, while they fit (see [`BatchBuffer::take`]).
+    /// Takes tasks tenant by tenant as the order chooses, while they fit (see [`BatchBuffer::take`]).
     fn take(&mut self, max_rows: usize, pad_axes: &[Vec<usize>], rows: &mut usize, out: &mut Vec<Task>) {
-        while let Some(tenant) = self.policy.choose() {
+        while let Some(tenant) = self.order.choose() {
             let queue = &mut self.queues[tenant];
-            let task = queue.front().expect("the policy counts the queue's tasks");
+            let task = queue.front().expect("the order counts the queue's tasks");
             if !fits(out, *rows, max_rows, task, pad_axes) {
                 break;
             }
             *rows += task.rows;
             out.push(queue.pop_front().expect("front exists"));
-            self.policy.served(tenant);
+            self.order.served(tenant);
         }
     }
 }
@@ -122,13 +122,13 @@ impl Queues {
 
 impl BatchBuffer {
     /// Makes the buffer keep a queue per tenant, ordered by the pipeline's
-    /// fairness policy (nothing changes for fifo). Call before any push.
+    /// tenant order (nothing changes for fifo). Call before any push.
     pub fn set_fairness(&mut self, spec: &FairnessSpec) {
         let q = self.queues.get_mut();
         debug_assert!(q.normal.is_empty() && q.priority.is_empty(), "set before use");
-        q.fair = (spec.policy != FairnessKind::Fifo).then(|| TenantQueues {
+        q.fair = (spec.order != FairnessKind::Fifo).then(|| TenantQueues {
             queues: (0..spec.tenants.weights.len()).map(|_| VecDeque::new()).collect(),
-            policy: spec.policy.build(&spec.tenants.weights),
+            order: spec.order.build(&spec.tenants.weights),
         });
     }
 
@@ -191,7 +191,7 @@ impl BatchBuffer {
             &mut q.priority
         } else if let Some(fair) = &mut q.fair {
             let tenant = task.request.tenant;
-            fair.policy.enqueue(tenant);
+            fair.order.enqueue(tenant);
             &mut fair.queues[tenant]
         } else {
             &mut q.normal
@@ -315,7 +315,7 @@ impl BatchBuffer {
     /// Placement timeout: moves every task whose round began at or before `due_ns`
     /// to the back of its queue (keeping their order), starting a new round at `now_ns`.
     /// Returns how many were moved (retries). A tenant's tasks stay its own, so the
-    /// fairness policy's counts do not change.
+    /// tenant order's counts do not change.
     pub fn requeue_overdue(&self, due_ns: u64, now_ns: u64) -> usize {
         let mut guard = self.queues.lock();
         let q = &mut *guard;
@@ -342,7 +342,7 @@ impl BatchBuffer {
         let mut tasks: Vec<Task> = q.priority.drain(..).chain(q.normal.drain(..)).collect();
         if let Some(fair) = &mut q.fair {
             tasks.extend(fair.queues.iter_mut().flat_map(|queue| queue.drain(..)));
-            fair.policy.clear();
+            fair.order.clear();
         }
         self.oldest_ns.store(u64::MAX, Ordering::Release);
         self.fit_pending.iter().for_each(|f| f.store(0, Ordering::Release));

@@ -44,7 +44,6 @@ pub(crate) use niceness::ThreadClasses;
 pub(crate) mod stop;
 pub(crate) mod stream;
 
-
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

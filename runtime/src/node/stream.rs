@@ -7,13 +7,13 @@
 //! different streams batch together.
 //!
 //! Protocol (all under one lock per node):
-//! - `admit` a chunk: if its stream has a chunk queued or running at this
+//! - `enter` a chunk: if its stream has a chunk queued or running at this
 //!   node, the new chunk waits in the stream's own queue; otherwise it is
 //!   marked running and leaves with the stream's current state filled into
 //!   its state slots (the initial state for a `start` chunk).
 //! - `release` when the running chunk is done: its new state is committed
 //!   only if it succeeded; a final chunk closes the stream (chunks queued
-//!   after it are refused); otherwise the next waiting chunk is admitted and
+//!   after it are refused); otherwise the next waiting chunk is marked running and
 //!   returned for the caller to enqueue.
 //! - `expire` closes streams idle for longer than the timeout (never one
 //!   with a chunk queued or running) and frees their state.
@@ -47,11 +47,11 @@ struct Inner {
 }
 
 /// What became of a chunk offered to the store.
-pub(crate) enum Admission {
+pub(crate) enum Turn {
     /// Run it now: its state slots are filled.
-    Run(Task),
+    Now(Task),
     /// It waits behind an earlier chunk of its stream.
-    Parked,
+    Later,
     /// It cannot run; answer it with this error.
     Refused(Task, RequestError),
 }
@@ -91,18 +91,18 @@ impl StreamStates {
     }
 
     /// Offers a chunk; see the module docs.
-    pub fn admit(&self, mut task: Task) -> Admission {
+    pub fn enter(&self, mut task: Task) -> Turn {
         let Some(chunk) = task.request.stream else {
             let message =
                 format!("node `{}` keeps per-stream state: the request must be a chunk of a stream", self.node);
-            return Admission::Refused(task, RequestError::InvalidInput(message));
+            return Turn::Refused(task, RequestError::InvalidInput(message));
         };
         if task.rows != 1 {
             let message = format!(
                 "node `{}` keeps one row of state per stream: a chunk must have 1 row (has {})",
                 self.node, task.rows
             );
-            return Admission::Refused(task, RequestError::InvalidInput(message));
+            return Turn::Refused(task, RequestError::InvalidInput(message));
         }
         let mut inner = self.inner.lock();
         let Inner { streams, bytes } = &mut *inner;
@@ -112,7 +112,7 @@ impl StreamStates {
                     "not open at node `{}`: send its first chunk with start, or it expired after the idle timeout",
                     self.node
                 );
-                return Admission::Refused(task, RequestError::Stream { id: chunk.id, message });
+                return Turn::Refused(task, RequestError::Stream { id: chunk.id, message });
             }
             if *bytes + self.initial_bytes > self.max_bytes {
                 let message = format!(
@@ -123,7 +123,7 @@ impl StreamStates {
                     self.initial_bytes,
                     self.max_bytes
                 );
-                return Admission::Refused(task, RequestError::StateMemoryFull { id: chunk.id, message });
+                return Turn::Refused(task, RequestError::StateMemoryFull { id: chunk.id, message });
             }
             *bytes += self.initial_bytes;
             let state = self.specs.iter().map(|s| s.initial.clone()).collect();
@@ -144,14 +144,14 @@ impl StreamStates {
                 self.priority_parked.fetch_add(1, Ordering::SeqCst);
             }
             stream.waiting.push_back(task);
-            return Admission::Parked;
+            return Turn::Later;
         }
         stream.running = true;
         if chunk.start {
             Self::reset(stream, &self.specs, bytes);
         }
         self.fill(&mut task, stream);
-        Admission::Run(task)
+        Turn::Now(task)
     }
 
     fn reset(stream: &mut Stream, specs: &[StateSpec], total: &mut usize) {
@@ -276,22 +276,22 @@ mod tests {
     #[test]
     fn a_final_chunk_parked_behind_its_stream_counts_as_parked_priority_until_it_leaves() {
         let streams = store();
-        assert!(matches!(streams.admit(chunk(7, true, false)), Admission::Run(_)));
-        assert!(matches!(streams.admit(chunk(7, false, true)), Admission::Parked));
-        assert!(matches!(streams.admit(chunk(8, true, false)), Admission::Run(_)));
+        assert!(matches!(streams.enter(chunk(7, true, false)), Turn::Now(_)));
+        assert!(matches!(streams.enter(chunk(7, false, true)), Turn::Later));
+        assert!(matches!(streams.enter(chunk(8, true, false)), Turn::Now(_)));
         assert_eq!(streams.priority_parked(), 1, "the final chunk is a priority task waiting behind chunk 1");
         let (next, refused) = streams.release(StreamChunk { id: 7, start: true, end: false }, None);
         assert!(next.is_some_and(|t| t.priority) && refused.is_empty());
-        assert_eq!(streams.priority_parked(), 0, "admitted: it is in the buffer now, counted there");
+        assert_eq!(streams.priority_parked(), 0, "its turn came: it is in the buffer now, counted there");
     }
 
     #[test]
     fn parked_priority_chunks_refused_or_drained_leave_the_count() {
         let streams = store();
-        assert!(matches!(streams.admit(chunk(1, true, false)), Admission::Run(_)));
-        assert!(matches!(streams.admit(chunk(1, false, true)), Admission::Parked));
-        assert!(matches!(streams.admit(chunk(2, true, false)), Admission::Run(_)));
-        assert!(matches!(streams.admit(chunk(2, false, true)), Admission::Parked));
+        assert!(matches!(streams.enter(chunk(1, true, false)), Turn::Now(_)));
+        assert!(matches!(streams.enter(chunk(1, false, true)), Turn::Later));
+        assert!(matches!(streams.enter(chunk(2, true, false)), Turn::Now(_)));
+        assert!(matches!(streams.enter(chunk(2, false, true)), Turn::Later));
         assert_eq!(streams.priority_parked(), 2);
         // Stream 1's running chunk closes it (it was final after all): its parked chunk is refused.
         let (next, refused) = streams.release(StreamChunk { id: 1, start: true, end: true }, None);

@@ -15,7 +15,8 @@
 //!   unplaced tasks, stream expiry).
 //!
 //! Workers reach the router only through [`crate::worker::Handoff`] (its
-//! implementation is in [`handoff`]); the router never calls up into the facade. Every admitted request resolves exactly once: [`Router::resolve`]
+//! implementation is in [`handoff`]); the router never calls up into the
+//! facade. Every admitted request resolves exactly once: [`Router::resolve`]
 //! claims the request first, taking its in-flight permit (see
 //! [`crate::request::in_flight`]), and only the claiming call does the
 //! bookkeeping (metrics, giving the slot back, forgetting the request at join nodes).

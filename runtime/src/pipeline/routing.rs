@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::Router;
-use crate::node::stream::Admission;
+use crate::node::stream::Turn;
 use crate::node::{NodeState, Task};
 use crate::request::{RequestError, RequestState};
 use crate::scheduler::Reason;
@@ -72,15 +72,15 @@ impl Router {
         let task_priority = task.priority;
         let task = match &self.nodes[node].streams {
             None => task,
-            Some(streams) => match streams.admit(task) {
-                Admission::Run(task) => task,
-                Admission::Parked => {
+            Some(streams) => match streams.enter(task) {
+                Turn::Now(task) => task,
+                Turn::Later => {
                     if task_priority {
                         self.nodes[node].nice.lift();
                     }
                     return None;
                 }
-                Admission::Refused(task, error) => {
+                Turn::Refused(task, error) => {
                     self.resolve(&task.request, Err(error));
                     return None;
                 }
@@ -89,7 +89,7 @@ impl Router {
         self.push(node, task)
     }
 
-    /// Puts a task that may run now (admitted by its stream, if any) into node `node`'s buffer.
+    /// Puts a task that may run now (its stream's turn, if any) into node `node`'s buffer.
     pub(crate) fn push(&self, node: usize, mut task: Task) -> Option<Reason> {
         let state = &self.nodes[node];
         let priority = task.priority;

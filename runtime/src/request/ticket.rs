@@ -87,9 +87,9 @@ impl Drop for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::task::Waker;
     use crate::request::{Outputs, RequestError};
     use crate::tensor::Tensor;
+    use std::task::Waker;
 
     fn outputs() -> Outputs {
         Outputs::new(Arc::from(vec!["y".to_string()]), vec![Tensor::from_vec(vec![1], vec![1.0f32]).unwrap()])

@@ -11,7 +11,7 @@
 //! and takes away the busy counts of its nodes ([`DeviceSlots::begin`],
 //! [`DeviceSlots::hold`]). Nodes on a device with no slot left cannot start
 //! this round; the selector then picks as it always does, and its picks are
-//! admitted in pick order while their device has a slot ([`DeviceSlots::admit`]),
+//! kept in pick order while their device has a slot ([`DeviceSlots::take`]),
 //! so under the collaborative rule a priority node gets the device first.
 //! Busy counts rise only under the decision lock and fall only when a worker
 //! ends a batch, so a count read without the lock is never below the true one:
@@ -59,7 +59,7 @@ impl DeviceSlots {
     }
 
     /// Takes a slot of `node`'s device for one batch; `false` when none is left (then it must not run).
-    pub fn admit(&mut self, node: usize) -> bool {
+    pub fn take(&mut self, node: usize) -> bool {
         match self.device_of[node] {
             None => true,
             Some(d) if self.free[d] > 0 => {

@@ -99,6 +99,25 @@ pub(crate) fn young_limit_ns(load: &NodeLoad, fraction: f64) -> Option<u64> {
     waits.then(|| (load.mean_batch_ns as f64 * fraction).min(u64::MAX as f64) as u64)
 }
 
+/// Tells a picked node to run one batch: marks a worker busy (and its group,
+/// the one with an idle worker and the most tasks it fits, see `node`'s module
+/// docs) and sends it `RunBatch`. Group counts change only under the decision
+/// lock (+1) or by their workers (-1).
+fn tell_to_run(state: &NodeState) {
+    let channel = if state.groups.is_empty() {
+        &state.instructions
+    } else {
+        let Some(g) = state.group_to_run() else { return };
+        state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
+        &state.groups[g].instructions
+    };
+    state.busy.fetch_add(1, Ordering::AcqRel);
+    state.metrics.picks.increment(1);
+    // Cannot be full: the channel holds at most `workers` instructions (of the node,
+    // or of the group) and `busy` (which counts them) was below that for a picked node.
+    let _ = channel.try_send(Instruction::RunBatch);
+}
+
 /// Stops, at each node where priority work waits, at most one young batch that
 /// holds no priority task (see [`young_limit_ns`] and `node/stop.rs`).
 fn stop_young_batches(loads: &[NodeLoad], nodes: &[Arc<NodeState>], now_ns: u64, fraction: f64) {
@@ -203,9 +222,36 @@ impl Scheduler {
     fn decide(&self, core: &mut Core, reasons: u8, nodes: &[Arc<NodeState>]) {
         let started = Instant::now();
         let Core { selector, loads, picked, devices } = core;
-        let mut in_use = 0.0;
-        let mut running = 0;
         let now_ns = clock::now_ns();
+        let running = self.read_loads(loads, devices, nodes, now_ns);
+        let due = selector.select(loads, running, picked).map_or(u64::MAX, |left| now_ns + left);
+        picked.retain(|&n| devices.take(n));
+        if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
+            if let Some(ticker) = self.ticker.get() {
+                ticker.unpark();
+            }
+        }
+        for &n in picked.iter() {
+            tell_to_run(&nodes[n]);
+        }
+        if let Some(fraction) = self.preempt_before {
+            stop_young_batches(loads, nodes, now_ns, fraction);
+        }
+        self.metrics.decisions.increment(1);
+        self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
+        self.log_decision(reasons, loads, picked, running.compute);
+    }
+
+    /// Fills every node's load from its state (read without locks) and starts
+    /// the round's device slots; returns what runs now.
+    fn read_loads(
+        &self,
+        loads: &mut [NodeLoad],
+        devices: &mut DeviceSlots,
+        nodes: &[Arc<NodeState>],
+        now_ns: u64,
+    ) -> Running {
+        let mut running = Running { compute: 0.0, nodes: 0 };
         devices.begin();
         for (n, state) in nodes.iter().enumerate() {
             let busy = state.busy();
@@ -220,8 +266,8 @@ impl Scheduler {
             let batches = state.counters.executions.load(Ordering::Relaxed);
             load.mean_batch_ns = state.counters.compute_ns.load(Ordering::Relaxed).checked_div(batches).unwrap_or(0);
             load.running = busy;
-            in_use += busy as f64 * load.cost;
-            running += busy;
+            running.compute += busy as f64 * load.cost;
+            running.nodes += busy;
             load.boost = 0.0;
         }
         for &(join, slot, parent, weight) in &self.boosts {
@@ -232,37 +278,11 @@ impl Scheduler {
         for (n, load) in loads.iter_mut().enumerate() {
             load.can_start &= devices.has_room(n);
         }
-        let due = selector
-            .select(loads, Running { compute: in_use, nodes: running }, picked)
-            .map_or(u64::MAX, |left| now_ns + left);
-        picked.retain(|&n| devices.admit(n));
-        if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
-            if let Some(ticker) = self.ticker.get() {
-                ticker.unpark();
-            }
-        }
-        for &n in picked.iter() {
-            let state = &nodes[n];
-            let channel = if state.groups.is_empty() {
-                &state.instructions
-            } else {
-                // The group with an idle worker and the most tasks it fits (see `node`'s
-                // module docs); group counts change only under this lock (+1) or by its workers (-1).
-                let Some(g) = state.group_to_run() else { continue };
-                state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
-                &state.groups[g].instructions
-            };
-            state.busy.fetch_add(1, Ordering::AcqRel);
-            state.metrics.picks.increment(1);
-            // Cannot be full: the channel holds at most `workers` instructions (of the node,
-            // or of the group) and `busy` (which counts them) was below that for a picked node.
-            let _ = channel.try_send(Instruction::RunBatch);
-        }
-        if let Some(fraction) = self.preempt_before {
-            stop_young_batches(loads, nodes, now_ns, fraction);
-        }
-        self.metrics.decisions.increment(1);
-        self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
+        running
+    }
+
+    /// Logs a decision: at debug level, each picked node with the figures it was picked on.
+    fn log_decision(&self, reasons: u8, loads: &[NodeLoad], picked: &[usize], in_use: f64) {
         if !picked.is_empty() && tracing::enabled!(target: "baton::scheduler", tracing::Level::DEBUG) {
             let why: Vec<String> = picked
                 .iter()

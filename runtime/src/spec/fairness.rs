@@ -1,4 +1,4 @@
-//! `[fairness]` validated: the tenants (names and weights by index), the policy, the decomposition granule.
+//! `[fairness]` validated: the tenants (names and weights by index), the order, the decomposition granule.
 
 use super::NodeSpec;
 use crate::config::{ConfigError, FairnessConfig, FairnessKind};
@@ -54,10 +54,10 @@ impl Tenants {
 /// Largest configured tenant weight.
 pub const MAX_WEIGHT: u32 = 1 << 16;
 
-/// `[fairness]` validated: the policy, the tenants and the decomposition granule.
+/// `[fairness]` validated: the order, the tenants and the decomposition granule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FairnessSpec {
-    pub policy: FairnessKind,
+    pub order: FairnessKind,
     pub tenants: Tenants,
     /// Rows per job are a multiple of this; `None`: large requests are refused.
     pub granule: Option<usize>,
@@ -83,6 +83,6 @@ impl FairnessSpec {
                 ));
             }
         }
-        Ok(FairnessSpec { policy: config.policy, tenants, granule: config.granule })
+        Ok(FairnessSpec { order: config.order, tenants, granule: config.granule })
     }
 }

@@ -193,7 +193,7 @@ impl PooledTensor {
 /// does into a new one), with room for `capacity_rows` rows: rows past the
 /// parts' are zeros. One part with no room asked for is returned as it is.
 pub fn stitch_pooled(pool: &mut TensorPool, parts: &[&Tensor], capacity_rows: usize) -> Result<Tensor, TensorError> {
-    let first = super::check_stitch(parts)?;
+    let first = super::stitch::check_stitch(parts)?;
     let rows: usize = parts.iter().map(|p| p.shape[0]).sum();
     if parts.len() == 1 && capacity_rows <= rows && first.device() == pool.device() {
         return Ok(first.clone());

@@ -154,7 +154,9 @@ impl Worker {
                 self.engines[s] = fresh;
                 self.register_stop_handles();
             }
-            Err(e) => tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic"),
+            Err(e) => {
+                tracing::error!(node = %spec.name, stage = s, error = %e, "could not recreate engine after a panic")
+            }
         }
     }
 }

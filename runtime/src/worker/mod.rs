@@ -196,9 +196,8 @@ impl Worker {
     fn run_tasks(&mut self, tasks: &mut Vec<Task>, started: Instant) {
         let state = Arc::clone(&self.state);
         let rows: usize = tasks.iter().map(|t| t.rows).sum();
-        let priority_waits = || {
-            state.buffer.priority_pending() > 0 || state.streams.as_ref().is_some_and(|s| s.priority_parked() > 0)
-        };
+        let priority_waits =
+            || state.buffer.priority_pending() > 0 || state.streams.as_ref().is_some_and(|s| s.priority_parked() > 0);
         let holds_priority = tasks.iter().any(|t| t.priority);
         self.nice.set_for_batch(&state.nice, holds_priority, priority_waits);
         let slot = &state.slots[self.settings.index];

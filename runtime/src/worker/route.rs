@@ -34,7 +34,8 @@ impl Worker {
                 if route.targets.iter().all(|t| matches!(t, Target::State(_))) {
                     continue; // written back above
                 }
-                let part = self.cut_back(r, task, tasks, outputs[route.stage][route.index].rows(range(route.stage, &offsets)));
+                let part =
+                    self.cut_back(r, task, tasks, outputs[route.stage][route.index].rows(range(route.stage, &offsets)));
                 for target in &route.targets {
                     match *target {
                         Target::Node { node, slot } => {

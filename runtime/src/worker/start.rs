@@ -63,11 +63,9 @@ fn stage_requests(spec: &NodeSpec, group: Option<usize>) -> Vec<StageRequest> {
     spec.stages
         .iter()
         .map(|stage| match group.map(|g| &spec.groups[g]) {
-            Some(g) => StageRequest {
-                intra_threads: g.intra_threads,
-                inter_threads: g.inter_threads,
-                ..stage.request.clone()
-            },
+            Some(g) => {
+                StageRequest { intra_threads: g.intra_threads, inter_threads: g.inter_threads, ..stage.request.clone() }
+            }
             None => stage.request.clone(),
         })
         .collect()
@@ -115,9 +113,8 @@ impl Worker {
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, settings.node, index)),
             tasks: Vec::new(),
             input_pools: (0..inputs).map(|_| TensorPool::in_memory(INPUT_BUFFERS_KEPT, host_memory.clone())).collect(),
-            device_pools: device_memory.map(|memory| {
-                (0..inputs).map(|_| TensorPool::on_device(INPUT_BUFFERS_KEPT, memory.clone())).collect()
-            }),
+            device_pools: device_memory
+                .map(|memory| (0..inputs).map(|_| TensorPool::on_device(INPUT_BUFFERS_KEPT, memory.clone())).collect()),
             state_outputs: state_outputs(spec),
             cuts: cuts(spec),
             pad_axes: spec.pad_axes(),

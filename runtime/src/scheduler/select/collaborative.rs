@@ -180,7 +180,7 @@ mod tests {
     use super::*;
 
     /// The rule's worked example (docs/scheduling.md): pending 20/15/10/20/10, weights 1/1.5/1/0.8/0.8, nodes 1-3 priority.
-    fn seed_example(costs: [f64; 5]) -> Vec<NodeLoad> {
+    fn worked_example(costs: [f64; 5]) -> Vec<NodeLoad> {
         let pending = [20, 15, 10, 20, 10];
         let weights = [1.0, 1.5, 1.0, 0.8, 0.8];
         (0..5)
@@ -212,18 +212,18 @@ mod tests {
 
     #[test]
     fn inference_priorities_match_the_worked_example() {
-        let p: Vec<f64> = seed_example([1.0; 5]).iter().map(NodeLoad::inference_priority).collect();
+        let p: Vec<f64> = worked_example([1.0; 5]).iter().map(NodeLoad::inference_priority).collect();
         assert_eq!(p, vec![20.0, 22.5, 10.0, 16.0, 8.0]);
     }
 
     #[test]
     fn count_variant_k1_picks_node_2() {
-        assert_eq!(pick(count(1), &seed_example([1.0; 5]), 0.0, 0), vec![2]);
+        assert_eq!(pick(count(1), &worked_example([1.0; 5]), 0.0, 0), vec![2]);
     }
 
     #[test]
     fn count_variant_k4_picks_nodes_1_2_3_and_4() {
-        let mut picked = pick(count(4), &seed_example([1.0; 5]), 0.0, 0);
+        let mut picked = pick(count(4), &worked_example([1.0; 5]), 0.0, 0);
         assert_eq!(picked, vec![2, 1, 3, 4], "priority nodes by priority, then the best non-priority node");
         picked.sort();
         assert_eq!(picked, vec![1, 2, 3, 4]);
@@ -231,44 +231,44 @@ mod tests {
 
     #[test]
     fn count_variant_with_more_priority_nodes_than_k_takes_the_best_priority_nodes() {
-        assert_eq!(pick(count(2), &seed_example([1.0; 5]), 0.0, 0), vec![2, 1]);
+        assert_eq!(pick(count(2), &worked_example([1.0; 5]), 0.0, 0), vec![2, 1]);
     }
 
     #[test]
     fn count_variant_counts_running_nodes_against_k() {
-        assert_eq!(pick(count(4), &seed_example([1.0; 5]), 0.0, 3), vec![2]);
-        assert!(pick(count(4), &seed_example([1.0; 5]), 0.0, 4).is_empty());
+        assert_eq!(pick(count(4), &worked_example([1.0; 5]), 0.0, 3), vec![2]);
+        assert!(pick(count(4), &worked_example([1.0; 5]), 0.0, 4).is_empty());
     }
 
     #[test]
     fn budget_variant_fills_priority_nodes_then_others() {
         // Costs 1 each, budget 4: nodes 2, 1, 3 (priority), then 4 (16 > 8).
-        assert_eq!(pick(budget(4.0, OnMisfit::Stop), &seed_example([1.0; 5]), 0.0, 0), vec![2, 1, 3, 4]);
+        assert_eq!(pick(budget(4.0, OnMisfit::Stop), &worked_example([1.0; 5]), 0.0, 0), vec![2, 1, 3, 4]);
     }
 
     #[test]
     fn budget_variant_stops_at_first_misfit() {
         // Node 2 (cost 2) fits, node 1 (cost 3) does not: stop, though node 3 (cost 1) would fit.
-        let loads = seed_example([3.0, 2.0, 1.0, 1.0, 1.0]);
+        let loads = worked_example([3.0, 2.0, 1.0, 1.0, 1.0]);
         assert_eq!(pick(budget(4.0, OnMisfit::Stop), &loads, 0.0, 0), vec![2]);
     }
 
     #[test]
     fn budget_variant_skip_and_fill_keeps_going() {
-        let loads = seed_example([3.0, 2.0, 1.0, 1.0, 1.0]);
+        let loads = worked_example([3.0, 2.0, 1.0, 1.0, 1.0]);
         assert_eq!(pick(budget(4.0, OnMisfit::Skip), &loads, 0.0, 0), vec![2, 3, 4]);
     }
 
     #[test]
     fn busy_nodes_hold_their_cost_against_the_budget() {
         // 2.5 of 4 in use by running nodes: only 1.5 left.
-        let loads = seed_example([1.0, 1.0, 1.0, 1.0, 1.0]);
+        let loads = worked_example([1.0, 1.0, 1.0, 1.0, 1.0]);
         assert_eq!(pick(budget(4.0, OnMisfit::Stop), &loads, 2.5, 2), vec![2]);
     }
 
     #[test]
     fn nodes_without_idle_workers_or_work_are_not_candidates() {
-        let mut loads = seed_example([1.0; 5]);
+        let mut loads = worked_example([1.0; 5]);
         loads[1].can_start = false;
         loads[0].pending = 0;
         loads[0].priority_pending = 0;
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn work_conserving_budget_runs_every_candidate_while_no_priority_work_waits() {
-        let mut loads = seed_example([1.0; 5]);
+        let mut loads = worked_example([1.0; 5]);
         for l in &mut loads {
             l.priority_pending = 0;
         }
@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn work_conserving_budget_runs_priority_nodes_and_holds_the_others_to_the_budget() {
         // Nodes 1-3 hold priority tasks; budget 4, 2.5 in use: 1.5 left.
-        let loads = seed_example([1.0; 5]);
+        let loads = worked_example([1.0; 5]);
         assert_eq!(pick(budget(4.0, OnMisfit::Skip), &loads, 2.5, 2), vec![2], "the rule as written");
         assert_eq!(
             pick(work_conserving(4.0, OnMisfit::Skip), &loads, 2.5, 2),
@@ -374,7 +374,7 @@ mod tests {
     }
 
     fn held(waited_ns: [u64; 5]) -> Vec<NodeLoad> {
-        let mut loads = seed_example([1.0; 5]);
+        let mut loads = worked_example([1.0; 5]);
         for (l, w) in loads.iter_mut().zip(waited_ns) {
             l.waited_ns = w;
         }
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn bounded_hold_picks_overdue_nodes_after_the_walk_stopped() {
         // Costs 3, 2, 1, 1, 1 and budget 4 stop the walk at node 1; node 4 is overdue, node 3 not yet.
-        let mut loads = seed_example([3.0, 2.0, 1.0, 1.0, 1.0]);
+        let mut loads = worked_example([3.0, 2.0, 1.0, 1.0, 1.0]);
         loads[2].waited_ns = 10;
         loads[3].waited_ns = 50;
         let policy = budget(4.0, OnMisfit::Stop).with_max_hold(Some(50));
