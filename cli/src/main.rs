@@ -43,7 +43,7 @@ enum Command {
     Bench(bench_args::BenchArgs),
     /// Serve pipelines over KServe v2 (HTTP and gRPC) with Prometheus metrics.
     Serve(serve_args::ServeArgs),
-    /// Benchmark request-level fairness policies (seed 004, stride, fifo) on generated traces.
+    /// Benchmark request-level tenant orders (weighted-fair, stride, fifo) on generated traces.
     BenchFairness(bench_args::FairnessArgs),
     /// Plan offline: schedules (list, periodic, ILP) and graph partitions.
     Plan(plan::PlanArgs),

@@ -1,5 +1,4 @@
-//! The collaborating-networks pipeline of `configs/collab.toml` (seed 003's
-//! scene): per-session speech streamed chunk by chunk through silero-vad with
+//! The collaborating-networks pipeline of `configs/collab.toml`: per-session speech streamed chunk by chunk through silero-vad with
 //! its recurrent state written back, the session's image through PP-OCRv4
 //! detection and recognition, and a recommender joining both.
 //!
