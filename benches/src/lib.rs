@@ -360,32 +360,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     let pool = request_pool(args, &inputs)?;
     let loads = args.loads();
 
-    let raw = if args.raw {
-        let batches = spec
-            .nodes
-            .iter()
-            .map(|n| args.raw_batches.iter().filter(|&&b| b <= n.max_batch).count())
-            .sum::<usize>()
-            .max(1);
-        let bar = progress_bar(batches as u64, "raw engine".into());
-        let options = raw::RawOptions {
-            batches: args.raw_batches.clone(),
-            duration: args.raw_duration,
-            seed: args.seed,
-            io: args.raw_io,
-            loops: args.raw_loops,
-        };
-        let report = raw::measure(&spec, &options, |node, batch| {
-            bar.set_message(format!("{node} batch {batch}"));
-            bar.inc(1);
-        });
-        bar.finish_and_clear();
-        let report = report?;
-        println!("{}", report::raw_table(&report, args.raw_duration.as_secs_f64()));
-        Some(report)
-    } else {
-        None
-    };
+    let raw = if args.raw { Some(measure_raw(args, &spec)?) } else { None };
 
     if !args.sweep.is_empty() {
         return run_sweep(args, &config, file, engines, &spec, &pool);
@@ -404,23 +379,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         add_ratios(&mut points, raw);
     }
 
-    println!("Baton: pipeline `{}`, {} row(s) per request", spec.name, args.rows);
-    print!("{}", report::points_table(&points));
-    if let Some(raw) = &raw {
-        if let Some(b) = &raw.bottleneck {
-            println!(
-                "×raw = rows/s ÷ raw best of bottleneck node `{}` ({:.0} rows/s at batch {})",
-                b.node, b.rows_per_s, b.batch
-            );
-        }
-        if let Some(us) = raw.batch1_path_us {
-            println!("p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only");
-        }
-    }
-    println!();
-    print!("{}", report::nodes_table(&points));
-    println!();
-    print!("{}", report::batches_table(&batch_sizes));
+    print_points(&spec, args, &points, raw.as_ref(), &batch_sizes);
     let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let report = BenchReport {
         pipeline: spec.name.clone(),
@@ -433,6 +392,55 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     };
     write_files(args, &report, &node_names)?;
     Ok(report)
+}
+
+/// The raw engine's figures for every node at each `--raw-batches` size it can take, printed as a table.
+fn measure_raw(args: &BenchOptions, spec: &PipelineSpec) -> Result<raw::RawReport, String> {
+    let batches =
+        spec.nodes.iter().map(|n| args.raw_batches.iter().filter(|&&b| b <= n.max_batch).count()).sum::<usize>().max(1);
+    let bar = progress_bar(batches as u64, "raw engine".into());
+    let options = raw::RawOptions {
+        batches: args.raw_batches.clone(),
+        duration: args.raw_duration,
+        seed: args.seed,
+        io: args.raw_io,
+        loops: args.raw_loops,
+    };
+    let report = raw::measure(spec, &options, |node, batch| {
+        bar.set_message(format!("{node} batch {batch}"));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let report = report?;
+    println!("{}", report::raw_table(&report, args.raw_duration.as_secs_f64()));
+    Ok(report)
+}
+
+/// Prints the points (with their ratios to the raw engine), the per-node table and the batch-size table.
+fn print_points(
+    spec: &PipelineSpec,
+    args: &BenchOptions,
+    points: &[PointResult],
+    raw: Option<&raw::RawReport>,
+    batch_sizes: &[report::PolicyBatches],
+) {
+    println!("Baton: pipeline `{}`, {} row(s) per request", spec.name, args.rows);
+    print!("{}", report::points_table(points));
+    if let Some(raw) = raw {
+        if let Some(b) = &raw.bottleneck {
+            println!(
+                "×raw = rows/s ÷ raw best of bottleneck node `{}` ({:.0} rows/s at batch {})",
+                b.node, b.rows_per_s, b.batch
+            );
+        }
+        if let Some(us) = raw.batch1_path_us {
+            println!("p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only");
+        }
+    }
+    println!();
+    print!("{}", report::nodes_table(points));
+    println!();
+    print!("{}", report::batches_table(batch_sizes));
 }
 
 /// A runtime of `config` under `policy` (with `--max-queue-delay-us`, when given).

@@ -33,8 +33,23 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["pipeline"], "mlp");
 
-    // Raw engine: the one node, batch sizes 1..32, each with positive throughput.
-    let raw = &report["raw"];
+    check_raw(&report["raw"]);
+    check_points(&report["points"]);
+    check_batch_sizes(&report["batch_sizes"]);
+
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv_text.lines();
+    assert!(lines.next().unwrap().starts_with("policy,mode,load,throughput_rps,"));
+    assert_eq!(lines.count(), 4);
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains("<svg") && svg_text.contains("collaborative p50"));
+    for f in [json, csv, svg] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+/// The raw engine's figures: the one node, batch sizes 1..32, each with positive throughput.
+fn check_raw(raw: &Value) {
     let nodes = raw["nodes"].as_array().expect("raw.nodes");
     assert_eq!(nodes.len(), 1);
     assert_eq!(nodes[0]["node"], "mlp");
@@ -50,9 +65,11 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     assert_eq!(nodes[0]["loops"], 1);
     assert_eq!(raw["bottleneck"]["node"], "mlp");
     assert!(raw["batch1_path_us"].as_f64().unwrap() > 0.0);
+}
 
-    // Baton: policy × concurrency, in order, each with throughput, no errors, and ratios.
-    let points = report["points"].as_array().expect("points");
+/// Baton's points: policy × concurrency, in order, each with throughput, no errors, and ratios.
+fn check_points(points: &Value) {
+    let points = points.as_array().expect("points");
     let seen: Vec<(String, u64)> = points
         .iter()
         .map(|p| (p["policy"].as_str().unwrap().to_string(), p["load"].as_f64().unwrap() as u64))
@@ -76,9 +93,11 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
         assert!(node["mean_compute_us"].as_f64().unwrap() > 0.0, "{p}");
         assert_eq!(p["p50_minus_raw_us"].is_null(), p["load"].as_f64() != Some(1.0), "{p}");
     }
+}
 
-    // Batch sizes per policy: the node's sizes, each compared with raw at that size or above.
-    let policies = report["batch_sizes"].as_array().expect("batch_sizes");
+/// Batch sizes per policy: the node's sizes, each compared with raw at that size or above.
+fn check_batch_sizes(batch_sizes: &Value) {
+    let policies = batch_sizes.as_array().expect("batch_sizes");
     assert_eq!(policies.len(), 2);
     for p in policies {
         let sizes = p["nodes"][0]["sizes"].as_array().expect("sizes");
@@ -89,15 +108,5 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
             assert!(s["raw_batch"].as_u64().unwrap() >= s["batch"].as_u64().unwrap(), "{s}");
             assert!(s["max_to_raw"].as_f64().unwrap() > 0.0, "{s}");
         }
-    }
-
-    let csv_text = std::fs::read_to_string(&csv).unwrap();
-    let mut lines = csv_text.lines();
-    assert!(lines.next().unwrap().starts_with("policy,mode,load,throughput_rps,"));
-    assert_eq!(lines.count(), 4);
-    let svg_text = std::fs::read_to_string(&svg).unwrap();
-    assert!(svg_text.contains("<svg") && svg_text.contains("collaborative p50"));
-    for f in [json, csv, svg] {
-        let _ = std::fs::remove_file(f);
     }
 }
