@@ -18,7 +18,10 @@
 //! connection and a watchdog timer. The connection's reads and its service
 //! calls note their times in a shared [`Activity`] (atomics: the reader and
 //! the service may run on other threads than the watchdog); the watchdog
-//! wakes at the earliest deadline the activity allows, re-reads it, and drops
+//! sleeps until the earliest deadline the activity allows, or until the
+//! activity says its deadline moved (the first byte of a head arrived, a
+//! request ended: [`Activity::moved`], a `Notify` whose stored permit keeps a
+//! wake-up that comes before the watchdog waits), re-reads it, and drops
 //! the connection (closing the socket) once a deadline has passed with no
 //! request in flight. A request in flight is never cut by the watchdog: its
 //! body is bounded by the body read timeout, and its run by the request's
@@ -41,7 +44,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::metrics::{count, http_code};
@@ -68,6 +71,8 @@ struct Activity {
     idle_since: AtomicU64,
     /// The first byte read while no request was in flight ([`NONE`]: none since).
     head_started: AtomicU64,
+    /// Wakes the watchdog when its deadline moves: a head starts, a request ends.
+    moved: Notify,
 }
 
 impl Activity {
@@ -77,6 +82,7 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
             head_started: AtomicU64::new(NONE),
+            moved: Notify::new(),
         }
     }
 
@@ -85,8 +91,11 @@ impl Activity {
     }
 
     fn read_some(&self) {
-        if self.in_flight.load(Ordering::Acquire) == 0 {
-            let _ = self.head_started.compare_exchange(NONE, self.now(), Ordering::AcqRel, Ordering::Acquire);
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && self.head_started.compare_exchange(NONE, self.now(), Ordering::AcqRel, Ordering::Acquire).is_ok()
+        {
+            // The deadline moves from the idle one to the head's: the watchdog must look again.
+            self.moved.notify_one();
         }
     }
 
@@ -99,6 +108,7 @@ impl Activity {
         self.idle_since.store(self.now(), Ordering::Release);
         self.head_started.store(NONE, Ordering::Release);
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.moved.notify_one();
     }
 
     /// When the watchdog should close the connection (ms since its start), if nothing happens first;
@@ -260,6 +270,7 @@ pub(crate) async fn serve_http(
                 };
                 tokio::select! {
                     _ = &mut conn => break,
+                    _ = activity.moved.notified() => {}
                     _ = tokio::time::sleep_until(wake) => {
                         if activity.deadline(&limits).is_some_and(|ms| activity.now() >= ms) {
                             break; // dropping the connection closes the socket

@@ -82,6 +82,47 @@ fn a_head_that_stops_arriving_is_closed() {
     still_serving(&server);
 }
 
+/// A server whose header read timeout (2 s) and keep-alive timeout (5 s) are
+/// far enough apart, and long enough, that a loaded machine's delays do not
+/// blur them: each close is checked against its own bound, within a factor under 2.
+fn server_with_timeouts() -> TestServer {
+    let config = ServerConfig {
+        header_read_timeout: Duration::from_secs(2),
+        keep_alive_timeout: Duration::from_secs(5),
+        ..ServerConfig::ephemeral()
+    };
+    TestServer::start_with(&["mlp.toml"], config)
+}
+
+#[test]
+fn a_half_sent_head_is_closed_at_the_header_read_timeout_not_the_keep_alive_one() {
+    let server = server_with_timeouts();
+    let mut stream = connect(&server);
+    // Let the watchdog settle on the idle deadline first: the head's first byte must move it.
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    stream.write_all(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let (answer, _) = read_until_closed(&mut stream);
+    let took = started.elapsed();
+    assert!(!answer.contains("200 OK"), "an unfinished head is not answered: {answer}");
+    assert!(took >= Duration::from_millis(1800), "closed after {took:?}, before the 2 s header read timeout");
+    assert!(took < Duration::from_millis(3900), "closed after {took:?}: not counted from the head's first byte");
+    still_serving(&server);
+}
+
+#[test]
+fn a_connection_that_sends_nothing_is_closed_at_the_keep_alive_timeout() {
+    let server = server_with_timeouts();
+    let mut stream = connect(&server);
+    let started = Instant::now();
+    let (answer, _) = read_until_closed(&mut stream);
+    let took = started.elapsed();
+    assert!(answer.is_empty(), "nothing asked, nothing answered: {answer}");
+    assert!(took >= Duration::from_millis(4500), "closed after {took:?}, before the 5 s keep-alive timeout");
+    assert!(took < Duration::from_millis(9900), "closed after {took:?}, long past the keep-alive timeout");
+    still_serving(&server);
+}
+
 #[test]
 fn an_idle_keep_alive_connection_is_closed_after_serving() {
     let server = server();
