@@ -43,12 +43,12 @@ done
 if [[ $mode == unpaced ]]; then
     echo "==> baton check configs/collab.toml"
     target/release/baton check configs/collab.toml
-    echo "==> unpaced: 16 sessions x 4 concurrent streams, as fast as they are answered"
-    exec target/release/examples/collab --repeat 4 "$@"
+    echo "==> unpaced: 16 sessions, each as several concurrent streams (4 unless --repeat), as fast as they are answered"
+    exec target/release/examples/collab "$@" --repeat 4
 fi
 echo "==> baton check configs/collab_early.toml"
 target/release/baton check configs/collab_early.toml
-echo "==> paced sessions, $rate/s for $duration s per policy: collaborative, then greedy (node stats on stderr)"
-# The options given first win (the example takes an option's first value).
+echo "==> paced sessions, collaborative then greedy (node stats on stderr)"
+# The options given first win (the example takes the first value of an option).
 target/release/examples/collab "$@" --image-first --answer-callback --rate "$rate" --duration "$duration" \
     --policies collaborative,greedy --print-sessions --latency-plot target/demo/latency.svg
