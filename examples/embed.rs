@@ -9,6 +9,10 @@ use std::path::Path;
 use baton::{Request, Runtime, Tensor};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // No options: `--help` says what this does, anything else is refused.
+    clap::Command::new("embed")
+        .about("Embeds Baton: loads configs/diamond.toml, submits 1,000 requests from 4 threads, shuts down")
+        .get_matches();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let engines = baton_engines::standard_registry();
     let runtime = Runtime::from_file(&root.join("configs/diamond.toml"), &engines)?;

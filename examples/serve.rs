@@ -12,6 +12,10 @@ use baton::Runtime;
 use baton_server::{Server, ServerConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // No options: `--help` says what this does, anything else is refused.
+    clap::Command::new("serve")
+        .about("Serves configs/mlp.toml over KServe v2 (HTTP :8000, gRPC :8001, metrics :8002) until ctrl-c")
+        .get_matches();
     // The metrics recorder first: a runtime registers its metrics when it starts.
     baton_server::install_recorder();
 

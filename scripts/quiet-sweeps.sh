@@ -24,7 +24,7 @@ want() { [[ ,$WORKLOADS, == *,$1,* ]]; }
 # The last two CPUs on distinct physical cores (SMT siblings would share one core's units; CPU 0
 # takes most of the machine's interrupts and housekeeping). On the lent 16-core guest, greedy's p99
 # at 50% load on workload b was 36.5 ms on CPUs 0,1, 7.6 ms on 8,9 and 51.7 ms on 14,15: its vCPUs
-# are not quiet enough for these figures (docs/scheduler-proof.md, attempt 14).
+# are not quiet enough for these figures (docs/journal/2026-11-24-scheduler-attempts.md, attempt 14).
 if [[ -z ${CORES:-} ]]; then
     CORES=$(lscpu -p=CPU,CORE | grep -v '^#' | sort -t, -k2,2n -u | tail -2 | cut -d, -f1 | paste -sd,)
 fi

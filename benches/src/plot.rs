@@ -63,11 +63,17 @@ fn lines(points: &[PointResult], mode: &str) -> Vec<Line> {
     out
 }
 
-/// One panel: its caption, x axis, and lines.
+/// One panel: its caption, x axis (name and how a tick is labelled), and lines.
 struct Panel {
     caption: String,
     x_desc: &'static str,
+    x_label: fn(&f64) -> String,
     lines: Vec<Line>,
+}
+
+/// A load or a rate as a tick label, to two decimals.
+fn plain_label(x: &f64) -> String {
+    format!("{}", (x * 100.0).round() / 100.0)
 }
 
 /// Draws the plot to `path` (`.svg` or `.png`).
@@ -80,6 +86,7 @@ pub fn plot(path: &Path, pipeline: &str, points: &[PointResult]) -> Result<(), S
             Panel {
                 caption: format!("{pipeline}: latency vs load ({what})"),
                 x_desc: if mode == "closed" { "concurrency (clients)" } else { "request rate (req/s)" },
+                x_label: plain_label,
                 lines: lines(points, mode),
             }
         })
@@ -111,9 +118,66 @@ pub fn sweep_plot(path: &Path, workload: &str, series: &[(String, f64, [f64; 4])
                 });
             }
         }
-        Panel { caption: format!("{workload}: {class} latency vs load"), x_desc: "load (% of capacity)", lines }
+        Panel {
+            caption: format!("{workload}: {class} latency vs load"),
+            x_desc: "load (% of capacity)",
+            x_label: plain_label,
+            lines,
+        }
     };
     draw_panels(path, &[panel("priority", 0), panel("other requests'", 2)])
+}
+
+/// The percentiles a distribution plot draws.
+const QUANTILES: [f64; 8] = [0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999];
+
+/// A percentile's place on the x axis: 1 / (1 - q), so that the tail spreads out (p50 at 2, p99 at 100).
+fn tail_x(q: f64) -> f64 {
+    1.0 / (1.0 - q)
+}
+
+/// The percentile a place on the x axis stands for, as a tick label ("p99").
+fn percentile_label(x: &f64) -> String {
+    let percent = 100.0 * (1.0 - 1.0 / x);
+    format!("p{}", (percent * 10.0).round() / 10.0)
+}
+
+/// One policy's latencies for a distribution plot, µs, each sorted ascending.
+pub struct Distribution {
+    pub policy: String,
+    pub priority: Vec<f64>,
+    pub others: Vec<f64>,
+}
+
+/// Latency distributions of one run per policy: for priority requests and for
+/// the others, each policy's latency (log scale) at every percentile of
+/// [`QUANTILES`].
+pub fn distribution_plot(path: &Path, workload: &str, series: &[Distribution]) -> Result<(), String> {
+    let panel = |class: &str, of: fn(&Distribution) -> &[f64]| Panel {
+        caption: format!("{workload}: {class} latency"),
+        x_desc: "percentile",
+        x_label: percentile_label,
+        lines: series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Line {
+                label: s.policy.clone(),
+                color: COLORS[i % COLORS.len()],
+                dashed: false,
+                points: quantile_points(of(s)),
+            })
+            .collect(),
+    };
+    draw_panels(path, &[panel("priority", |s| &s.priority), panel("other requests'", |s| &s.others)])
+}
+
+/// (x of [`tail_x`], latency) at each of [`QUANTILES`] of `sorted` (nearest rank); none when it is empty.
+fn quantile_points(sorted: &[f64]) -> Vec<(f64, f64)> {
+    if sorted.is_empty() {
+        return Vec::new();
+    }
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize].max(1.0);
+    QUANTILES.iter().map(|&q| (tail_x(q), at(q))).collect()
 }
 
 fn draw_panels(path: &Path, panels: &[Panel]) -> Result<(), String> {
@@ -174,7 +238,7 @@ fn draw<DB: DrawingBackend>(
             .configure_mesh()
             .x_desc(panel.x_desc)
             .y_desc("latency (µs)")
-            .x_label_formatter(&|x| format!("{}", (x * 100.0).round() / 100.0))
+            .x_label_formatter(&panel.x_label)
             .y_label_formatter(&|y| format!("{y:.0}"))
             .light_line_style(TRANSPARENT)
             .draw()?;

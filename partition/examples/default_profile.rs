@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{arg, fastest, load_average};
+use common::{arg, exit_on_help, fastest, load_average};
 
 use std::path::PathBuf;
 
@@ -20,6 +20,7 @@ use baton_partition::{metis_format, metis_ref};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    exit_on_help(&args, include_str!("default_profile.rs"));
     let dir: PathBuf = arg(&args, "--dir", PathBuf::from("../shared/data/walshaw"));
     let runs: usize = arg(&args, "--runs", 100);
     let only: String = arg(&args, "--graphs", "add20,data,3elt,uk".to_string());

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{arg, fastest, load_average};
+use common::{arg, exit_on_help, fastest, load_average};
 
 use std::path::PathBuf;
 
@@ -28,6 +28,7 @@ use baton_partition::{generate, metis_ref, onnx_graph};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    exit_on_help(&args, include_str!("partition_bench.rs"));
     let shapes: PathBuf = arg(&args, "--shapes", PathBuf::from(".cache/shapes"));
     let sizes: String = arg(&args, "--sizes", "1000,10000,100000".to_string());
     let restarts: usize = arg(&args, "--restarts", 1);

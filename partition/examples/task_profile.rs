@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{arg, load_average};
+use common::{arg, exit_on_help, load_average};
 
 use std::path::PathBuf;
 
@@ -19,6 +19,7 @@ use baton_partition::{generate, metis_ref, onnx_graph};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    exit_on_help(&args, include_str!("task_profile.rs"));
     let graph: String = arg(&args, "--graph", "dag:1000".to_string());
     let shapes: PathBuf = arg(&args, "--shapes", PathBuf::from(".cache/shapes"));
     let k: usize = arg(&args, "--k", 4);

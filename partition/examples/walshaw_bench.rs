@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{arg, fastest, load_average};
+use common::{arg, exit_on_help, fastest, load_average};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ fn cut_list(cuts: &[i64]) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    exit_on_help(&args, include_str!("walshaw_bench.rs"));
     let dir: PathBuf = arg(&args, "--dir", PathBuf::from("../shared/data/walshaw"));
     let seeds: u64 = arg(&args, "--seeds", 3);
     let repetitions: usize = arg(&args, "--repetitions", 64);

@@ -24,3 +24,17 @@ pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map_or("?".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
+
+/// When `args` ask for help (`--help`, `-h`): prints the example's own
+/// documentation, the leading `//!` lines of `source` (its file, with
+/// `include_str!`), and exits.
+pub fn exit_on_help(args: &[String], source: &str) {
+    if !args.iter().any(|a| a == "--help" || a == "-h") {
+        return;
+    }
+    for line in source.lines().take_while(|l| l.starts_with("//!")) {
+        let text = line.trim_start_matches("//!");
+        println!("{}", text.strip_prefix(' ').unwrap_or(text));
+    }
+    std::process::exit(0);
+}
