@@ -1,9 +1,9 @@
-//! `baton bench-fairness`: the request-level fairness policies on generated traces.
+//! `baton bench-fairness`: the tenant orders of request-level fairness on generated traces.
 //!
 //! A node's buffer is modelled slot by slot: in each slot the jobs that
 //! arrive (per tenant, from a seeded generator) are enqueued, then a batch of
-//! up to `--batch` jobs is taken, one policy round per job, exactly as
-//! [`baton`]'s buffer does with a [`TenantOrder`]. The policies run on the
+//! up to `--batch` jobs is taken, one tenant-order round per job, exactly as
+//! [`baton`]'s buffer does with a [`TenantOrder`]. The orders run on the
 //! same traces:
 //!
 //! - `fifo`: arrival order (the runtime's default);
@@ -16,7 +16,7 @@
 //! three send a light Poisson load, the fourth floods at twice the node's
 //! capacity; run also without the flooder to give the flood's impact).
 //!
-//! Figures per scenario × policy: each tenant's served share against its
+//! Figures per scenario × order: each tenant's served share against its
 //! weight's share (over dispatches where it was backlogged together with all
 //! the others, `static`, or overall); Jain's index of `served / weight` over
 //! sliding windows of 64 dispatches (tenants backlogged through the whole
@@ -45,10 +45,10 @@ pub struct FairnessOptions {
     pub batch: usize,
     /// Seed of the generated traces.
     pub seed: u64,
-    /// Decisions timed per policy for the cost per decision.
+    /// Decisions timed per order for the cost per decision.
     pub decisions: usize,
     /// Also run the flood through a real runtime (a simulated 1 ms-per-batch node) for this long per
-    /// policy and case; zero skips it.
+    /// order and case; zero skips it.
     pub runtime: std::time::Duration,
 }
 
@@ -64,7 +64,7 @@ impl Default for FairnessOptions {
     }
 }
 
-/// A policy as the benchmark names it.
+/// A tenant order as the benchmark names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OrderName {
     Fifo,
@@ -170,7 +170,7 @@ impl Trace {
     }
 }
 
-/// What one policy did on one trace.
+/// What one tenant order did on one trace.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// Jobs served per tenant.
@@ -199,8 +199,8 @@ pub fn jain(xs: &[f64]) -> f64 {
 
 const WINDOW: usize = 64;
 
-/// Runs `policy` on `trace`, `batch` jobs per slot.
-pub fn simulate(trace: &Trace, policy: &mut dyn TenantOrder, batch: usize) -> Outcome {
+/// Runs `order` on `trace`, `batch` jobs per slot.
+pub fn simulate(trace: &Trace, order: &mut dyn TenantOrder, batch: usize) -> Outcome {
     let n = trace.weights.len();
     let weights: Vec<f64> = trace.weights.iter().map(|&w| f64::from(w)).collect();
     let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); n];
@@ -213,14 +213,14 @@ pub fn simulate(trace: &Trace, policy: &mut dyn TenantOrder, batch: usize) -> Ou
         for (tenant, &count) in arrivals.iter().enumerate() {
             for _ in 0..count {
                 queues[tenant].push_back(slot);
-                policy.enqueue(tenant);
+                order.enqueue(tenant);
             }
         }
         for _ in 0..batch {
             let backlogged: u64 = (0..n).filter(|&t| !queues[t].is_empty()).fold(0, |m, t| m | 1 << t);
-            let Some(tenant) = policy.choose() else { break };
-            policy.served(tenant);
-            let arrived = queues[tenant].pop_front().expect("the policy counts the queue");
+            let Some(tenant) = order.choose() else { break };
+            order.served(tenant);
+            let arrived = queues[tenant].pop_front().expect("the order counts the queue");
             waits[tenant].push((slot - arrived) as u64);
             out.served[tenant] += 1;
             if backlogged.count_ones() as usize == n {
@@ -280,9 +280,9 @@ fn jain_windows(dispatches: &[(usize, u64)], weights: &[f64]) -> Option<(f64, f6
 
 /// Nanoseconds per decision (`choose` + `served`) with `tenants` tenants of
 /// weights 1, 2, 3, …, all backlogged.
-pub fn ns_per_decision(policy: OrderName, tenants: usize, decisions: usize) -> f64 {
+pub fn ns_per_decision(order: OrderName, tenants: usize, decisions: usize) -> f64 {
     let weights: Vec<u32> = (1..=tenants as u32).collect();
-    let mut p = policy.build(&weights);
+    let mut p = order.build(&weights);
     let per_tenant = decisions / tenants + 1;
     for _ in 0..per_tenant {
         for t in 0..tenants {
@@ -340,11 +340,11 @@ fn fmt_list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
     items.iter().map(f).collect::<Vec<_>>().join("/")
 }
 
-/// One table row: scenario × policy.
+/// One table row: scenario × tenant order.
 pub struct Row {
     pub scenario: &'static str,
     pub weights: Vec<u32>,
-    pub policy: OrderName,
+    pub order: OrderName,
     pub outcome: Outcome,
     /// Largest rise of another tenant's p99 under the flood, as a fraction (flood scenario only).
     pub flood_impact: Option<f64>,
@@ -354,11 +354,11 @@ pub struct Row {
 pub fn run_all(args: &FairnessOptions) -> Vec<Row> {
     let mut rows = Vec::new();
     for scenario in scenarios(args.slots, args.batch, args.seed) {
-        for policy in OrderName::ALL {
-            let outcome = simulate(&scenario.trace, &mut *policy.build(&scenario.trace.weights), args.batch);
+        for order in OrderName::ALL {
+            let outcome = simulate(&scenario.trace, &mut *order.build(&scenario.trace.weights), args.batch);
             let (flood_impact, baseline_p99) = match &scenario.baseline {
                 Some((trace, flooder)) => {
-                    let base = simulate(trace, &mut *policy.build(&trace.weights), args.batch);
+                    let base = simulate(trace, &mut *order.build(&trace.weights), args.batch);
                     let impact = (0..trace.weights.len())
                         .filter(|t| t != flooder)
                         .filter_map(|t| {
@@ -372,7 +372,7 @@ pub fn run_all(args: &FairnessOptions) -> Vec<Row> {
                 None => (None, None),
             };
             let weights = scenario.trace.weights.clone();
-            rows.push(Row { scenario: scenario.name, weights, policy, outcome, flood_impact, baseline_p99 });
+            rows.push(Row { scenario: scenario.name, weights, order, outcome, flood_impact, baseline_p99 });
         }
     }
     rows
@@ -389,7 +389,7 @@ pub fn print_table(args: &FairnessOptions, rows: &[Row]) {
     );
     println!(
         "{:<14} {:<13} {:<20} {:<20} {:>9} {:>9} {:>9} {:<14} {:>9}",
-        "scenario", "policy", "share", "ideal", "jain min", "jain mean", "worst lag", "p99 per tenant", "flood +p99"
+        "scenario", "order", "share", "ideal", "jain min", "jain mean", "worst lag", "p99 per tenant", "flood +p99"
     );
     for row in rows {
         let o = &row.outcome;
@@ -407,7 +407,7 @@ pub fn print_table(args: &FairnessOptions, rows: &[Row]) {
         println!(
             "{:<14} {:<13} {:<20} {:<20} {:>9} {:>9} {:>9.2} {:<14} {:>9}",
             row.scenario,
-            row.policy.name(),
+            row.order.name(),
             share,
             ideal,
             jmin,
@@ -434,11 +434,11 @@ pub fn print_table(args: &FairnessOptions, rows: &[Row]) {
 
 pub fn print_costs(args: &FairnessOptions) {
     println!("\ncost per decision (choose + served, all tenants backlogged, {} decisions):", args.decisions);
-    println!("{:<13} {:>12} {:>12} {:>12}", "policy", "3 tenants", "16 tenants", "64 tenants");
-    for policy in OrderName::ALL {
+    println!("{:<13} {:>12} {:>12} {:>12}", "order", "3 tenants", "16 tenants", "64 tenants");
+    for order in OrderName::ALL {
         let ns: Vec<String> =
-            [3, 16, 64].iter().map(|&n| format!("{:.1} ns", ns_per_decision(policy, n, args.decisions))).collect();
-        println!("{:<13} {:>12} {:>12} {:>12}", policy.name(), ns[0], ns[1], ns[2]);
+            [3, 16, 64].iter().map(|&n| format!("{:.1} ns", ns_per_decision(order, n, args.decisions))).collect();
+        println!("{:<13} {:>12} {:>12} {:>12}", order.name(), ns[0], ns[1], ns[2]);
     }
 }
 
@@ -463,7 +463,7 @@ pub fn run(args: FairnessOptions) -> ExitCode {
 /// The runtime flood case: one node of a simulated engine (1 ms a batch, sleeping, max_batch 8:
 /// 8000 rows/s), tenants `l0`, `l1`, `l2` (1000 requests/s each, Poisson) and `flood`
 /// (16000/s, twice the node's capacity), all of weight 1.
-fn runtime_pipeline(policy: &str) -> String {
+fn runtime_pipeline(order: &str) -> String {
     format!(
         r#"
 [pipeline]
@@ -481,7 +481,7 @@ params.outputs = [{{ name = "y", dtype = "f32", shape = [-1, 4] }}]
 params.latency_us = 1000
 params.mode = "sleep"
 [fairness]
-order = "{policy}"
+order = "{order}"
 tenants = {{ l0 = 1, l1 = 1, l2 = 1, flood = 1 }}
 "#
     )
@@ -493,14 +493,14 @@ const RUNTIME_TENANTS: [&str; 4] = ["l0", "l1", "l2", "flood"];
 /// the requests submitted (`None` for a tenant that sent nothing; `u64::MAX` when more than
 /// 1% were still unanswered a second after the load stopped).
 pub fn runtime_flood(
-    policy: &str,
+    order: &str,
     flood: bool,
     duration: std::time::Duration,
     seed: u64,
 ) -> Result<Vec<Option<u64>>, String> {
     use std::sync::Arc;
     use std::time::Duration;
-    let config = baton::PipelineConfig::parse(&runtime_pipeline(policy)).map_err(|e| e.to_string())?;
+    let config = baton::PipelineConfig::parse(&runtime_pipeline(order)).map_err(|e| e.to_string())?;
     let runtime =
         baton::Runtime::from_config(&config, None, &baton_engines::standard_registry()).map_err(|e| e.to_string())?;
     let rates = [1000.0, 1000.0, 1000.0, if flood { 16000.0 } else { 0.0 }];
@@ -559,11 +559,11 @@ fn print_runtime_flood(args: &FairnessOptions) -> Result<(), String> {
     println!("l0, l1, l2 send 1000 requests/s each, `flood` 16000/s (flood case only); all weight 1.");
     println!(
         "{:<10} {:<28} {:<28} {:>10}",
-        "policy", "p99 µs l0/l1/l2 (no flood)", "p99 µs l0/l1/l2/flood", "flood +p99"
+        "order", "p99 µs l0/l1/l2 (no flood)", "p99 µs l0/l1/l2/flood", "flood +p99"
     );
-    for policy in ["fifo", "stride", "weighted"] {
-        let base = runtime_flood(policy, false, args.runtime, args.seed)?;
-        let with = runtime_flood(policy, true, args.runtime, args.seed)?;
+    for order in ["fifo", "stride", "weighted"] {
+        let base = runtime_flood(order, false, args.runtime, args.seed)?;
+        let with = runtime_flood(order, true, args.runtime, args.seed)?;
         let show = |p: &Option<u64>| match p {
             Some(u64::MAX) => ">run".to_string(),
             Some(v) => v.to_string(),
@@ -576,7 +576,7 @@ fn print_runtime_flood(args: &FairnessOptions) -> Result<(), String> {
             })
             .fold(0.0, f64::max);
         let impact = if impact.is_finite() { format!("{:+.0}%", impact * 100.0) } else { "unbounded".into() };
-        println!("{:<10} {:<28} {:<28} {:>10}", policy, fmt_list(&base[..3], show), fmt_list(&with, show), impact);
+        println!("{:<10} {:<28} {:<28} {:>10}", order, fmt_list(&base[..3], show), fmt_list(&with, show), impact);
     }
     Ok(())
 }
