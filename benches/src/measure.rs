@@ -342,6 +342,7 @@ mod tests {
             failed_batches: 0,
             queue_ns,
             compute_ns,
+            task_compute_ns: compute_ns,
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,

@@ -552,6 +552,7 @@ mod tests {
             failed_batches: 0,
             queue_ns: 0,
             compute_ns: 0,
+            task_compute_ns: 0,
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,

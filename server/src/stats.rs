@@ -6,12 +6,13 @@
 //! (encoding the answer), `inference_count` (rows: the first dimension of the
 //! first input when the model batches, else 1 per request) and
 //! `last_inference`. From the runtime's nodes: `queue` (time tasks waited in
-//! node buffers), `compute_infer` (time nodes spent running batches),
+//! node buffers), `compute_infer` (each request charged the whole compute
+//! time of every batch it ran in, summed over nodes: Triton's count, so a
+//! request's `compute_infer` average is what its batches took, not a share),
 //! `execution_count` (batches run, summed over nodes, as
 //! `baton_executions_total`) and `batch_stats` (batches by size, summed over
-//! nodes). As in Triton, the `queue` and `compute_*` counts are requests (the
-//! successful ones), so averages are per request; a batch's compute time is
-//! counted once, not once per request in it.
+//! nodes; there each batch's time counts once). As in Triton, the `queue` and
+//! `compute_*` counts are requests (the successful ones), so averages are per request.
 //!
 //! Concurrency: relaxed atomic counters; a snapshot reads each on its own
 //! (figures may be a request apart, never torn).
@@ -136,7 +137,7 @@ impl Report {
             fail: s.fail.get(),
             queue: per_request(nodes.iter().map(|n| n.queue_ns).sum()),
             compute_input: per_request(s.compute_input_ns.load(Ordering::Relaxed)),
-            compute_infer: per_request(nodes.iter().map(|n| n.compute_ns).sum()),
+            compute_infer: per_request(nodes.iter().map(|n| n.task_compute_ns).sum()),
             compute_output: per_request(s.compute_output_ns.load(Ordering::Relaxed)),
             batches: batches.into_iter().map(|(size, (n, ns))| (size, n, ns)).collect(),
         }

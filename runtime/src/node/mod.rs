@@ -121,6 +121,8 @@ pub(crate) struct NodeCounters {
     pub failed_batches: AtomicU64,
     pub queue_ns: AtomicU64,
     pub compute_ns: AtomicU64,
+    /// Sum over tasks of their batch's compute time (each task charged its whole batch).
+    pub task_compute_ns: AtomicU64,
     pub placement_retries: AtomicU64,
     pub host_device_bytes: AtomicU64,
     /// Batches stopped for priority work, and the time they had run, ns (not in `executions`).
@@ -146,6 +148,9 @@ pub struct NodeStats {
     pub queue_ns: u64,
     /// Sum over batches of the time spent stitching and running the stages, ns.
     pub compute_ns: u64,
+    /// Sum over tasks of their batch's compute time, ns: each task is charged its
+    /// whole batch, as Triton's statistics charge each request (`compute_ns` counts a batch once).
+    pub task_compute_ns: u64,
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
     pub placement_retries: u64,
@@ -161,6 +166,17 @@ pub struct NodeStats {
 }
 
 impl NodeCounters {
+    /// Counts a batch run: its rows, its tasks and how long it took.
+    pub fn record_batch(&self, rows: usize, tasks: usize, compute: std::time::Duration) {
+        let ns = compute.as_nanos() as u64;
+        self.executions.fetch_add(1, Ordering::Relaxed);
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        self.tasks.fetch_add(tasks as u64, Ordering::Relaxed);
+        self.compute_ns.fetch_add(ns, Ordering::Relaxed);
+        self.task_compute_ns.fetch_add(ns * tasks as u64, Ordering::Relaxed);
+        self.batch_sizes.record(rows, compute);
+    }
+
     pub fn snapshot(&self, name: &str) -> NodeStats {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         NodeStats {
@@ -171,6 +187,7 @@ impl NodeCounters {
             failed_batches: get(&self.failed_batches),
             queue_ns: get(&self.queue_ns),
             compute_ns: get(&self.compute_ns),
+            task_compute_ns: get(&self.task_compute_ns),
             placement_retries: get(&self.placement_retries),
             host_device_bytes: get(&self.host_device_bytes),
             stopped_batches: get(&self.stopped_batches),
@@ -251,12 +268,7 @@ impl NodeState {
         self.metrics.inferences.increment(rows as u64);
         self.metrics.batch_size.record(rows as f64);
         self.metrics.compute_seconds.record(compute.as_secs_f64());
-        let counters = &self.counters;
-        counters.executions.fetch_add(1, Ordering::Relaxed);
-        counters.rows.fetch_add(rows as u64, Ordering::Relaxed);
-        counters.tasks.fetch_add(tasks as u64, Ordering::Relaxed);
-        counters.compute_ns.fetch_add(compute.as_nanos() as u64, Ordering::Relaxed);
-        counters.batch_sizes.record(rows, compute);
+        self.counters.record_batch(rows, tasks, compute);
     }
 
     pub fn busy(&self) -> usize {
@@ -282,5 +294,23 @@ impl NodeState {
     /// The channel worker `g`'s group (or the node's, without groups) listens on.
     pub fn receiver(&self, group: Option<usize>) -> &Receiver<Instruction> {
         group.map_or(&self.receiver, |g| &self.groups[g].receiver)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::NodeCounters;
+
+    #[test]
+    fn a_batch_counts_its_compute_once_and_once_per_task_charged() {
+        let counters = NodeCounters::default();
+        counters.record_batch(5, 3, Duration::from_micros(100));
+        counters.record_batch(1, 1, Duration::from_micros(40));
+        let stats = counters.snapshot("n");
+        assert_eq!((stats.executions, stats.rows, stats.tasks), (2, 6, 4));
+        assert_eq!(stats.compute_ns, 140_000, "each batch once");
+        assert_eq!(stats.task_compute_ns, 3 * 100_000 + 40_000, "each task charged its whole batch");
     }
 }

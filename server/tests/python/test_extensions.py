@@ -106,6 +106,10 @@ check(delta("inference_count") == rows, f"inference_count {delta('inference_coun
 executions = value(metrics_after, "baton_executions_total", pipeline=M) - value(metrics_before, "baton_executions_total", pipeline=M)
 check(delta("execution_count") == executions and 1 <= executions <= ok, f"execution_count {delta('execution_count')}, /metrics {executions}")
 check(sum(int(b["compute_infer"]["count"]) for b in after["batch_stats"]) == int(after["execution_count"]), f"batch_stats {after['batch_stats']}")
+# Each request is charged its whole batch (Triton's count): the requests' compute is at
+# least the batches' (equal only when every batch held one request).
+batches_ns = sum(int(b["compute_infer"]["ns"]) for b in after["batch_stats"])
+check(int(after["inference_stats"]["compute_infer"]["ns"]) >= batches_ns, f"compute_infer {after['inference_stats']['compute_infer']} against batches' {batches_ns} ns")
 check(int(after["last_inference"]) > 0, "last_inference set")
 ok_metrics = sum(value(metrics_after, "baton_server_requests_total", endpoint="infer", model=M, code=c)
                  - value(metrics_before, "baton_server_requests_total", endpoint="infer", model=M, code=c) for c in ("200", "OK"))
