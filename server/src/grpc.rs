@@ -21,21 +21,21 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::Instant;
 
 use baton::{DType, Tensor};
+use baton_kserve_client::vocabulary::EXTENSIONS;
 use bytes::Bytes;
 use tonic::{Code, Request, Response, Status};
 
-use crate::metrics::{count, infer_time};
+use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
+use crate::metrics::count;
 use crate::model::{
-    self, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM,
-    SEQUENCE_ID_HEADER, VERSION,
+    self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, SEQUENCE_ID_HEADER, VERSION,
 };
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
-use crate::stats::{Report, RequestTimes};
+use crate::stats::Report;
 
 /// The service implementation.
 #[derive(Clone)]
@@ -44,16 +44,7 @@ pub(crate) struct Service {
 }
 
 fn status(error: ServeError) -> Status {
-    let code = match error.kind {
-        ErrorKind::BadRequest => Code::InvalidArgument,
-        ErrorKind::NotFound => Code::NotFound,
-        ErrorKind::TooLarge | ErrorKind::Overloaded => Code::ResourceExhausted,
-        ErrorKind::Deadline => Code::DeadlineExceeded,
-        ErrorKind::Unavailable => Code::Unavailable,
-        ErrorKind::Internal => Code::Internal,
-        ErrorKind::Unsupported => Code::Unimplemented,
-    };
-    Status::new(code, error.message)
+    Status::new(error.kind.grpc_code(), error.message)
 }
 
 /// The gRPC code's canonical name, as a metrics label.
@@ -197,49 +188,38 @@ pub fn decode_infer_with_sequence(
     Ok((options, inputs))
 }
 
-impl Service {
-    /// `sequence_header`: the request's [`SEQUENCE_ID_HEADER`] metadata, when it has one.
-    async fn infer(
-        &self,
-        request: pb::ModelInferRequest,
-        sequence_header: Option<&[u8]>,
-        started: Instant,
-    ) -> Result<pb::ModelInferResponse, ServeError> {
-        let model = self.models.find(&request.model_name, &request.model_version)?;
-        let mut times = RequestTimes::default();
-        let result = self.infer_model(&model, request, sequence_header, &mut times).await;
-        match &result {
-            Ok(_) => model.stats.success(started.elapsed(), times),
-            Err(_) => model.stats.fail(started.elapsed()),
-        }
-        result
-    }
+/// A ModelInfer request as received, with its [`SEQUENCE_ID_HEADER`] metadata when it has one.
+struct GrpcInfer<'a> {
+    request: pb::ModelInferRequest,
+    sequence_header: Option<&'a [u8]>,
+}
 
-    /// Runs one request on `model`, noting its decode and encode times in `times`.
-    async fn infer_model(
-        &self,
-        model: &Model,
-        request: pb::ModelInferRequest,
-        sequence_header: Option<&[u8]>,
-        times: &mut RequestTimes,
-    ) -> Result<pb::ModelInferResponse, ServeError> {
-        let decoding = Instant::now();
+/// What a ModelInfer answer echoes of its request.
+struct GrpcReply {
+    id: String,
+}
+
+impl Decode for GrpcInfer<'_> {
+    type Reply = GrpcReply;
+
+    fn decode(self, model: &Model) -> Result<Decoded<GrpcReply>, ServeError> {
+        let GrpcInfer { request, sequence_header } = self;
         let (options, inputs) = decode_infer_with_sequence(&model.name, &model.inputs, &request, sequence_header)?;
-        let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
-        times.rows = model.rows(&inputs);
-        times.input = decoding.elapsed();
+        let requested = request.outputs.into_iter().map(|o| o.name).collect();
+        Ok(Decoded { options, inputs, requested, reply: GrpcReply { id: request.id } })
+    }
+}
 
-        let _admitted = self.models.admit()?;
-        let answer = model.infer(inputs, &options).await?;
-        let encoding = Instant::now();
-        let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
-        drop(answer);
+impl Encode for GrpcReply {
+    type Answer = pb::ModelInferResponse;
 
+    /// The outputs as `raw_output_contents`, sharing the tensors' buffers.
+    fn encode(self, model: &Model, picked: Vec<PickedOutput>) -> pb::ModelInferResponse {
         let mut outputs = Vec::with_capacity(picked.len());
         let mut raw_output_contents = Vec::with_capacity(picked.len());
-        for (i, tensor) in picked {
+        for PickedOutput { output, tensor, .. } in picked {
             outputs.push(pb::model_infer_response::InferOutputTensor {
-                name: model.outputs[i].name.clone(),
+                name: model.outputs[output].name.clone(),
                 datatype: model::datatype_name(tensor.dtype()).to_string(),
                 shape: tensor.shape().iter().map(|&d| d as i64).collect(),
                 parameters: Default::default(),
@@ -247,17 +227,18 @@ impl Service {
             });
             raw_output_contents.push(Bytes::from_owner(TensorBytes(tensor)));
         }
-        times.output = encoding.elapsed();
-        Ok(pb::ModelInferResponse {
+        pb::ModelInferResponse {
             model_name: model.name.clone(),
             model_version: VERSION.to_string(),
-            id: request.id,
+            id: self.id,
             parameters: Default::default(),
             outputs,
             raw_output_contents,
-        })
+        }
     }
+}
 
+impl Service {
     /// Counts the answer under `endpoint` and passes it on.
     fn counted<T>(
         &self,
@@ -302,7 +283,7 @@ impl GrpcInferenceService for Service {
         let response = pb::ServerMetadataResponse {
             name: "baton".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: crate::http::EXTENSIONS.iter().map(|e| e.to_string()).collect(),
+            extensions: EXTENSIONS.iter().map(|e| e.to_string()).collect(),
         };
         self.counted("metadata", "", Ok(response))
     }
@@ -513,15 +494,13 @@ impl Service {
     /// `sequence_header`: its [`SEQUENCE_ID_HEADER`] metadata, when it has one.
     async fn infer_counted(
         &self,
-        request: pb::ModelInferRequest,
+        mut request: pb::ModelInferRequest,
         sequence_header: Option<&[u8]>,
     ) -> Result<pb::ModelInferResponse, Status> {
-        let started = Instant::now();
-        let name = request.model_name.clone();
-        let result = self.infer(request, sequence_header, started).await.map_err(status);
-        if self.models.knows(&name) {
-            infer_time("grpc", &name, started.elapsed());
-        }
+        let name = std::mem::take(&mut request.model_name);
+        let version = std::mem::take(&mut request.model_version);
+        let request = GrpcInfer { request, sequence_header };
+        let result = flow::infer(&self.models, "grpc", &name, &version, request).await.map_err(status);
         self.counted("infer", &name, result).map(Response::into_inner)
     }
 

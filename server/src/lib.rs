@@ -24,8 +24,8 @@
 //! Status codes (HTTP / gRPC): bad request body, parameter, tensor name,
 //! datatype or shape 400 / INVALID_ARGUMENT; unknown model or version 404 /
 //! NOT_FOUND; body over the limit 413 / RESOURCE_EXHAUSTED;
-//! admission full (pipeline `max_in_flight`, `--max-in-flight`, stream state
-//! memory) 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
+//! an in-flight bound reached (pipeline `max_in_flight`, `--max-in-flight`) or
+//! stream state memory full: 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
 //! queued 504 / DEADLINE_EXCEEDED; shutting down 503 / UNAVAILABLE; a node's
 //! failure 500 / INTERNAL; a call Baton does not support 501 / UNIMPLEMENTED
 //! (the message names it); an HTTP body not received in time 408.
@@ -36,6 +36,7 @@
 
 pub mod config;
 pub mod conn;
+pub mod flow;
 pub mod grpc;
 pub mod http;
 mod json;
