@@ -32,6 +32,7 @@ use crate::metrics::count;
 use crate::model::{
     self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, SEQUENCE_ID_HEADER, VERSION,
 };
+use crate::models::check_load_parameters;
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
@@ -71,6 +72,11 @@ fn param(choice: &ParameterChoice) -> Param {
         ParameterChoice::DoubleParam(d) => Param::Double(*d),
         ParameterChoice::Uint64Param(u) => Param::UInt(*u),
     }
+}
+
+/// A request's parameters, as [`CallOptions`] reads them.
+fn params(request: &pb::ModelInferRequest) -> impl Iterator<Item = (&str, Param)> {
+    request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))))
 }
 
 /// A tensor's bytes owned by the tensor: a `Bytes` without copying.
@@ -146,9 +152,7 @@ pub fn decode_infer_with_sequence(
     request: &pb::ModelInferRequest,
     sequence_header: Option<&[u8]>,
 ) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
-    let params =
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))));
-    let options = CallOptions::from_params_and_header(params, sequence_header)?;
+    let options = CallOptions::from_params_and_header(params(request), sequence_header)?;
     let raw = &request.raw_input_contents;
     if !raw.is_empty() && raw.len() != request.inputs.len() {
         return Err(ServeError::bad(format!(
@@ -403,11 +407,9 @@ impl GrpcInferenceService for Service {
         request: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<Response<pb::RepositoryModelLoadResponse>, Status> {
         let r = request.into_inner();
-        let result = match r.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
-            Some(key) => Err(ServeError::unsupported(&format!(
-                "loading a model with the `{key}` parameter (a config or files sent with the call)"
-            ))),
-            None => self.models.load(&r.model_name).await,
+        let result = match check_load_parameters(r.parameters.keys().map(String::as_str)) {
+            Ok(()) => self.models.load(&r.model_name).await,
+            Err(e) => Err(e),
         };
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))
     }
@@ -480,10 +482,7 @@ impl GrpcInferenceService for Service {
 
 /// The `sequence_id` of a request, when it has a non-zero one, and whether it ends its sequence.
 fn sequence_of(request: &pb::ModelInferRequest) -> Option<(u64, bool)> {
-    let options = CallOptions::from_params(
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
-    )
-    .ok()?;
+    let options = CallOptions::from_params(params(request)).ok()?;
     options.sequence.map(|chunk| (chunk.id, chunk.end))
 }
 

@@ -28,6 +28,7 @@ use crate::model::{
     check_input, datatype_name, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta,
     PLATFORM, SEQUENCE_ID_HEADER, VERSION,
 };
+use crate::models::check_load_parameters;
 use crate::stats::Report;
 
 /// Calls of Triton's HTTP API Baton does not support (path, method, the call's name):
@@ -223,20 +224,13 @@ async fn repository_index(State(app): AppState, body: Bytes) -> Response {
     counted("repository", "", response)
 }
 
-/// Load parameters Baton cannot honour (a config or model files sent with the call).
-fn check_load_parameters(request: &serde_json::Value) -> Result<(), ServeError> {
-    if let Some(params) = request.get("parameters").and_then(|p| p.as_object()) {
-        if let Some(key) = params.keys().find(|k| *k == "config" || k.starts_with("file:")) {
-            return Err(ServeError::unsupported(&format!(
-                "loading a model with the `{key}` parameter (a config or files sent with the call)"
-            )));
-        }
-    }
-    Ok(())
+/// The parameter names of a load call's body.
+fn load_parameters(request: &serde_json::Value) -> impl Iterator<Item = &str> {
+    request.get("parameters").and_then(|p| p.as_object()).into_iter().flat_map(|p| p.keys().map(String::as_str))
 }
 
 async fn repository_load(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
-    let result = match repository_body(&body).and_then(|r| check_load_parameters(&r)) {
+    let result = match repository_body(&body).and_then(|r| check_load_parameters(load_parameters(&r))) {
         Ok(()) => app.models.load(&name).await,
         Err(e) => Err(e),
     };

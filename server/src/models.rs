@@ -346,6 +346,17 @@ impl Models {
     }
 }
 
+/// Refuses the load parameters Baton cannot honour (a config or model files
+/// sent with the call), given the names of a load call's parameters.
+pub fn check_load_parameters<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ServeError> {
+    match names.into_iter().find(|k| *k == "config" || k.starts_with("file:")) {
+        Some(key) => Err(ServeError::unsupported(&format!(
+            "loading a model with the `{key}` parameter (a config or files sent with the call)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn check_version(name: &str, version: &str) -> Result<(), ServeError> {
     if !version.is_empty() && version != VERSION {
         return Err(ServeError::new(
