@@ -2,7 +2,9 @@
 //! `inference.GRPCInferenceService`'s ServerLive, ServerReady, ModelReady,
 //! ServerMetadata, ModelMetadata, ModelInfer and ModelStreamInfer, and
 //! Triton's ModelConfig, ModelStatistics and model repository calls
-//! (proto/grpc_service.proto, Triton's field numbers). Inputs come as
+//! (proto/grpc_service.proto, Triton's field numbers). ModelInfer and each
+//! request of ModelStreamInfer run through the shared flow ([`crate::flow`]);
+//! this module is its gRPC codec. Inputs come as
 //! `raw_input_contents` (as tritonclient sends them) or typed `contents`;
 //! outputs go back as `raw_output_contents`, sharing the runtime's output
 //! buffers (no copy). Triton's other calls (shared memory, trace and log

@@ -5,6 +5,10 @@
 //! (shared memory, trace and log settings, generate) answer 501 with a
 //! message naming the call; any other path 404 naming the method and path.
 //!
+//! An infer request runs through the shared flow ([`crate::flow`]); this
+//! module is its HTTP codec: it reads the body (JSON, and the binary tensor
+//! part after it) into tensors and writes the answer back the same way.
+//!
 //! Errors are answered as the protocol says, `{"error": "..."}` with the
 //! status of [`crate::model::ErrorKind::http_status`].
 
