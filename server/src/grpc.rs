@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 
 use baton::{DType, Tensor};
 use baton_kserve_client::vocabulary::EXTENSIONS;
@@ -553,72 +552,5 @@ impl Service {
                 drop(answered);
             });
         }
-    }
-}
-
-/// The service with its request bodies capped at `limit` bytes: past it the call
-/// fails with RESOURCE_EXHAUSTED (as gRPC's own servers answer an oversized
-/// message) before more is buffered. tonic's own message limit is lifted, so
-/// this is the one that applies.
-#[derive(Clone)]
-pub(crate) struct BodyLimit<S> {
-    pub inner: S,
-    pub limit: usize,
-}
-
-impl<S: tonic::server::NamedService> tonic::server::NamedService for BodyLimit<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for BodyLimit<S>
-where
-    S: tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
-        let limit = self.limit;
-        self.inner.call(request.map(|body| tonic::body::Body::new(LimitedBody { inner: body, left: limit, limit })))
-    }
-}
-
-struct LimitedBody {
-    inner: tonic::body::Body,
-    left: usize,
-    limit: usize,
-}
-
-impl http_body::Body for LimitedBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
-        let this = self.get_mut();
-        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(|f| f.data_ref())) {
-            let len = data.map_or(0, Bytes::len);
-            if len > this.left {
-                return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
-                    "request message over the server's limit of {} bytes (--max-body-bytes)",
-                    this.limit
-                )))));
-            }
-            this.left -= len;
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }

@@ -282,7 +282,7 @@ fn serve_grpc(
     let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service { models })
         .max_decoding_message_size(usize::MAX)
         .max_encoding_message_size(usize::MAX);
-    let service = grpc::BodyLimit { inner: service, limit: config.max_body_bytes };
+    let service = conn::GrpcBodyLimit { inner: service, limit: config.max_body_bytes };
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let incoming = conn::limit_grpc(incoming, config.max_connections);
     let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
