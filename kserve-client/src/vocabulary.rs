@@ -109,23 +109,18 @@ pub struct Datatype {
     pub config_type: &'static str,
 }
 
+/// `NAME SIZE, ...` as [`Datatype`]s, each with Triton's `TYPE_NAME`.
+macro_rules! datatypes {
+    ($($name:ident $size:literal),* $(,)?) => {
+        [$(Datatype { name: stringify!($name), size: $size, config_type: concat!("TYPE_", stringify!($name)) }),*]
+    };
+}
+
 /// The protocol's fixed-size datatypes (`BYTES`, variable-sized, is not among
 /// them). Baton's tensors carry those `baton::DType::kserve_name` names; a
 /// client may send the others.
-pub const DATATYPES: [Datatype; 13] = [
-    Datatype { name: "BOOL", size: 1, config_type: "TYPE_BOOL" },
-    Datatype { name: "UINT8", size: 1, config_type: "TYPE_UINT8" },
-    Datatype { name: "INT8", size: 1, config_type: "TYPE_INT8" },
-    Datatype { name: "UINT16", size: 2, config_type: "TYPE_UINT16" },
-    Datatype { name: "INT16", size: 2, config_type: "TYPE_INT16" },
-    Datatype { name: "FP16", size: 2, config_type: "TYPE_FP16" },
-    Datatype { name: "BF16", size: 2, config_type: "TYPE_BF16" },
-    Datatype { name: "UINT32", size: 4, config_type: "TYPE_UINT32" },
-    Datatype { name: "INT32", size: 4, config_type: "TYPE_INT32" },
-    Datatype { name: "FP32", size: 4, config_type: "TYPE_FP32" },
-    Datatype { name: "UINT64", size: 8, config_type: "TYPE_UINT64" },
-    Datatype { name: "INT64", size: 8, config_type: "TYPE_INT64" },
-    Datatype { name: "FP64", size: 8, config_type: "TYPE_FP64" },
+pub const DATATYPES: [Datatype; 13] = datatypes![
+    BOOL 1, UINT8 1, INT8 1, UINT16 2, INT16 2, FP16 2, BF16 2, UINT32 4, INT32 4, FP32 4, UINT64 8, INT64 8, FP64 8
 ];
 
 /// The datatype named `name`, if it is a fixed-size one.
