@@ -1,7 +1,10 @@
 //! Errors of a call, each naming the endpoint it came from, and the kind of
-//! failure (the same kinds over HTTP and gRPC) a caller can act on.
+//! failure (the same kinds over HTTP and gRPC, [`crate::vocabulary::ErrorKind`])
+//! a caller can act on.
 
 use std::time::Duration;
+
+pub use crate::vocabulary::ErrorKind;
 
 /// A status a server answered with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,31 +20,6 @@ impl std::fmt::Display for Status {
             Status::Grpc(code) => write!(f, "gRPC {code:?}"),
         }
     }
-}
-
-/// What went wrong, in terms a caller can act on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The request is wrong (400 / INVALID_ARGUMENT), or the client refused to send it.
-    BadRequest,
-    /// Unknown model, version or endpoint (404 / NOT_FOUND).
-    NotFound,
-    /// Over a size limit (413).
-    TooLarge,
-    /// The server is full (429 / RESOURCE_EXHAUSTED).
-    Overloaded,
-    /// A deadline passed: the server's (504 / DEADLINE_EXCEEDED) or the client's.
-    Deadline,
-    /// The server is shutting down or a proxy has no server for it (503 / UNAVAILABLE).
-    Unavailable,
-    /// The server failed (500 / INTERNAL, and other statuses).
-    Internal,
-    /// No connection could be made.
-    Connect,
-    /// The connection broke before the whole answer came.
-    Transport,
-    /// The answer does not follow the protocol.
-    Protocol,
 }
 
 /// A failed call.
@@ -71,23 +49,8 @@ impl Error {
             Error::Timeout { .. } => ErrorKind::Deadline,
             Error::Transport { .. } => ErrorKind::Transport,
             Error::Protocol { .. } => ErrorKind::Protocol,
-            Error::Server { status: Status::Http(code), .. } => match code {
-                400 => ErrorKind::BadRequest,
-                404 => ErrorKind::NotFound,
-                413 => ErrorKind::TooLarge,
-                429 => ErrorKind::Overloaded,
-                503 => ErrorKind::Unavailable,
-                504 => ErrorKind::Deadline,
-                _ => ErrorKind::Internal,
-            },
-            Error::Server { status: Status::Grpc(code), .. } => match code {
-                tonic::Code::InvalidArgument => ErrorKind::BadRequest,
-                tonic::Code::NotFound | tonic::Code::Unimplemented => ErrorKind::NotFound,
-                tonic::Code::ResourceExhausted => ErrorKind::Overloaded,
-                tonic::Code::DeadlineExceeded => ErrorKind::Deadline,
-                tonic::Code::Unavailable => ErrorKind::Unavailable,
-                _ => ErrorKind::Internal,
-            },
+            Error::Server { status: Status::Http(code), .. } => ErrorKind::of_http_status(*code),
+            Error::Server { status: Status::Grpc(code), .. } => ErrorKind::of_grpc_code(*code),
         }
     }
 

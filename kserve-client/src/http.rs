@@ -13,13 +13,11 @@ use std::time::Duration;
 
 use crate::conn::{Http1Pool, SendError};
 use crate::tensor::bytes_from_json;
+use crate::vocabulary::HEADER_LENGTH;
 use crate::{
     ClientOptions, Error, InferRequest, InferResponse, ModelMetadata, ServerUrl, Status, Tensor, TensorMetadata,
     SEQUENCE_ID_HEADER,
 };
-
-/// The binary tensor data extension's header: bytes of JSON before the binary tensors.
-pub const HEADER_LENGTH: &str = "inference-header-content-length";
 
 pub(crate) struct HttpClient {
     url: ServerUrl,

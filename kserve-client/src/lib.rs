@@ -28,23 +28,20 @@ mod error;
 mod grpc;
 mod http;
 mod tensor;
+pub mod vocabulary;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{Error, ErrorKind, Status};
-pub use tensor::{element_size, Tensor};
+pub use tensor::Tensor;
+pub use vocabulary::{element_size, SEQUENCE_ID_HEADER};
 
 /// The generated protobuf messages and client of proto/grpc_service.proto.
 #[allow(clippy::all, missing_docs)]
 pub mod pb {
     tonic::include_proto!("inference");
 }
-
-/// The header (and gRPC metadata key) carrying a request's sequence id, for
-/// proxies that keep a stream's chunks on one replica by hashing on it. The
-/// server reads it too (and refuses a request whose parameter disagrees).
-pub const SEQUENCE_ID_HEADER: &str = "baton-sequence-id";
 
 /// A chunk's place in a stream (the protocol's sequence extension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

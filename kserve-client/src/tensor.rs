@@ -4,6 +4,8 @@
 
 use bytes::Bytes;
 
+use crate::vocabulary::element_size;
+
 /// One named tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
@@ -13,17 +15,6 @@ pub struct Tensor {
     pub shape: Vec<i64>,
     /// Little-endian elements, row-major.
     pub data: Bytes,
-}
-
-/// Bytes per element of a datatype (`None`: BYTES or unknown).
-pub fn element_size(datatype: &str) -> Option<usize> {
-    Some(match datatype {
-        "BOOL" | "UINT8" | "INT8" => 1,
-        "UINT16" | "INT16" | "FP16" | "BF16" => 2,
-        "UINT32" | "INT32" | "FP32" => 4,
-        "UINT64" | "INT64" | "FP64" => 8,
-        _ => return None,
-    })
 }
 
 impl Tensor {

@@ -44,18 +44,7 @@ pub struct ModelConfig {
 
 /// Triton's DataType enum name of a dtype.
 fn data_type(dtype: baton::DType) -> &'static str {
-    match crate::model::datatype_name(dtype) {
-        "FP32" => "TYPE_FP32",
-        "FP64" => "TYPE_FP64",
-        "FP16" => "TYPE_FP16",
-        "INT64" => "TYPE_INT64",
-        "INT32" => "TYPE_INT32",
-        "INT16" => "TYPE_INT16",
-        "INT8" => "TYPE_INT8",
-        "UINT8" => "TYPE_UINT8",
-        "BOOL" => "TYPE_BOOL",
-        _ => "TYPE_INVALID",
-    }
+    baton_kserve_client::vocabulary::datatype(dtype.kserve_name()).map_or("TYPE_INVALID", |d| d.config_type)
 }
 
 fn dims(spec: &TensorSpec, skip_batch: bool) -> Vec<i64> {

@@ -1,5 +1,5 @@
-//! HTTP connection hygiene: a slow or idle client cannot hold the server's
-//! resources for ever.
+//! Connection hygiene: a slow, idle or oversized client cannot hold the
+//! server's resources for ever.
 //!
 //! - At most `max_connections` connections at once; past it a new connection
 //!   is answered 503 (`Connection: close`) and closed at once. gRPC has its
@@ -12,7 +12,9 @@
 //!   its first byte).
 //! - A request's body must arrive within `body_read_timeout` of its head
 //!   (else 408, connection closed); a `Content-Length` over the body limit is
-//!   answered 413 at once, before any of the body is read.
+//!   answered 413 at once, before any of the body is read. A gRPC message
+//!   over the body limit fails with RESOURCE_EXHAUSTED as soon as its bytes
+//!   pass the limit ([`GrpcBodyLimit`]).
 //!
 //! Concurrency: each connection is served by one task, which owns the hyper
 //! connection and a watchdog timer. The connection's reads and its service
@@ -32,7 +34,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -40,12 +42,14 @@ use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tonic::Status;
 
 use crate::metrics::{count, http_code};
 
@@ -346,4 +350,74 @@ pub(crate) async fn read_body(limits: ConnLimits, request: Request, next: Next) 
         Ok(Ok(bytes)) => bytes,
     };
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// A gRPC call's HTTP request.
+type GrpcRequest = tonic::codegen::http::Request<tonic::body::Body>;
+
+/// The service with its request bodies capped at `limit` bytes: past it the call
+/// fails with RESOURCE_EXHAUSTED (as gRPC's own servers answer an oversized
+/// message) before more is buffered. tonic's own message limit is lifted, so
+/// this is the one that applies.
+#[derive(Clone)]
+pub(crate) struct GrpcBodyLimit<S> {
+    pub inner: S,
+    pub limit: usize,
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for GrpcBodyLimit<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> tonic::codegen::Service<GrpcRequest> for GrpcBodyLimit<S>
+where
+    S: tonic::codegen::Service<GrpcRequest>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: GrpcRequest) -> Self::Future {
+        let limit = self.limit;
+        self.inner.call(request.map(|body| tonic::body::Body::new(LimitedBody { inner: body, left: limit, limit })))
+    }
+}
+
+struct LimitedBody {
+    inner: tonic::body::Body,
+    left: usize,
+    limit: usize,
+}
+
+impl http_body::Body for LimitedBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
+        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(|f| f.data_ref())) {
+            let len = data.map_or(0, Bytes::len);
+            if len > this.left {
+                return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
+                    "request message over the server's limit of {} bytes (--max-body-bytes)",
+                    this.limit
+                )))));
+            }
+            this.left -= len;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }

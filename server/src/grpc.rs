@@ -2,7 +2,9 @@
 //! `inference.GRPCInferenceService`'s ServerLive, ServerReady, ModelReady,
 //! ServerMetadata, ModelMetadata, ModelInfer and ModelStreamInfer, and
 //! Triton's ModelConfig, ModelStatistics and model repository calls
-//! (proto/grpc_service.proto, Triton's field numbers). Inputs come as
+//! (proto/grpc_service.proto, Triton's field numbers). ModelInfer and each
+//! request of ModelStreamInfer run through the shared flow ([`crate::flow`]);
+//! this module is its gRPC codec. Inputs come as
 //! `raw_input_contents` (as tritonclient sends them) or typed `contents`;
 //! outputs go back as `raw_output_contents`, sharing the runtime's output
 //! buffers (no copy). Triton's other calls (shared memory, trace and log
@@ -20,22 +22,22 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
-use std::time::Instant;
 
 use baton::{DType, Tensor};
+use baton_kserve_client::vocabulary::EXTENSIONS;
 use bytes::Bytes;
 use tonic::{Code, Request, Response, Status};
 
-use crate::metrics::{count, infer_time};
+use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
+use crate::metrics::count;
 use crate::model::{
-    self, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM,
-    SEQUENCE_ID_HEADER, VERSION,
+    self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, SEQUENCE_ID_HEADER, VERSION,
 };
+use crate::models::check_load_parameters;
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
-use crate::stats::{Report, RequestTimes};
+use crate::stats::Report;
 
 /// The service implementation.
 #[derive(Clone)]
@@ -44,16 +46,7 @@ pub(crate) struct Service {
 }
 
 fn status(error: ServeError) -> Status {
-    let code = match error.kind {
-        ErrorKind::BadRequest => Code::InvalidArgument,
-        ErrorKind::NotFound => Code::NotFound,
-        ErrorKind::TooLarge | ErrorKind::Overloaded => Code::ResourceExhausted,
-        ErrorKind::Deadline => Code::DeadlineExceeded,
-        ErrorKind::Unavailable => Code::Unavailable,
-        ErrorKind::Internal => Code::Internal,
-        ErrorKind::Unsupported => Code::Unimplemented,
-    };
-    Status::new(code, error.message)
+    Status::new(error.kind.grpc_code(), error.message)
 }
 
 /// The gRPC code's canonical name, as a metrics label.
@@ -80,6 +73,11 @@ fn param(choice: &ParameterChoice) -> Param {
         ParameterChoice::DoubleParam(d) => Param::Double(*d),
         ParameterChoice::Uint64Param(u) => Param::UInt(*u),
     }
+}
+
+/// A request's parameters, as [`CallOptions`] reads them.
+fn params(request: &pb::ModelInferRequest) -> impl Iterator<Item = (&str, Param)> {
+    request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))))
 }
 
 /// A tensor's bytes owned by the tensor: a `Bytes` without copying.
@@ -155,9 +153,7 @@ pub fn decode_infer_with_sequence(
     request: &pb::ModelInferRequest,
     sequence_header: Option<&[u8]>,
 ) -> Result<(CallOptions, Vec<(String, Tensor)>), ServeError> {
-    let params =
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c))));
-    let options = CallOptions::from_params_and_header(params, sequence_header)?;
+    let options = CallOptions::from_params_and_header(params(request), sequence_header)?;
     let raw = &request.raw_input_contents;
     if !raw.is_empty() && raw.len() != request.inputs.len() {
         return Err(ServeError::bad(format!(
@@ -197,49 +193,38 @@ pub fn decode_infer_with_sequence(
     Ok((options, inputs))
 }
 
-impl Service {
-    /// `sequence_header`: the request's [`SEQUENCE_ID_HEADER`] metadata, when it has one.
-    async fn infer(
-        &self,
-        request: pb::ModelInferRequest,
-        sequence_header: Option<&[u8]>,
-        started: Instant,
-    ) -> Result<pb::ModelInferResponse, ServeError> {
-        let model = self.models.find(&request.model_name, &request.model_version)?;
-        let mut times = RequestTimes::default();
-        let result = self.infer_model(&model, request, sequence_header, &mut times).await;
-        match &result {
-            Ok(_) => model.stats.success(started.elapsed(), times),
-            Err(_) => model.stats.fail(started.elapsed()),
-        }
-        result
-    }
+/// A ModelInfer request as received, with its [`SEQUENCE_ID_HEADER`] metadata when it has one.
+struct GrpcInfer<'a> {
+    request: pb::ModelInferRequest,
+    sequence_header: Option<&'a [u8]>,
+}
 
-    /// Runs one request on `model`, noting its decode and encode times in `times`.
-    async fn infer_model(
-        &self,
-        model: &Model,
-        request: pb::ModelInferRequest,
-        sequence_header: Option<&[u8]>,
-        times: &mut RequestTimes,
-    ) -> Result<pb::ModelInferResponse, ServeError> {
-        let decoding = Instant::now();
+/// What a ModelInfer answer echoes of its request.
+struct GrpcReply {
+    id: String,
+}
+
+impl Decode for GrpcInfer<'_> {
+    type Reply = GrpcReply;
+
+    fn decode(self, model: &Model) -> Result<Decoded<GrpcReply>, ServeError> {
+        let GrpcInfer { request, sequence_header } = self;
         let (options, inputs) = decode_infer_with_sequence(&model.name, &model.inputs, &request, sequence_header)?;
-        let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
-        times.rows = model.rows(&inputs);
-        times.input = decoding.elapsed();
+        let requested = request.outputs.into_iter().map(|o| o.name).collect();
+        Ok(Decoded { options, inputs, requested, reply: GrpcReply { id: request.id } })
+    }
+}
 
-        let _admitted = self.models.admit()?;
-        let answer = model.infer(inputs, &options).await?;
-        let encoding = Instant::now();
-        let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
-        drop(answer);
+impl Encode for GrpcReply {
+    type Answer = pb::ModelInferResponse;
 
+    /// The outputs as `raw_output_contents`, sharing the tensors' buffers.
+    fn encode(self, model: &Model, picked: Vec<PickedOutput>) -> pb::ModelInferResponse {
         let mut outputs = Vec::with_capacity(picked.len());
         let mut raw_output_contents = Vec::with_capacity(picked.len());
-        for (i, tensor) in picked {
+        for PickedOutput { output, tensor, .. } in picked {
             outputs.push(pb::model_infer_response::InferOutputTensor {
-                name: model.outputs[i].name.clone(),
+                name: model.outputs[output].name.clone(),
                 datatype: model::datatype_name(tensor.dtype()).to_string(),
                 shape: tensor.shape().iter().map(|&d| d as i64).collect(),
                 parameters: Default::default(),
@@ -247,17 +232,18 @@ impl Service {
             });
             raw_output_contents.push(Bytes::from_owner(TensorBytes(tensor)));
         }
-        times.output = encoding.elapsed();
-        Ok(pb::ModelInferResponse {
+        pb::ModelInferResponse {
             model_name: model.name.clone(),
             model_version: VERSION.to_string(),
-            id: request.id,
+            id: self.id,
             parameters: Default::default(),
             outputs,
             raw_output_contents,
-        })
+        }
     }
+}
 
+impl Service {
     /// Counts the answer under `endpoint` and passes it on.
     fn counted<T>(
         &self,
@@ -302,7 +288,7 @@ impl GrpcInferenceService for Service {
         let response = pb::ServerMetadataResponse {
             name: "baton".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: crate::http::EXTENSIONS.iter().map(|e| e.to_string()).collect(),
+            extensions: EXTENSIONS.iter().map(|e| e.to_string()).collect(),
         };
         self.counted("metadata", "", Ok(response))
     }
@@ -422,11 +408,9 @@ impl GrpcInferenceService for Service {
         request: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<Response<pb::RepositoryModelLoadResponse>, Status> {
         let r = request.into_inner();
-        let result = match r.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
-            Some(key) => Err(ServeError::unsupported(&format!(
-                "loading a model with the `{key}` parameter (a config or files sent with the call)"
-            ))),
-            None => self.models.load(&r.model_name).await,
+        let result = match check_load_parameters(r.parameters.keys().map(String::as_str)) {
+            Ok(()) => self.models.load(&r.model_name).await,
+            Err(e) => Err(e),
         };
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))
     }
@@ -499,10 +483,7 @@ impl GrpcInferenceService for Service {
 
 /// The `sequence_id` of a request, when it has a non-zero one, and whether it ends its sequence.
 fn sequence_of(request: &pb::ModelInferRequest) -> Option<(u64, bool)> {
-    let options = CallOptions::from_params(
-        request.parameters.iter().filter_map(|(k, p)| p.parameter_choice.as_ref().map(|c| (k.as_str(), param(c)))),
-    )
-    .ok()?;
+    let options = CallOptions::from_params(params(request)).ok()?;
     options.sequence.map(|chunk| (chunk.id, chunk.end))
 }
 
@@ -513,15 +494,13 @@ impl Service {
     /// `sequence_header`: its [`SEQUENCE_ID_HEADER`] metadata, when it has one.
     async fn infer_counted(
         &self,
-        request: pb::ModelInferRequest,
+        mut request: pb::ModelInferRequest,
         sequence_header: Option<&[u8]>,
     ) -> Result<pb::ModelInferResponse, Status> {
-        let started = Instant::now();
-        let name = request.model_name.clone();
-        let result = self.infer(request, sequence_header, started).await.map_err(status);
-        if self.models.knows(&name) {
-            infer_time("grpc", &name, started.elapsed());
-        }
+        let name = std::mem::take(&mut request.model_name);
+        let version = std::mem::take(&mut request.model_version);
+        let request = GrpcInfer { request, sequence_header };
+        let result = flow::infer(&self.models, "grpc", &name, &version, request).await.map_err(status);
         self.counted("infer", &name, result).map(Response::into_inner)
     }
 
@@ -573,72 +552,5 @@ impl Service {
                 drop(answered);
             });
         }
-    }
-}
-
-/// The service with its request bodies capped at `limit` bytes: past it the call
-/// fails with RESOURCE_EXHAUSTED (as gRPC's own servers answer an oversized
-/// message) before more is buffered. tonic's own message limit is lifted, so
-/// this is the one that applies.
-#[derive(Clone)]
-pub(crate) struct BodyLimit<S> {
-    pub inner: S,
-    pub limit: usize,
-}
-
-impl<S: tonic::server::NamedService> tonic::server::NamedService for BodyLimit<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for BodyLimit<S>
-where
-    S: tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
-        let limit = self.limit;
-        self.inner.call(request.map(|body| tonic::body::Body::new(LimitedBody { inner: body, left: limit, limit })))
-    }
-}
-
-struct LimitedBody {
-    inner: tonic::body::Body,
-    left: usize,
-    limit: usize,
-}
-
-impl http_body::Body for LimitedBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
-        let this = self.get_mut();
-        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(|f| f.data_ref())) {
-            let len = data.map_or(0, Bytes::len);
-            if len > this.left {
-                return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
-                    "request message over the server's limit of {} bytes (--max-body-bytes)",
-                    this.limit
-                )))));
-            }
-            this.left -= len;
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }

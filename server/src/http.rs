@@ -5,11 +5,14 @@
 //! (shared memory, trace and log settings, generate) answer 501 with a
 //! message naming the call; any other path 404 naming the method and path.
 //!
+//! An infer request runs through the shared flow ([`crate::flow`]); this
+//! module is its HTTP codec: it reads the body (JSON, and the binary tensor
+//! part after it) into tensors and writes the answer back the same way.
+//!
 //! Errors are answered as the protocol says, `{"error": "..."}` with the
 //! status of [`crate::model::ErrorKind::http_status`].
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -19,22 +22,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use baton::Tensor;
+pub use baton_kserve_client::vocabulary::{EXTENSIONS, HEADER_LENGTH};
 use serde_json::json;
 
-use crate::json::{self, BinarySize, InferRequest, OutputTensor, TensorData};
-use crate::metrics::{count, http_code, infer_time};
+use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
+use crate::json::{self, BinarySize, InferRequest, InputTensor, OutputTensor, RequestedOutput, TensorData};
+use crate::metrics::{count, http_code};
 use crate::model::{
-    check_input, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM,
-    SEQUENCE_ID_HEADER, VERSION,
+    check_input, datatype_name, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta,
+    PLATFORM, SEQUENCE_ID_HEADER, VERSION,
 };
-use crate::stats::{Report, RequestTimes};
-
-/// The binary tensor data extension's header: bytes of JSON before the binary tensors.
-pub const HEADER_LENGTH: &str = "inference-header-content-length";
-
-/// Protocol extensions Baton implements (over both protocols).
-pub const EXTENSIONS: [&str; 6] =
-    ["binary_tensor_data", "parameters", "sequence", "statistics", "model_configuration", "model_repository"];
+use crate::models::check_load_parameters;
+use crate::stats::Report;
 
 /// Calls of Triton's HTTP API Baton does not support (path, method, the call's name):
 /// each answers 501 with a message naming it.
@@ -229,20 +228,13 @@ async fn repository_index(State(app): AppState, body: Bytes) -> Response {
     counted("repository", "", response)
 }
 
-/// Load parameters Baton cannot honour (a config or model files sent with the call).
-fn check_load_parameters(request: &serde_json::Value) -> Result<(), ServeError> {
-    if let Some(params) = request.get("parameters").and_then(|p| p.as_object()) {
-        if let Some(key) = params.keys().find(|k| *k == "config" || k.starts_with("file:")) {
-            return Err(ServeError::unsupported(&format!(
-                "loading a model with the `{key}` parameter (a config or files sent with the call)"
-            )));
-        }
-    }
-    Ok(())
+/// The parameter names of a load call's body.
+fn load_parameters(request: &serde_json::Value) -> impl Iterator<Item = &str> {
+    request.get("parameters").and_then(|p| p.as_object()).into_iter().flat_map(|p| p.keys().map(String::as_str))
 }
 
 async fn repository_load(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
-    let result = match repository_body(&body).and_then(|r| check_load_parameters(&r)) {
+    let result = match repository_body(&body).and_then(|r| check_load_parameters(load_parameters(&r))) {
         Ok(()) => app.models.load(&name).await,
         Err(e) => Err(e),
     };
@@ -297,22 +289,136 @@ async fn infer(
     infer_v(state, Path((name, String::new())), headers, body).await
 }
 
+/// An infer request, through the shared flow ([`crate::flow`]).
 async fn infer_v(
     State(app): AppState,
     Path((name, version)): Path<(String, String)>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let started = Instant::now();
-    let response = match run_infer(&app, &name, &version, &headers, body, started).await {
+    let request = HttpInfer { headers: &headers, body, max_body_bytes: app.max_body_bytes };
+    let response = match flow::infer(&app.models, "http", &name, &version, request).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
     };
-    let model = label(&app, &name);
-    if !model.is_empty() {
-        infer_time("http", model, started.elapsed());
+    counted("infer", label(&app, &name), response)
+}
+
+/// An HTTP infer request as received: its headers and body.
+struct HttpInfer<'a> {
+    headers: &'a HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    max_body_bytes: usize,
+}
+
+/// How an HTTP infer request wants its answer.
+struct HttpReply {
+    /// The request's `id`, echoed.
+    id: Option<String>,
+    /// Per output the request names, in its order: written as binary (none named: `binary_default` for all).
+    binary: Vec<bool>,
+    /// The `binary_data_output` parameter.
+    binary_default: bool,
+}
+
+impl Decode for HttpInfer<'_> {
+    type Reply = HttpReply;
+
+    fn decode(self, model: &Model) -> Result<Decoded<HttpReply>, ServeError> {
+        let body = self.body.map_err(|rejection| body_error(&rejection, self.max_body_bytes))?;
+        if let Some(encoding) = self.headers.get(header::CONTENT_ENCODING) {
+            if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") {
+                return Err(ServeError::bad(format!(
+                    "Content-Encoding {encoding:?} is not supported: send the request uncompressed"
+                )));
+            }
+        }
+        let header = |name: &str| self.headers.get(name).map(|v| v.as_bytes());
+        let decoded = decode_infer_with_sequence(
+            &model.name,
+            &model.inputs,
+            header(HEADER_LENGTH),
+            header(SEQUENCE_ID_HEADER),
+            &body,
+        )?;
+        let DecodedInfer { request, options, inputs } = decoded;
+        let binary = binary_outputs(&request.outputs, options.binary_output)?;
+        let reply = HttpReply { id: request.id, binary, binary_default: options.binary_output };
+        let requested = request.outputs.into_iter().map(|o| o.name).collect();
+        Ok(Decoded { options, inputs, requested, reply })
     }
-    counted("infer", model, response)
+}
+
+/// Why a body could not be read (too large, or broken off).
+fn body_error(rejection: &BytesRejection, max_body_bytes: usize) -> ServeError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ServeError::new(
+            ErrorKind::TooLarge,
+            format!("request body over the server's limit of {max_body_bytes} bytes (--max-body-bytes)"),
+        )
+    } else {
+        ServeError::bad(format!("could not read the request body: {}", rejection.body_text()))
+    }
+}
+
+/// Whether each requested output is to be written as binary (its
+/// `binary_data` parameter, else `default`); refuses the classification extension.
+fn binary_outputs(outputs: &[RequestedOutput], default: bool) -> Result<Vec<bool>, ServeError> {
+    let binary = outputs
+        .iter()
+        .map(|o| match o.parameters.get("binary_data") {
+            Some(p) => p.0.as_bool("binary_data"),
+            None => Ok(default),
+        })
+        .collect::<Result<Vec<bool>, ServeError>>()?;
+    for output in outputs {
+        if let Some(p) = output.parameters.get("classification") {
+            if !matches!(p.0, Param::Int(0) | Param::UInt(0)) {
+                return Err(ServeError::bad(format!(
+                    "output `{}`: the classification extension is not supported by Baton",
+                    output.name
+                )));
+            }
+        }
+    }
+    Ok(binary)
+}
+
+impl Encode for HttpReply {
+    type Answer = Response;
+
+    /// The JSON answer, with the binary outputs' bytes after it when there are any.
+    fn encode(self, model: &Model, outputs: Vec<PickedOutput>) -> Response {
+        let binary = |o: &PickedOutput| self.binary.get(o.position).copied().unwrap_or(self.binary_default);
+        let response = json::InferResponse {
+            model_name: &model.name,
+            model_version: VERSION,
+            id: self.id.as_deref(),
+            outputs: outputs
+                .iter()
+                .map(|o| OutputTensor {
+                    name: &model.outputs[o.output].name,
+                    datatype: datatype_name(o.tensor.dtype()),
+                    shape: o.tensor.shape(),
+                    parameters: binary(o).then(|| BinarySize { binary_data_size: o.tensor.as_bytes().len() }),
+                    data: (!binary(o)).then_some(TensorData(&o.tensor)),
+                })
+                .collect(),
+        };
+        let mut body = serde_json::to_vec(&response).expect("the response serializes");
+        let binary_outputs: Vec<&Tensor> = outputs.iter().filter(|o| binary(o)).map(|o| &o.tensor).collect();
+        if binary_outputs.is_empty() {
+            return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+        }
+        let json_len = body.len();
+        body.reserve(binary_outputs.iter().map(|t| t.as_bytes().len()).sum());
+        for tensor in binary_outputs {
+            body.extend_from_slice(tensor.as_bytes());
+        }
+        let mut response = ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response();
+        response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(json_len));
+        response
+    }
 }
 
 /// An infer request's body read into tensors, before anything runs.
@@ -349,76 +455,17 @@ pub fn decode_infer_with_sequence(
     sequence_header: Option<&[u8]>,
     body: &[u8],
 ) -> Result<DecodedInfer, ServeError> {
-    let header_len = match header_length {
-        None => body.len(),
-        Some(value) => {
-            let n = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<usize>().ok()).ok_or_else(|| {
-                ServeError::bad(format!(
-                    "{HEADER_LENGTH} must be a byte count, got {:?}",
-                    String::from_utf8_lossy(value)
-                ))
-            })?;
-            if n > body.len() {
-                return Err(ServeError::bad(format!(
-                    "{HEADER_LENGTH} is {n} but the body has only {} bytes",
-                    body.len()
-                )));
-            }
-            n
-        }
-    };
-    let request: InferRequest = serde_json::from_slice(&body[..header_len])
+    let json_len = json_length(header_length, body.len())?;
+    let request: InferRequest = serde_json::from_slice(&body[..json_len])
         .map_err(|e| ServeError::bad(format!("malformed JSON in the infer request: {e}")))?;
     let params = request.parameters.iter().map(|(k, v)| (k.as_str(), v.0.clone()));
     let options = CallOptions::from_params_and_header(params, sequence_header)?;
 
     // Inputs: JSON `data`, or the next `binary_data_size` bytes after the JSON.
-    let mut binary = &body[header_len..];
+    let mut binary = &body[json_len..];
     let mut inputs = Vec::with_capacity(request.inputs.len());
     for input in &request.inputs {
-        let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
-        let (meta, shape, elements) = check_input(model, model_inputs, &data)?;
-        let tensor = match (input.parameters.get("binary_data_size"), &input.data) {
-            (Some(size), _) => {
-                let size = usize::try_from(size.0.as_u64("binary_data_size")?).unwrap_or(usize::MAX);
-                if size > binary.len() {
-                    return Err(ServeError::bad(format!(
-                        "input `{}`: binary_data_size is {size} but only {} bytes of binary data remain",
-                        input.name,
-                        binary.len()
-                    )));
-                }
-                let expected = elements * meta.dtype.size();
-                if size != expected {
-                    return Err(ServeError::bad(format!(
-                        "input `{}`: binary_data_size is {size} but shape {:?} of {} takes {expected} bytes",
-                        input.name, input.shape, input.datatype
-                    )));
-                }
-                let (bytes, rest) = binary.split_at(size);
-                binary = rest;
-                Tensor::from_bytes(meta.dtype, shape, bytes)
-                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
-            }
-            (None, Some(data)) => {
-                if data.0.len() != elements {
-                    return Err(ServeError::bad(format!(
-                        "input `{}` has shape {:?} ({elements} elements) but its data holds {}",
-                        input.name,
-                        input.shape,
-                        data.0.len()
-                    )));
-                }
-                json::tensor_from_scalars(meta.dtype, shape, &data.0)
-                    .map_err(|e| ServeError::bad(format!("input `{}`: {e}", input.name)))?
-            }
-            (None, None) => {
-                return Err(ServeError::bad(format!(
-                    "input `{}` has neither `data` nor a binary_data_size parameter",
-                    input.name
-                )));
-            }
-        };
+        let tensor = decode_input(model, model_inputs, input, &mut binary)?;
         inputs.push((input.name.clone(), tensor));
     }
     if !binary.is_empty() {
@@ -430,126 +477,66 @@ pub fn decode_infer_with_sequence(
     Ok(DecodedInfer { request, options, inputs })
 }
 
-async fn run_infer(
-    app: &App,
-    name: &str,
-    version: &str,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-    started: Instant,
-) -> Result<Response, ServeError> {
-    let model = app.models.find(name, version)?;
-    let mut times = RequestTimes::default();
-    let result = infer_model(app, &model, headers, body, &mut times).await;
-    match &result {
-        Ok(_) => model.stats.success(started.elapsed(), times),
-        Err(_) => model.stats.fail(started.elapsed()),
+/// Bytes of JSON at the start of a body of `body_len` bytes: the value of the
+/// Inference-Header-Content-Length header when there is one, else all of them.
+fn json_length(header_length: Option<&[u8]>, body_len: usize) -> Result<usize, ServeError> {
+    let Some(value) = header_length else {
+        return Ok(body_len);
+    };
+    let n = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<usize>().ok()).ok_or_else(|| {
+        ServeError::bad(format!("{HEADER_LENGTH} must be a byte count, got {:?}", String::from_utf8_lossy(value)))
+    })?;
+    if n > body_len {
+        return Err(ServeError::bad(format!("{HEADER_LENGTH} is {n} but the body has only {body_len} bytes")));
     }
-    result
+    Ok(n)
 }
 
-/// Runs one infer request on `model`, noting its decode and encode times in `times`.
-async fn infer_model(
-    app: &App,
-    model: &Model,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-    times: &mut RequestTimes,
-) -> Result<Response, ServeError> {
-    let decoding = Instant::now();
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServeError::new(
-                ErrorKind::TooLarge,
-                format!("request body over the server's limit of {} bytes (--max-body-bytes)", app.max_body_bytes),
-            )
-        } else {
-            ServeError::bad(format!("could not read the request body: {}", rejection.body_text()))
-        }
-    })?;
-    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
-        if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") {
-            return Err(ServeError::bad(format!(
-                "Content-Encoding {encoding:?} is not supported: send the request uncompressed"
-            )));
-        }
-    }
-    let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
-    let decoded = decode_infer_with_sequence(
-        &model.name,
-        &model.inputs,
-        header(HEADER_LENGTH),
-        header(SEQUENCE_ID_HEADER),
-        &body,
-    )?;
-    let DecodedInfer { request, options, inputs } = decoded;
-    times.rows = model.rows(&inputs);
-
-    // Outputs: the requested ones (all when none), each as JSON or binary.
-    let selected = model.select_outputs(request.outputs.iter().map(|o| o.name.as_str()))?;
-    let binary_flags = if request.outputs.is_empty() {
-        vec![options.binary_output; selected.len()]
-    } else {
-        request
-            .outputs
-            .iter()
-            .map(|o| match o.parameters.get("binary_data") {
-                Some(p) => p.0.as_bool("binary_data"),
-                None => Ok(options.binary_output),
-            })
-            .collect::<Result<Vec<bool>, ServeError>>()?
-    };
-    for output in &request.outputs {
-        if let Some(p) = output.parameters.get("classification") {
-            if !matches!(p.0, Param::Int(0) | Param::UInt(0)) {
-                return Err(ServeError::bad(format!(
-                    "output `{}`: the classification extension is not supported by Baton",
-                    output.name
+/// One input's tensor, checked against the model's inputs: from its JSON
+/// `data`, or from its `binary_data_size` bytes at the front of `binary`
+/// (which then moves past them).
+fn decode_input(
+    model: &str,
+    model_inputs: &[TensorMeta],
+    input: &InputTensor,
+    binary: &mut &[u8],
+) -> Result<Tensor, ServeError> {
+    let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
+    let (meta, shape, elements) = check_input(model, model_inputs, &data)?;
+    let in_input = |e: String| ServeError::bad(format!("input `{}`: {e}", input.name));
+    match (input.parameters.get("binary_data_size"), &input.data) {
+        (Some(size), _) => {
+            let size = usize::try_from(size.0.as_u64("binary_data_size")?).unwrap_or(usize::MAX);
+            if size > binary.len() {
+                return Err(in_input(format!(
+                    "binary_data_size is {size} but only {} bytes of binary data remain",
+                    binary.len()
                 )));
             }
+            let expected = elements * meta.dtype.size();
+            if size != expected {
+                return Err(in_input(format!(
+                    "binary_data_size is {size} but shape {:?} of {} takes {expected} bytes",
+                    input.shape, input.datatype
+                )));
+            }
+            let (bytes, rest) = binary.split_at(size);
+            *binary = rest;
+            Tensor::from_bytes(meta.dtype, shape, bytes).map_err(|e| in_input(e.to_string()))
+        }
+        (None, Some(data)) => {
+            if data.0.len() != elements {
+                return Err(ServeError::bad(format!(
+                    "input `{}` has shape {:?} ({elements} elements) but its data holds {}",
+                    input.name,
+                    input.shape,
+                    data.0.len()
+                )));
+            }
+            json::tensor_from_scalars(meta.dtype, shape, &data.0).map_err(in_input)
+        }
+        (None, None) => {
+            Err(ServeError::bad(format!("input `{}` has neither `data` nor a binary_data_size parameter", input.name)))
         }
     }
-
-    times.input = decoding.elapsed();
-
-    let _admitted = app.models.admit()?;
-    let answer = model.infer(inputs, &options).await?;
-    let encoding = Instant::now();
-    let picked = model.pick_outputs(&answer, &selected, !request.outputs.is_empty())?;
-    let outputs: Vec<(&str, &Tensor, bool)> = picked
-        .iter()
-        .map(|(i, tensor)| {
-            let binary = binary_flags[selected.iter().position(|s| s == i).expect("picked from selected")];
-            (model.outputs[*i].name.as_str(), tensor, binary)
-        })
-        .collect();
-    let response = json::InferResponse {
-        model_name: &model.name,
-        model_version: VERSION,
-        id: request.id.as_deref(),
-        outputs: outputs
-            .iter()
-            .map(|&(name, tensor, binary)| OutputTensor {
-                name,
-                datatype: crate::model::datatype_name(tensor.dtype()),
-                shape: tensor.shape(),
-                parameters: binary.then(|| BinarySize { binary_data_size: tensor.as_bytes().len() }),
-                data: (!binary).then_some(TensorData(tensor)),
-            })
-            .collect(),
-    };
-    let mut body = serde_json::to_vec(&response).expect("the response serializes");
-    if !outputs.iter().any(|o| o.2) {
-        times.output = encoding.elapsed();
-        return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
-    }
-    let json_len = body.len();
-    body.reserve(outputs.iter().filter(|o| o.2).map(|o| o.1.as_bytes().len()).sum());
-    for (_, tensor, _) in outputs.iter().filter(|o| o.2) {
-        body.extend_from_slice(tensor.as_bytes());
-    }
-    let mut response = ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response();
-    response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(json_len));
-    times.output = encoding.elapsed();
-    Ok(response)
 }

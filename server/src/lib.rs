@@ -24,8 +24,8 @@
 //! Status codes (HTTP / gRPC): bad request body, parameter, tensor name,
 //! datatype or shape 400 / INVALID_ARGUMENT; unknown model or version 404 /
 //! NOT_FOUND; body over the limit 413 / RESOURCE_EXHAUSTED;
-//! admission full (pipeline `max_in_flight`, `--max-in-flight`, stream state
-//! memory) 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
+//! an in-flight bound reached (pipeline `max_in_flight`, `--max-in-flight`) or
+//! stream state memory full: 429 / RESOURCE_EXHAUSTED at once; deadline (`timeout`) passed while
 //! queued 504 / DEADLINE_EXCEEDED; shutting down 503 / UNAVAILABLE; a node's
 //! failure 500 / INTERNAL; a call Baton does not support 501 / UNIMPLEMENTED
 //! (the message names it); an HTTP body not received in time 408.
@@ -36,6 +36,7 @@
 
 pub mod config;
 pub mod conn;
+pub mod flow;
 pub mod grpc;
 pub mod http;
 mod json;
@@ -197,102 +198,122 @@ impl Server {
         let models = Models::new(self.models, config.max_in_flight)
             .map_err(StartError::Models)?
             .with_repository(self.repository, config.shutdown_grace);
-        if let Some(repository) = models.repository() {
-            for name in repository.names().map_err(|e| StartError::Models(e.message))? {
-                if models.knows(&name) {
-                    return Err(StartError::Models(format!(
-                        "model `{name}` is both on the command line and in the model repository"
-                    )));
-                }
-                models.load(&name).await.map_err(|e| StartError::Models(e.message))?;
-            }
-        }
+        load_repository(&models).await?;
         let models = Arc::new(models);
-        let bind = |what: &'static str, addr: SocketAddr| async move {
-            TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
-        };
-        let http = match config.http {
-            Some(addr) => Some(bind("http", addr).await?),
-            None => None,
-        };
-        let grpc = match config.grpc {
-            Some(addr) => Some(bind("grpc", addr).await?),
-            None => None,
-        };
-        let metrics = match config.metrics {
-            Some(addr) => Some(bind("metrics", addr).await?),
-            None => None,
-        };
+        let http = bind("http", config.http).await?;
+        let grpc = bind("grpc", config.grpc).await?;
+        let metrics = bind("metrics", config.metrics).await?;
         let local = |l: &Option<TcpListener>| l.as_ref().and_then(|l| l.local_addr().ok());
         let (http_addr, grpc_addr, metrics_addr) = (local(&http), local(&grpc), local(&metrics));
 
         let (stop, stopped) = watch::channel(false);
-        let signal = move || {
-            let mut stopped = stopped.clone();
-            async move {
-                let _ = stopped.wait_for(|&s| s).await;
-            }
-        };
         let mut tasks: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
         if let Some(listener) = http {
-            let app = Arc::new(http::App { models: Arc::clone(&models), max_body_bytes: config.max_body_bytes });
-            let limits = config.conn_limits();
-            let router = http::router(app).layer(axum::middleware::from_fn(
-                move |request: axum::extract::Request, next: axum::middleware::Next| {
-                    conn::read_body(limits, request, next)
-                },
-            ));
-            tasks.push(("http", tokio::spawn(conn::serve_http(listener, router, limits, signal()))));
+            tasks.push(("http", serve_http(listener, Arc::clone(&models), &config, signal(&stopped))));
         }
         if let Some(listener) = grpc {
-            let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service {
-                models: Arc::clone(&models),
-            })
-            .max_decoding_message_size(usize::MAX)
-            .max_encoding_message_size(usize::MAX);
-            let service = grpc::BodyLimit { inner: service, limit: config.max_body_bytes };
-            let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-            let incoming = conn::limit_grpc(incoming, config.max_connections);
-            let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
-            let shutdown = signal();
-            tasks.push((
-                "grpc",
-                tokio::spawn(async move {
-                    let served = tonic::transport::Server::builder()
-                        .http2_keepalive_interval(Some(keep_alive))
-                        .http2_keepalive_timeout(Some(answer_within))
-                        .add_service(service)
-                        .serve_with_incoming_shutdown(incoming, shutdown)
-                        .await;
-                    if let Err(e) = served {
-                        tracing::error!("gRPC server failed: {e}");
-                    }
-                }),
-            ));
+            tasks.push(("grpc", serve_grpc(listener, Arc::clone(&models), &config, signal(&stopped))));
         }
         if let Some(listener) = metrics {
             let handle = install_recorder();
-            let upkeep = handle.clone();
-            let stopped = signal();
-            tasks.push((
-                "metrics-upkeep",
-                tokio::spawn(async move {
-                    tokio::pin!(stopped);
-                    let mut every = tokio::time::interval(Duration::from_secs(5));
-                    loop {
-                        tokio::select! {
-                            _ = every.tick() => upkeep.run_upkeep(),
-                            _ = &mut stopped => break,
-                        }
-                    }
-                }),
-            ));
+            tasks.push(("metrics-upkeep", metrics_upkeep(handle.clone(), signal(&stopped))));
             let limits = config.conn_limits();
-            tasks
-                .push(("metrics", tokio::spawn(conn::serve_http(listener, metrics::router(handle), limits, signal()))));
+            let served = conn::serve_http(listener, metrics::router(handle), limits, signal(&stopped));
+            tasks.push(("metrics", tokio::spawn(served)));
         }
         Ok(RunningServer { http_addr, grpc_addr, metrics_addr, models, stop, tasks, grace: config.shutdown_grace })
     }
+}
+
+/// Loads every model of the models' repository, if they have one.
+async fn load_repository(models: &Models) -> Result<(), StartError> {
+    let Some(repository) = models.repository() else {
+        return Ok(());
+    };
+    for name in repository.names().map_err(|e| StartError::Models(e.message))? {
+        if models.knows(&name) {
+            return Err(StartError::Models(format!(
+                "model `{name}` is both on the command line and in the model repository"
+            )));
+        }
+        models.load(&name).await.map_err(|e| StartError::Models(e.message))?;
+    }
+    Ok(())
+}
+
+/// A listener on `addr` for the `what` endpoint, when it has an address.
+async fn bind(what: &'static str, addr: Option<SocketAddr>) -> Result<Option<TcpListener>, StartError> {
+    match addr {
+        Some(addr) => TcpListener::bind(addr).await.map(Some).map_err(|source| StartError::Bind { what, addr, source }),
+        None => Ok(None),
+    }
+}
+
+/// Resolves once the server is told to stop.
+fn signal(stopped: &watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let mut stopped = stopped.clone();
+    async move {
+        let _ = stopped.wait_for(|&s| s).await;
+    }
+}
+
+/// Serves the HTTP protocol on `listener` until `shutdown`.
+fn serve_http(
+    listener: TcpListener,
+    models: Arc<Models>,
+    config: &ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    let app = Arc::new(http::App { models, max_body_bytes: config.max_body_bytes });
+    let limits = config.conn_limits();
+    let router = http::router(app).layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| conn::read_body(limits, request, next),
+    ));
+    tokio::spawn(conn::serve_http(listener, router, limits, shutdown))
+}
+
+/// Serves the gRPC protocol on `listener` until `shutdown`.
+fn serve_grpc(
+    listener: TcpListener,
+    models: Arc<Models>,
+    config: &ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service { models })
+        .max_decoding_message_size(usize::MAX)
+        .max_encoding_message_size(usize::MAX);
+    let service = conn::GrpcBodyLimit { inner: service, limit: config.max_body_bytes };
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = conn::limit_grpc(incoming, config.max_connections);
+    let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
+    tokio::spawn(async move {
+        let served = tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(keep_alive))
+            .http2_keepalive_timeout(Some(answer_within))
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await;
+        if let Err(e) = served {
+            tracing::error!("gRPC server failed: {e}");
+        }
+    })
+}
+
+/// Runs the metrics recorder's upkeep every 5 s until `stopped`.
+fn metrics_upkeep(
+    upkeep: metrics_exporter_prometheus::PrometheusHandle,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::pin!(stopped);
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                _ = every.tick() => upkeep.run_upkeep(),
+                _ = &mut stopped => break,
+            }
+        }
+    })
 }
 
 /// A started server. Dropping it without [`RunningServer::shutdown`] leaves the

@@ -1,17 +1,22 @@
-//! The models a server holds (one per pipeline runtime) and the
-//! protocol-independent inference call that the HTTP and gRPC front ends both
-//! go through: request parameters, input checks in the protocol's terms,
-//! bounded admission, and the mapping of runtime errors to protocol errors.
+//! A pipeline served as a model, and the protocol-independent pieces of an
+//! inference (see [`crate::flow`] for their order): request parameters, input
+//! checks and output selection in the protocol's terms, the runtime call, and
+//! the mapping of runtime errors to the protocol's kinds of failure.
 
 use std::time::Duration;
 
 use baton::request::StreamChunk;
 use baton::{DType, Dim, Outputs, Request, RequestError, Runtime, Tensor, TensorSpec};
 
+use crate::flow::PickedOutput;
+
+/// What kind of failure a request met; each protocol maps it to its status
+/// ([`ErrorKind::http_status`], [`ErrorKind::grpc_code`]).
+pub use baton_kserve_client::vocabulary::ErrorKind;
 /// The header (HTTP) or metadata key (gRPC) that carries a request's sequence
 /// id, so that a proxy can keep every chunk of a stream on the replica holding
 /// its state by hashing on it; the server takes the id from it too.
-pub const SEQUENCE_ID_HEADER: &str = "baton-sequence-id";
+pub use baton_kserve_client::vocabulary::SEQUENCE_ID_HEADER;
 
 /// Every model is served as this one version.
 pub const VERSION: &str = "1";
@@ -26,44 +31,6 @@ pub fn datatype_name(dtype: DType) -> &'static str {
 /// The dtype of a protocol datatype name, if Baton supports it.
 pub fn parse_datatype(name: &str) -> Option<DType> {
     DType::ALL.into_iter().find(|&d| datatype_name(d) == name)
-}
-
-/// What kind of failure a request met; each front end maps it to its status codes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// Malformed request, unknown tensor, wrong dtype or shape, bad parameter: HTTP 400, gRPC INVALID_ARGUMENT.
-    BadRequest,
-    /// Unknown model or version: HTTP 404, gRPC NOT_FOUND.
-    NotFound,
-    /// Body over the size limit: HTTP 413, gRPC RESOURCE_EXHAUSTED.
-    TooLarge,
-    /// Admission full (pipeline `max_in_flight`, the server's limit, or stream state memory):
-    /// HTTP 429, gRPC RESOURCE_EXHAUSTED.
-    Overloaded,
-    /// The request's `timeout` passed while it was queued: HTTP 504, gRPC DEADLINE_EXCEEDED.
-    Deadline,
-    /// The server is shutting down: HTTP 503, gRPC UNAVAILABLE.
-    Unavailable,
-    /// A node failed running the batch: HTTP 500, gRPC INTERNAL.
-    Internal,
-    /// A call of the protocol (or of Triton's extensions) Baton does not
-    /// support: HTTP 501, gRPC UNIMPLEMENTED, with a message naming the call.
-    Unsupported,
-}
-
-impl ErrorKind {
-    pub fn http_status(self) -> u16 {
-        match self {
-            ErrorKind::BadRequest => 400,
-            ErrorKind::NotFound => 404,
-            ErrorKind::TooLarge => 413,
-            ErrorKind::Overloaded => 429,
-            ErrorKind::Deadline => 504,
-            ErrorKind::Unavailable => 503,
-            ErrorKind::Internal => 500,
-            ErrorKind::Unsupported => 501,
-        }
-    }
 }
 
 /// A failed call: its kind and a message for the client.
@@ -387,12 +354,12 @@ impl Model {
         outputs: &Outputs,
         selected: &[usize],
         explicit: bool,
-    ) -> Result<Vec<(usize, Tensor)>, ServeError> {
+    ) -> Result<Vec<PickedOutput>, ServeError> {
         let mut picked = Vec::with_capacity(selected.len());
-        for &i in selected {
-            let name = &self.outputs[i].name;
+        for (position, &output) in selected.iter().enumerate() {
+            let name = &self.outputs[output].name;
             match outputs.get(name) {
-                Some(tensor) => picked.push((i, tensor.clone())),
+                Some(tensor) => picked.push(PickedOutput { output, position, tensor: tensor.clone() }),
                 None if explicit => {
                     return Err(ServeError::bad(format!(
                         "output `{name}` is not produced for this request: the optional inputs it needs were left out"
@@ -430,7 +397,7 @@ impl Model {
     }
 }
 
-pub use crate::models::{Admitted, Models};
+pub use crate::models::{InFlightPlace, Models};
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The models a server holds, by name: those given when it started and those
 //! of its model repository (a directory of pipeline files, `NAME.toml` each
 //! one model `NAME`), which the repository extension loads and unloads while
-//! the server runs; and the server-wide admission bound.
+//! the server runs; and the server-wide bound on inferences in flight.
 //!
 //! Concurrency: the table is behind a read-write lock, held only to look a
 //! model up or to swap one (never across an await or a runtime's start or
@@ -72,14 +72,20 @@ impl Repository {
     }
 }
 
-/// One model name's entry.
-struct Slot {
+/// One model name's entry: its load state.
+struct ModelEntry {
     /// `None`: unloaded (or its last load failed).
     model: Option<Arc<Model>>,
     /// From the model repository (loadable and unloadable), or given at start.
     from_repository: bool,
     /// Why it is not loaded, when it is not.
     reason: String,
+}
+
+impl ModelEntry {
+    fn unloaded_from_repository() -> Self {
+        ModelEntry { model: None, from_repository: true, reason: String::new() }
+    }
 }
 
 /// One row of the repository index.
@@ -91,9 +97,9 @@ pub struct IndexEntry {
     pub reason: String,
 }
 
-/// The models of a server, by name, with the server-wide admission bound.
+/// The models of a server, by name, with the server-wide bound on inferences in flight.
 pub struct Models {
-    table: RwLock<BTreeMap<String, Slot>>,
+    table: RwLock<BTreeMap<String, ModelEntry>>,
     repository: Option<Repository>,
     changes: tokio::sync::Mutex<()>,
     drain_limit: Duration,
@@ -102,10 +108,10 @@ pub struct Models {
     limit: usize,
 }
 
-/// One admitted inference; releases its place in the server-wide bound when dropped.
-pub struct Admitted<'a>(&'a AtomicUsize);
+/// One inference's place under the server-wide in-flight bound; released when dropped.
+pub struct InFlightPlace<'a>(&'a AtomicUsize);
 
-impl Drop for Admitted<'_> {
+impl Drop for InFlightPlace<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
@@ -121,8 +127,8 @@ impl Models {
         let mut table = BTreeMap::new();
         for model in models {
             let name = model.name.clone();
-            let slot = Slot { model: Some(Arc::new(model)), from_repository: false, reason: String::new() };
-            if table.insert(name.clone(), slot).is_some() {
+            let entry = ModelEntry { model: Some(Arc::new(model)), from_repository: false, reason: String::new() };
+            if table.insert(name.clone(), entry).is_some() {
                 return Err(format!("two pipelines are named `{name}`: model names must be unique"));
             }
         }
@@ -149,11 +155,11 @@ impl Models {
         self.repository.as_ref()
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Slot>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, ModelEntry>> {
         self.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Slot>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, ModelEntry>> {
         self.table.write().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -176,9 +182,9 @@ impl Models {
     pub fn find(&self, name: &str, version: &str) -> Result<Arc<Model>, ServeError> {
         let model = {
             let table = self.read();
-            let slot = table.get(name).ok_or_else(|| unknown(name))?;
-            slot.model.clone().ok_or_else(|| {
-                ServeError::new(ErrorKind::NotFound, format!("model `{name}` is not loaded ({})", slot.reason))
+            let entry = table.get(name).ok_or_else(|| unknown(name))?;
+            entry.model.clone().ok_or_else(|| {
+                ServeError::new(ErrorKind::NotFound, format!("model `{name}` is not loaded ({})", entry.reason))
             })?
         };
         check_version(name, version)?;
@@ -197,9 +203,9 @@ impl Models {
         let mut entries: BTreeMap<String, IndexEntry> = self
             .read()
             .iter()
-            .map(|(name, slot)| {
-                let state = if slot.model.is_some() { "READY" } else { "UNAVAILABLE" };
-                (name.clone(), IndexEntry { name: name.clone(), state, reason: slot.reason.clone() })
+            .map(|(name, entry)| {
+                let state = if entry.model.is_some() { "READY" } else { "UNAVAILABLE" };
+                (name.clone(), IndexEntry { name: name.clone(), state, reason: entry.reason.clone() })
             })
             .collect();
         if let Some(repository) = &self.repository {
@@ -244,26 +250,18 @@ impl Models {
             Err(e) => {
                 // A model that is serving keeps serving; one that is not notes why.
                 let mut table = self.write();
-                let slot = table.entry(name.to_string()).or_insert(Slot {
-                    model: None,
-                    from_repository: true,
-                    reason: String::new(),
-                });
-                if slot.model.is_none() {
-                    slot.reason = e.message.clone();
+                let entry = table.entry(name.to_string()).or_insert_with(ModelEntry::unloaded_from_repository);
+                if entry.model.is_none() {
+                    entry.reason = e.message.clone();
                 }
                 return Err(e);
             }
         };
         let old = {
             let mut table = self.write();
-            let slot = table.entry(name.to_string()).or_insert(Slot {
-                model: None,
-                from_repository: true,
-                reason: String::new(),
-            });
-            slot.reason.clear();
-            slot.model.replace(Arc::new(model))
+            let entry = table.entry(name.to_string()).or_insert_with(ModelEntry::unloaded_from_repository);
+            entry.reason.clear();
+            entry.model.replace(Arc::new(model))
         };
         if let Some(old) = old {
             self.retire(old).await;
@@ -278,9 +276,9 @@ impl Models {
         let _one_at_a_time = self.changes.lock().await;
         let old = {
             let mut table = self.write();
-            let slot = table.get_mut(name).ok_or_else(|| unknown(name))?;
-            slot.reason = "unloaded".into();
-            slot.model.take()
+            let entry = table.get_mut(name).ok_or_else(|| unknown(name))?;
+            entry.reason = "unloaded".into();
+            entry.model.take()
         };
         if let Some(old) = old {
             self.retire(old).await;
@@ -309,13 +307,14 @@ impl Models {
         self.accepting.load(Ordering::Acquire)
     }
 
-    /// Stops admitting: later inferences are answered "unavailable", readiness turns false.
+    /// Stops taking inferences: later ones are answered "unavailable", readiness turns false.
     pub fn stop_accepting(&self) {
         self.accepting.store(false, Ordering::Release);
     }
 
-    /// Takes a place under the server-wide bound, or says why not (at once).
-    pub fn admit(&self) -> Result<Admitted<'_>, ServeError> {
+    /// Takes a place under the server-wide in-flight bound, or says why not
+    /// (at once: shutting down, or the bound reached).
+    pub fn reserve_in_flight(&self) -> Result<InFlightPlace<'_>, ServeError> {
         if !self.ready() {
             return Err(ServeError::new(ErrorKind::Unavailable, "the server is shutting down"));
         }
@@ -326,10 +325,10 @@ impl Models {
                 format!("server busy: {} inferences already in flight (--max-in-flight)", self.limit),
             ));
         }
-        Ok(Admitted(&self.in_flight))
+        Ok(InFlightPlace(&self.in_flight))
     }
 
-    /// Inferences admitted and not yet answered, server-wide.
+    /// Inferences holding a place under the in-flight bound, server-wide.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
     }
@@ -344,6 +343,17 @@ impl Models {
             .filter_map(|m| Arc::try_unwrap(m).ok())
             .map(Model::into_runtime)
             .collect()
+    }
+}
+
+/// Refuses the load parameters Baton cannot honour (a config or model files
+/// sent with the call), given the names of a load call's parameters.
+pub fn check_load_parameters<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ServeError> {
+    match names.into_iter().find(|k| *k == "config" || k.starts_with("file:")) {
+        Some(key) => Err(ServeError::unsupported(&format!(
+            "loading a model with the `{key}` parameter (a config or files sent with the call)"
+        ))),
+        None => Ok(()),
     }
 }
 
