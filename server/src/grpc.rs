@@ -133,6 +133,21 @@ fn from_contents(
     result.map_err(|e| e.to_string())
 }
 
+/// Whether typed contents carry any value.
+fn holds_values(c: &pb::InferTensorContents) -> bool {
+    let lengths = [
+        c.bool_contents.len(),
+        c.int_contents.len(),
+        c.int64_contents.len(),
+        c.uint_contents.len(),
+        c.uint64_contents.len(),
+        c.fp32_contents.len(),
+        c.fp64_contents.len(),
+        c.bytes_contents.len(),
+    ];
+    lengths.iter().any(|&n| n > 0)
+}
+
 /// Reads a ModelInfer request for a model `model` taking `model_inputs`: its
 /// parameters, and each input from its `raw_input_contents` entry or its typed
 /// `contents`. Every shape is checked against the bytes or values the request
@@ -166,6 +181,12 @@ pub fn decode_infer_with_sequence(
     for (i, input) in request.inputs.iter().enumerate() {
         let data = InputData { name: &input.name, datatype: &input.datatype, shape: &input.shape };
         let (meta, shape, elements) = model::check_input(model, model_inputs, &data)?;
+        if raw.get(i).is_some() && input.contents.as_ref().is_some_and(holds_values) {
+            return Err(ServeError::bad(format!(
+                "input `{}` has both raw_input_contents and typed contents: give its data once",
+                input.name
+            )));
+        }
         let tensor = if let Some(bytes) = raw.get(i) {
             let expected = elements * meta.dtype.size();
             if bytes.len() != expected {

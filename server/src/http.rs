@@ -456,8 +456,13 @@ pub fn decode_infer_with_sequence(
     body: &[u8],
 ) -> Result<DecodedInfer, ServeError> {
     let json_len = json_length(header_length, body.len())?;
-    let request: InferRequest = serde_json::from_slice(&body[..json_len])
-        .map_err(|e| ServeError::bad(format!("malformed JSON in the infer request: {e}")))?;
+    let request: InferRequest = serde_json::from_slice(&body[..json_len]).map_err(|e| match header_length {
+        Some(_) => ServeError::bad(format!(
+            "malformed JSON in the infer request's header, the first {json_len} bytes ({HEADER_LENGTH}): {e}; \
+             check that {HEADER_LENGTH} is the JSON's length"
+        )),
+        None => ServeError::bad(format!("malformed JSON in the infer request: {e}")),
+    })?;
     let params = request.parameters.iter().map(|(k, v)| (k.as_str(), v.0.clone()));
     let options = CallOptions::from_params_and_header(params, sequence_header)?;
 

@@ -169,27 +169,34 @@ pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> 
             .collect::<Result<Vec<T>, String>>()?;
         Tensor::from_vec(shape, values).map_err(|e| e.to_string())
     }
+    /// `conv` gives `None` for a value past the dtype's finite range (it would become infinite).
     fn floats<T: baton::Element>(
         shape: Vec<usize>,
         data: &[Scalar],
-        conv: impl Fn(f64) -> T,
+        dtype: DType,
+        conv: impl Fn(f64) -> Option<T>,
     ) -> Result<Tensor, String> {
         let values = data
             .iter()
             .enumerate()
-            .map(|(i, s)| match *s {
-                Scalar::Int(v) => Ok(conv(v as f64)),
-                Scalar::UInt(v) => Ok(conv(v as f64)),
-                Scalar::Float(v) => Ok(conv(v)),
-                Scalar::Bool(_) => Err(format!("element {i} ({}) is not a number", show(s))),
+            .map(|(i, s)| {
+                let v = match *s {
+                    Scalar::Int(v) => v as f64,
+                    Scalar::UInt(v) => v as f64,
+                    Scalar::Float(v) => v,
+                    Scalar::Bool(_) => return Err(format!("element {i} ({}) is not a number", show(s))),
+                };
+                conv(v).ok_or_else(|| {
+                    format!("element {i} ({}) is out of the {} range", show(s), crate::model::datatype_name(dtype))
+                })
             })
             .collect::<Result<Vec<T>, String>>()?;
         Tensor::from_vec(shape, values).map_err(|e| e.to_string())
     }
     match dtype {
-        DType::F32 => floats(shape, data, |v| v as f32),
-        DType::F64 => floats(shape, data, |v| v),
-        DType::F16 => floats(shape, data, half::f16::from_f64),
+        DType::F32 => floats(shape, data, dtype, |v| Some(v as f32).filter(|f| f.is_finite())),
+        DType::F64 => floats(shape, data, dtype, Some),
+        DType::F16 => floats(shape, data, dtype, |v| Some(half::f16::from_f64(v)).filter(|f| f.is_finite())),
         DType::I64 => ints::<i64>(shape, data, dtype),
         DType::I32 => ints::<i32>(shape, data, dtype),
         DType::I16 => ints::<i16>(shape, data, dtype),
@@ -290,6 +297,10 @@ mod tests {
         assert!(tensor_from_scalars(DType::I64, vec![1], &[Scalar::Float(0.5)]).is_err());
         assert!(tensor_from_scalars(DType::Bool, vec![1], &[Scalar::Int(1)]).is_err());
         assert!(tensor_from_scalars(DType::F32, vec![1], &[Scalar::Bool(true)]).is_err());
+        let e = tensor_from_scalars(DType::F32, vec![2], &[Scalar::Float(1.0), Scalar::Float(1e39)]).unwrap_err();
+        assert!(e.contains("element 1 (") && e.contains("is out of the FP32 range"), "{e}");
+        assert!(tensor_from_scalars(DType::F32, vec![1], &[Scalar::Float(-3.4e38)]).is_ok(), "FP32's own range");
+        assert!(tensor_from_scalars(DType::F16, vec![1], &[Scalar::Float(70000.0)]).is_err());
         let t = tensor_from_scalars(DType::Bool, vec![2], &[Scalar::Bool(true), Scalar::Bool(false)]).unwrap();
         assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[true,false]");
     }

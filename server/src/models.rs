@@ -248,11 +248,16 @@ impl Models {
         let model = match started {
             Ok(model) => model,
             Err(e) => {
-                // A model that is serving keeps serving; one that is not notes why.
+                // A model that is serving keeps serving; one that is not notes why. A name
+                // with no pipeline file gets no entry: the table holds only names on disk
+                // or loaded, however many unknown names are asked for.
                 let mut table = self.write();
-                let entry = table.entry(name.to_string()).or_insert_with(ModelEntry::unloaded_from_repository);
-                if entry.model.is_none() {
-                    entry.reason = e.message.clone();
+                let known = table.contains_key(name) || e.kind != ErrorKind::NotFound;
+                if known {
+                    let entry = table.entry(name.to_string()).or_insert_with(ModelEntry::unloaded_from_repository);
+                    if entry.model.is_none() {
+                        entry.reason = e.message.clone();
+                    }
                 }
                 return Err(e);
             }

@@ -180,6 +180,8 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
     let x = mlp_input(1, 0.0);
     let good = json!({"inputs": [{"name": "input", "shape": [1, 256], "datatype": "FP32", "data": x}]});
     let input = |name: &str, shape: Value, datatype: &str, data: Value| json!({"inputs": [{"name": name, "shape": shape, "datatype": datatype, "data": data}]});
+    let mut past_fp32: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    past_fp32[3] = 1e39;
     let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
         ("unknown model", "/v2/models/nope/infer", good.to_string().into(), 404, "unknown model `nope`"),
         (
@@ -223,6 +225,13 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
             input("input", json!([1, 256]), "FP32", json!(vec![true; 256])).to_string().into(),
             400,
             "input `input`: element 0 (true) is not a number",
+        ),
+        (
+            "float past FP32",
+            "/v2/models/mlp/infer",
+            input("input", json!([1, 256]), "FP32", json!(past_fp32)).to_string().into(),
+            400,
+            "input `input`: element 3 (1000000000000000000000000000000000000000) is out of the FP32 range",
         ),
         ("malformed JSON", "/v2/models/mlp/infer", b"{\"inputs\": [".to_vec(), 400, "malformed JSON"),
         ("not an object", "/v2/models/mlp/infer", b"[1, 2]".to_vec(), 400, "malformed JSON"),
@@ -268,11 +277,20 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
             400,
             "inference-header-content-length is 100000",
         ),
+        (
+            "header length inside the JSON",
+            "/v2/models/mlp/infer",
+            good.to_string().into(),
+            400,
+            "the first 20 bytes (inference-header-content-length)",
+        ),
     ];
     for (what, path, body, status, message) in cases {
         let mut headers = vec![("Content-Type", "application/json")];
-        if what == "bad header length" {
-            headers.push(("Inference-Header-Content-Length", "100000"));
+        match what {
+            "bad header length" => headers.push(("Inference-Header-Content-Length", "100000")),
+            "header length inside the JSON" => headers.push(("Inference-Header-Content-Length", "20")),
+            _ => {}
         }
         let r = request(server.http, "POST", path, &headers, &body);
         assert_eq!(r.status, status, "{what}: {:?}", String::from_utf8_lossy(&r.body));

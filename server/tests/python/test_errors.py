@@ -51,6 +51,11 @@ for binary in (False, True):
     raises(lambda: http.infer("mlp", [inp(httpclient, "input", x)], outputs=[httpclient.InferRequestedOutput("nope")]),
            "400", "unknown output `nope`", "HTTP unknown output")
 raises(lambda: grpc.infer("mlp", [inp(grpcclient, "inputs", x)]), "StatusCode.INVALID_ARGUMENT", "unknown input `inputs`", "gRPC wrong name")
+# One input's data twice (raw bytes and typed values): refused, not one of them silently ignored.
+both = inp(grpcclient, "input", x)
+both._get_tensor().contents.fp32_contents.extend((x + 1).flatten().tolist())
+raises(lambda: grpc.infer("mlp", [both]), "StatusCode.INVALID_ARGUMENT",
+       "input `input` has both raw_input_contents and typed contents", "gRPC raw and typed contents for one input")
 raises(lambda: grpc.infer("mlp", [inp(grpcclient, "input", x.astype(np.int64), "INT64")]), "StatusCode.INVALID_ARGUMENT",
        "has datatype INT64 but model `mlp` takes FP32", "gRPC wrong datatype")
 raises(lambda: grpc.infer("mlp", [inp(grpcclient, "input", x.reshape(1, 1, 256))]), "StatusCode.INVALID_ARGUMENT",

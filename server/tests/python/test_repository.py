@@ -8,6 +8,8 @@ and the calls that cannot work, each with a clear message."""
 import os
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -98,6 +100,17 @@ close(infer(httpclient, a.http, "y2"), want, "after loading again")
 # Failures: each with a message, and the server keeps serving.
 raises(lambda: http.load_model("nope"), "404", "no pipeline file", "HTTP load of a missing file")
 raises(lambda: grpc.load_model("nope"), "StatusCode.NOT_FOUND", "no pipeline file", "gRPC load of a missing file")
+for i in range(20):
+    raises(lambda: http.load_model(f"junk{i}"), "404", "no pipeline file", "HTTP load of another missing file")
+for client in (http, grpc):
+    listed = [name for name in index(client) if name == "nope" or name.startswith("junk")]
+    check(not listed, f"failed loads of unknown names leave no index entry: {listed}")
+status = urllib.request.Request(f"http://{a.http}/v2/models/junk1/ready")
+try:
+    urllib.request.urlopen(status)
+    check(False, "a name never loaded is not ready")
+except urllib.error.HTTPError as e:
+    check(e.code == 404, f"readiness of a name never loaded: {e.code}, want 404 (unknown model)")
 raises(lambda: http.unload_model("mlp"), "400", "given on the command line", "HTTP unload of a command-line model")
 check(http.is_model_ready("mlp"), "a failed unload leaves the model ready")
 with open(os.path.join(a.repo, "broken.toml"), "w") as f:
