@@ -29,6 +29,8 @@
 // Constraints are written over task, unit and time indices, as in the formulations above.
 #![allow(clippy::needless_range_loop)]
 
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use good_lp::{highs, variable, Expression, ProblemVariables, SolverModel, Variable};
@@ -40,6 +42,7 @@ use crate::deadline;
 use crate::list;
 use crate::platform::Platform;
 use crate::simulate::{verify, Schedule, EPS};
+use crate::watchdog;
 
 /// Solver settings.
 #[derive(Clone, Copy, Debug)]
@@ -144,14 +147,46 @@ pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, 
     let integral = bounds::integral(dag, p) && dag.is_integral();
     let (schedule, bound, formulation, status) = if heuristic <= simple + EPS {
         (start, simple, Formulation::None, Status::Optimal)
-    } else if p.is_identical() && !dag.has_transfers() && integral {
-        time_indexed(dag, p.units(), heuristic, simple, deadline, &start)?
     } else {
-        disjunctive(dag, p, heuristic, simple, deadline, &start, integral)?
+        makespan_watched(dag, p, heuristic, simple, deadline, start, integral)?
     };
     let makespan = verify(dag, p, &schedule).map_err(|v| format!("the MILP schedule is illegal: {v}"))?;
     let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, t0);
     Ok(Solved { schedule, makespan, proof })
+}
+
+/// The solver phase of [`solve_makespan`] on its own thread
+/// ([`watchdog::run_until`]): when the deadline passes while HiGHS is still
+/// inside a phase that does not look at its time limit, the start schedule
+/// is returned with the bound proven so far and `TimeLimit`.
+fn makespan_watched(
+    dag: &Dag,
+    p: &Platform,
+    heuristic: f64,
+    simple: f64,
+    deadline: Option<Instant>,
+    start: Schedule,
+    integral: bool,
+) -> Result<Outcome, String> {
+    let indexed = p.is_identical() && !dag.has_transfers() && integral;
+    let formulation = if indexed { Formulation::TimeIndexed } else { Formulation::Disjunctive };
+    // The horizon search's proven bound, raised as it goes.
+    let proven = Arc::new(AtomicI64::new(i64::MIN));
+    let (dag_w, p_w, start_w, proven_w) = (dag.clone(), p.clone(), start.clone(), proven.clone());
+    let solved = watchdog::run_until(deadline, move || {
+        if indexed {
+            time_indexed(&dag_w, p_w.units(), heuristic, simple, deadline, &start_w, &proven_w)
+        } else {
+            disjunctive(&dag_w, &p_w, heuristic, simple, deadline, &start_w, integral)
+        }
+    });
+    match solved {
+        Some(outcome) => outcome,
+        None => {
+            let bound = simple.max(proven.load(Ordering::SeqCst) as f64);
+            Ok((start, bound, formulation, Status::TimeLimit))
+        }
+    }
 }
 
 fn gap(value: f64, bound: f64) -> f64 {
@@ -250,6 +285,7 @@ fn time_indexed(
     lb: f64,
     deadline: Option<Instant>,
     start: &Schedule,
+    proven: &AtomicI64,
 ) -> Result<Outcome, String> {
     let mut bound = lb.round() as i64;
     let ub = ub.round() as i64;
@@ -262,6 +298,7 @@ fn time_indexed(
         match time_indexed_at(dag, h, bound, deadline)? {
             None => {
                 bound += 1;
+                proven.store(bound, Ordering::SeqCst);
                 last_step = step.elapsed();
             }
             Some((Some(schedule), status)) => {
@@ -641,8 +678,6 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
     let t0 = Instant::now();
     let deadline = deadline::after(t0, opts.time_limit)?;
     p.check(dag)?;
-    let n = dag.len();
-    let h = p.units();
     let integral = bounds::integral(dag, p);
     let simple = integral_bound(bounds::period_bound(dag, p), integral);
     // The greedy may fail on memory where an exact packing exists: then the solver starts cold.
@@ -654,58 +689,82 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
     let (unit, bound, formulation, status) = if heuristic <= simple + EPS {
         (start.expect("finite heuristic"), simple, Formulation::None, Status::Optimal)
     } else {
-        let mut vars = ProblemVariables::new();
-        let mut initial = Vec::new();
-        let x: Vec<Vec<Variable>> = (0..n)
-            .map(|i| {
-                (0..h)
-                    .map(|r| {
-                        initial.push(start.as_ref().map_or(0.0, |s| (s[i] == r) as u8 as f64));
-                        vars.add(variable().binary())
-                    })
-                    .collect()
-            })
-            .collect();
-        let upper: f64 = (0..n).map(|i| (0..h).map(|r| p.duration(dag, i, r)).fold(0.0, f64::max)).sum();
-        let period = vars.add(variable().min(simple).max(heuristic.min(upper)));
-        initial.push(heuristic.min(upper));
-        let mut cons = Vec::new();
-        for row in &x {
-            cons.push(row.iter().copied().sum::<Expression>().eq(1));
+        let (dag_w, p_w, start_w) = (dag.clone(), p.clone(), start.clone());
+        let watched = move || period_model(&dag_w, &p_w, start_w.as_deref(), heuristic, simple, integral, deadline);
+        match watchdog::run_until(deadline, watched) {
+            Some(solved) => solved?,
+            // The deadline passed inside HiGHS: the greedy start, the bound known before.
+            None => (start.ok_or(NO_ASSIGNMENT)?, simple, Formulation::Period, Status::TimeLimit),
         }
-        for r in 0..h {
-            let load: Expression = (0..n).map(|i| p.duration(dag, i, r) * x[i][r]).sum();
-            cons.push(load.leq(period));
-            if !p.memory.is_empty() {
-                let used: Expression = (0..n).map(|i| dag.tasks[i].memory * x[i][r]).sum();
-                cons.push(used.leq(p.capacity(r)));
-            }
-        }
-        if symmetric(p) {
-            for i in 0..n {
-                for r in (i + 1)..h {
-                    cons.push(Expression::from(x[i][r]).leq(0));
-                }
-                for r in 1..h {
-                    let earlier: Expression = (0..i).map(|j| x[j][r - 1]).sum();
-                    cons.push(Expression::from(x[i][r]).leq(earlier));
-                }
-            }
-        }
-        let abs_gap = if integral { 0.999 } else { 1e-6 };
-        let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?
-            .ok_or("HiGHS found the assignment model infeasible (memory capacities too small?)")?;
-        if run.cols.is_empty() {
-            return Err("no assignment found within the time limit".into());
-        }
-        let unit: Vec<usize> = (0..n)
-            .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
-            .collect();
-        (unit, integral_bound(run.bound, integral), Formulation::Period, run.status)
     };
     let period = verify_assignment(dag, p, &unit).map_err(|e| format!("the MILP assignment is illegal: {e}"))?;
     let proof = Proof::new(period, bound, simple, status, formulation, heuristic, t0);
     Ok(PeriodSolved { unit, period, proof })
+}
+
+const NO_ASSIGNMENT: &str = "no assignment found within the time limit";
+
+/// The period MILP, warm started from the greedy assignment `start` (when
+/// it has one): the assignment found, the solver's bound and status.
+fn period_model(
+    dag: &Dag,
+    p: &Platform,
+    start: Option<&[usize]>,
+    heuristic: f64,
+    simple: f64,
+    integral: bool,
+    deadline: Option<Instant>,
+) -> Result<(Vec<usize>, f64, Formulation, Status), String> {
+    let n = dag.len();
+    let h = p.units();
+    let mut vars = ProblemVariables::new();
+    let mut initial = Vec::new();
+    let x: Vec<Vec<Variable>> = (0..n)
+        .map(|i| {
+            (0..h)
+                .map(|r| {
+                    initial.push(start.as_ref().map_or(0.0, |s| (s[i] == r) as u8 as f64));
+                    vars.add(variable().binary())
+                })
+                .collect()
+        })
+        .collect();
+    let upper: f64 = (0..n).map(|i| (0..h).map(|r| p.duration(dag, i, r)).fold(0.0, f64::max)).sum();
+    let period = vars.add(variable().min(simple).max(heuristic.min(upper)));
+    initial.push(heuristic.min(upper));
+    let mut cons = Vec::new();
+    for row in &x {
+        cons.push(row.iter().copied().sum::<Expression>().eq(1));
+    }
+    for r in 0..h {
+        let load: Expression = (0..n).map(|i| p.duration(dag, i, r) * x[i][r]).sum();
+        cons.push(load.leq(period));
+        if !p.memory.is_empty() {
+            let used: Expression = (0..n).map(|i| dag.tasks[i].memory * x[i][r]).sum();
+            cons.push(used.leq(p.capacity(r)));
+        }
+    }
+    if symmetric(p) {
+        for i in 0..n {
+            for r in (i + 1)..h {
+                cons.push(Expression::from(x[i][r]).leq(0));
+            }
+            for r in 1..h {
+                let earlier: Expression = (0..i).map(|j| x[j][r - 1]).sum();
+                cons.push(Expression::from(x[i][r]).leq(earlier));
+            }
+        }
+    }
+    let abs_gap = if integral { 0.999 } else { 1e-6 };
+    let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?
+        .ok_or("HiGHS found the assignment model infeasible (memory capacities too small?)")?;
+    if run.cols.is_empty() {
+        return Err(NO_ASSIGNMENT.into());
+    }
+    let unit: Vec<usize> = (0..n)
+        .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
+        .collect();
+    Ok((unit, integral_bound(run.bound, integral), Formulation::Period, run.status))
 }
 
 #[cfg(test)]
