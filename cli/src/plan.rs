@@ -71,7 +71,7 @@ pub struct PlanArgs {
     /// Placement: providers nodes may be placed on, `cpu`, `cuda` (default: every one the profile has).
     #[arg(long, value_delimiter = ',')]
     pub providers: Option<Vec<String>>,
-    /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * total / k.
+    /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * ceil(total / k), rounded down.
     #[arg(long, default_value_t = 0.03)]
     pub epsilon: f64,
     /// Partition: which relations are critical, `path[:SLACK]` (near-longest flow

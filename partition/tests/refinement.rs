@@ -192,7 +192,9 @@ fn balance_holds_and_refinement_never_raises_the_cut() {
         assert!(metrics::cut(&g, &s.part).key() <= before, "k={k}");
         assert_eq!(s.cut, metrics::cut(&g, &s.part).key(), "the running cut stays exact");
         let o = multilevel::partition(&g, &Params::new(k));
-        assert!(o.balanced && o.imbalance <= 0.03 + 1e-9, "k={k}: imbalance {}", o.imbalance);
+        // The limit is 3% over ceil(total / k), so the imbalance against total / k may pass 3% by the rounding.
+        let allowed = cap as f64 * k as f64 / g.total_weight() as f64 - 1.0;
+        assert!(o.balanced && o.imbalance <= allowed + 1e-9, "k={k}: imbalance {}", o.imbalance);
     }
 }
 
