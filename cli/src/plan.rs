@@ -76,8 +76,9 @@ pub struct PlanArgs {
     pub epsilon: f64,
     /// Partition: which relations are critical, `path[:SLACK]` (near-longest flow
     /// paths), `top:PERCENT` (heaviest relations) or `none` (plain edge cut).
-    #[arg(long, default_value = "path:0.1")]
-    pub critical: String,
+    /// Default: `path:0.1`, and `none` for --graph (METIS edges carry no flow order).
+    #[arg(long)]
+    pub critical: Option<String>,
     /// Partition: a critical relation counts `unit` (1) or `weighted` (its bytes).
     #[arg(long, default_value = "unit")]
     pub critical_value: String,
