@@ -274,3 +274,33 @@ fn zero_epsilon_uses_the_tightest_reachable_limit() {
         assert_eq!(m.balanced, loads.iter().all(|&w| w <= metrics::max_part_weight(g, k, 0.0)), "{loads:?}");
     }
 }
+
+/// The strong mode keeps the default driver's partition (same seed) among
+/// its candidates: on task graphs (critical relations first) and on the
+/// plain cut, at k = 2 and 4, it is never worse on its objective.
+#[test]
+fn strong_mode_is_never_worse_than_the_default_on_its_objective() {
+    use baton_partition::multilevel::Quality;
+    use baton_partition::strong::Strong;
+    for (seed, rule) in
+        [(3, CriticalRule::default()), (4, CriticalRule::None), (5, CriticalRule::Top { percent: 10.0 })]
+    {
+        let mut g = baton_partition::generate::layered_dag(600, seed);
+        critical::mark(&mut g, rule, CriticalValue::Unit);
+        for k in [2, 4] {
+            for run_seed in 1..=3 {
+                let default = multilevel::partition(&g, &Params { seed: run_seed, ..Params::new(k) });
+                let strong = Strong { repetitions: 1, ..Strong::default() };
+                let p = Params { seed: run_seed, quality: Quality::Strong, strong, ..Params::new(k) };
+                let o = multilevel::partition(&g, &p);
+                assert!(o.balanced, "{rule:?} k={k} seed {run_seed}");
+                assert!(
+                    o.cut.key() <= default.cut.key(),
+                    "{rule:?} k={k} seed {run_seed}: strong {:?} against default {:?}",
+                    o.cut.key(),
+                    default.cut.key()
+                );
+            }
+        }
+    }
+}
