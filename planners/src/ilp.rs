@@ -22,8 +22,9 @@
 //! unit (memory respected) minimizing the busiest unit's load, the steady-state
 //! period of a pipeline that overlaps samples.
 //!
-//! List scheduling ([`crate::list::best`]) gives the initial upper bound (and
-//! the warm start); when it meets the lower bound the solver is not called.
+//! The best of list scheduling, the periodic planner and a local search
+//! ([`crate::incumbent`]) gives the initial upper bound (and the warm start);
+//! when it meets the lower bound the solver is not called.
 //! Every result is checked by the simulator.
 
 // Constraints are written over task, unit and time indices, as in the formulations above.
@@ -37,9 +38,10 @@ use good_lp::{highs, variable, Expression, ProblemVariables, SolverModel, Variab
 use highs::HighsModelStatus;
 
 use crate::bounds;
+use crate::compact;
 use crate::dag::Dag;
 use crate::deadline;
-use crate::list;
+use crate::incumbent::{self, Source};
 use crate::platform::Platform;
 use crate::simulate::{verify, Schedule, EPS};
 use crate::watchdog;
@@ -52,13 +54,19 @@ pub struct Options {
     pub time_limit: f64,
     /// Perturbed list-scheduling runs for the initial solution.
     pub random_starts: usize,
+    /// Local-search steps for the initial solution ([`crate::incumbent`]),
+    /// within [`SEARCH_SHARE`] of the time limit.
+    pub search_steps: usize,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { time_limit: 10.0, random_starts: 32 }
+        Options { time_limit: 10.0, random_starts: 32, search_steps: 4000 }
     }
 }
+
+/// Share of the time limit the local search for the initial solution may use.
+pub const SEARCH_SHARE: f64 = 0.1;
 
 /// How the result was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -100,6 +108,8 @@ pub struct Proof {
     pub formulation: Formulation,
     /// Value of the heuristic start.
     pub heuristic: f64,
+    /// Which heuristic gave the start.
+    pub start: Source,
     pub seconds: f64,
 }
 
@@ -107,13 +117,14 @@ impl std::fmt::Display for Proof {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s; heuristic {})",
+            "lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s; heuristic {} from {})",
             self.lower_bound,
             100.0 * self.gap,
             self.status,
             self.formulation,
             self.seconds,
-            self.heuristic
+            self.heuristic,
+            self.start
         )
     }
 }
@@ -121,6 +132,7 @@ impl std::fmt::Display for Proof {
 impl Proof {
     /// The proof for `value` given the solver's bound and the bound known
     /// before solving; `Optimal` whenever the value meets the bound.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         value: f64,
         bound: f64,
@@ -128,12 +140,13 @@ impl Proof {
         status: Status,
         formulation: Formulation,
         heuristic: f64,
+        start: Source,
         t0: Instant,
     ) -> Proof {
         let lower_bound = bound.max(first).min(value);
         let status = if value <= lower_bound + EPS { Status::Optimal } else { status };
         let seconds = t0.elapsed().as_secs_f64();
-        Proof { lower_bound, gap: gap(value, lower_bound), status, formulation, heuristic, seconds }
+        Proof { lower_bound, gap: gap(value, lower_bound), status, formulation, heuristic, start, seconds }
     }
 }
 
@@ -141,9 +154,14 @@ impl Proof {
 pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, String> {
     let t0 = Instant::now();
     let deadline = deadline::after(t0, opts.time_limit)?;
-    let start = list::best(dag, p, opts.random_starts).map_err(|e| e.to_string())?;
-    let heuristic = verify(dag, p, &start).map_err(|v| format!("heuristic schedule illegal: {v}"))?;
     let simple = bounds::lower_bound(dag, p);
+    let search = incumbent::Search {
+        steps: opts.search_steps,
+        time: deadline::duration(opts.time_limit * SEARCH_SHARE)?,
+        seed: 1,
+    };
+    let found = incumbent::best(dag, p, opts.random_starts, simple, search)?;
+    let (start, heuristic, source) = (found.schedule, found.makespan, found.source);
     let integral = bounds::integral(dag, p) && dag.is_integral();
     let (schedule, bound, formulation, status) = if heuristic <= simple + EPS {
         (start, simple, Formulation::None, Status::Optimal)
@@ -151,7 +169,7 @@ pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, 
         makespan_watched(dag, p, heuristic, simple, deadline, start, integral)?
     };
     let makespan = verify(dag, p, &schedule).map_err(|v| format!("the MILP schedule is illegal: {v}"))?;
-    let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, t0);
+    let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, source, t0);
     Ok(Solved { schedule, makespan, proof })
 }
 
@@ -567,7 +585,7 @@ fn disjunctive(
     let col = |v: Variable| run.cols[index_of(&x, &s, v, n, h)];
     let unit = (0..n).map(|i| (0..h).max_by(|&a, &b| col(x[i][a]).total_cmp(&col(x[i][b]))).expect("h >= 1")).collect();
     let starts: Vec<f64> = (0..n).map(|i| col(s[i])).collect();
-    let schedule = tighten(dag, p, Schedule { unit, start: starts });
+    let schedule = compact::tighten(dag, p, Schedule { unit, start: starts });
     Ok((schedule, integral_bound(run.bound, integral), Formulation::Disjunctive, run.status))
 }
 
@@ -582,37 +600,6 @@ fn index_of(x: &[Vec<Variable>], s: &[Variable], v: Variable, n: usize, h: usize
         }
     }
     unreachable!("only x and s columns are read")
-}
-
-/// Re-times a solver schedule from its unit assignment and per-unit order:
-/// every task starts as early as its unit and inputs allow (removes the
-/// solver's float slack; never later than the solver's start).
-fn tighten(dag: &Dag, p: &Platform, s: Schedule) -> Schedule {
-    let n = dag.len();
-    let mut start = vec![0.0; n];
-    let mut waiting: Vec<usize> = (0..n).map(|i| dag.in_edges(i).len()).collect();
-    let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
-    let mut free_at = vec![0.0f64; p.units()];
-    // Tasks in the solver's start order (inputs first on ties), each as early as possible.
-    while let Some(k) = (0..ready.len()).min_by(|&a, &b| s.start[ready[a]].total_cmp(&s.start[ready[b]])) {
-        let i = ready.swap_remove(k);
-        let u = s.unit[i];
-        let mut t = free_at[u];
-        for &k in dag.in_edges(i) {
-            let e = &dag.edges[k];
-            t = t.max(start[e.from] + p.duration(dag, e.from, s.unit[e.from]) + p.delay(e, s.unit[e.from], u));
-        }
-        start[i] = t;
-        free_at[u] = t + p.duration(dag, i, u);
-        for &k in dag.out_edges(i) {
-            let j = dag.edges[k].to;
-            waiting[j] -= 1;
-            if waiting[j] == 0 {
-                ready.push(j);
-            }
-        }
-    }
-    Schedule { unit: s.unit, start }
 }
 
 /// A solved period (bottleneck) instance: each task on one unit.
@@ -698,7 +685,7 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
         }
     };
     let period = verify_assignment(dag, p, &unit).map_err(|e| format!("the MILP assignment is illegal: {e}"))?;
-    let proof = Proof::new(period, bound, simple, status, formulation, heuristic, t0);
+    let proof = Proof::new(period, bound, simple, status, formulation, heuristic, Source::GreedyAssignment, t0);
     Ok(PeriodSolved { unit, period, proof })
 }
 

@@ -9,7 +9,9 @@
 //! - [`periodic`] + [`retime`]: periodic schedule of a repeated DAG with
 //!   retiming (software pipelining).
 //! - [`deadline`]: time limits in seconds, checked (`inf` = none).
-//! - [`ilp`]: exact scheduling as a MILP (HiGHS), makespan and period.
+//! - [`ilp`]: exact scheduling as a MILP (HiGHS), makespan and period;
+//!   [`incumbent`]: its start (list scheduling, periodic, local search);
+//!   [`compact`]: schedules re-timed from their order.
 //! - [`placement`]: each node's provider (CPU or GPU) and workers from
 //!   profiles, as a MILP (HiGHS); [`placed`]: that placement written back as a
 //!   pipeline file.
@@ -19,10 +21,12 @@
 //!   placements written back as config overlays.
 
 pub mod bounds;
+pub mod compact;
 pub mod dag;
 pub mod deadline;
 pub mod generate;
 pub mod ilp;
+pub mod incumbent;
 pub mod list;
 pub mod parse;
 pub mod periodic;
