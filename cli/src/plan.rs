@@ -105,8 +105,9 @@ pub struct PlanArgs {
     /// vertices, each with its own coarsening, the best kept (quality for time).
     #[arg(long, default_value_t = 1)]
     pub coarse_restarts: usize,
-    /// Partition: independent runs, the best kept (with `--quality strong`:
-    /// repetitions, default 64).
+    /// Partition: independent runs, the best kept (default 1; 16 for the
+    /// plain cut, `--critical none`; with `--quality strong`: repetitions,
+    /// default 64).
     #[arg(long)]
     pub restarts: Option<usize>,
     /// Partition: `default`, or `strong` (repeated multilevel runs with FM

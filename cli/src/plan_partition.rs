@@ -91,7 +91,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     );
     let mut p = Params::for_scheme(k, scheme);
     p.epsilon = args.epsilon;
-    p.restarts = args.restarts.unwrap_or(1).max(1);
+    let default_restarts = if rule == CriticalRule::None { multilevel::PLAIN_CUT_RESTARTS } else { 1 };
+    p.restarts = args.restarts.unwrap_or(default_restarts).max(1);
     p.quality = args.quality.parse()?;
     p.strong.repetitions = args.restarts.unwrap_or(p.strong.repetitions).max(1);
     p.strong.budget = baton_planners::deadline::duration(args.time_limit)?;
