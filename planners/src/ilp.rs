@@ -24,7 +24,9 @@
 //!
 //! The best of list scheduling, the periodic planner and a local search
 //! ([`crate::incumbent`]) gives the initial upper bound (and the warm start);
-//! when it meets the lower bound the solver is not called.
+//! when it meets the lower bound the solver is not called. The solver phase
+//! runs on its own thread ([`crate::watchdog`]), so the time limit holds even
+//! where HiGHS does not look at its own.
 //! Every result is checked by the simulator.
 
 // Constraints are written over task, unit and time indices, as in the formulations above.
