@@ -71,13 +71,14 @@ pub struct PlanArgs {
     /// Placement: providers nodes may be placed on, `cpu`, `cuda` (default: every one the profile has).
     #[arg(long, value_delimiter = ',')]
     pub providers: Option<Vec<String>>,
-    /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * total / k.
+    /// Partition: allowed imbalance, a part may carry (1 + EPSILON) * ceil(total / k), rounded down.
     #[arg(long, default_value_t = 0.03)]
     pub epsilon: f64,
     /// Partition: which relations are critical, `path[:SLACK]` (near-longest flow
     /// paths), `top:PERCENT` (heaviest relations) or `none` (plain edge cut).
-    #[arg(long, default_value = "path:0.1")]
-    pub critical: String,
+    /// Default: `path:0.1`, and `none` for --graph (METIS edges carry no flow order).
+    #[arg(long)]
+    pub critical: Option<String>,
     /// Partition: a critical relation counts `unit` (1) or `weighted` (its bytes).
     #[arg(long, default_value = "unit")]
     pub critical_value: String,
@@ -104,8 +105,9 @@ pub struct PlanArgs {
     /// vertices, each with its own coarsening, the best kept (quality for time).
     #[arg(long, default_value_t = 1)]
     pub coarse_restarts: usize,
-    /// Partition: independent runs, the best kept (with `--quality strong`:
-    /// repetitions, default 64).
+    /// Partition: independent runs, the best kept (default 1; 16 for the
+    /// plain cut, `--critical none`; with `--quality strong`: repetitions,
+    /// default 64).
     #[arg(long)]
     pub restarts: Option<usize>,
     /// Partition: `default`, or `strong` (repeated multilevel runs with FM

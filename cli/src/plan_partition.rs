@@ -57,7 +57,12 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let rule: CriticalRule = args.critical.parse()?;
+    // METIS graphs are the only input whose relations carry no flow direction.
+    let has_flow = args.graph.is_none();
+    let rule: CriticalRule = match &args.critical {
+        Some(text) => text.parse()?,
+        None => critical::default_rule(has_flow),
+    };
     let value: CriticalValue = args.critical_value.parse()?;
     let scheme: Scheme = args.scheme.parse()?;
     let variant: Variant = args.variant.parse()?;
@@ -65,15 +70,20 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     if g.n() < args.parts {
         return Err(format!("{source}: {} vertices cannot fill {} parts", g.n(), args.parts));
     }
+    if let Some(why) = critical::misfit(rule, has_flow) {
+        eprintln!("warning: {source}: {why}");
+    }
     critical::mark(&mut g, rule, value);
     let k = args.parts;
+    let objective = critical::objective(rule, value);
     println!(
-        "{source}: {} vertices, {} relations, {} critical ({rule:?}, {value:?}); k = {k}, epsilon = {}",
+        "{source}: {} vertices, {} relations, {} critical ({rule}, {value:?}); k = {k}, epsilon = {}",
         g.n(),
         g.m(),
         g.critical_edges(),
         args.epsilon
     );
+    println!("objective: {objective}");
     println!(
         "balance limit: each part <= {} of {} total (the same for every partitioner, METIS's ufactor included)",
         metrics::max_part_weight(&g, k, args.epsilon),
@@ -81,7 +91,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     );
     let mut p = Params::for_scheme(k, scheme);
     p.epsilon = args.epsilon;
-    p.restarts = args.restarts.unwrap_or(1).max(1);
+    let default_restarts = if rule == CriticalRule::None { multilevel::PLAIN_CUT_RESTARTS } else { 1 };
+    p.restarts = args.restarts.unwrap_or(default_restarts).max(1);
     p.quality = args.quality.parse()?;
     p.strong.repetitions = args.restarts.unwrap_or(p.strong.repetitions).max(1);
     p.strong.budget = baton_planners::deadline::duration(args.time_limit)?;
@@ -130,7 +141,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
             "source": source,
             "k": k,
             "epsilon": args.epsilon,
-            "critical": format!("{rule:?}"),
+            "critical": rule.to_string(),
+            "objective": objective,
             "critical_value": format!("{value:?}"),
             "vertices": g.n(),
             "relations": g.m(),

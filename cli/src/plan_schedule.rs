@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use baton_planners::dag::Dag;
+use baton_planners::incumbent::Source;
 use baton_planners::pipeline::{self, Profile};
 use baton_planners::platform::Platform;
 use baton_planners::simulate::Schedule;
@@ -53,14 +54,14 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
             let s = list::best(&dag, &p, 32).map_err(|e| e.to_string())?;
             let ms = s.makespan(&dag, &p);
             let lb = bounds::lower_bound(&dag, &p);
-            print_makespan("list", ms, lb, ms, unit);
+            print_makespan("list", ms, lb, None, unit);
             print_schedule(&dag, &p, &s);
             let r = json!({"method": "list", "makespan": ms, "lower_bound": lb, "gap": gap(ms, lb), "schedule": schedule_json(&dag, &p, &s)});
             (r, units_of(&dag, &s.unit), pipelined_period(&dag, &p, &s.unit))
         }
         Method::Ilp if args.objective == Objective::Makespan => {
-            let r = ilp::solve_makespan(&dag, &p, ilp::Options { time_limit: args.time_limit, random_starts: 32 })?;
-            print_makespan("ilp", r.makespan, r.proof.lower_bound, r.proof.heuristic, unit);
+            let r = ilp::solve_makespan(&dag, &p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
+            print_makespan("ilp", r.makespan, r.proof.lower_bound, Some((r.proof.heuristic, r.proof.start)), unit);
             println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
             print_schedule(&dag, &p, &r.schedule);
             let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
@@ -69,11 +70,11 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
             (j, units_of(&dag, &r.schedule.unit), pipelined_period(&dag, &p, &r.schedule.unit))
         }
         Method::Ilp => {
-            let r = ilp::solve_period(&dag, &p, ilp::Options { time_limit: args.time_limit, random_starts: 32 })?;
+            let r = ilp::solve_period(&dag, &p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
             println!("period: {} {unit}", r.period);
             println!("lower bound: {} {unit}", r.proof.lower_bound);
             println!("gap: {:.3}%", 100.0 * r.proof.gap);
-            println!("heuristic: {} {unit}", r.proof.heuristic);
+            println!("start (the MILP's incumbent, from {}): {} {unit}", r.proof.start, r.proof.heuristic);
             println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
             let loads = ilp::loads(&dag, &p, &r.unit);
             for (u, load) in loads.iter().enumerate() {
@@ -176,13 +177,14 @@ fn gap(value: f64, bound: f64) -> f64 {
     }
 }
 
-fn print_makespan(method: &str, ms: f64, lb: f64, heuristic: f64, unit: &str) {
+/// `start`: the MILP's starting schedule's makespan and where it came from.
+fn print_makespan(method: &str, ms: f64, lb: f64, start: Option<(f64, Source)>, unit: &str) {
     println!("method: {method}");
     println!("makespan: {ms} {unit}");
     println!("lower bound: {lb} {unit}");
     println!("gap: {:.3}%", 100.0 * gap(ms, lb));
-    if method != "list" {
-        println!("heuristic (list scheduling): {heuristic} {unit}");
+    if let Some((value, source)) = start {
+        println!("start (the MILP's incumbent, from {source}): {value} {unit}");
     }
 }
 

@@ -94,3 +94,26 @@ fn strong_quality_on_the_plain_cut() {
     let (ok, out) = plan_graph("two-bad.graph", TWO_TRIANGLES, &["--quality", "best"]);
     assert!(!ok && out.contains("unknown quality `best`"), "{out}");
 }
+
+/// A METIS graph carries no flow order: without `--critical` it gets the
+/// plain edge cut, and the output says so; the path rule asked for on it is
+/// run with a warning that names the reason.
+#[test]
+fn a_metis_graph_defaults_to_the_plain_cut_and_the_path_rule_is_warned() {
+    let (ok, out) = plan_graph("two-default.graph", TWO_TRIANGLES, &["-k", "2"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("0 critical (none, Unit)"), "{out}");
+    assert!(out.contains("objective: the plain edge cut (--critical none)"), "{out}");
+    assert!(out.contains("total cut 1 (1 relations)"), "{out}");
+    assert!(!out.contains("warning"), "{out}");
+    let (ok, out) = plan_graph("two-path.graph", TWO_TRIANGLES, &["-k", "2", "--critical", "path:0.1"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("warning: ") && out.contains("--critical path:0.1: this graph's edges are undirected"),
+        "{out}"
+    );
+    assert!(
+        out.contains("objective: the critical cut (--critical path:0.1, Unit values), then the total cut"),
+        "{out}"
+    );
+}

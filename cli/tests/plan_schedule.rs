@@ -1,5 +1,6 @@
 //! `baton plan --method ilp|periodic` end to end: time limits (`inf` and huge
-//! numbers mean none, NaN is refused), and the periodic planner's bound.
+//! numbers mean none, NaN is refused), the MILP's start named, and the
+//! periodic planner's bound.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -27,6 +28,8 @@ fn huge_time_limits_mean_none_and_nan_is_refused() {
         let stdout = String::from_utf8_lossy(&run.stdout);
         assert!(run.status.success(), "{limit}: {stdout}\n{}", String::from_utf8_lossy(&run.stderr));
         assert!(stdout.contains("status: Optimal"), "{limit}: {stdout}");
+        // The example's transfers rule out the periodic start; list scheduling or the local search gives it.
+        assert!(stdout.contains("start (the MILP's incumbent, from "), "{limit}: {stdout}");
     }
     for limit in ["nan", "-1", "soon"] {
         let run = plan(&["--method", "ilp", &format!("--time-limit={limit}")], &dag);

@@ -1,5 +1,5 @@
 //! Benchmark: plain edge cut on the Walshaw graphs against their best-known
-//! 2-way cuts at 5% imbalance (each part <= 1.05 x total / 2), for the default
+//! 2-way cuts at 5% imbalance (each part <= 1.05 x ceil(total / 2), the archive's rule), for the default
 //! multilevel driver, METIS (same allowance) and the strong mode. Prints a
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!

@@ -12,8 +12,11 @@
 //!   edge cut, as on the partitioning benchmarks (Walshaw archive).
 //!
 //! The value of a critical relation is 1 (`unit`, the seed's counting) or its
-//! weight (`weighted`: critical traffic in bytes). Undirected inputs get a flow
-//! direction from vertex order, so the path rule applies to them too.
+//! weight (`weighted`: critical traffic in bytes).
+//!
+//! Inputs without a data-flow order (METIS graphs: undirected edges, vertex
+//! ids that say nothing about flow) default to `none` ([`default_rule`]); the
+//! path rule on them reads vertex order as flow order, which [`misfit`] says.
 
 use std::str::FromStr;
 
@@ -33,6 +36,49 @@ pub enum CriticalRule {
 impl Default for CriticalRule {
     fn default() -> Self {
         CriticalRule::Path { slack: 0.1 }
+    }
+}
+
+impl std::fmt::Display for CriticalRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CriticalRule::Path { slack } => write!(f, "path:{slack}"),
+            CriticalRule::Top { percent } => write!(f, "top:{percent}"),
+            CriticalRule::None => write!(f, "none"),
+        }
+    }
+}
+
+/// The rule when none is asked for: near-longest paths where the relations
+/// carry a data-flow direction (pipelines, ONNX graphs), the plain edge cut
+/// where they do not (METIS graphs).
+pub fn default_rule(has_flow: bool) -> CriticalRule {
+    if has_flow {
+        CriticalRule::default()
+    } else {
+        CriticalRule::None
+    }
+}
+
+/// Why `rule` does not fit a graph whose relations carry no data-flow
+/// direction (`None` when it fits): the path rule would take vertex order as
+/// flow order.
+pub fn misfit(rule: CriticalRule, has_flow: bool) -> Option<String> {
+    match rule {
+        CriticalRule::Path { .. } if !has_flow => Some(format!(
+            "--critical {rule}: this graph's edges are undirected and carry no data-flow order, so the path \
+             rule takes vertex id order as flow order; its critical relations are arbitrary (`--critical none` \
+             is the plain edge cut)"
+        )),
+        _ => None,
+    }
+}
+
+/// What a partition under `rule` minimizes, in words.
+pub fn objective(rule: CriticalRule, value: CriticalValue) -> String {
+    match rule {
+        CriticalRule::None => "the plain edge cut (--critical none)".into(),
+        _ => format!("the critical cut (--critical {rule}, {value:?} values), then the total cut"),
     }
 }
 
@@ -159,6 +205,18 @@ fn heaviest(g: &Graph, percent: f64) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graphs_without_flow_order_default_to_the_plain_cut_and_flag_the_path_rule() {
+        assert_eq!(default_rule(true), CriticalRule::Path { slack: 0.1 });
+        assert_eq!(default_rule(false), CriticalRule::None);
+        let path: CriticalRule = "path:0.2".parse().unwrap();
+        assert!(misfit(path, false).unwrap().contains("--critical path:0.2: this graph's edges are undirected"));
+        assert_eq!(misfit(path, true), None);
+        assert_eq!(misfit(CriticalRule::Top { percent: 10.0 }, false), None);
+        assert_eq!(misfit(CriticalRule::None, false), None);
+        assert_eq!(objective(CriticalRule::None, CriticalValue::Unit), "the plain edge cut (--critical none)");
+    }
     use crate::graph::GraphBuilder;
 
     /// a→b→d is longer than a→c→d; with slack 0 only the long path is critical.

@@ -62,8 +62,10 @@ pub fn imbalance(g: &Graph, part: &[u32], k: usize) -> f64 {
     w.iter().copied().max().unwrap_or(0) as f64 / avg - 1.0
 }
 
-/// The largest load a part may carry: `(1 + epsilon) * total / k`, but never
-/// less than the tightest load some partition reaches
+/// The largest load a part may carry: `(1 + epsilon) * ceil(total / k)`
+/// rounded down (the Walshaw archive's rule: a perfectly balanced part of
+/// `ceil(total / k)` plus the imbalance allowance), but never less than the
+/// tightest load some partition reaches
 /// ([`balance::tightest_limit`]: a vertex cannot be split, and with
 /// `epsilon = 0` a total not divisible by `k` needs `ceil(total / k)`).
 ///
@@ -73,13 +75,21 @@ pub fn imbalance(g: &Graph, part: &[u32], k: usize) -> f64 {
 /// load cannot raise it and is not computed (it sorts every weight).
 pub fn max_part_weight(g: &Graph, k: usize, epsilon: f64) -> i64 {
     let total = g.total_weight();
-    let cap = ((1.0 + epsilon) * total as f64 / k as f64).floor() as i64;
     let k1 = k.max(1) as i64;
+    let cap = allowance(total, k1, epsilon);
     let heaviest = g.node_w.iter().copied().max().unwrap_or(0);
     if k1 * cap >= total + (k1 - 1) * heaviest {
         return cap;
     }
     cap.max(balance::tightest_limit(&g.node_w, k))
+}
+
+/// `floor((1 + epsilon) * ceil(total / k))`, the product taken with a
+/// relative tolerance of 1e-12 so that a product that is an integer in exact
+/// arithmetic (1.05 x 100) is not rounded down by its float error.
+fn allowance(total: i64, k: i64, epsilon: f64) -> i64 {
+    let even = (total + k - 1) / k;
+    ((1.0 + epsilon) * even as f64 * (1.0 + 1e-12)).floor() as i64
 }
 
 /// Whether every part is within the limit.
@@ -95,6 +105,17 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
+    /// The archive's rule on its own figures: 5% over ceil(total / 2).
+    #[test]
+    fn the_allowance_is_epsilon_over_the_rounded_up_even_share() {
+        assert_eq!(allowance(4720, 2, 0.05), 2478); // 3elt: 1.05 x 2360
+        assert_eq!(allowance(2851, 2, 0.05), 1497); // data: 1.05 x 1426 (1.05 x 2851 / 2 = 1496.8)
+        assert_eq!(allowance(41, 2, 0.05), 22); // 1.05 x 21 = 22.05 (1.05 x 41 / 2 = 21.5)
+        assert_eq!(allowance(100, 2, 0.0), 50);
+        assert_eq!(allowance(101, 2, 0.0), 51);
+        assert_eq!(allowance(200, 2, 0.05), 105);
+    }
+
     #[test]
     fn the_limit_skips_the_tightest_load_only_where_it_cannot_matter() {
         let mut rng = StdRng::seed_from_u64(7);
@@ -108,7 +129,7 @@ mod tests {
             let g = b.build();
             for k in [1usize, 2, 3, 8] {
                 for epsilon in [0.0, 0.03, 0.3] {
-                    let cap = ((1.0 + epsilon) * g.total_weight() as f64 / k as f64).floor() as i64;
+                    let cap = allowance(g.total_weight(), k as i64, epsilon);
                     let full = cap.max(balance::tightest_limit(&g.node_w, k));
                     assert_eq!(max_part_weight(&g, k, epsilon), full, "case {case}, k {k}, epsilon {epsilon}");
                 }

@@ -192,7 +192,9 @@ fn balance_holds_and_refinement_never_raises_the_cut() {
         assert!(metrics::cut(&g, &s.part).key() <= before, "k={k}");
         assert_eq!(s.cut, metrics::cut(&g, &s.part).key(), "the running cut stays exact");
         let o = multilevel::partition(&g, &Params::new(k));
-        assert!(o.balanced && o.imbalance <= 0.03 + 1e-9, "k={k}: imbalance {}", o.imbalance);
+        // The limit is 3% over ceil(total / k), so the imbalance against total / k may pass 3% by the rounding.
+        let allowed = cap as f64 * k as f64 / g.total_weight() as f64 - 1.0;
+        assert!(o.balanced && o.imbalance <= allowed + 1e-9, "k={k}: imbalance {}", o.imbalance);
     }
 }
 
@@ -270,5 +272,35 @@ fn zero_epsilon_uses_the_tightest_reachable_limit() {
         let m = baton_partition::metis_ref::partition(g, k, 0.0, false, 1).unwrap();
         let loads = metrics::part_weights(g, &m.part, k);
         assert_eq!(m.balanced, loads.iter().all(|&w| w <= metrics::max_part_weight(g, k, 0.0)), "{loads:?}");
+    }
+}
+
+/// The strong mode keeps the default driver's partition (same seed) among
+/// its candidates: on task graphs (critical relations first) and on the
+/// plain cut, at k = 2 and 4, it is never worse on its objective.
+#[test]
+fn strong_mode_is_never_worse_than_the_default_on_its_objective() {
+    use baton_partition::multilevel::Quality;
+    use baton_partition::strong::Strong;
+    for (seed, rule) in
+        [(3, CriticalRule::default()), (4, CriticalRule::None), (5, CriticalRule::Top { percent: 10.0 })]
+    {
+        let mut g = baton_partition::generate::layered_dag(600, seed);
+        critical::mark(&mut g, rule, CriticalValue::Unit);
+        for k in [2, 4] {
+            for run_seed in 1..=3 {
+                let default = multilevel::partition(&g, &Params { seed: run_seed, ..Params::new(k) });
+                let strong = Strong { repetitions: 1, ..Strong::default() };
+                let p = Params { seed: run_seed, quality: Quality::Strong, strong, ..Params::new(k) };
+                let o = multilevel::partition(&g, &p);
+                assert!(o.balanced, "{rule:?} k={k} seed {run_seed}");
+                assert!(
+                    o.cut.key() <= default.cut.key(),
+                    "{rule:?} k={k} seed {run_seed}: strong {:?} against default {:?}",
+                    o.cut.key(),
+                    default.cut.key()
+                );
+            }
+        }
     }
 }

@@ -163,7 +163,7 @@ fn main() {
         for &m in &args.ilp_procs {
             let optima = stg::load_optima(&args.dir.join(format!("Case50_{m}_OPT.csv"))).expect("optimum CSV");
             let p = Platform::identical(m);
-            let opts = ilp::Options { time_limit: args.time_limit, random_starts: 32 };
+            let opts = ilp::Options { time_limit: args.time_limit, ..Default::default() };
             let (mut proven, mut cert_p, mut cert, mut matched, mut calls) = (0, 0, 0, 0, 0);
             let (mut gaps, mut times) = (Vec::new(), Vec::new());
             for (key, dag) in &gs {

@@ -46,7 +46,7 @@ fn main() {
     let heuristic = simulate::verify(&dag, &p, &start).expect("legal");
     println!("{dag}");
     println!("list scheduling: makespan {heuristic}");
-    let r = ilp::solve_makespan(&dag, &p, Options { time_limit: 30.0, random_starts: 32 }).expect("solved");
+    let r = ilp::solve_makespan(&dag, &p, Options { time_limit: 30.0, ..Default::default() }).expect("solved");
     println!("MILP: makespan {}, {}", r.makespan, r.proof);
     for u in 0..p.units() {
         let mut on: Vec<usize> = (0..dag.len()).filter(|&i| r.schedule.unit[i] == u).collect();
@@ -58,6 +58,6 @@ fn main() {
             .collect();
         println!("  {:<6} memory {used}/{}: {}", p.names[u], p.capacity(u), cells.join(" "));
     }
-    let r = ilp::solve_period(&dag, &p, Options { time_limit: 30.0, random_starts: 32 }).expect("solved");
+    let r = ilp::solve_period(&dag, &p, Options { time_limit: 30.0, ..Default::default() }).expect("solved");
     println!("MILP period (pipelined steps): {}, {}", r.period, r.proof);
 }

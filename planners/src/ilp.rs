@@ -22,24 +22,31 @@
 //! unit (memory respected) minimizing the busiest unit's load, the steady-state
 //! period of a pipeline that overlaps samples.
 //!
-//! List scheduling ([`crate::list::best`]) gives the initial upper bound (and
-//! the warm start); when it meets the lower bound the solver is not called.
+//! The best of list scheduling, the periodic planner and a local search
+//! ([`crate::incumbent`]) gives the initial upper bound (and the warm start);
+//! when it meets the lower bound the solver is not called. The solver phase
+//! runs on its own thread ([`crate::watchdog`]), so the time limit holds even
+//! where HiGHS does not look at its own.
 //! Every result is checked by the simulator.
 
 // Constraints are written over task, unit and time indices, as in the formulations above.
 #![allow(clippy::needless_range_loop)]
 
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use good_lp::{highs, variable, Expression, ProblemVariables, SolverModel, Variable};
 use highs::HighsModelStatus;
 
 use crate::bounds;
+use crate::compact;
 use crate::dag::Dag;
 use crate::deadline;
-use crate::list;
+use crate::incumbent::{self, Source};
 use crate::platform::Platform;
 use crate::simulate::{verify, Schedule, EPS};
+use crate::watchdog;
 
 /// Solver settings.
 #[derive(Clone, Copy, Debug)]
@@ -49,13 +56,19 @@ pub struct Options {
     pub time_limit: f64,
     /// Perturbed list-scheduling runs for the initial solution.
     pub random_starts: usize,
+    /// Local-search steps for the initial solution ([`crate::incumbent`]),
+    /// within [`SEARCH_SHARE`] of the time limit.
+    pub search_steps: usize,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { time_limit: 10.0, random_starts: 32 }
+        Options { time_limit: 10.0, random_starts: 32, search_steps: 4000 }
     }
 }
+
+/// Share of the time limit the local search for the initial solution may use.
+pub const SEARCH_SHARE: f64 = 0.1;
 
 /// How the result was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -97,6 +110,8 @@ pub struct Proof {
     pub formulation: Formulation,
     /// Value of the heuristic start.
     pub heuristic: f64,
+    /// Which heuristic gave the start.
+    pub start: Source,
     pub seconds: f64,
 }
 
@@ -104,13 +119,14 @@ impl std::fmt::Display for Proof {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s; heuristic {})",
+            "lower bound {}, gap {:.2}%, {:?} ({:?}, {:.2} s; heuristic {} from {})",
             self.lower_bound,
             100.0 * self.gap,
             self.status,
             self.formulation,
             self.seconds,
-            self.heuristic
+            self.heuristic,
+            self.start
         )
     }
 }
@@ -118,6 +134,7 @@ impl std::fmt::Display for Proof {
 impl Proof {
     /// The proof for `value` given the solver's bound and the bound known
     /// before solving; `Optimal` whenever the value meets the bound.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         value: f64,
         bound: f64,
@@ -125,12 +142,13 @@ impl Proof {
         status: Status,
         formulation: Formulation,
         heuristic: f64,
+        start: Source,
         t0: Instant,
     ) -> Proof {
         let lower_bound = bound.max(first).min(value);
         let status = if value <= lower_bound + EPS { Status::Optimal } else { status };
         let seconds = t0.elapsed().as_secs_f64();
-        Proof { lower_bound, gap: gap(value, lower_bound), status, formulation, heuristic, seconds }
+        Proof { lower_bound, gap: gap(value, lower_bound), status, formulation, heuristic, start, seconds }
     }
 }
 
@@ -138,20 +156,57 @@ impl Proof {
 pub fn solve_makespan(dag: &Dag, p: &Platform, opts: Options) -> Result<Solved, String> {
     let t0 = Instant::now();
     let deadline = deadline::after(t0, opts.time_limit)?;
-    let start = list::best(dag, p, opts.random_starts).map_err(|e| e.to_string())?;
-    let heuristic = verify(dag, p, &start).map_err(|v| format!("heuristic schedule illegal: {v}"))?;
     let simple = bounds::lower_bound(dag, p);
+    let search = incumbent::Search {
+        steps: opts.search_steps,
+        time: deadline::duration(opts.time_limit * SEARCH_SHARE)?,
+        seed: 1,
+    };
+    let found = incumbent::best(dag, p, opts.random_starts, simple, search)?;
+    let (start, heuristic, source) = (found.schedule, found.makespan, found.source);
     let integral = bounds::integral(dag, p) && dag.is_integral();
     let (schedule, bound, formulation, status) = if heuristic <= simple + EPS {
         (start, simple, Formulation::None, Status::Optimal)
-    } else if p.is_identical() && !dag.has_transfers() && integral {
-        time_indexed(dag, p.units(), heuristic, simple, deadline, &start)?
     } else {
-        disjunctive(dag, p, heuristic, simple, deadline, &start, integral)?
+        makespan_watched(dag, p, heuristic, simple, deadline, start, integral)?
     };
     let makespan = verify(dag, p, &schedule).map_err(|v| format!("the MILP schedule is illegal: {v}"))?;
-    let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, t0);
+    let proof = Proof::new(makespan, bound, simple, status, formulation, heuristic, source, t0);
     Ok(Solved { schedule, makespan, proof })
+}
+
+/// The solver phase of [`solve_makespan`] on its own thread
+/// ([`watchdog::run_until`]): when the deadline passes while HiGHS is still
+/// inside a phase that does not look at its time limit, the start schedule
+/// is returned with the bound proven so far and `TimeLimit`.
+fn makespan_watched(
+    dag: &Dag,
+    p: &Platform,
+    heuristic: f64,
+    simple: f64,
+    deadline: Option<Instant>,
+    start: Schedule,
+    integral: bool,
+) -> Result<Outcome, String> {
+    let indexed = p.is_identical() && !dag.has_transfers() && integral;
+    let formulation = if indexed { Formulation::TimeIndexed } else { Formulation::Disjunctive };
+    // The horizon search's proven bound, raised as it goes.
+    let proven = Arc::new(AtomicI64::new(i64::MIN));
+    let (dag_w, p_w, start_w, proven_w) = (dag.clone(), p.clone(), start.clone(), proven.clone());
+    let solved = watchdog::run_until(deadline, move || {
+        if indexed {
+            time_indexed(&dag_w, p_w.units(), heuristic, simple, deadline, &start_w, &proven_w)
+        } else {
+            disjunctive(&dag_w, &p_w, heuristic, simple, deadline, &start_w, integral)
+        }
+    });
+    match solved {
+        Some(outcome) => outcome,
+        None => {
+            let bound = simple.max(proven.load(Ordering::SeqCst) as f64);
+            Ok((start, bound, formulation, Status::TimeLimit))
+        }
+    }
 }
 
 fn gap(value: f64, bound: f64) -> f64 {
@@ -250,6 +305,7 @@ fn time_indexed(
     lb: f64,
     deadline: Option<Instant>,
     start: &Schedule,
+    proven: &AtomicI64,
 ) -> Result<Outcome, String> {
     let mut bound = lb.round() as i64;
     let ub = ub.round() as i64;
@@ -262,6 +318,7 @@ fn time_indexed(
         match time_indexed_at(dag, h, bound, deadline)? {
             None => {
                 bound += 1;
+                proven.store(bound, Ordering::SeqCst);
                 last_step = step.elapsed();
             }
             Some((Some(schedule), status)) => {
@@ -530,7 +587,7 @@ fn disjunctive(
     let col = |v: Variable| run.cols[index_of(&x, &s, v, n, h)];
     let unit = (0..n).map(|i| (0..h).max_by(|&a, &b| col(x[i][a]).total_cmp(&col(x[i][b]))).expect("h >= 1")).collect();
     let starts: Vec<f64> = (0..n).map(|i| col(s[i])).collect();
-    let schedule = tighten(dag, p, Schedule { unit, start: starts });
+    let schedule = compact::tighten(dag, p, Schedule { unit, start: starts });
     Ok((schedule, integral_bound(run.bound, integral), Formulation::Disjunctive, run.status))
 }
 
@@ -545,37 +602,6 @@ fn index_of(x: &[Vec<Variable>], s: &[Variable], v: Variable, n: usize, h: usize
         }
     }
     unreachable!("only x and s columns are read")
-}
-
-/// Re-times a solver schedule from its unit assignment and per-unit order:
-/// every task starts as early as its unit and inputs allow (removes the
-/// solver's float slack; never later than the solver's start).
-fn tighten(dag: &Dag, p: &Platform, s: Schedule) -> Schedule {
-    let n = dag.len();
-    let mut start = vec![0.0; n];
-    let mut waiting: Vec<usize> = (0..n).map(|i| dag.in_edges(i).len()).collect();
-    let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
-    let mut free_at = vec![0.0f64; p.units()];
-    // Tasks in the solver's start order (inputs first on ties), each as early as possible.
-    while let Some(k) = (0..ready.len()).min_by(|&a, &b| s.start[ready[a]].total_cmp(&s.start[ready[b]])) {
-        let i = ready.swap_remove(k);
-        let u = s.unit[i];
-        let mut t = free_at[u];
-        for &k in dag.in_edges(i) {
-            let e = &dag.edges[k];
-            t = t.max(start[e.from] + p.duration(dag, e.from, s.unit[e.from]) + p.delay(e, s.unit[e.from], u));
-        }
-        start[i] = t;
-        free_at[u] = t + p.duration(dag, i, u);
-        for &k in dag.out_edges(i) {
-            let j = dag.edges[k].to;
-            waiting[j] -= 1;
-            if waiting[j] == 0 {
-                ready.push(j);
-            }
-        }
-    }
-    Schedule { unit: s.unit, start }
 }
 
 /// A solved period (bottleneck) instance: each task on one unit.
@@ -641,8 +667,6 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
     let t0 = Instant::now();
     let deadline = deadline::after(t0, opts.time_limit)?;
     p.check(dag)?;
-    let n = dag.len();
-    let h = p.units();
     let integral = bounds::integral(dag, p);
     let simple = integral_bound(bounds::period_bound(dag, p), integral);
     // The greedy may fail on memory where an exact packing exists: then the solver starts cold.
@@ -654,58 +678,82 @@ pub fn solve_period(dag: &Dag, p: &Platform, opts: Options) -> Result<PeriodSolv
     let (unit, bound, formulation, status) = if heuristic <= simple + EPS {
         (start.expect("finite heuristic"), simple, Formulation::None, Status::Optimal)
     } else {
-        let mut vars = ProblemVariables::new();
-        let mut initial = Vec::new();
-        let x: Vec<Vec<Variable>> = (0..n)
-            .map(|i| {
-                (0..h)
-                    .map(|r| {
-                        initial.push(start.as_ref().map_or(0.0, |s| (s[i] == r) as u8 as f64));
-                        vars.add(variable().binary())
-                    })
-                    .collect()
-            })
-            .collect();
-        let upper: f64 = (0..n).map(|i| (0..h).map(|r| p.duration(dag, i, r)).fold(0.0, f64::max)).sum();
-        let period = vars.add(variable().min(simple).max(heuristic.min(upper)));
-        initial.push(heuristic.min(upper));
-        let mut cons = Vec::new();
-        for row in &x {
-            cons.push(row.iter().copied().sum::<Expression>().eq(1));
+        let (dag_w, p_w, start_w) = (dag.clone(), p.clone(), start.clone());
+        let watched = move || period_model(&dag_w, &p_w, start_w.as_deref(), heuristic, simple, integral, deadline);
+        match watchdog::run_until(deadline, watched) {
+            Some(solved) => solved?,
+            // The deadline passed inside HiGHS: the greedy start, the bound known before.
+            None => (start.ok_or(NO_ASSIGNMENT)?, simple, Formulation::Period, Status::TimeLimit),
         }
-        for r in 0..h {
-            let load: Expression = (0..n).map(|i| p.duration(dag, i, r) * x[i][r]).sum();
-            cons.push(load.leq(period));
-            if !p.memory.is_empty() {
-                let used: Expression = (0..n).map(|i| dag.tasks[i].memory * x[i][r]).sum();
-                cons.push(used.leq(p.capacity(r)));
-            }
-        }
-        if symmetric(p) {
-            for i in 0..n {
-                for r in (i + 1)..h {
-                    cons.push(Expression::from(x[i][r]).leq(0));
-                }
-                for r in 1..h {
-                    let earlier: Expression = (0..i).map(|j| x[j][r - 1]).sum();
-                    cons.push(Expression::from(x[i][r]).leq(earlier));
-                }
-            }
-        }
-        let abs_gap = if integral { 0.999 } else { 1e-6 };
-        let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?
-            .ok_or("HiGHS found the assignment model infeasible (memory capacities too small?)")?;
-        if run.cols.is_empty() {
-            return Err("no assignment found within the time limit".into());
-        }
-        let unit: Vec<usize> = (0..n)
-            .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
-            .collect();
-        (unit, integral_bound(run.bound, integral), Formulation::Period, run.status)
     };
     let period = verify_assignment(dag, p, &unit).map_err(|e| format!("the MILP assignment is illegal: {e}"))?;
-    let proof = Proof::new(period, bound, simple, status, formulation, heuristic, t0);
+    let proof = Proof::new(period, bound, simple, status, formulation, heuristic, Source::GreedyAssignment, t0);
     Ok(PeriodSolved { unit, period, proof })
+}
+
+const NO_ASSIGNMENT: &str = "no assignment found within the time limit";
+
+/// The period MILP, warm started from the greedy assignment `start` (when
+/// it has one): the assignment found, the solver's bound and status.
+fn period_model(
+    dag: &Dag,
+    p: &Platform,
+    start: Option<&[usize]>,
+    heuristic: f64,
+    simple: f64,
+    integral: bool,
+    deadline: Option<Instant>,
+) -> Result<(Vec<usize>, f64, Formulation, Status), String> {
+    let n = dag.len();
+    let h = p.units();
+    let mut vars = ProblemVariables::new();
+    let mut initial = Vec::new();
+    let x: Vec<Vec<Variable>> = (0..n)
+        .map(|i| {
+            (0..h)
+                .map(|r| {
+                    initial.push(start.as_ref().map_or(0.0, |s| (s[i] == r) as u8 as f64));
+                    vars.add(variable().binary())
+                })
+                .collect()
+        })
+        .collect();
+    let upper: f64 = (0..n).map(|i| (0..h).map(|r| p.duration(dag, i, r)).fold(0.0, f64::max)).sum();
+    let period = vars.add(variable().min(simple).max(heuristic.min(upper)));
+    initial.push(heuristic.min(upper));
+    let mut cons = Vec::new();
+    for row in &x {
+        cons.push(row.iter().copied().sum::<Expression>().eq(1));
+    }
+    for r in 0..h {
+        let load: Expression = (0..n).map(|i| p.duration(dag, i, r) * x[i][r]).sum();
+        cons.push(load.leq(period));
+        if !p.memory.is_empty() {
+            let used: Expression = (0..n).map(|i| dag.tasks[i].memory * x[i][r]).sum();
+            cons.push(used.leq(p.capacity(r)));
+        }
+    }
+    if symmetric(p) {
+        for i in 0..n {
+            for r in (i + 1)..h {
+                cons.push(Expression::from(x[i][r]).leq(0));
+            }
+            for r in 1..h {
+                let earlier: Expression = (0..i).map(|j| x[j][r - 1]).sum();
+                cons.push(Expression::from(x[i][r]).leq(earlier));
+            }
+        }
+    }
+    let abs_gap = if integral { 0.999 } else { 1e-6 };
+    let run = run_highs(vars, period.into(), cons, &initial, deadline, abs_gap)?
+        .ok_or("HiGHS found the assignment model infeasible (memory capacities too small?)")?;
+    if run.cols.is_empty() {
+        return Err(NO_ASSIGNMENT.into());
+    }
+    let unit: Vec<usize> = (0..n)
+        .map(|i| (0..h).max_by(|&a, &b| run.cols[i * h + a].total_cmp(&run.cols[i * h + b])).expect("h >= 1"))
+        .collect();
+    Ok((unit, integral_bound(run.bound, integral), Formulation::Period, run.status))
 }
 
 #[cfg(test)]

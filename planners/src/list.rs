@@ -41,7 +41,6 @@ pub enum ListError {
 pub fn schedule(dag: &Dag, p: &Platform, rule: Rule) -> Result<Schedule, ListError> {
     p.check(dag).map_err(ListError::Platform)?;
     let n = dag.len();
-    let h = p.units();
     let bl = dag.bottom_levels(|i| p.mean_duration(dag, i), true);
     let prio: Vec<f64> = match rule {
         Rule::BottomLevel | Rule::EarliestStart => bl.clone(),
@@ -52,6 +51,22 @@ pub fn schedule(dag: &Dag, p: &Platform, rule: Rule) -> Result<Schedule, ListErr
             bl.iter().map(|&b| b + rng.unit() * spread * mean).collect()
         }
     };
+    decode(dag, p, &prio, rule == Rule::EarliestStart)
+}
+
+/// One list schedule with the given priorities (highest first among the
+/// ready tasks, ties to the lower index); the platform must have passed
+/// [`Platform::check`].
+pub fn schedule_by(dag: &Dag, p: &Platform, prio: &[f64]) -> Result<Schedule, ListError> {
+    decode(dag, p, prio, false)
+}
+
+/// The list scheduler proper: ready tasks by `prio` (or, with
+/// `earliest_start`, by earliest start, ties by `prio`), each into the
+/// earliest-finishing gap.
+fn decode(dag: &Dag, p: &Platform, prio: &[f64], earliest_start: bool) -> Result<Schedule, ListError> {
+    let n = dag.len();
+    let h = p.units();
     let mut busy: Vec<Vec<(f64, f64)>> = vec![Vec::new(); h];
     let mut free_mem: Vec<f64> = (0..h).map(|u| p.capacity(u)).collect();
     let mut unit = vec![usize::MAX; n];
@@ -69,7 +84,7 @@ pub fn schedule(dag: &Dag, p: &Platform, rule: Rule) -> Result<Schedule, ListErr
                 None => true,
                 Some((rj, _, pst, _)) => {
                     let j = ready[rj];
-                    if rule == Rule::EarliestStart {
+                    if earliest_start {
                         st < pst - EPS || (st < pst + EPS && (prio[i], j) > (prio[j], i))
                     } else {
                         prio[i] > prio[j] || (prio[i] == prio[j] && i < j)
@@ -178,10 +193,11 @@ fn mirror(dag: &Dag, p: &Platform, s: Schedule) -> Schedule {
 }
 
 /// A small deterministic generator (SplitMix64) for perturbed priorities.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn unit(&mut self) -> f64 {
+    /// A uniform number in [0, 1).
+    pub(crate) fn unit(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -9,7 +9,7 @@ use baton_planners::platform::Platform;
 use baton_planners::simulate::verify;
 use common::*;
 
-const OPTS: Options = Options { time_limit: 20.0, random_starts: 8 };
+const OPTS: Options = Options { time_limit: 20.0, random_starts: 8, search_steps: 4000 };
 
 #[test]
 fn makespan_matches_enumeration_with_transfers_and_heterogeneous_units() {
@@ -141,7 +141,7 @@ fn certifies_stg_optima_above_the_simple_bound() {
         assert!(opt.proven());
         let above = !key.ends_with("0000.stg") && !key.ends_with("0002.stg");
         assert_eq!(opt.best_known > baton_planners::bounds::simple_bound(&dag, &p), above, "{key} m={m}");
-        let got = ilp::solve_makespan(&dag, &p, Options { time_limit: 60.0, random_starts: 32 }).unwrap();
+        let got = ilp::solve_makespan(&dag, &p, Options { time_limit: 60.0, ..Default::default() }).unwrap();
         verify(&dag, &p, &got.schedule).unwrap();
         let want = (Status::Optimal, opt.best_known, opt.best_known, formulation);
         assert_eq!((got.proof.status, got.makespan, got.proof.lower_bound, got.proof.formulation), want, "{key} m={m}");
@@ -159,16 +159,20 @@ fn huge_time_limits_mean_no_limit_and_nan_is_an_error() {
         let dag = random_dag(&mut rng, 6, false);
         let want = brute_makespan(&dag, &p).unwrap();
         for time_limit in [f64::INFINITY, 1e20, 1e300] {
-            let got = ilp::solve_makespan(&dag, &p, Options { time_limit, random_starts: 8 }).unwrap();
+            let got =
+                ilp::solve_makespan(&dag, &p, Options { time_limit, random_starts: 8, ..Default::default() }).unwrap();
             assert_eq!((got.makespan, got.proof.status), (want, Status::Optimal), "round {round}, {time_limit}");
             solver_calls += (got.proof.formulation != Formulation::None) as usize;
-            let period = ilp::solve_period(&dag, &p, Options { time_limit, random_starts: 8 }).unwrap();
+            let period =
+                ilp::solve_period(&dag, &p, Options { time_limit, random_starts: 8, ..Default::default() }).unwrap();
             assert_eq!(period.proof.status, Status::Optimal, "round {round}, {time_limit}");
         }
         for bad in [f64::NAN, -1.0] {
-            let e = ilp::solve_makespan(&dag, &p, Options { time_limit: bad, random_starts: 8 }).unwrap_err();
+            let e = ilp::solve_makespan(&dag, &p, Options { time_limit: bad, random_starts: 8, ..Default::default() })
+                .unwrap_err();
             assert!(e.contains("time limit") && e.contains(&bad.to_string()), "{e}");
-            assert!(ilp::solve_period(&dag, &p, Options { time_limit: bad, random_starts: 8 }).is_err());
+            assert!(ilp::solve_period(&dag, &p, Options { time_limit: bad, random_starts: 8, ..Default::default() })
+                .is_err());
         }
     }
     assert!(solver_calls >= 3, "the solver itself ran on only {solver_calls} solves");
