@@ -12,11 +12,11 @@ use clap::{Args, ValueEnum};
 pub enum Method {
     /// List scheduling on the critical path (the heuristic).
     List,
-    /// Periodic schedule of a repeated DAG with retiming (seed 000).
+    /// Periodic schedule of a repeated DAG with retiming.
     Periodic,
-    /// Exact MILP scheduling with HiGHS (seed 001).
+    /// Exact MILP scheduling with HiGHS.
     Ilp,
-    /// Graph partitioning with critical-relationship refinement (seed 002).
+    /// Graph partitioning with critical-relationship refinement.
     Partition,
 }
 
@@ -28,7 +28,7 @@ pub struct PlanArgs {
     /// A task graph in the STG format.
     #[arg(long)]
     pub stg: Option<PathBuf>,
-    /// A task graph in seed 000's text format (`44;0A1;1B2;...`).
+    /// A task graph in the periodic planner's text format (`44;0A1;1B2;...`).
     #[arg(long)]
     pub dag: Option<PathBuf>,
     /// A pipeline config; its nodes and edges form the graph.
@@ -82,8 +82,8 @@ pub struct PlanArgs {
     /// Partition: a critical relation counts `unit` (1) or `weighted` (its bytes).
     #[arg(long, default_value = "unit")]
     pub critical_value: String,
-    /// Partition: driver, `multilevel`, `seed` (the seed's method on the whole
-    /// graph) or `metis-refine` (the seed's refinement of METIS's partition).
+    /// Partition: driver, `multilevel`, `flat` (flow clustering and critical-gain refinement on the whole
+    /// graph) or `metis-refine` (the critical-gain refinement of METIS's partition).
     #[arg(long, default_value = "multilevel")]
     pub scheme: String,
     /// Partition: refinement variant, `all` (all candidates, best first) or `flow` (flow order).
@@ -93,8 +93,8 @@ pub struct PlanArgs {
     #[arg(long, default_value_t = 0)]
     pub gain_threshold: i64,
     /// Partition: hill-climbing moves allowed past the best point in the
-    /// all-candidates refinement (0 = the seed's rule, improving moves only;
-    /// default 0 for `--scheme seed`, 64 otherwise).
+    /// all-candidates refinement (0 = improving moves only;
+    /// default 0 for `--scheme flat`, 64 otherwise).
     #[arg(long)]
     pub hill_climb: Option<usize>,
     /// Partition: multilevel cycles (each further cycle coarsens within the

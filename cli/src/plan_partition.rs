@@ -1,6 +1,6 @@
 //! `baton plan --method partition`: split a pipeline, an ONNX model's operator
 //! graph or a METIS-format graph into k balanced parts, keeping critical
-//! relations inside parts (seed 002's refinement, see `baton-partition`), and
+//! relations inside parts (the critical-gain refinement, see `baton-partition`), and
 //! with `--compare-metis` run METIS on the same graph in the same call.
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};

@@ -17,7 +17,7 @@ fn plan(args: &[&str], dag: &PathBuf) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baton")).arg("plan").args(args).arg("--dag").arg(dag).output().unwrap()
 }
 
-/// Seed 000's example graph (four tasks with transfers).
+/// The periodic planner's worked example graph (four tasks with transfers).
 const EXAMPLE: &str = "44;0A1;1B2;2C1;3D2;012a;021b;131c;231d";
 
 #[test]

@@ -3,7 +3,7 @@
 //! markdown table. Times are the fastest of three runs.
 //!
 //! `cargo run --release -p baton-partition --example partition_bench -- [--shapes DIR]
-//!  [--sizes 1000,10000,100000] [--restarts R] [--scheme seed|multilevel] [--variant all|flow]
+//!  [--sizes 1000,10000,100000] [--restarts R] [--scheme flat|multilevel] [--variant all|flow]
 //!  [--critical path:0.1] [--value unit|weighted] [--epsilon 0.03] [--seed 1]
 //!  [--hill-climb N] [--tries N] [--flow-slice] [--vcycles N] [--coarse-restarts N]
 //!  [--quality default|strong] [--repetitions N]` (the last seven, and `--seed`, for our

@@ -518,7 +518,7 @@ mod tests {
         assert_eq!(patience(347, 64), 64);
         assert_eq!(patience(86, 64), 43);
         assert_eq!(patience(20, 64), MIN_PATIENCE);
-        // The configured patience stays an upper bound (0: the seed's rule).
+        // The configured patience stays an upper bound (0: improving moves only).
         assert_eq!(patience(86, 8), 8);
         assert_eq!(patience(86, 0), 0);
     }

@@ -1,4 +1,4 @@
-//! The seed's initial partition: cluster subtasks by flow relations into sets,
+//! The flow-clustering initial partition: cluster subtasks by flow relations into sets,
 //! assign the sets to k parts at random, then move random sets to random parts,
 //! keeping each move that does not raise the cut (critical cut, then total cut).
 //!

@@ -2,7 +2,7 @@
 //! groups are merged (weights and critical values summed), and the flow order of
 //! a group is that of its earliest member. Two ways to form groups:
 //! heavy-relation matching (pairs, critical relations first) for the multilevel
-//! driver, and clustering by flow relations (chains, the seed's initial
+//! driver, and clustering by flow relations (chains, the flow-clustering initial
 //! clustering) in [`crate::clustering`].
 
 use rand::seq::SliceRandom;

@@ -11,7 +11,7 @@
 //! - `none`: no relation is critical; the objective is the plain (weighted)
 //!   edge cut, as on the partitioning benchmarks (Walshaw archive).
 //!
-//! The value of a critical relation is 1 (`unit`, the seed's counting) or its
+//! The value of a critical relation is 1 (`unit`, counting each cut relation once) or its
 //! weight (`weighted`: critical traffic in bytes).
 //!
 //! Inputs without a data-flow order (METIS graphs: undirected edges, vertex
@@ -113,7 +113,7 @@ impl FromStr for CriticalRule {
 /// What a critical relation is worth in the critical cut.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CriticalValue {
-    /// Each critical relation counts 1 (the seed's first value).
+    /// Each critical relation counts 1 (the first value of the rule).
     #[default]
     Unit,
     /// Each critical relation counts its weight.

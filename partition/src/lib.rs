@@ -4,8 +4,8 @@
 //! - [`graph`]: the graph model (loads, weighted relations, flow order, critical marks).
 //! - [`critical`]: which relations are critical (longest-path or size rule).
 //! - readers: [`metis_format`], [`onnx_graph`], [`pipeline`]; [`generate`] makes layered DAGs.
-//! - [`clustering`]: the seed's initial partition (flow clusters, random assignment, random moves).
-//! - [`refine`]: the seed's boundary refinement by first/second critical gain.
+//! - [`clustering`]: the flow-clustering initial partition (flow clusters, random assignment, random moves).
+//! - [`refine`]: the boundary refinement by first/second critical gain.
 //! - [`coarsen`] (by matching or [`label_propagation`]), [`bisection`] and [`multilevel`]: the drivers (seed method, multilevel, restarts).
 //! - [`fm`] and [`strong`]: 2-way FM refinement with rollback, and the strong
 //!   mode built on it (repeated multilevel runs with V-cycles); [`evolve`]:

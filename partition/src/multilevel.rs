@@ -1,6 +1,6 @@
 //! The partitioning drivers.
 //!
-//! - [`Scheme::Seed`]: the seed's method on the graph itself — flow clustering,
+//! - [`Scheme::Flat`]: flow clustering and critical-gain refinement on the graph itself — flow clustering,
 //!   random assignment, random moves, then critical-gain refinement.
 //! - [`Scheme::Multilevel`]: coarsen by heavy-relation matching (critical
 //!   relations contracted first; label propagation for the plain cut, see
@@ -11,7 +11,7 @@
 //!   recursive bisection for any k, twice (each bisection the best of a flow
 //!   cut and greedy graph growing from a peripheral and a random vertex, with
 //!   per-side load targets for uneven splits, see [`crate::bisection`]), the
-//!   seed's initial partition and, with `flow_slice`, a slice of the flow
+//!   flow-clustering initial partition and, with `flow_slice`, a slice of the flow
 //!   order first — each refined,
 //!   keep the best, then project back level by level, running the refinement
 //!   at each level. Coarse levels get one vertex of room past the average
@@ -22,8 +22,8 @@
 //!   Options: V-cycles (`vcycles`: coarsen again within the parts found and
 //!   refine), coarse restarts (`coarse_restarts`: the whole cycle rerun on the
 //!   graph coarsened to a mid size, best kept).
-//! - [`Scheme::MetisRefine`]: the seed's refinement applied to METIS's partition
-//!   (the seed starts from k graphs "partitioned by an existing method"); the
+//! - [`Scheme::MetisRefine`]: the critical-gain refinement applied to METIS's partition
+//!   (the refinement starts from k graphs "partitioned by an existing method"); the
 //!   refinement keeps the best partition seen, so the critical cut is never
 //!   above METIS's.
 //!
@@ -49,12 +49,12 @@ use crate::strong::{self, Strong};
 /// Which driver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Scheme {
-    /// The seed's method on the full graph.
+    /// Flow clustering and critical-gain refinement on the full graph (no coarsening).
     Seed,
     /// Coarsen, partition, refine at each level.
     #[default]
     Multilevel,
-    /// METIS's partition, then the seed's refinement.
+    /// METIS's partition, then the critical-gain refinement.
     MetisRefine,
 }
 
@@ -62,10 +62,10 @@ impl FromStr for Scheme {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "seed" => Ok(Scheme::Seed),
+            "flat" | "seed" => Ok(Scheme::Flat),
             "multilevel" => Ok(Scheme::Multilevel),
             "metis-refine" => Ok(Scheme::MetisRefine),
-            _ => Err(format!("unknown scheme `{s}` (expected seed, multilevel or metis-refine)")),
+            _ => Err(format!("unknown scheme `{s}` (expected flat, multilevel or metis-refine)")),
         }
     }
 }
@@ -109,7 +109,7 @@ pub struct Params {
     /// Independent runs; the best is kept.
     pub restarts: usize,
     /// Initial partitions tried on the coarsest graph (multilevel): recursive
-    /// bisections, the last one the seed's initial partition.
+    /// bisections, the last one the flow-clustering initial partition.
     pub initial_tries: usize,
     /// Also try a slice of the flow order, before the others (multilevel).
     pub flow_slice: bool,
@@ -119,7 +119,7 @@ pub struct Params {
     /// Multilevel cycles run on the graph coarsened to max(2000, 100 k)
     /// vertices (different random coarsenings of the coarse levels), best kept.
     pub coarse_restarts: usize,
-    /// Flow-cluster sets per part in the seed's initial clustering.
+    /// Flow-cluster sets per part in the flow-clustering initial partition.
     pub sets_per_part: usize,
     pub seed: u64,
     /// `Strong` replaces the scheme by [`crate::strong`] with `strong`'s settings.
@@ -128,12 +128,12 @@ pub struct Params {
 }
 
 impl Params {
-    /// Settings for `scheme`: the seed's scheme refines by the seed's rule
+    /// Settings for `scheme`: the flat scheme refines by improving moves only
     /// (improving moves only), the others with hill climbing.
     pub fn for_scheme(k: usize, scheme: Scheme) -> Self {
         let mut p = Params::new(k);
         p.scheme = scheme;
-        if scheme == Scheme::Seed {
+        if scheme == Scheme::Flat {
             p.refine.hill_climb = 0;
         }
         p
@@ -207,7 +207,7 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
         let mut rng = StdRng::seed_from_u64(p.seed.wrapping_mul(0x9E37_79B9).wrapping_add(r as u64));
         let one = |init: Vec<u32>| refine::best_of(g, p.k, cap, 1, &p.refine, |_| init.clone());
         let (part, rank, levels, moves, measured) = match p.scheme {
-            Scheme::Seed => {
+            Scheme::Flat => {
                 let (part, rank, moves) = one(clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng));
                 (part, rank, 1, moves, None)
             }
@@ -358,7 +358,7 @@ fn multilevel(
     let coarse_cap = if graphs.is_empty() || !relax { cap } else { level_cap(coarsest, p.k, cap) };
     // Several initial partitions of the coarsest graph, each refined: the flow
     // slice when asked for, then recursive bisections (each bisection the best
-    // of graph growing tries), the last following the seed.
+    // of graph growing tries), the last the flow-clustering one.
     let mut memo = bisection::BisectionMemo::default();
     let slices = usize::from(p.flow_slice);
     let tries = p.initial_tries + slices;

@@ -1,4 +1,4 @@
-//! Boundary refinement by critical-relation gain (seed 002), with the balance
+//! Boundary refinement by critical-relation gain, with the balance
 //! constraint held hard.
 //!
 //! For a boundary subtask v (one with a relation to another part) in part P:
@@ -21,7 +21,7 @@
 //! sides of a recursive bisection). With hill climbing, a subtask whose best
 //! move is blocked by a full part waits for room there (see `pass_hill_climb`).
 //!
-//! Beyond the seed, `tie_break` also takes moves with `g2 - g1 = 0` that lower
+//! Beyond improving moves, `tie_break` also takes moves with `g2 - g1 = 0` that lower
 //! the total (non-critical) cut, so ties on critical relations are settled by
 //! traffic. Every move lowers the (critical, total) cut lexicographically, so the
 //! refinement ends.
@@ -60,16 +60,16 @@ impl FromStr for Variant {
 #[derive(Clone, Copy, Debug)]
 pub struct RefineParams {
     pub variant: Variant,
-    /// A move needs `g2 - g1 > threshold` (the seed's preset threshold, >= 0).
+    /// A move needs `g2 - g1 > threshold` (the preset threshold, >= 0).
     pub threshold: i64,
     /// Also take moves with equal critical gain that lower the total cut.
     pub tie_break: bool,
     /// A bound on rounds (each round ends when no candidate passes).
     pub max_rounds: usize,
-    /// Beyond the seed: when > 0, the all-candidates pass also takes the best
+    /// Beyond improving moves: when > 0, the all-candidates pass also takes the best
     /// move when it raises the cut (each subtask once per pass), for up to this
     /// many moves past the best point, then rolls back to the best point
-    /// (Fiduccia–Mattheyses hill climbing). 0 keeps the seed's rule.
+    /// (Fiduccia–Mattheyses hill climbing). 0 keeps improving moves only.
     pub hill_climb: usize,
 }
 

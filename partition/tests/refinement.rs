@@ -1,4 +1,4 @@
-//! The seed's worked example, optimality on graphs small enough to enumerate,
+//! The refinement's worked example (its source document's figures), optimality on graphs small enough to enumerate,
 //! and the balance constraint.
 
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
@@ -9,7 +9,7 @@ use baton_partition::refine::{self, RefineParams, State, Variant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// The seed's example: 14 subtasks (ids 1..=14 here, vertex = id - 1) in three
+/// The worked example: 14 subtasks (ids 1..=14 here, vertex = id - 1) in three
 /// graphs a = {2,3,4,7}, b = {6,8,9,11}, c = {1,5,10,12,13,14}. Critical
 /// relations between the graphs: 7-9, 3-6, 9-10, 1-2, 1-3; the non-critical
 /// 3-9 is cut too (6 cut relations). Inside: 2-4, 4-7, 6-8, 9-11, 10-12, 13-14
@@ -79,7 +79,7 @@ fn seed_example_before_refinement() {
     for id in [2, 7, 6, 9, 10] {
         assert_eq!(s.best_move(id - 1, false).unwrap().gain.0, 0, "subtask {id}");
     }
-    // Moving 3 alone to b leaves 4 critical relations cut (the seed's figure 5).
+    // Moving 3 alone to b leaves 4 critical relations cut (figure 5 of the refinement's source document).
     let mut alt = part_of(&s);
     alt[2] = 1;
     assert_eq!(metrics::cut(&g, &alt).critical_edges, 4);
@@ -98,7 +98,7 @@ fn seed_example_refines_from_five_to_three_critical_relations() {
         refine::refine(&mut s, &seed_params(variant));
         let c = metrics::cut(&g, &s.part);
         assert_eq!(c.critical_edges, 3, "{variant:?}");
-        // The seed's figure 4: subtask 1 joins graph a, nothing else moves.
+        // Figure 4 of the refinement's source document: subtask 1 joins graph a, nothing else moves.
         let (_, mut expect) = seed_example();
         expect[0] = 0;
         assert_eq!(s.part, expect, "{variant:?}");
@@ -167,8 +167,8 @@ fn reaches_the_enumerated_optimum_on_small_graphs() {
         let g = small_dag(n, seed);
         let eps = 0.2;
         let best = enumerate_best(&g, k, eps);
-        for scheme in [Scheme::Seed, Scheme::Multilevel] {
-            // The seed scheme with the seed's rule (improving moves only).
+        for scheme in [Scheme::Flat, Scheme::Multilevel] {
+            // The flat scheme with improving moves only.
             let p = Params { epsilon: eps, restarts: 20, seed, ..Params::for_scheme(k, scheme) };
             let o = multilevel::partition(&g, &p);
             assert!(o.balanced);

@@ -77,7 +77,7 @@
 
 use super::{Backlog, TenantOrder};
 
-/// `d_max` of the seed: the largest delay factor.
+/// `d_max`: the largest delay factor.
 pub const D_MAX: u64 = 256;
 
 /// The delay-factor table, for a quantized expected weight (1..=256).
