@@ -50,7 +50,7 @@ use crate::strong::{self, Strong};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Scheme {
     /// Flow clustering and critical-gain refinement on the full graph (no coarsening).
-    Seed,
+    Flat,
     /// Coarsen, partition, refine at each level.
     #[default]
     Multilevel,
