@@ -29,10 +29,15 @@ pub struct ServeArgs {
     /// Largest request body (HTTP) or message (gRPC), bytes; over it: 413.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
     pub max_body_bytes: usize,
-    /// Inferences in flight server-wide past which requests get 429 at once
-    /// (each pipeline's `max_in_flight` applies too).
+    /// Inferences in flight server-wide past which requests get 429 (with
+    /// Retry-After) or RESOURCE_EXHAUSTED at once (each pipeline's
+    /// `max_in_flight` applies too). Default: sized from the loaded models'
+    /// capacity, each node's workers × max_batch × 5, at least 256.
     #[arg(long, value_name = "N")]
     pub max_in_flight: Option<usize>,
+    /// Concurrent requests (HTTP/2 streams) one gRPC connection may have open.
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub grpc_max_concurrent_streams: u32,
     /// Threads for the network front ends (tokio workers); default 2.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub threads: usize,
@@ -75,6 +80,7 @@ impl ServeArgs {
                 metrics: self.metrics.0,
                 max_body_bytes: self.max_body_bytes,
                 max_in_flight: self.max_in_flight,
+                grpc_max_concurrent_streams: self.grpc_max_concurrent_streams,
                 shutdown_grace: Duration::from_secs(self.shutdown_grace),
                 max_connections: self.max_connections,
                 header_read_timeout: seconds(self.header_read_timeout),

@@ -96,7 +96,12 @@ fn json_body(status: StatusCode, value: &serde_json::Value) -> Response {
 
 fn error_response(error: &ServeError) -> Response {
     let status = StatusCode::from_u16(error.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_body(status, &json!({ "error": error.message }))
+    let mut response = json_body(status, &json!({ "error": error.message }));
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        // Refused at once for load: a client may try again in a second.
+        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    response
 }
 
 /// Counts the response and passes it on.

@@ -79,8 +79,13 @@ pub struct ServerConfig {
     /// Largest request body (HTTP) or message (gRPC), bytes.
     pub max_body_bytes: usize,
     /// Inferences in flight server-wide past which requests are refused at once
-    /// (429 / RESOURCE_EXHAUSTED); each pipeline's `max_in_flight` applies too.
+    /// (429 with `Retry-After` / RESOURCE_EXHAUSTED); each pipeline's
+    /// `max_in_flight` applies too. `None`: sized from the loaded models'
+    /// capacity ([`models::default_bound`]).
     pub max_in_flight: Option<usize>,
+    /// Concurrent HTTP/2 streams (requests) one gRPC connection may open
+    /// (its SETTINGS_MAX_CONCURRENT_STREAMS); a client waits for a free one.
+    pub grpc_max_concurrent_streams: u32,
     /// How long a graceful shutdown waits for accepted requests before closing anyway
     /// (and how long a reloaded or unloaded model's requests get to finish).
     pub shutdown_grace: Duration,
@@ -103,6 +108,7 @@ impl Default for ServerConfig {
             metrics: Some(SocketAddr::from(([127, 0, 0, 1], 8002))),
             max_body_bytes: 64 << 20,
             max_in_flight: None,
+            grpc_max_concurrent_streams: 128,
             shutdown_grace: Duration::from_secs(30),
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
@@ -286,10 +292,12 @@ fn serve_grpc(
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let incoming = conn::limit_grpc(incoming, config.max_connections);
     let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
+    let max_streams = config.grpc_max_concurrent_streams;
     tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .http2_keepalive_interval(Some(keep_alive))
             .http2_keepalive_timeout(Some(answer_within))
+            .max_concurrent_streams(Some(max_streams))
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await;

@@ -105,7 +105,25 @@ pub struct Models {
     drain_limit: Duration,
     accepting: AtomicBool,
     in_flight: AtomicUsize,
-    limit: usize,
+    /// The server-wide in-flight bound: `--max-in-flight`, or (not given) sized
+    /// from the loaded models' capacity ([`default_bound`]) and resized on every load and unload.
+    limit: AtomicUsize,
+    limit_given: bool,
+}
+
+/// Batches per worker the default in-flight bound lets wait behind the running ones.
+const BATCHES_QUEUED: usize = 4;
+/// The smallest default in-flight bound.
+const MIN_DEFAULT_BOUND: usize = 256;
+
+/// The server-wide in-flight bound when `--max-in-flight` is not given: every
+/// node's workers with a full batch running and [`BATCHES_QUEUED`] full batches
+/// waiting, summed over the models (at least [`MIN_DEFAULT_BOUND`]). A flood past
+/// it is refused at once (429 / RESOURCE_EXHAUSTED) instead of queued for seconds.
+pub fn default_bound<'a>(models: impl Iterator<Item = &'a Model>) -> usize {
+    let rows: usize =
+        models.map(|model| model.runtime().spec().nodes.iter().map(|n| n.workers * n.max_batch).sum::<usize>()).sum();
+    (rows * (1 + BATCHES_QUEUED)).max(MIN_DEFAULT_BOUND)
 }
 
 /// One inference's place under the server-wide in-flight bound; released when dropped.
@@ -139,8 +157,10 @@ impl Models {
             drain_limit: Duration::from_secs(30),
             accepting: AtomicBool::new(true),
             in_flight: AtomicUsize::new(0),
-            limit: limit.unwrap_or(usize::MAX),
-        })
+            limit: AtomicUsize::new(limit.unwrap_or(0)),
+            limit_given: limit.is_some(),
+        }
+        .with_bound_refreshed())
     }
 
     /// Serves the models of `repository` too (load them with [`Models::load`]);
@@ -268,6 +288,7 @@ impl Models {
             entry.reason.clear();
             entry.model.replace(Arc::new(model))
         };
+        self.refresh_bound();
         if let Some(old) = old {
             self.retire(old).await;
         }
@@ -285,6 +306,7 @@ impl Models {
             entry.reason = "unloaded".into();
             entry.model.take()
         };
+        self.refresh_bound();
         if let Some(old) = old {
             self.retire(old).await;
         }
@@ -323,14 +345,35 @@ impl Models {
         if !self.ready() {
             return Err(ServeError::new(ErrorKind::Unavailable, "the server is shutting down"));
         }
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.limit {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let source =
+                if self.limit_given { "--max-in-flight" } else { "sized from the models; set --max-in-flight" };
             return Err(ServeError::new(
                 ErrorKind::Overloaded,
-                format!("server busy: {} inferences already in flight (--max-in-flight)", self.limit),
+                format!("server busy: {limit} inferences already in flight ({source})"),
             ));
         }
         Ok(InFlightPlace(&self.in_flight))
+    }
+
+    /// The server-wide in-flight bound now.
+    pub fn in_flight_limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Sizes the default in-flight bound from the models loaded now (no-op under `--max-in-flight`).
+    fn refresh_bound(&self) {
+        if !self.limit_given {
+            let bound = default_bound(self.read().values().filter_map(|e| e.model.as_deref()));
+            self.limit.store(bound, Ordering::Relaxed);
+        }
+    }
+
+    fn with_bound_refreshed(self) -> Self {
+        self.refresh_bound();
+        self
     }
 
     /// Inferences holding a place under the in-flight bound, server-wide.

@@ -202,3 +202,29 @@ fn grpc_connections_past_the_limit_are_closed_until_slots_free() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The server's first SETTINGS frame on a fresh gRPC connection: (identifier, value) pairs.
+fn h2_settings(server: &TestServer) -> Vec<(u16, u32)> {
+    let mut stream = TcpStream::connect(server.grpc).unwrap();
+    stream.set_read_timeout(Some(GENEROUS)).unwrap();
+    stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").unwrap();
+    let mut header = [0u8; 9];
+    stream.read_exact(&mut header).unwrap();
+    assert_eq!(header[3], 0x4, "the server's first frame is SETTINGS: {header:?}");
+    let len = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).unwrap();
+    payload
+        .chunks_exact(6)
+        .map(|s| (u16::from_be_bytes([s[0], s[1]]), u32::from_be_bytes([s[2], s[3], s[4], s[5]])))
+        .collect()
+}
+
+#[test]
+fn a_grpc_connection_is_told_its_concurrent_stream_limit() {
+    const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    let config = ServerConfig { grpc_max_concurrent_streams: 16, ..ServerConfig::ephemeral() };
+    let server = TestServer::start_with(&["mlp.toml"], config);
+    let settings = h2_settings(&server);
+    assert!(settings.contains(&(MAX_CONCURRENT_STREAMS, 16)), "SETTINGS {settings:?}");
+}

@@ -357,16 +357,43 @@ fn server_wide_in_flight_limit_refuses_with_429() {
     let server = TestServer::start_with(&["mlp.toml"], config);
     let body =
         json!({"inputs": [{"name": "input", "shape": [32, 256], "datatype": "FP32", "data": vec![0.5f32; 32 * 256]}]});
-    let statuses: Vec<u16> = std::thread::scope(|s| {
+    let answers: Vec<(u16, Option<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
             .map(|_| {
-                s.spawn(|| (0..20).map(|_| server.post_json("/v2/models/mlp/infer", &body).status).collect::<Vec<_>>())
+                s.spawn(|| {
+                    (0..20)
+                        .map(|_| {
+                            let r = server.post_json("/v2/models/mlp/infer", &body);
+                            (r.status, r.header("retry-after").map(str::to_string))
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
     assert!(statuses.iter().all(|&s| s == 200 || s == 429), "{statuses:?}");
     assert!(statuses.contains(&429) && statuses.contains(&200), "{statuses:?}");
+    for (status, retry_after) in &answers {
+        let expected = (*status == 429).then_some("1");
+        assert_eq!(retry_after.as_deref(), expected, "a 429, and only a 429, says when to retry");
+    }
+}
+
+#[test]
+fn the_default_in_flight_bound_is_sized_from_the_models() {
+    // mlp: one node, one worker, max_batch 32: 32 x 5 = 160 rows, under the floor of 256.
+    let server = TestServer::start(&["mlp.toml"]);
+    assert_eq!(server.models().in_flight_limit(), 256);
+    drop(server);
+    // With diamond's four nodes (one worker, max_batch 32 each) beside it: (32 + 4 x 32) x 5.
+    let server = TestServer::start(&["mlp.toml", "diamond.toml"]);
+    assert_eq!(server.models().in_flight_limit(), 800);
+    // A given bound wins.
+    let config = ServerConfig { max_in_flight: Some(7), ..ServerConfig::ephemeral() };
+    let server = TestServer::start_with(&["mlp.toml", "diamond.toml"], config);
+    assert_eq!(server.models().in_flight_limit(), 7);
 }
 
 #[test]

@@ -37,6 +37,11 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// The server's models (and its in-flight bound).
+    pub fn models(&self) -> &baton_server::models::Models {
+        self.running.as_ref().expect("the server is running").models()
+    }
+
     /// Serves the named pipelines (see [`pipeline`]) with `config`'s limits on ephemeral ports.
     pub fn start_with(pipelines: &[&str], config: ServerConfig) -> TestServer {
         Self::start_with_repository(pipelines, None, config)
