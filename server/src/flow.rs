@@ -1,6 +1,6 @@
-//! The inference flow both protocols share: find the model, decode and check
-//! the request (the protocol's codec), select the outputs it asks for, take a
-//! place under the server's in-flight bound, run it, pick the selected outputs
+//! The inference flow both protocols share: find the model, take a place
+//! under the server's in-flight bound, decode and check the request (the
+//! protocol's codec), select the outputs it asks for, run it, pick the selected outputs
 //! out of the answer, encode them (the codec again), and record the model's
 //! statistics and the request's time. [`crate::http`] and [`crate::grpc`]
 //! only translate between their wire format and this flow.
@@ -11,8 +11,8 @@
 //! own `Arc<Model>` out of [`Models`] and holds it until the answer is
 //! encoded, so a model reloaded or unloaded meanwhile still finishes what it
 //! accepted. The in-flight place ([`Models::reserve_in_flight`]) is taken
-//! after decoding (a malformed request never takes one) and held until the
-//! answer is encoded; the pipeline's own bounds (`max_in_flight`) apply
+//! before decoding (a request refused for load costs no decoding; a malformed
+//! one gives its place back with its error) and held until the answer is encoded; the pipeline's own bounds (`max_in_flight`) apply
 //! inside the runtime. Dropping the flow's future (the client went away)
 //! drops the runtime's future, which cancels the request, and releases the
 //! place. The model's statistics are atomic counters, updated once when the
@@ -103,13 +103,14 @@ async fn run<D: Decode>(
     request: D,
     times: &mut RequestTimes,
 ) -> Result<<D::Reply as Encode>::Answer, ServeError> {
+    // First, so that under a flood a refusal costs no decoding.
+    let _in_flight = models.reserve_in_flight()?;
     let decoding = Instant::now();
     let Decoded { options, inputs, requested, reply } = request.decode(model)?;
     let selected = model.select_outputs(requested.iter().map(String::as_str))?;
     times.rows = model.rows(&inputs);
     times.input = decoding.elapsed();
 
-    let _in_flight = models.reserve_in_flight()?;
     let answer = model.infer(inputs, &options).await?;
     let encoding = Instant::now();
     let picked = model.pick_outputs(&answer, &selected, !requested.is_empty())?;
