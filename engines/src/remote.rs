@@ -220,9 +220,7 @@ fn signature_of(metadata: &kserve::ModelMetadata) -> Result<ModelSignature, Stri
     let specs = |list: &[kserve::TensorMetadata]| {
         list.iter()
             .map(|t| {
-                let dtype = DType::ALL
-                    .into_iter()
-                    .find(|d| d.kserve_name() == t.datatype)
+                let dtype = DType::from_kserve_name(&t.datatype)
                     .ok_or_else(|| format!("tensor `{}` is {}, which Baton does not carry", t.name, t.datatype))?;
                 let shape = t.shape.iter().map(|&d| if d < 0 { Dim::Dynamic(None) } else { Dim::Fixed(d as usize) });
                 Ok(TensorSpec { name: t.name.clone(), dtype, shape: shape.collect() })

@@ -30,7 +30,7 @@ pub fn datatype_name(dtype: DType) -> &'static str {
 
 /// The dtype of a protocol datatype name, if Baton supports it.
 pub fn parse_datatype(name: &str) -> Option<DType> {
-    DType::ALL.into_iter().find(|&d| datatype_name(d) == name)
+    DType::from_kserve_name(name)
 }
 
 /// A failed call: its kind and a message for the client.

@@ -57,6 +57,11 @@ impl DType {
         }
     }
 
+    /// The dtype whose KServe v2 datatype name is `name` ([`Self::kserve_name`]).
+    pub fn from_kserve_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.kserve_name() == name)
+    }
+
     /// All supported dtypes.
     pub const ALL: [DType; 9] =
         [DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::I16, DType::I8, DType::U8, DType::Bool];
