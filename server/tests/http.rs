@@ -179,10 +179,38 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
     let server = TestServer::start_with(&["mlp.toml", "stateful.toml"], config);
     let x = mlp_input(1, 0.0);
     let good = json!({"inputs": [{"name": "input", "shape": [1, 256], "datatype": "FP32", "data": x}]});
-    let input = |name: &str, shape: Value, datatype: &str, data: Value| json!({"inputs": [{"name": name, "shape": shape, "datatype": datatype, "data": data}]});
+    let cases = tensor_error_cases(&good).into_iter().chain(request_error_cases(&good));
+    for (what, path, body, status, message) in cases {
+        let mut headers = vec![("Content-Type", "application/json")];
+        match what {
+            "bad header length" => headers.push(("Inference-Header-Content-Length", "100000")),
+            "header length inside the JSON" => headers.push(("Inference-Header-Content-Length", "20")),
+            _ => {}
+        }
+        let r = request(server.http, "POST", path, &headers, &body);
+        assert_eq!(r.status, status, "{what}: {:?}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.header("content-type"), Some("application/json"), "{what}");
+        assert!(r.error().contains(message), "{what}: {:?} lacks {message:?}", r.error());
+        // The server is unaffected: a good request still works.
+        assert_eq!(server.post_json("/v2/models/mlp/infer", &good).status, 200, "after {what}");
+    }
+}
+
+/// A bad request: what it is, its path, its body, the status it gets and a part of its message.
+type ErrorCase = (&'static str, &'static str, Vec<u8>, u16, &'static str);
+
+/// One-input infer bodies for mlp.
+fn one_input(name: &str, shape: Value, datatype: &str, data: Value) -> Value {
+    json!({"inputs": [{"name": name, "shape": shape, "datatype": datatype, "data": data}]})
+}
+
+/// Requests whose tensors do not fit the model (`good` is one that does).
+fn tensor_error_cases(good: &Value) -> Vec<ErrorCase> {
+    let x = mlp_input(1, 0.0);
+    let input = one_input;
     let mut past_fp32: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
     past_fp32[3] = 1e39;
-    let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
+    vec![
         ("unknown model", "/v2/models/nope/infer", good.to_string().into(), 404, "unknown model `nope`"),
         (
             "wrong name",
@@ -233,6 +261,13 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
             400,
             "input `input`: element 3 (1000000000000000000000000000000000000000) is out of the FP32 range",
         ),
+    ]
+}
+
+/// Requests malformed as HTTP or JSON, or wrong for the model's sequence or outputs.
+fn request_error_cases(good: &Value) -> Vec<ErrorCase> {
+    let input = one_input;
+    vec![
         ("malformed JSON", "/v2/models/mlp/infer", b"{\"inputs\": [".to_vec(), 400, "malformed JSON"),
         ("not an object", "/v2/models/mlp/infer", b"[1, 2]".to_vec(), 400, "malformed JSON"),
         ("too large", "/v2/models/mlp/infer", vec![b' '; 200_000], 413, "over the server's limit of 100000 bytes"),
@@ -284,21 +319,7 @@ fn errors_are_answered_as_the_protocol_says_and_nothing_else_is_affected() {
             400,
             "the first 20 bytes (inference-header-content-length)",
         ),
-    ];
-    for (what, path, body, status, message) in cases {
-        let mut headers = vec![("Content-Type", "application/json")];
-        match what {
-            "bad header length" => headers.push(("Inference-Header-Content-Length", "100000")),
-            "header length inside the JSON" => headers.push(("Inference-Header-Content-Length", "20")),
-            _ => {}
-        }
-        let r = request(server.http, "POST", path, &headers, &body);
-        assert_eq!(r.status, status, "{what}: {:?}", String::from_utf8_lossy(&r.body));
-        assert_eq!(r.header("content-type"), Some("application/json"), "{what}");
-        assert!(r.error().contains(message), "{what}: {:?} lacks {message:?}", r.error());
-        // The server is unaffected: a good request still works.
-        assert_eq!(server.post_json("/v2/models/mlp/infer", &good).status, 200, "after {what}");
-    }
+    ]
 }
 
 #[test]
