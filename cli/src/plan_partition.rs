@@ -11,7 +11,10 @@ use baton_partition::report::{self, Row};
 use baton_partition::{metis_format, metis_ref, metrics, onnx_graph, pipeline};
 use serde_json::json;
 
+use std::path::Path;
+
 use crate::plan::PlanArgs;
+use crate::plan_hosts::Host;
 
 /// Graphs up to this size get their parts listed by vertex name.
 const LIST_PARTS_UP_TO: usize = 64;
@@ -32,31 +35,8 @@ fn load(args: &PlanArgs) -> Result<(String, Graph), String> {
 }
 
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
-    if args.parts < 1 {
-        return Err("-k must be at least 1".into());
-    }
-    if !(0.0..=10.0).contains(&args.epsilon) {
-        return Err(format!("--epsilon must be in [0, 10], got {}", args.epsilon));
-    }
-    if args.gain_threshold < 0 {
-        return Err("--gain-threshold must be >= 0".into());
-    }
-    let hosts = match &args.hosts {
-        Some(text) => {
-            let hosts = crate::plan_hosts::parse_hosts(text)?;
-            if args.pipeline.is_none() || args.out.is_none() {
-                return Err("--hosts places a pipeline: give --pipeline and --out DIR".into());
-            }
-            if hosts.len() != args.parts {
-                return Err(format!("--hosts names {} hosts but -k is {}: one part per host", hosts.len(), args.parts));
-            }
-            if !["critical", "metis"].contains(&args.placement.as_str()) {
-                return Err(format!("--placement `{}`: use critical or metis", args.placement));
-            }
-            Some(hosts)
-        }
-        None => None,
-    };
+    check_numbers(args)?;
+    let hosts = check_hosts(args)?;
     // METIS graphs are the only input whose relations carry no flow direction.
     let has_flow = args.graph.is_none();
     let rule: CriticalRule = match &args.critical {
@@ -89,7 +69,69 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         metrics::max_part_weight(&g, k, args.epsilon),
         g.total_weight()
     );
-    let mut p = Params::for_scheme(k, scheme);
+    let p = params(args, scheme, variant, rule)?;
+    let rows = run_partitioners(args, &g, &p, hosts.is_some())?;
+    print_rows(&g, &rows, k);
+    if let (Some(hosts), Some(pipeline), Some(out)) = (&hosts, &args.pipeline, &args.out) {
+        return write_placement(args, &g, &rows, hosts, pipeline, out);
+    }
+    if let Some(out) = &args.out {
+        let doc = json!({
+            "source": source,
+            "k": k,
+            "epsilon": args.epsilon,
+            "critical": rule.to_string(),
+            "objective": objective,
+            "critical_value": format!("{value:?}"),
+            "vertices": g.n(),
+            "relations": g.m(),
+            "critical_relations": g.critical_edges(),
+            "runs": runs_json(&g, &rows),
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// Checks `-k`, `--epsilon` and `--gain-threshold` are in range.
+fn check_numbers(args: &PlanArgs) -> Result<(), String> {
+    if args.parts < 1 {
+        return Err("-k must be at least 1".into());
+    }
+    if !(0.0..=10.0).contains(&args.epsilon) {
+        return Err(format!("--epsilon must be in [0, 10], got {}", args.epsilon));
+    }
+    if args.gain_threshold < 0 {
+        return Err("--gain-threshold must be >= 0".into());
+    }
+    Ok(())
+}
+
+/// Parses `--hosts`, if given, and checks the options that placing a pipeline
+/// on them needs: `--pipeline`, `--out`, one host per part and a known
+/// `--placement`.
+fn check_hosts(args: &PlanArgs) -> Result<Option<Vec<Host>>, String> {
+    let Some(text) = &args.hosts else {
+        return Ok(None);
+    };
+    let hosts = crate::plan_hosts::parse_hosts(text)?;
+    if args.pipeline.is_none() || args.out.is_none() {
+        return Err("--hosts places a pipeline: give --pipeline and --out DIR".into());
+    }
+    if hosts.len() != args.parts {
+        return Err(format!("--hosts names {} hosts but -k is {}: one part per host", hosts.len(), args.parts));
+    }
+    if !["critical", "metis"].contains(&args.placement.as_str()) {
+        return Err(format!("--placement `{}`: use critical or metis", args.placement));
+    }
+    Ok(Some(hosts))
+}
+
+/// The multilevel partitioner's parameters from the command line.
+fn params(args: &PlanArgs, scheme: Scheme, variant: Variant, rule: CriticalRule) -> Result<Params, String> {
+    let mut p = Params::for_scheme(args.parts, scheme);
     p.epsilon = args.epsilon;
     let default_restarts = if rule == CriticalRule::None { multilevel::PLAIN_CUT_RESTARTS } else { 1 };
     p.restarts = args.restarts.unwrap_or(default_restarts).max(1);
@@ -104,54 +146,61 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     if let Some(h) = args.hill_climb {
         p.refine.hill_climb = h;
     }
-    let o = multilevel::partition(&g, &p);
+    Ok(p)
+}
+
+/// Runs the multilevel partitioner and, with `--compare-metis` or a METIS
+/// placement on hosts, METIS: one row each.
+fn run_partitioners(args: &PlanArgs, g: &Graph, p: &Params, placing: bool) -> Result<Vec<Row>, String> {
+    let k = args.parts;
+    let o = multilevel::partition(g, p);
     let label = if p.quality == Quality::Strong { "strong" } else { args.scheme.as_str() };
-    let mut rows = vec![Row::from_outcome(label, &g, k, &o)];
-    if args.compare_metis || (hosts.is_some() && args.placement == "metis") {
-        let m = metis_ref::partition(&g, k, args.epsilon, true, args.seed)?;
-        rows.push(Row::from_outcome("metis", &g, k, &m));
+    let mut rows = vec![Row::from_outcome(label, g, k, &o)];
+    if args.compare_metis || (placing && args.placement == "metis") {
+        let m = metis_ref::partition(g, k, args.epsilon, true, args.seed)?;
+        rows.push(Row::from_outcome("metis", g, k, &m));
     }
-    for r in &rows {
+    Ok(rows)
+}
+
+/// Prints each row and, for a small graph, its parts by vertex name.
+fn print_rows(g: &Graph, rows: &[Row], k: usize) {
+    for r in rows {
         println!("{}", r.line());
         if g.n() <= LIST_PARTS_UP_TO {
-            for (i, names) in report::parts_listing(&g, &r.part, k).iter().enumerate() {
+            for (i, names) in report::parts_listing(g, &r.part, k).iter().enumerate() {
                 println!("    part {i}: {}", names.join(", "));
             }
         }
     }
-    if let (Some(hosts), Some(pipeline), Some(out)) = (&hosts, &args.pipeline, &args.out) {
-        let row = rows.iter().find(|r| (r.method == "metis") == (args.placement == "metis")).expect("run above");
-        let host_of = crate::plan_hosts::host_of_parts(pipeline, &g, &row.part)?;
-        println!("placement ({}): {}", row.method, crate::plan_hosts::describe(&host_of, hosts));
-        for file in crate::plan_hosts::write_split(pipeline, hosts, &host_of, out)? {
-            println!("wrote {}", file.display());
-        }
-        return Ok(());
-    }
-    if let Some(out) = &args.out {
-        let results: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                let assignment: serde_json::Map<String, serde_json::Value> =
-                    (0..g.n()).map(|v| (g.name(v as u32), json!(r.part[v]))).collect();
-                json!({"result": r, "assignment": assignment})
-            })
-            .collect();
-        let doc = json!({
-            "source": source,
-            "k": k,
-            "epsilon": args.epsilon,
-            "critical": rule.to_string(),
-            "objective": objective,
-            "critical_value": format!("{value:?}"),
-            "vertices": g.n(),
-            "relations": g.m(),
-            "critical_relations": g.critical_edges(),
-            "runs": results,
-        });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
-        println!("wrote {}", out.display());
+}
+
+/// Places the pipeline's parts on the hosts by the `--placement` row and
+/// writes one pipeline file per host under `out`.
+fn write_placement(
+    args: &PlanArgs,
+    g: &Graph,
+    rows: &[Row],
+    hosts: &[Host],
+    pipeline: &Path,
+    out: &Path,
+) -> Result<(), String> {
+    let row = rows.iter().find(|r| (r.method == "metis") == (args.placement == "metis")).expect("run above");
+    let host_of = crate::plan_hosts::host_of_parts(pipeline, g, &row.part)?;
+    println!("placement ({}): {}", row.method, crate::plan_hosts::describe(&host_of, hosts));
+    for file in crate::plan_hosts::write_split(pipeline, hosts, &host_of, out)? {
+        println!("wrote {}", file.display());
     }
     Ok(())
+}
+
+/// Each row with its assignment (vertex name -> part), for the JSON report.
+fn runs_json(g: &Graph, rows: &[Row]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| {
+            let assignment: serde_json::Map<String, serde_json::Value> =
+                (0..g.n()).map(|v| (g.name(v as u32), json!(r.part[v]))).collect();
+            json!({"result": r, "assignment": assignment})
+        })
+        .collect()
 }

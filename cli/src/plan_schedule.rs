@@ -49,102 +49,16 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let p = Platform::identical(h);
     println!("graph: {dag}");
     println!("processors: {h}");
-    let (report, placement, per_sample) = match args.method {
-        Method::List => {
-            let s = list::best(&dag, &p, 32).map_err(|e| e.to_string())?;
-            let ms = s.makespan(&dag, &p);
-            let lb = bounds::lower_bound(&dag, &p);
-            print_makespan("list", ms, lb, None, unit);
-            print_schedule(&dag, &p, &s);
-            let r = json!({"method": "list", "makespan": ms, "lower_bound": lb, "gap": gap(ms, lb), "schedule": schedule_json(&dag, &p, &s)});
-            (r, units_of(&dag, &s.unit), pipelined_period(&dag, &p, &s.unit))
-        }
-        Method::Ilp if args.objective == Objective::Makespan => {
-            let r = ilp::solve_makespan(&dag, &p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
-            print_makespan("ilp", r.makespan, r.proof.lower_bound, Some((r.proof.heuristic, r.proof.start)), unit);
-            println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
-            print_schedule(&dag, &p, &r.schedule);
-            let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
-            j["method"] = json!("ilp");
-            j["schedule"] = schedule_json(&dag, &p, &r.schedule);
-            (j, units_of(&dag, &r.schedule.unit), pipelined_period(&dag, &p, &r.schedule.unit))
-        }
-        Method::Ilp => {
-            let r = ilp::solve_period(&dag, &p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
-            println!("period: {} {unit}", r.period);
-            println!("lower bound: {} {unit}", r.proof.lower_bound);
-            println!("gap: {:.3}%", 100.0 * r.proof.gap);
-            println!("start (the MILP's incumbent, from {}): {} {unit}", r.proof.start, r.proof.heuristic);
-            println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
-            let loads = ilp::loads(&dag, &p, &r.unit);
-            for (u, load) in loads.iter().enumerate() {
-                let names: Vec<&str> =
-                    (0..dag.len()).filter(|&i| r.unit[i] == u).map(|i| dag.tasks[i].name.as_str()).collect();
-                println!("  unit {u}: load {load:.1}  {}", names.join(" "));
-            }
-            let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
-            j["method"] = json!("ilp-period");
-            (j, units_of(&dag, &r.unit), r.period)
-        }
-        Method::Periodic => {
-            let opts = periodic::Options { x_max: args.x_max, threshold: args.threshold };
-            let plan = periodic::plan(&dag, h, opts)?;
-            let bound = bounds::periodic_bound(&dag, &p, args.x_max);
-            let one_sample = bounds::period_bound(&dag, &p);
-            println!("samples per period X: {}", plan.x);
-            println!("period: {} {unit} ({} per sample)", plan.period, plan.period / plan.x as f64);
-            println!(
-                "lower bound: {bound} {unit} per sample = max(sum / h, max c / x_max) for X <= x_max = {}",
-                args.x_max
-            );
-            println!("gap: {:.3}%", 100.0 * gap(plan.period / plan.x as f64, bound));
-            println!("one sample per period (X = 1) needs at least {one_sample} {unit} = max(sum / h, max c)");
-            println!("utilization U: {:.4}", plan.utilization);
-            println!("pipeline depth: {} periods, sample latency {:.1} {unit}", plan.depth, plan.latency(&dag));
-            for t in &plan.trials {
-                println!("  tried X={}: period {} U {:.4}", t.x, t.period, t.utilization);
-            }
-            println!(
-                "  {:<16} {:>6} {:>4} {:>10} {:>6} {:>8}",
-                "task", "sample", "unit", "offset", "stage", "retiming"
-            );
-            for i in &plan.instances {
-                println!(
-                    "  {:<16} {:>6} {:>4} {:>10.2} {:>6} {:>8}",
-                    dag.tasks[i.task].name, i.sample, i.unit, i.offset, i.stage, i.retiming
-                );
-            }
-            println!("verified: every dependency and unit checked over {} periods", plan.depth + 1);
-            let mut per_node: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
-            for i in &plan.instances {
-                per_node.entry(dag.tasks[i.task].name.clone()).or_default().insert(i.unit);
-            }
-            let placement = per_node.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect();
-            let per_sample = plan.period / plan.x as f64;
-            let mut j = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
-            j["method"] = json!("periodic");
-            j["lower_bound"] = json!(bound);
-            j["one_sample_bound"] = json!(one_sample);
-            (j, placement, per_sample)
-        }
+    let (mut report, placement, per_sample) = match args.method {
+        Method::List => plan_list(&dag, &p, unit)?,
+        Method::Ilp if args.objective == Objective::Makespan => plan_ilp_makespan(args, &dag, &p, unit)?,
+        Method::Ilp => plan_ilp_period(args, &dag, &p, unit)?,
+        Method::Periodic => plan_periodic(args, &dag, &p, unit)?,
         Method::Partition => unreachable!("dispatched to plan_partition"),
     };
-    let mut report = report;
     report["placement"] = json!(placement);
     if pipeline_file.is_some() {
-        let per_s = args.batch as f64 * 1e6 / per_sample;
-        println!(
-            "predicted throughput: {per_s:.0} samples/s (batch {} every {per_sample:.1} µs per unit load)",
-            args.batch
-        );
-        report["predicted_samples_per_s"] = json!(per_s);
-        report["batch"] = json!(args.batch);
-    }
-    if pipeline_file.is_some() {
-        println!("placement (node -> units):");
-        for (node, units) in &placement {
-            println!("  {node}: {units:?}");
-        }
+        print_pipeline_prediction(args, &mut report, &placement, per_sample);
     }
     if let Some(out) = &args.out {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -152,15 +66,133 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         println!("wrote {}", out.display());
     }
     if let Some(src) = pipeline_file {
-        let dst = args.placed.clone().unwrap_or_else(|| placed_path(&src));
-        let note = format!(
-            "Generated by `baton plan --method {} --processors {h}` from {}:\nnode workers pinned to the planned units (unit u = core u).",
-            format!("{:?}", args.method).to_lowercase(),
-            src.display()
-        );
-        pipeline::write_placed(&src, &dst, &placement, &note)?;
-        println!("wrote {} (the pipeline with this placement)", dst.display());
+        write_placed_pipeline(args, &src, &placement)?;
     }
+    Ok(())
+}
+
+/// A method's result: its JSON report, the placement (node name -> units) and
+/// the time per sample that the predicted throughput is computed from.
+type Planned = (serde_json::Value, BTreeMap<String, Vec<usize>>, f64);
+
+/// `--method list`: the best list schedule, printed with its bound and gap.
+fn plan_list(dag: &Dag, p: &Platform, unit: &str) -> Result<Planned, String> {
+    let s = list::best(dag, p, 32).map_err(|e| e.to_string())?;
+    let ms = s.makespan(dag, p);
+    let lb = bounds::lower_bound(dag, p);
+    print_makespan("list", ms, lb, None, unit);
+    print_schedule(dag, p, &s);
+    let r = json!({"method": "list", "makespan": ms, "lower_bound": lb, "gap": gap(ms, lb), "schedule": schedule_json(dag, p, &s)});
+    Ok((r, units_of(dag, &s.unit), pipelined_period(dag, p, &s.unit)))
+}
+
+/// `--method ilp --objective makespan`: the MILP's schedule, printed with its proof.
+fn plan_ilp_makespan(args: &PlanArgs, dag: &Dag, p: &Platform, unit: &str) -> Result<Planned, String> {
+    let r = ilp::solve_makespan(dag, p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
+    print_makespan("ilp", r.makespan, r.proof.lower_bound, Some((r.proof.heuristic, r.proof.start)), unit);
+    println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
+    print_schedule(dag, p, &r.schedule);
+    let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+    j["method"] = json!("ilp");
+    j["schedule"] = schedule_json(dag, p, &r.schedule);
+    Ok((j, units_of(dag, &r.schedule.unit), pipelined_period(dag, p, &r.schedule.unit)))
+}
+
+/// `--method ilp` for the period: the MILP's assignment, printed with its proof
+/// and each unit's load.
+fn plan_ilp_period(args: &PlanArgs, dag: &Dag, p: &Platform, unit: &str) -> Result<Planned, String> {
+    let r = ilp::solve_period(dag, p, ilp::Options { time_limit: args.time_limit, ..Default::default() })?;
+    println!("period: {} {unit}", r.period);
+    println!("lower bound: {} {unit}", r.proof.lower_bound);
+    println!("gap: {:.3}%", 100.0 * r.proof.gap);
+    println!("start (the MILP's incumbent, from {}): {} {unit}", r.proof.start, r.proof.heuristic);
+    println!("status: {:?} ({:?}, {:.2} s)", r.proof.status, r.proof.formulation, r.proof.seconds);
+    let loads = ilp::loads(dag, p, &r.unit);
+    for (u, load) in loads.iter().enumerate() {
+        let names: Vec<&str> = (0..dag.len()).filter(|&i| r.unit[i] == u).map(|i| dag.tasks[i].name.as_str()).collect();
+        println!("  unit {u}: load {load:.1}  {}", names.join(" "));
+    }
+    let mut j = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+    j["method"] = json!("ilp-period");
+    Ok((j, units_of(dag, &r.unit), r.period))
+}
+
+/// `--method periodic`: the periodic plan, printed with its bounds, trials and
+/// instances; a node's placement is every unit any of its instances runs on.
+fn plan_periodic(args: &PlanArgs, dag: &Dag, p: &Platform, unit: &str) -> Result<Planned, String> {
+    let opts = periodic::Options { x_max: args.x_max, threshold: args.threshold };
+    let plan = periodic::plan(dag, args.processors, opts)?;
+    let bound = bounds::periodic_bound(dag, p, args.x_max);
+    let one_sample = bounds::period_bound(dag, p);
+    println!("samples per period X: {}", plan.x);
+    println!("period: {} {unit} ({} per sample)", plan.period, plan.period / plan.x as f64);
+    println!("lower bound: {bound} {unit} per sample = max(sum / h, max c / x_max) for X <= x_max = {}", args.x_max);
+    println!("gap: {:.3}%", 100.0 * gap(plan.period / plan.x as f64, bound));
+    println!("one sample per period (X = 1) needs at least {one_sample} {unit} = max(sum / h, max c)");
+    println!("utilization U: {:.4}", plan.utilization);
+    println!("pipeline depth: {} periods, sample latency {:.1} {unit}", plan.depth, plan.latency(dag));
+    print_periodic_plan(dag, &plan);
+    let mut per_node: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for i in &plan.instances {
+        per_node.entry(dag.tasks[i.task].name.clone()).or_default().insert(i.unit);
+    }
+    let placement = per_node.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect();
+    let per_sample = plan.period / plan.x as f64;
+    let mut j = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
+    j["method"] = json!("periodic");
+    j["lower_bound"] = json!(bound);
+    j["one_sample_bound"] = json!(one_sample);
+    Ok((j, placement, per_sample))
+}
+
+/// Prints a periodic plan's trials and its instance table.
+fn print_periodic_plan(dag: &Dag, plan: &periodic::PeriodicPlan) {
+    for t in &plan.trials {
+        println!("  tried X={}: period {} U {:.4}", t.x, t.period, t.utilization);
+    }
+    println!("  {:<16} {:>6} {:>4} {:>10} {:>6} {:>8}", "task", "sample", "unit", "offset", "stage", "retiming");
+    for i in &plan.instances {
+        println!(
+            "  {:<16} {:>6} {:>4} {:>10.2} {:>6} {:>8}",
+            dag.tasks[i.task].name, i.sample, i.unit, i.offset, i.stage, i.retiming
+        );
+    }
+    println!("verified: every dependency and unit checked over {} periods", plan.depth + 1);
+}
+
+/// For a pipeline: prints the predicted throughput and the placement, and adds
+/// the throughput and batch to the report.
+fn print_pipeline_prediction(
+    args: &PlanArgs,
+    report: &mut serde_json::Value,
+    placement: &BTreeMap<String, Vec<usize>>,
+    per_sample: f64,
+) {
+    let per_s = args.batch as f64 * 1e6 / per_sample;
+    println!(
+        "predicted throughput: {per_s:.0} samples/s (batch {} every {per_sample:.1} µs per unit load)",
+        args.batch
+    );
+    report["predicted_samples_per_s"] = json!(per_s);
+    report["batch"] = json!(args.batch);
+    println!("placement (node -> units):");
+    for (node, units) in placement {
+        println!("  {node}: {units:?}");
+    }
+}
+
+/// Writes a copy of the pipeline file `src` with the plan's placement, to
+/// `--placed` or next to `src`.
+fn write_placed_pipeline(args: &PlanArgs, src: &Path, placement: &BTreeMap<String, Vec<usize>>) -> Result<(), String> {
+    let dst = args.placed.clone().unwrap_or_else(|| placed_path(src));
+    let note = format!(
+        "Generated by `baton plan --method {} --processors {}` from {}:\nnode workers pinned to the planned units (unit u = core u).",
+        format!("{:?}", args.method).to_lowercase(),
+        args.processors,
+        src.display()
+    );
+    pipeline::write_placed(src, &dst, placement, &note)?;
+    println!("wrote {} (the pipeline with this placement)", dst.display());
     Ok(())
 }
 

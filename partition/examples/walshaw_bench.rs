@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use baton_partition::coarsen::{Grouping, Rating};
 use baton_partition::critical::{self, CriticalRule, CriticalValue};
+use baton_partition::graph::Graph;
 use baton_partition::label_propagation::{self, Visit};
 use baton_partition::multilevel::{self, Params};
 use baton_partition::strong::{self, Strong};
@@ -26,35 +27,139 @@ fn cut_list(cuts: &[i64]) -> String {
     cuts.iter().map(i64::to_string).collect::<Vec<_>>().join("/")
 }
 
+/// The command line's settings (see the module docs).
+struct Options {
+    dir: PathBuf,
+    seeds: u64,
+    repetitions: usize,
+    budget: f64,
+    epsilon: f64,
+    vcycles: usize,
+    tries: usize,
+    population: usize,
+    combines: usize,
+    local_rounds: usize,
+    flow: Option<bool>,
+    only: String,
+    grouping: Option<Grouping>,
+}
+
+impl Options {
+    /// Reads the settings from `args`; the strong mode's default where one is not given.
+    fn parse(args: &[String]) -> Options {
+        let dir: PathBuf = arg(args, "--dir", PathBuf::from("../shared/data/walshaw"));
+        let seeds: u64 = arg(args, "--seeds", 3);
+        let repetitions: usize = arg(args, "--repetitions", 64);
+        let budget: f64 = arg(args, "--budget", f64::INFINITY);
+        let epsilon: f64 = arg(args, "--epsilon", 0.05);
+        let defaults = Strong::default();
+        let vcycles: usize = arg(args, "--vcycles", defaults.vcycles);
+        let tries: usize = arg(args, "--tries", defaults.initial_tries);
+        let population: usize = arg(args, "--population", defaults.population);
+        let combines: usize = arg(args, "--combines", defaults.combines);
+        let local_rounds: usize = arg(args, "--local-rounds", defaults.local_rounds);
+        let flow: Option<bool> = match arg(args, "--flow", String::new()).as_str() {
+            "" => defaults.flow,
+            on => Some(on.parse().expect("--flow true|false")),
+        };
+        let only: String = arg(args, "--graphs", String::new());
+        let grouping = match arg(args, "--coarsening", String::new()).as_str() {
+            "heavy" => Some(Grouping::Matching(Rating::Heavy)),
+            "expansion" => Some(Grouping::Matching(Rating::Expansion)),
+            "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)),
+            "lp-hubs" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::HubsFirst)),
+            "" => defaults.grouping,
+            other => panic!("--coarsening {other}: expected heavy, expansion, lp or lp-hubs"),
+        };
+        Options {
+            dir,
+            seeds,
+            repetitions,
+            budget,
+            epsilon,
+            vcycles,
+            tries,
+            population,
+            combines,
+            local_rounds,
+            flow,
+            only,
+            grouping,
+        }
+    }
+
+    /// The strong mode's settings for one seed.
+    fn strong(&self, seed: u64) -> Strong {
+        Strong {
+            repetitions: self.repetitions,
+            budget: self.budget.is_finite().then(|| Duration::from_secs_f64(self.budget)),
+            seed,
+            grouping: self.grouping,
+            vcycles: self.vcycles,
+            initial_tries: self.tries,
+            population: self.population,
+            combines: self.combines,
+            flow: self.flow,
+            local_rounds: self.local_rounds,
+        }
+    }
+}
+
+/// The default driver's and METIS's runs on one graph, once per seed each.
+struct Baselines {
+    ml_cuts: Vec<i64>,
+    m_cuts: Vec<i64>,
+    /// Mean times over the seeds, ms.
+    ml_ms: f64,
+    m_ms: f64,
+    /// Whether every run of each was within the balance limit.
+    balanced: (bool, bool),
+}
+
+/// Runs the default driver and METIS on `g` once per seed each (fastest of
+/// three), adding each seed's comparison (cut order, within 2x METIS time) to
+/// `versus_metis`.
+fn baselines(g: &Graph, o: &Options, versus_metis: &mut Vec<(std::cmp::Ordering, bool)>) -> Baselines {
+    let (seeds, epsilon) = (o.seeds, o.epsilon);
+    let (mut ml_cuts, mut m_cuts, mut ml_ms, mut m_ms, mut balanced) = (Vec::new(), Vec::new(), 0.0, 0.0, (true, true));
+    for seed in 1..=seeds {
+        let ml = fastest(|| multilevel::partition(g, &Params { epsilon, seed, ..Params::new(2) }));
+        let m = fastest(|| metis_ref::partition(g, 2, epsilon, false, seed).expect("METIS"));
+        versus_metis.push((ml.cut.total.cmp(&m.cut.total), ml.seconds <= 2.0 * m.seconds.max(1e-4)));
+        (ml_ms, m_ms) = (ml_ms + 1e3 * ml.seconds / seeds as f64, m_ms + 1e3 * m.seconds / seeds as f64);
+        balanced = (balanced.0 && ml.balanced, balanced.1 && m.balanced);
+        ml_cuts.push(ml.cut.total);
+        m_cuts.push(m.cut.total);
+    }
+    Baselines { ml_cuts, m_cuts, ml_ms, m_ms, balanced }
+}
+
+/// Bisects `g` in the strong mode once per seed, checking balance: the cuts
+/// and the total seconds.
+fn strong_runs(name: &str, g: &Graph, o: &Options) -> (Vec<i64>, f64) {
+    let caps = strong::caps(g, o.epsilon);
+    let (mut cuts, mut secs) = (Vec::new(), 0.0);
+    for seed in 1..=o.seeds {
+        let s = o.strong(seed);
+        let t = Instant::now();
+        let (part, rank, _) = strong::bisect(g, caps, &s);
+        secs += t.elapsed().as_secs_f64();
+        assert_eq!(rank.0, 0, "{name}: strong mode over the limit");
+        assert!(metrics::is_balanced(g, &part, 2, o.epsilon));
+        cuts.push(metrics::cut(g, &part).total);
+    }
+    (cuts, secs)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     exit_on_help(&args, include_str!("walshaw_bench.rs"));
-    let dir: PathBuf = arg(&args, "--dir", PathBuf::from("../shared/data/walshaw"));
-    let seeds: u64 = arg(&args, "--seeds", 3);
-    let repetitions: usize = arg(&args, "--repetitions", 64);
-    let budget: f64 = arg(&args, "--budget", f64::INFINITY);
-    let epsilon: f64 = arg(&args, "--epsilon", 0.05);
-    let defaults = Strong::default();
-    let vcycles: usize = arg(&args, "--vcycles", defaults.vcycles);
-    let tries: usize = arg(&args, "--tries", defaults.initial_tries);
-    let population: usize = arg(&args, "--population", defaults.population);
-    let combines: usize = arg(&args, "--combines", defaults.combines);
-    let local_rounds: usize = arg(&args, "--local-rounds", defaults.local_rounds);
-    let flow: Option<bool> = match arg(&args, "--flow", String::new()).as_str() {
-        "" => defaults.flow,
-        on => Some(on.parse().expect("--flow true|false")),
-    };
-    let only: String = arg(&args, "--graphs", String::new());
-    let grouping = match arg(&args, "--coarsening", String::new()).as_str() {
-        "heavy" => Some(Grouping::Matching(Rating::Heavy)),
-        "expansion" => Some(Grouping::Matching(Rating::Expansion)),
-        "lp" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::Random)),
-        "lp-hubs" => Some(Grouping::LabelPropagation(label_propagation::ROUNDS, Visit::HubsFirst)),
-        "" => defaults.grouping,
-        other => panic!("--coarsening {other}: expected heavy, expansion, lp or lp-hubs"),
-    };
+    let o = Options::parse(&args);
+    let (epsilon, repetitions, population, combines, flow) =
+        (o.epsilon, o.repetitions, o.population, o.combines, o.flow);
+    let (local_rounds, grouping, budget, seeds) = (o.local_rounds, o.grouping, o.budget, o.seeds);
     println!("load average at the start: {}", load_average());
-    let csv = std::fs::read_to_string(dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
+    let csv = std::fs::read_to_string(o.dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
         "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, localized FM rounds {local_rounds}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
@@ -65,45 +170,13 @@ fn main() {
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         let (name, best_known): (&str, i64) = (f[0], f[3].parse().expect("best-known cut"));
-        if !only.is_empty() && !only.split(',').any(|g| g == name) {
+        if !o.only.is_empty() && !o.only.split(',').any(|g| g == name) {
             continue;
         }
-        let mut g = metis_format::read_file(&dir.join(format!("{name}.graph"))).expect("graph");
+        let mut g = metis_format::read_file(&o.dir.join(format!("{name}.graph"))).expect("graph");
         critical::mark(&mut g, CriticalRule::None, CriticalValue::Unit);
-        // The default driver and METIS, once per seed each (fastest of three).
-        let (mut ml_cuts, mut m_cuts, mut ml_ms, mut m_ms, mut balanced) =
-            (Vec::new(), Vec::new(), 0.0, 0.0, (true, true));
-        for seed in 1..=seeds {
-            let ml = fastest(|| multilevel::partition(&g, &Params { epsilon, seed, ..Params::new(2) }));
-            let m = fastest(|| metis_ref::partition(&g, 2, epsilon, false, seed).expect("METIS"));
-            versus_metis.push((ml.cut.total.cmp(&m.cut.total), ml.seconds <= 2.0 * m.seconds.max(1e-4)));
-            (ml_ms, m_ms) = (ml_ms + 1e3 * ml.seconds / seeds as f64, m_ms + 1e3 * m.seconds / seeds as f64);
-            balanced = (balanced.0 && ml.balanced, balanced.1 && m.balanced);
-            ml_cuts.push(ml.cut.total);
-            m_cuts.push(m.cut.total);
-        }
-        let caps = strong::caps(&g, epsilon);
-        let (mut cuts, mut secs) = (Vec::new(), 0.0);
-        for seed in 1..=seeds {
-            let s = Strong {
-                repetitions,
-                budget: budget.is_finite().then(|| Duration::from_secs_f64(budget)),
-                seed,
-                grouping,
-                vcycles,
-                initial_tries: tries,
-                population,
-                combines,
-                flow,
-                local_rounds,
-            };
-            let t = Instant::now();
-            let (part, rank, _) = strong::bisect(&g, caps, &s);
-            secs += t.elapsed().as_secs_f64();
-            assert_eq!(rank.0, 0, "{name}: strong mode over the limit");
-            assert!(metrics::is_balanced(&g, &part, 2, epsilon));
-            cuts.push(metrics::cut(&g, &part).total);
-        }
+        let Baselines { ml_cuts, m_cuts, ml_ms, m_ms, balanced } = baselines(&g, &o, &mut versus_metis);
+        let (cuts, secs) = strong_runs(name, &g, &o);
         let mean = cuts.iter().sum::<i64>() as f64 / cuts.len() as f64;
         ratios.push(mean / best_known as f64);
         let flag = |b: bool| if b { "" } else { "!" };
@@ -120,6 +193,12 @@ fn main() {
             secs / seeds as f64
         );
     }
+    print_summary(&ratios, &versus_metis);
+}
+
+/// Prints the strong mode's mean ratio to the best-known cuts and the default
+/// driver's seed-by-seed comparison with METIS.
+fn print_summary(ratios: &[f64], versus_metis: &[(std::cmp::Ordering, bool)]) {
     let mean_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
     println!("\nstrong mode: mean cut / best known, averaged over the graphs: {mean_ratio:.3}");
     let count = |o: std::cmp::Ordering| versus_metis.iter().filter(|x| x.0 == o).count();

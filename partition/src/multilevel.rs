@@ -180,27 +180,7 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
     let start = Instant::now();
     let cap = metrics::max_part_weight(g, p.k, p.epsilon);
     if p.quality == Quality::Strong {
-        let part = strong::partition(g, p.k, p.epsilon, &Strong { seed: p.seed, ..p.strong }, &p.refine);
-        let balanced = metrics::part_weights(g, &part, p.k).iter().all(|&w| w <= cap);
-        let mut o = Outcome {
-            cut: metrics::cut(g, &part),
-            imbalance: metrics::imbalance(g, &part, p.k),
-            balanced,
-            part,
-            seconds: 0.0,
-            levels: 0,
-            moves: 0,
-        };
-        // The default driver's partition with the same seed is a candidate too,
-        // so the strong mode is never worse on its objective. (It also repairs
-        // balance level by level where heavy vertices defeat recursive
-        // bisection's side limits, k > 2.)
-        let d = partition(g, &Params { quality: Quality::Default, ..*p });
-        if (!d.balanced, d.cut.key()) < (!o.balanced, o.cut.key()) {
-            o = d;
-        }
-        o.seconds = start.elapsed().as_secs_f64();
-        return o;
+        return partition_strong(g, p, cap, start);
     }
     let mut best: Option<Run> = None;
     for r in 0..p.restarts.max(1) {
@@ -211,40 +191,7 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
                 let (part, rank, moves) = one(clustering::seed_initial(g, p.k, cap, p.sets_per_part, &mut rng));
                 (part, rank, 1, moves, None)
             }
-            Scheme::Multilevel => {
-                let over = |part: &[u32]| metrics::part_weights(g, part, p.k).iter().any(|&w| w > cap);
-                let measure = |part: &[u32]| {
-                    let cut = metrics::cut(g, part);
-                    ((over(part), cut.key()), cut)
-                };
-                // Where relaxed coarse limits cannot be met at the finest level,
-                // the final limit throughout from the start (one cycle, not two).
-                let relax = !strict_up_front(g, p.k, cap);
-                let (mut part, levels, mut moves) = multilevel(g, p, cap, relax, None, &mut rng);
-                let (mut rank, mut cut) = measure(&part);
-                // V-cycles: coarsen again within the parts and refine on the way back.
-                for _ in 1..p.vcycles.max(1) {
-                    let (next, _, m) = multilevel(g, p, cap, relax, Some(&part), &mut rng);
-                    moves += m;
-                    let (r, c) = measure(&next);
-                    if r < rank {
-                        (part, rank, cut) = (next, r, c);
-                    }
-                }
-                if rank.0 && relax {
-                    // Relaxed coarse limits can leave heavy vertices where the final
-                    // limit cannot be met: run again with the final limit throughout.
-                    let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, &mut rng);
-                    let (rank2, cut2) = measure(&strict);
-                    if rank2 < rank {
-                        (strict, rank2, levels2, moves + moves2, Some(cut2))
-                    } else {
-                        (part, rank, levels, moves + moves2, Some(cut))
-                    }
-                } else {
-                    (part, rank, levels, moves, Some(cut))
-                }
-            }
+            Scheme::Multilevel => multilevel_run(g, p, cap, &mut rng),
             Scheme::MetisRefine => {
                 let seed = p.seed.wrapping_add(r as u64);
                 let init = match crate::metis_ref::partition(g, p.k, p.epsilon, true, seed) {
@@ -268,6 +215,70 @@ pub fn partition(g: &Graph, p: &Params) -> Outcome {
         seconds: start.elapsed().as_secs_f64(),
         levels,
         moves,
+    }
+}
+
+/// The strong mode's partition, or the default driver's with the same seed
+/// where that is better on the objective; `start` times the whole call.
+fn partition_strong(g: &Graph, p: &Params, cap: i64, start: Instant) -> Outcome {
+    let part = strong::partition(g, p.k, p.epsilon, &Strong { seed: p.seed, ..p.strong }, &p.refine);
+    let balanced = metrics::part_weights(g, &part, p.k).iter().all(|&w| w <= cap);
+    let mut o = Outcome {
+        cut: metrics::cut(g, &part),
+        imbalance: metrics::imbalance(g, &part, p.k),
+        balanced,
+        part,
+        seconds: 0.0,
+        levels: 0,
+        moves: 0,
+    };
+    // The default driver's partition with the same seed is a candidate too,
+    // so the strong mode is never worse on its objective. (It also repairs
+    // balance level by level where heavy vertices defeat recursive
+    // bisection's side limits, k > 2.)
+    let d = partition(g, &Params { quality: Quality::Default, ..*p });
+    if (!d.balanced, d.cut.key()) < (!o.balanced, o.cut.key()) {
+        o = d;
+    }
+    o.seconds = start.elapsed().as_secs_f64();
+    o
+}
+
+/// One run of the multilevel scheme: a cycle, its V-cycles, and where relaxed
+/// coarse limits left the parts over the final limit, a cycle with the final
+/// limit throughout; the best by rank.
+fn multilevel_run(g: &Graph, p: &Params, cap: i64, rng: &mut StdRng) -> Run {
+    let over = |part: &[u32]| metrics::part_weights(g, part, p.k).iter().any(|&w| w > cap);
+    let measure = |part: &[u32]| {
+        let cut = metrics::cut(g, part);
+        ((over(part), cut.key()), cut)
+    };
+    // Where relaxed coarse limits cannot be met at the finest level,
+    // the final limit throughout from the start (one cycle, not two).
+    let relax = !strict_up_front(g, p.k, cap);
+    let (mut part, levels, mut moves) = multilevel(g, p, cap, relax, None, rng);
+    let (mut rank, mut cut) = measure(&part);
+    // V-cycles: coarsen again within the parts and refine on the way back.
+    for _ in 1..p.vcycles.max(1) {
+        let (next, _, m) = multilevel(g, p, cap, relax, Some(&part), rng);
+        moves += m;
+        let (r, c) = measure(&next);
+        if r < rank {
+            (part, rank, cut) = (next, r, c);
+        }
+    }
+    if rank.0 && relax {
+        // Relaxed coarse limits can leave heavy vertices where the final
+        // limit cannot be met: run again with the final limit throughout.
+        let (strict, levels2, moves2) = multilevel(g, p, cap, false, None, rng);
+        let (rank2, cut2) = measure(&strict);
+        if rank2 < rank {
+            (strict, rank2, levels2, moves + moves2, Some(cut2))
+        } else {
+            (part, rank, levels, moves + moves2, Some(cut))
+        }
+    } else {
+        (part, rank, levels, moves, Some(cut))
     }
 }
 
@@ -373,22 +384,7 @@ fn multilevel(
     };
     let (mut part, _, mut moves) = match start_part {
         Some(sp) => refine::best_of(coarsest, p.k, coarse_cap, 1, &p.refine, |_| sp.clone()),
-        None if inner => {
-            let once = Params { coarse_restarts: 1, ..*p };
-            let mut best: Option<(Vec<u32>, Rank)> = None;
-            let mut moves = 0;
-            for _ in 0..p.coarse_restarts {
-                let (part, _, m) = multilevel(coarsest, &once, coarse_cap, relax, None, rng);
-                moves += m;
-                let over = metrics::part_weights(coarsest, &part, p.k).iter().any(|&l| l > coarse_cap);
-                let rank = (over, metrics::cut(coarsest, &part).key());
-                if best.as_ref().is_none_or(|b| rank < b.1) {
-                    best = Some((part, rank));
-                }
-            }
-            let (part, rank) = best.expect("at least one restart");
-            (part, rank, moves)
-        }
+        None if inner => coarse_restarts(coarsest, p, coarse_cap, relax, rng),
         None if plain => {
             let part =
                 plain_bisection::initial(coarsest, [coarse_cap; 2], plain_bisection::TRIES, p.refine.hill_climb, rng);
@@ -413,6 +409,26 @@ fn multilevel(
         (part, loads, cut) = (s.part, s.loads, s.cut);
     }
     (part, levels, moves)
+}
+
+/// Coarse restarts: `p.coarse_restarts` whole multilevel cycles on the
+/// mid-sized graph `g` under the limit `cap`; the best partition by rank, its
+/// rank, and the moves of all cycles.
+fn coarse_restarts(g: &Graph, p: &Params, cap: i64, relax: bool, rng: &mut StdRng) -> (Vec<u32>, Rank, usize) {
+    let once = Params { coarse_restarts: 1, ..*p };
+    let mut best: Option<(Vec<u32>, Rank)> = None;
+    let mut moves = 0;
+    for _ in 0..p.coarse_restarts {
+        let (part, _, m) = multilevel(g, &once, cap, relax, None, rng);
+        moves += m;
+        let over = metrics::part_weights(g, &part, p.k).iter().any(|&l| l > cap);
+        let rank = (over, metrics::cut(g, &part).key());
+        if best.as_ref().is_none_or(|b| rank < b.1) {
+            best = Some((part, rank));
+        }
+    }
+    let (part, rank) = best.expect("at least one restart");
+    (part, rank, moves)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use baton_planners::dag::Dag;
 use baton_planners::{bounds, ilp, list, periodic, platform::Platform, simulate, stg};
 
 struct Args {
@@ -57,7 +58,7 @@ fn parse_args() -> Args {
     a
 }
 
-fn graphs(dir: &Path, limit: usize) -> Vec<(String, baton_planners::dag::Dag)> {
+fn graphs(dir: &Path, limit: usize) -> Vec<(String, Dag)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("50"))
         .expect("DIR/50")
         .map(|e| e.expect("dir entry").path())
@@ -79,139 +80,164 @@ fn main() {
     let gs = graphs(&args.dir, args.limit);
     println!("{} STG graphs from {}", gs.len(), args.dir.display());
     if args.parts.iter().any(|p| p == "list") {
-        println!("\n## List scheduling (best of priority rules, 32 perturbed runs) vs optimum");
-        println!("| processors | instances (proven opt) | mean gap | max gap | matched opt | = lower bound | time/instance |");
-        println!("|---|---|---|---|---|---|---|");
-        for &m in &args.procs {
-            let optima = stg::load_optima(&args.dir.join(format!("Case50_{m}_OPT.csv"))).expect("optimum CSV");
-            let p = Platform::identical(m);
-            let (mut gaps, mut matched, mut at_lb, mut proven) = (Vec::new(), 0, 0, 0);
-            let t0 = Instant::now();
-            for (key, dag) in &gs {
-                let s = list::best(dag, &p, 32).expect("schedulable");
-                let ms = simulate::verify(dag, &p, &s).expect("legal");
-                at_lb += (ms <= bounds::lower_bound(dag, &p)) as usize;
-                let opt = optima[key];
-                if opt.proven() {
-                    proven += 1;
-                    gaps.push((ms - opt.best_known) / opt.best_known);
-                    matched += (ms == opt.best_known) as usize;
-                }
-            }
-            let per = t0.elapsed().as_secs_f64() / gs.len() as f64;
-            let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
-            let max = gaps.iter().copied().fold(0.0, f64::max);
-            println!(
-                "| {m} | {proven} | {:.3}% | {:.2}% | {matched}/{proven} | {at_lb}/{} | {:.1} ms |",
-                100.0 * mean,
-                100.0 * max,
-                gs.len(),
-                per * 1e3
-            );
-        }
+        list_table(&args, &gs);
     }
     if args.parts.iter().any(|p| p == "periodic") {
-        println!("\n## Periodic planner (x_max 4, threshold 0.99), every plan simulator-verified");
-        println!(
-            "| h | U mean | U min | U >= 0.99 | X mean | X max | period/sample ÷ sum(c)/h | period/sample ÷ bound max(sum(c)/h, max c / x_max) (mean, min) | depth mean |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|");
-        for h in 2..=16 {
-            let opts = periodic::Options { x_max: 4, threshold: 0.99 };
-            let (mut us, mut ok, mut xmax, mut xsum, mut depth) = (Vec::new(), 0, 0, 0, 0.0);
-            let (mut load_ratio, mut ratio, mut ratio_min) = (0.0, 0.0, f64::INFINITY);
-            for (_, dag) in &gs {
-                let plan = periodic::plan(dag, h, opts).expect("plan");
-                periodic::verify(dag, &plan).expect("legal");
-                ok += (plan.utilization >= 0.99) as usize;
-                xmax = xmax.max(plan.x);
-                xsum += plan.x;
-                let per_sample = plan.period / plan.x as f64;
-                load_ratio += per_sample / (dag.total_cost() / h as f64);
-                let r = per_sample / bounds::periodic_bound(dag, &Platform::identical(h), opts.x_max);
-                assert!(r >= 1.0 - 1e-9, "per-sample period {per_sample} below the periodic bound");
-                ratio += r;
-                ratio_min = f64::min(ratio_min, r);
-                depth += plan.depth as f64;
-                us.push(plan.utilization);
-            }
-            let k = gs.len() as f64;
-            println!(
-                "| {h} | {:.4} | {:.4} | {ok}/{} | {:.2} | {xmax} | {:.4} | {:.4}, {:.4} | {:.2} |",
-                us.iter().sum::<f64>() / k,
-                us.iter().copied().fold(1.0, f64::min),
-                gs.len(),
-                xsum as f64 / k,
-                load_ratio / k,
-                ratio / k,
-                ratio_min,
-                depth / k
-            );
-        }
+        periodic_table(&gs);
     }
     if args.parts.iter().any(|p| p == "ilp") {
-        let mut csv = args.csv.as_ref().map(|f| std::fs::File::create(f).expect("--csv file"));
-        if let Some(f) = csv.as_mut() {
-            writeln!(f, "file,processors,heuristic,makespan,lower_bound,status,formulation,seconds,opt,opt_proven")
-                .unwrap();
-        }
-        println!("\n## MILP (HiGHS, 1 thread, {} s limit) vs optimum", args.time_limit);
-        println!(
-            "| processors | instances | proven opt | certified (of proven) | certified (all) | matched opt | mean gap (proven) | solver calls | time mean | time max |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|---|");
-        for &m in &args.ilp_procs {
-            let optima = stg::load_optima(&args.dir.join(format!("Case50_{m}_OPT.csv"))).expect("optimum CSV");
-            let p = Platform::identical(m);
-            let opts = ilp::Options { time_limit: args.time_limit, ..Default::default() };
-            let (mut proven, mut cert_p, mut cert, mut matched, mut calls) = (0, 0, 0, 0, 0);
-            let (mut gaps, mut times) = (Vec::new(), Vec::new());
-            for (key, dag) in &gs {
-                let r = ilp::solve_makespan(dag, &p, opts).unwrap_or_else(|e| panic!("{key}: {e}"));
-                let opt = optima[key];
-                assert!(
-                    r.proof.lower_bound <= opt.best_known + 1e-6 && r.makespan >= opt.lower_bound - 1e-6,
-                    "{key} on {m}: solver claims [{}, {}] against known [{}, {}]",
-                    r.proof.lower_bound,
-                    r.makespan,
-                    opt.lower_bound,
-                    opt.best_known
-                );
-                let certified = r.proof.status == ilp::Status::Optimal;
-                cert += certified as usize;
-                calls += (r.proof.formulation != ilp::Formulation::None) as usize;
-                if opt.proven() {
-                    proven += 1;
-                    cert_p += certified as usize;
-                    matched += (r.makespan == opt.best_known) as usize;
-                    gaps.push((r.makespan - opt.best_known) / opt.best_known);
-                }
-                times.push(r.proof.seconds);
-                if let Some(f) = csv.as_mut() {
-                    writeln!(
-                        f,
-                        "{key},{m},{},{},{},{:?},{:?},{:.3},{},{}",
-                        r.proof.heuristic,
-                        r.makespan,
-                        r.proof.lower_bound,
-                        r.proof.status,
-                        r.proof.formulation,
-                        r.proof.seconds,
-                        opt.best_known,
-                        opt.proven()
-                    )
-                    .unwrap();
-                    f.flush().unwrap();
-                }
+        ilp_table(&args, &gs);
+    }
+}
+
+/// Prints the list-scheduling table: one row per `--procs` count, against the optima.
+fn list_table(args: &Args, gs: &[(String, Dag)]) {
+    println!("\n## List scheduling (best of priority rules, 32 perturbed runs) vs optimum");
+    println!(
+        "| processors | instances (proven opt) | mean gap | max gap | matched opt | = lower bound | time/instance |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for &m in &args.procs {
+        let optima = stg::load_optima(&args.dir.join(format!("Case50_{m}_OPT.csv"))).expect("optimum CSV");
+        let p = Platform::identical(m);
+        let (mut gaps, mut matched, mut at_lb, mut proven) = (Vec::new(), 0, 0, 0);
+        let t0 = Instant::now();
+        for (key, dag) in gs {
+            let s = list::best(dag, &p, 32).expect("schedulable");
+            let ms = simulate::verify(dag, &p, &s).expect("legal");
+            at_lb += (ms <= bounds::lower_bound(dag, &p)) as usize;
+            let opt = optima[key];
+            if opt.proven() {
+                proven += 1;
+                gaps.push((ms - opt.best_known) / opt.best_known);
+                matched += (ms == opt.best_known) as usize;
             }
-            let k = gs.len();
-            println!(
-                "| {m} | {k} | {proven} | {cert_p}/{proven} ({:.1}%) | {cert}/{k} | {matched}/{proven} | {:.3}% | {calls} | {:.2} s | {:.2} s |",
-                100.0 * cert_p as f64 / proven.max(1) as f64,
-                100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64,
-                times.iter().sum::<f64>() / k as f64,
-                times.iter().copied().fold(0.0, f64::max)
-            );
+        }
+        let per = t0.elapsed().as_secs_f64() / gs.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+        let max = gaps.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {m} | {proven} | {:.3}% | {:.2}% | {matched}/{proven} | {at_lb}/{} | {:.1} ms |",
+            100.0 * mean,
+            100.0 * max,
+            gs.len(),
+            per * 1e3
+        );
+    }
+}
+
+/// Prints the periodic planner's table: one row per unit count 2 to 16, every
+/// plan verified.
+fn periodic_table(gs: &[(String, Dag)]) {
+    println!("\n## Periodic planner (x_max 4, threshold 0.99), every plan simulator-verified");
+    println!(
+        "| h | U mean | U min | U >= 0.99 | X mean | X max | period/sample ÷ sum(c)/h | period/sample ÷ bound max(sum(c)/h, max c / x_max) (mean, min) | depth mean |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for h in 2..=16 {
+        let opts = periodic::Options { x_max: 4, threshold: 0.99 };
+        let (mut us, mut ok, mut xmax, mut xsum, mut depth) = (Vec::new(), 0, 0, 0, 0.0);
+        let (mut load_ratio, mut ratio, mut ratio_min) = (0.0, 0.0, f64::INFINITY);
+        for (_, dag) in gs {
+            let plan = periodic::plan(dag, h, opts).expect("plan");
+            periodic::verify(dag, &plan).expect("legal");
+            ok += (plan.utilization >= 0.99) as usize;
+            xmax = xmax.max(plan.x);
+            xsum += plan.x;
+            let per_sample = plan.period / plan.x as f64;
+            load_ratio += per_sample / (dag.total_cost() / h as f64);
+            let r = per_sample / bounds::periodic_bound(dag, &Platform::identical(h), opts.x_max);
+            assert!(r >= 1.0 - 1e-9, "per-sample period {per_sample} below the periodic bound");
+            ratio += r;
+            ratio_min = f64::min(ratio_min, r);
+            depth += plan.depth as f64;
+            us.push(plan.utilization);
+        }
+        let k = gs.len() as f64;
+        println!(
+            "| {h} | {:.4} | {:.4} | {ok}/{} | {:.2} | {xmax} | {:.4} | {:.4}, {:.4} | {:.2} |",
+            us.iter().sum::<f64>() / k,
+            us.iter().copied().fold(1.0, f64::min),
+            gs.len(),
+            xsum as f64 / k,
+            load_ratio / k,
+            ratio / k,
+            ratio_min,
+            depth / k
+        );
+    }
+}
+
+/// Prints the MILP table, one row per `--ilp-procs` count, and with `--csv`
+/// writes one line per instance.
+fn ilp_table(args: &Args, gs: &[(String, Dag)]) {
+    let mut csv = args.csv.as_ref().map(|f| std::fs::File::create(f).expect("--csv file"));
+    if let Some(f) = csv.as_mut() {
+        writeln!(f, "file,processors,heuristic,makespan,lower_bound,status,formulation,seconds,opt,opt_proven")
+            .unwrap();
+    }
+    println!("\n## MILP (HiGHS, 1 thread, {} s limit) vs optimum", args.time_limit);
+    println!(
+        "| processors | instances | proven opt | certified (of proven) | certified (all) | matched opt | mean gap (proven) | solver calls | time mean | time max |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &m in &args.ilp_procs {
+        ilp_row(args, gs, m, &mut csv);
+    }
+}
+
+/// Solves every graph on `m` units with the MILP, checks each answer against
+/// the known optimum, writes the CSV lines and prints the table row.
+fn ilp_row(args: &Args, gs: &[(String, Dag)], m: usize, csv: &mut Option<std::fs::File>) {
+    let optima = stg::load_optima(&args.dir.join(format!("Case50_{m}_OPT.csv"))).expect("optimum CSV");
+    let p = Platform::identical(m);
+    let opts = ilp::Options { time_limit: args.time_limit, ..Default::default() };
+    let (mut proven, mut cert_p, mut cert, mut matched, mut calls) = (0, 0, 0, 0, 0);
+    let (mut gaps, mut times) = (Vec::new(), Vec::new());
+    for (key, dag) in gs {
+        let r = ilp::solve_makespan(dag, &p, opts).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let opt = optima[key];
+        assert!(
+            r.proof.lower_bound <= opt.best_known + 1e-6 && r.makespan >= opt.lower_bound - 1e-6,
+            "{key} on {m}: solver claims [{}, {}] against known [{}, {}]",
+            r.proof.lower_bound,
+            r.makespan,
+            opt.lower_bound,
+            opt.best_known
+        );
+        let certified = r.proof.status == ilp::Status::Optimal;
+        cert += certified as usize;
+        calls += (r.proof.formulation != ilp::Formulation::None) as usize;
+        if opt.proven() {
+            proven += 1;
+            cert_p += certified as usize;
+            matched += (r.makespan == opt.best_known) as usize;
+            gaps.push((r.makespan - opt.best_known) / opt.best_known);
+        }
+        times.push(r.proof.seconds);
+        if let Some(f) = csv.as_mut() {
+            writeln!(
+                f,
+                "{key},{m},{},{},{},{:?},{:?},{:.3},{},{}",
+                r.proof.heuristic,
+                r.makespan,
+                r.proof.lower_bound,
+                r.proof.status,
+                r.proof.formulation,
+                r.proof.seconds,
+                opt.best_known,
+                opt.proven()
+            )
+            .unwrap();
+            f.flush().unwrap();
         }
     }
+    let k = gs.len();
+    println!(
+        "| {m} | {k} | {proven} | {cert_p}/{proven} ({:.1}%) | {cert}/{k} | {matched}/{proven} | {:.3}% | {calls} | {:.2} s | {:.2} s |",
+        100.0 * cert_p as f64 / proven.max(1) as f64,
+        100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64,
+        times.iter().sum::<f64>() / k as f64,
+        times.iter().copied().fold(0.0, f64::max)
+    );
 }

@@ -484,100 +484,23 @@ fn disjunctive(
 ) -> Result<Outcome, String> {
     let n = dag.len();
     let h = p.units();
-    let big = ub;
-    let head = dag.top_levels(|i| p.min_duration(dag, i));
-    let tail = dag.bottom_levels(|i| p.min_duration(dag, i), false);
-    let topo_pos = {
-        let mut pos = vec![0; n];
-        for (k, &i) in dag.topo_order().iter().enumerate() {
-            pos[i] = k;
-        }
-        pos
-    };
+    let topo_pos = topo_positions(dag);
     let sym = symmetric(p);
-    let mut vars = ProblemVariables::new();
-    let mut initial = Vec::new();
-    let mut add = |vars: &mut ProblemVariables, def: good_lp::VariableDefinition, init: f64| {
-        initial.push(init);
-        vars.add(def)
-    };
-    let mut x = vec![Vec::with_capacity(h); n];
+    let mut m = DisjunctiveModel::new(dag, p, start, ub, &topo_pos, sym);
+    let c = m.add(variable().min(lb).max(ub), ub);
     for i in 0..n {
-        for r in 0..h {
-            let allowed = !sym || r <= topo_pos[i];
-            let def = if allowed { variable().binary() } else { variable().binary().max(0) };
-            x[i].push(add(&mut vars, def, if start.unit[i] == r { 1.0 } else { 0.0 }));
-        }
+        let one_unit = m.x[i].iter().copied().sum::<Expression>().eq(1);
+        m.cons.push(one_unit);
+        let within = (m.s[i] + m.dur(i)).leq(c);
+        m.cons.push(within);
     }
-    let s: Vec<Variable> =
-        (0..n).map(|i| add(&mut vars, variable().min(head[i]).max(ub - tail[i]), start.start[i])).collect();
-    let c = add(&mut vars, variable().min(lb).max(ub), ub);
-    let dur = |i: usize| -> Expression { (0..h).map(|r| p.duration(dag, i, r) * x[i][r]).sum() };
-    let mut cons = Vec::new();
-    for i in 0..n {
-        cons.push(x[i].iter().copied().sum::<Expression>().eq(1));
-        cons.push((s[i] + dur(i)).leq(c));
-    }
-    if !p.memory.is_empty() {
-        for r in 0..h {
-            let used: Expression = (0..n).map(|i| dag.tasks[i].memory * x[i][r]).sum();
-            cons.push(used.leq(p.capacity(r)));
-        }
-    }
+    m.memory_constraints();
     if sym {
-        // Unit r holds a task only if unit r - 1 holds an earlier one (topological order).
-        let mut by_pos: Vec<usize> = (0..n).collect();
-        by_pos.sort_by_key(|&i| topo_pos[i]);
-        for (k, &i) in by_pos.iter().enumerate() {
-            for r in 1..h {
-                let earlier: Expression = by_pos[..k].iter().map(|&j| x[j][r - 1]).sum();
-                cons.push(Expression::from(x[i][r]).leq(earlier));
-            }
-        }
+        m.symmetry_constraints(&topo_pos);
     }
-    for e in &dag.edges {
-        let (i, j) = (e.from, e.to);
-        let mut delay = Expression::default();
-        if e.transfer > 0.0 {
-            if p.comm.is_empty() {
-                let z = add(&mut vars, variable().binary(), (start.unit[i] != start.unit[j]) as u8 as f64);
-                for r in 0..h {
-                    cons.push((x[i][r] - x[j][r]).leq(z));
-                }
-                delay += e.transfer * z;
-            } else {
-                for a in 0..h {
-                    for b in 0..h {
-                        let f = p.delay(e, a, b);
-                        if f > 0.0 {
-                            let on = start.unit[i] == a && start.unit[j] == b;
-                            let w = add(&mut vars, variable().binary(), on as u8 as f64);
-                            cons.push((x[i][a] + x[j][b] - 1).leq(w));
-                            delay += f * w;
-                        }
-                    }
-                }
-            }
-        }
-        cons.push((s[i] + dur(i) + delay).leq(s[j]));
-    }
-    let reach = dag.reachability();
-    for i in 0..n {
-        for j in i + 1..n {
-            if reach[i][j] || reach[j][i] {
-                continue;
-            }
-            let same_init = (start.unit[i] == start.unit[j]) as u8 as f64;
-            let same = add(&mut vars, variable().binary(), same_init);
-            let before = add(&mut vars, variable().binary(), (start.start[i] <= start.start[j]) as u8 as f64);
-            for r in 0..h {
-                cons.push((x[i][r] + x[j][r] - 1).leq(same));
-            }
-            // same = 1: i before j or j before i.
-            cons.push((s[i] + dur(i)).leq(s[j] + big * (1 - before) + big * (1 - same)));
-            cons.push((s[j] + dur(j)).leq(s[i] + big * before + big * (1 - same)));
-        }
-    }
+    m.precedence_constraints();
+    m.overlap_constraints(ub);
+    let DisjunctiveModel { vars, initial, x, s, cons, .. } = m;
     let abs_gap = if integral { 0.999 } else { 1e-6 };
     let run = run_highs(vars, c.into(), cons, &initial, deadline, abs_gap)?
         .ok_or("HiGHS found the model infeasible, but the list schedule is a solution")?;
@@ -589,6 +512,159 @@ fn disjunctive(
     let starts: Vec<f64> = (0..n).map(|i| col(s[i])).collect();
     let schedule = compact::tighten(dag, p, Schedule { unit, start: starts });
     Ok((schedule, integral_bound(run.bound, integral), Formulation::Disjunctive, run.status))
+}
+
+/// Each task's position in the graph's topological order.
+fn topo_positions(dag: &Dag) -> Vec<usize> {
+    let mut pos = vec![0; dag.len()];
+    for (k, &i) in dag.topo_order().iter().enumerate() {
+        pos[i] = k;
+    }
+    pos
+}
+
+/// The disjunctive model as it is built: its variables with their values in
+/// the starting schedule, the assignment (`x[i][r]`: task i on unit r) and
+/// start (`s[i]`) variables, and the constraints.
+struct DisjunctiveModel<'a> {
+    dag: &'a Dag,
+    p: &'a Platform,
+    start: &'a Schedule,
+    vars: ProblemVariables,
+    initial: Vec<f64>,
+    x: Vec<Vec<Variable>>,
+    s: Vec<Variable>,
+    cons: Vec<good_lp::Constraint>,
+}
+
+impl<'a> DisjunctiveModel<'a> {
+    /// The model with its `x` and then its `s` variables (columns in that
+    /// order, see [`index_of`]); with `sym`, task i may use units up to its
+    /// topological position only. Starts lie between the head and `ub` less the tail.
+    fn new(dag: &'a Dag, p: &'a Platform, start: &'a Schedule, ub: f64, topo_pos: &[usize], sym: bool) -> Self {
+        let n = dag.len();
+        let h = p.units();
+        let head = dag.top_levels(|i| p.min_duration(dag, i));
+        let tail = dag.bottom_levels(|i| p.min_duration(dag, i), false);
+        let mut m = DisjunctiveModel {
+            dag,
+            p,
+            start,
+            vars: ProblemVariables::new(),
+            initial: Vec::new(),
+            x: vec![Vec::with_capacity(h); n],
+            s: Vec::with_capacity(n),
+            cons: Vec::new(),
+        };
+        for i in 0..n {
+            for r in 0..h {
+                let allowed = !sym || r <= topo_pos[i];
+                let def = if allowed { variable().binary() } else { variable().binary().max(0) };
+                let v = m.add(def, if start.unit[i] == r { 1.0 } else { 0.0 });
+                m.x[i].push(v);
+            }
+        }
+        for i in 0..n {
+            let v = m.add(variable().min(head[i]).max(ub - tail[i]), start.start[i]);
+            m.s.push(v);
+        }
+        m
+    }
+
+    /// Adds a variable whose value in the starting schedule is `init`.
+    fn add(&mut self, def: good_lp::VariableDefinition, init: f64) -> Variable {
+        self.initial.push(init);
+        self.vars.add(def)
+    }
+
+    /// Task i's duration on the unit it is assigned to.
+    fn dur(&self, i: usize) -> Expression {
+        (0..self.p.units()).map(|r| self.p.duration(self.dag, i, r) * self.x[i][r]).sum()
+    }
+
+    /// Each unit's tasks fit its memory (where the platform has memory limits).
+    fn memory_constraints(&mut self) {
+        if self.p.memory.is_empty() {
+            return;
+        }
+        for r in 0..self.p.units() {
+            let used: Expression = (0..self.dag.len()).map(|i| self.dag.tasks[i].memory * self.x[i][r]).sum();
+            self.cons.push(used.leq(self.p.capacity(r)));
+        }
+    }
+
+    /// Symmetry breaking: unit r holds a task only if unit r - 1 holds an
+    /// earlier one (topological order).
+    fn symmetry_constraints(&mut self, topo_pos: &[usize]) {
+        let mut by_pos: Vec<usize> = (0..self.dag.len()).collect();
+        by_pos.sort_by_key(|&i| topo_pos[i]);
+        for (k, &i) in by_pos.iter().enumerate() {
+            for r in 1..self.p.units() {
+                let earlier: Expression = by_pos[..k].iter().map(|&j| self.x[j][r - 1]).sum();
+                self.cons.push(Expression::from(self.x[i][r]).leq(earlier));
+            }
+        }
+    }
+
+    /// Each relation's consumer starts after its producer finishes plus the
+    /// transfer delay, paid when the two are on different units (or, with a
+    /// communication matrix, by the pair of units).
+    fn precedence_constraints(&mut self) {
+        let (dag, p, start, h) = (self.dag, self.p, self.start, self.p.units());
+        for e in &dag.edges {
+            let (i, j) = (e.from, e.to);
+            let mut delay = Expression::default();
+            if e.transfer > 0.0 {
+                if p.comm.is_empty() {
+                    let z = self.add(variable().binary(), (start.unit[i] != start.unit[j]) as u8 as f64);
+                    for r in 0..h {
+                        self.cons.push((self.x[i][r] - self.x[j][r]).leq(z));
+                    }
+                    delay += e.transfer * z;
+                } else {
+                    for a in 0..h {
+                        for b in 0..h {
+                            let f = p.delay(e, a, b);
+                            if f > 0.0 {
+                                let on = start.unit[i] == a && start.unit[j] == b;
+                                let w = self.add(variable().binary(), on as u8 as f64);
+                                self.cons.push((self.x[i][a] + self.x[j][b] - 1).leq(w));
+                                delay += f * w;
+                            }
+                        }
+                    }
+                }
+            }
+            let after = (self.s[i] + self.dur(i) + delay).leq(self.s[j]);
+            self.cons.push(after);
+        }
+    }
+
+    /// Tasks with no path between them on the same unit run one after the
+    /// other (big-M disjunctions with `big`).
+    fn overlap_constraints(&mut self, big: f64) {
+        let (n, h, start) = (self.dag.len(), self.p.units(), self.start);
+        let reach = self.dag.reachability();
+        for i in 0..n {
+            for j in i + 1..n {
+                if reach[i][j] || reach[j][i] {
+                    continue;
+                }
+                let same_init = (start.unit[i] == start.unit[j]) as u8 as f64;
+                let same = self.add(variable().binary(), same_init);
+                let before = self.add(variable().binary(), (start.start[i] <= start.start[j]) as u8 as f64);
+                for r in 0..h {
+                    self.cons.push((self.x[i][r] + self.x[j][r] - 1).leq(same));
+                }
+                // same = 1: i before j or j before i.
+                let (s, dur_i, dur_j) = (&self.s, self.dur(i), self.dur(j));
+                let i_first = (s[i] + dur_i).leq(s[j] + big * (1 - before) + big * (1 - same));
+                let j_first = (s[j] + dur_j).leq(s[i] + big * before + big * (1 - same));
+                self.cons.push(i_first);
+                self.cons.push(j_first);
+            }
+        }
+    }
 }
 
 /// Column of an `x` or `s` variable (created first, in this order).
