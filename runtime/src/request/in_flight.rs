@@ -74,7 +74,8 @@ impl InFlight {
         self.draining.store(true, Ordering::SeqCst);
     }
 
-    /// Blocks until no permit is held, calling `meanwhile` every 10 ms (and once at first).
+    /// Blocks until no permit is held, calling `meanwhile` after each wait (a release that
+    /// empties the count while draining, or 10 ms).
     pub fn wait_until_empty(&self, mut meanwhile: impl FnMut()) {
         let (lock, empty) = &self.empty;
         let mut guard = lock.lock();

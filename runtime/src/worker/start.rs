@@ -37,7 +37,7 @@ pub(crate) fn spawn(
         };
         drop(ready);
         let receiver = state.receiver(group).clone();
-        let mut worker = Worker::new(handoff, state, settings, engines, requests);
+        let mut worker = Worker::new(handoff, state, settings, group, engines, requests);
         worker.register_stop_handles();
         worker.serve(&receiver);
     })
@@ -100,12 +100,12 @@ impl Worker {
         handoff: Arc<dyn Handoff>,
         state: Arc<NodeState>,
         settings: WorkerSettings,
+        group: Option<usize>,
         engines: Vec<Box<dyn Engine>>,
         requests: Vec<StageRequest>,
     ) -> Worker {
         let spec = &settings.spec;
         let index = settings.index;
-        let group = spec.group_of(index);
         let host_memory = engines.first().and_then(|engine| engine.host_memory());
         let device_memory = engines.first().and_then(|engine| engine.device_memory());
         let inputs = spec.inputs.len();
