@@ -77,7 +77,13 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => run::run(args, &engines()),
         Command::Bench(args) => baton_bench::run_with(args.options(), &engines()),
-        Command::Serve(args) => baton_server::run_with(args.options(), &engines()),
+        Command::Serve(args) => match args.options() {
+            Ok(options) => baton_server::run_with(options, &engines()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Plan(args) => plan::run(args),
         Command::BenchFairness(args) => baton_bench::fairness::run(args.options()),
         Command::Profile(args) => profile::run(args, &engines()),

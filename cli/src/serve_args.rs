@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use baton_server::access::{Restriction, Restrictions};
+use baton_server::tls::TlsFiles;
 use baton_server::{parse_listen_addr, ServeOptions, ServerConfig};
 
 /// `baton serve PIPELINE.toml [PIPELINE2.toml ...]`
@@ -57,6 +59,39 @@ pub struct ServeArgs {
     /// also gRPC's HTTP/2 keep-alive ping interval.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub keep_alive_timeout: f64,
+    /// HTTP endpoint groups that need a key header: `GROUP[,GROUP...]:KEY=VALUE`, groups
+    /// health, metadata, inference, shared-memory, model-config, model-repository,
+    /// statistics, trace, logging. Repeatable; a call without the header gets 403.
+    #[arg(long, value_parser = Restriction::parse, value_name = "GROUPS:KEY=VALUE")]
+    pub http_restricted_api: Vec<Restriction>,
+    /// gRPC endpoint groups that need a key metadata entry (as --http-restricted-api);
+    /// a call without it gets PERMISSION_DENIED.
+    #[arg(long, value_parser = Restriction::parse, value_name = "GROUPS:KEY=VALUE")]
+    pub grpc_restricted_protocol: Vec<Restriction>,
+    /// HTTP over TLS: the server's certificate chain (PEM); needs --http-server-key.
+    #[arg(long, value_name = "FILE", requires = "http_server_key")]
+    pub http_server_cert: Option<PathBuf>,
+    /// The private key of --http-server-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "http_server_cert")]
+    pub http_server_key: Option<PathBuf>,
+    /// Mutual TLS on HTTP: client certificates must chain to a certificate in this PEM file.
+    #[arg(long, value_name = "FILE", requires = "http_server_cert")]
+    pub http_root_cert: Option<PathBuf>,
+    /// gRPC over TLS (Triton's flag): needs --grpc-server-cert and --grpc-server-key.
+    #[arg(long, requires_all = ["grpc_server_cert", "grpc_server_key"])]
+    pub grpc_use_ssl: bool,
+    /// Mutual TLS on gRPC (Triton's flag): needs --grpc-root-cert too.
+    #[arg(long, requires_all = ["grpc_server_cert", "grpc_server_key", "grpc_root_cert"])]
+    pub grpc_use_ssl_mutual: bool,
+    /// gRPC's certificate chain (PEM); giving it and --grpc-server-key turns TLS on.
+    #[arg(long, value_name = "FILE", requires = "grpc_server_key")]
+    pub grpc_server_cert: Option<PathBuf>,
+    /// The private key of --grpc-server-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "grpc_server_cert")]
+    pub grpc_server_key: Option<PathBuf>,
+    /// Mutual TLS on gRPC: client certificates must chain to a certificate in this PEM file.
+    #[arg(long, value_name = "FILE", requires = "grpc_server_cert")]
+    pub grpc_root_cert: Option<PathBuf>,
 }
 
 /// A listen address, or none (`off`).
@@ -68,9 +103,17 @@ fn listen_addr(s: &str) -> Result<ListenAddr, String> {
 }
 
 impl ServeArgs {
-    /// What these arguments ask the server to serve, and how.
-    pub fn options(&self) -> ServeOptions {
-        ServeOptions {
+    /// What these arguments ask the server to serve, and how; an error names
+    /// the flags that do not go together.
+    pub fn options(&self) -> Result<ServeOptions, String> {
+        let tls = |cert: &Option<PathBuf>, key: &Option<PathBuf>, client_ca: &Option<PathBuf>| {
+            Some(TlsFiles { cert: cert.clone()?, key: key.clone()?, client_ca: client_ca.clone() })
+        };
+        let http_restricted = Restrictions::new(self.http_restricted_api.iter().cloned())
+            .map_err(|e| format!("--http-restricted-api: {e}"))?;
+        let grpc_restricted = Restrictions::new(self.grpc_restricted_protocol.iter().cloned())
+            .map_err(|e| format!("--grpc-restricted-protocol: {e}"))?;
+        Ok(ServeOptions {
             pipelines: self.pipelines.clone(),
             model_repository: self.model_repository.clone(),
             threads: self.threads,
@@ -86,8 +129,12 @@ impl ServeArgs {
                 header_read_timeout: seconds(self.header_read_timeout),
                 body_read_timeout: seconds(self.body_read_timeout),
                 keep_alive_timeout: seconds(self.keep_alive_timeout),
+                http_tls: tls(&self.http_server_cert, &self.http_server_key, &self.http_root_cert),
+                grpc_tls: tls(&self.grpc_server_cert, &self.grpc_server_key, &self.grpc_root_cert),
+                http_restricted,
+                grpc_restricted,
             },
-        }
+        })
     }
 }
 
@@ -110,7 +157,7 @@ mod tests {
 
     #[test]
     fn the_defaults_are_the_servers() {
-        let options = Cli::try_parse_from(["serve", "p.toml"]).unwrap().serve.options();
+        let options = Cli::try_parse_from(["serve", "p.toml"]).unwrap().serve.options().unwrap();
         assert_eq!(options.pipelines, [PathBuf::from("p.toml")]);
         assert_eq!(format!("{:?}", options.config), format!("{:?}", ServerConfig::default()));
     }
@@ -118,10 +165,48 @@ mod tests {
     #[test]
     fn addresses_and_timeouts_are_read() {
         let cli = Cli::try_parse_from(["serve", "p.toml", "--http", "off", "--grpc", "9001", "--body-read-timeout=-1"]);
-        let options = cli.unwrap().serve.options();
+        let options = cli.unwrap().serve.options().unwrap();
         assert_eq!(options.config.http, None);
         assert_eq!(options.config.grpc, Some("127.0.0.1:9001".parse().unwrap()));
         assert_eq!(options.config.body_read_timeout, Duration::from_secs(u64::from(u32::MAX)));
         assert!(Cli::try_parse_from(["serve", "p.toml", "--http", "nowhere"]).is_err());
+    }
+
+    #[test]
+    fn restrictions_and_tls_files_are_read() {
+        let cli = Cli::try_parse_from([
+            "serve",
+            "p.toml",
+            "--http-restricted-api",
+            "model-repository,statistics:admin-key=s3cret",
+            "--http-restricted-api",
+            "inference:infer-key=k",
+            "--grpc-restricted-protocol=health:h=1",
+            "--grpc-use-ssl",
+            "--grpc-server-cert=c.pem",
+            "--grpc-server-key=k.pem",
+            "--http-server-cert=hc.pem",
+            "--http-server-key=hk.pem",
+            "--http-root-cert=ca.pem",
+        ]);
+        let config = cli.unwrap().serve.options().unwrap().config;
+        let allowed = |r: &Restrictions, group, key: &str, value: &'static str| {
+            r.check(group, |k| (k == key).then_some(value.as_bytes())).is_ok()
+        };
+        use baton_server::access::Group;
+        assert!(allowed(&config.http_restricted, Group::Statistics, "admin-key", "s3cret"));
+        assert!(!allowed(&config.http_restricted, Group::Inference, "admin-key", "s3cret"));
+        assert!(allowed(&config.http_restricted, Group::Inference, "infer-key", "k"));
+        assert!(!allowed(&config.grpc_restricted, Group::Health, "h", "2"));
+        assert_eq!(config.grpc_tls.unwrap().cert, PathBuf::from("c.pem"));
+        assert_eq!(config.http_tls.unwrap().client_ca, Some(PathBuf::from("ca.pem")));
+        assert!(!format!("{:?}", config.http_restricted).contains("s3cret"), "Debug shows a key's value");
+        let twice = ["serve", "p.toml", "--http-restricted-api=health:a=1", "--http-restricted-api=health:b=2"];
+        let error = Cli::try_parse_from(twice).unwrap().serve.options().unwrap_err();
+        assert!(error.contains("--http-restricted-api") && error.contains("`health`"), "{error}");
+        for alone in [&["--grpc-use-ssl"][..], &["--http-server-cert=c.pem"], &["--grpc-use-ssl-mutual"]] {
+            let args = ["serve", "p.toml"].iter().chain(alone);
+            assert!(Cli::try_parse_from(args).is_err(), "{alone:?} alone is accepted");
+        }
     }
 }

@@ -49,6 +49,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tonic::Status;
 
 use crate::metrics::{count, http_code};
@@ -129,10 +130,67 @@ impl Activity {
     }
 }
 
+/// A connection's byte stream: plain TCP, or TLS over it.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl Io {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Io::Plain(tcp) => tcp,
+            Io::Tls(tls) => tls.get_ref().0,
+        }
+    }
+}
+
+/// Forwards a poll to the stream inside `Io`.
+macro_rules! on_io {
+    ($io:expr, $stream:ident => $call:expr) => {
+        match $io {
+            Io::Plain($stream) => $call,
+            Io::Tls($stream) => $call,
+        }
+    };
+}
+
+impl AsyncRead for Io {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        on_io!(self.get_mut(), s => Pin::new(s).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        on_io!(self.get_mut(), s => Pin::new(s).poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        on_io!(self.get_mut(), s => Pin::new(s).poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        on_io!(self.get_mut(), s => Pin::new(s).poll_shutdown(cx))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        on_io!(self.get_mut(), s => Pin::new(s).poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        on_io!(self, s => s.is_write_vectored())
+    }
+}
+
 /// A connection's socket, holding its slot under the connection limit until
 /// dropped, and (HTTP) noting its reads in its [`Activity`].
 pub(crate) struct Conn {
-    io: TcpStream,
+    io: Io,
     activity: Option<Arc<Activity>>,
     _slot: OwnedSemaphorePermit,
 }
@@ -155,7 +213,7 @@ impl tonic::transport::server::Connected for Conn {
     type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.io.connect_info()
+        self.io.tcp().connect_info()
     }
 }
 
@@ -170,7 +228,7 @@ pub(crate) fn limit_grpc(
     let slots = Arc::new(Semaphore::new(max.max(1)));
     incoming.filter_map(move |accepted| match accepted {
         Ok(tcp) => match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => Some(Ok(Conn { io: tcp, activity: None, _slot: slot })),
+            Ok(slot) => Some(Ok(Conn { io: Io::Plain(tcp), activity: None, _slot: slot })),
             Err(_) => {
                 count("grpc", "connection", "", "RESOURCE_EXHAUSTED");
                 None // dropping the socket closes it
@@ -215,12 +273,14 @@ impl Drop for InFlight {
     }
 }
 
-/// Serves `router` on `listener` under `limits` until `shutdown` resolves; then
-/// stops accepting, lets open connections finish their requests, and returns.
+/// Serves `router` on `listener` under `limits` (over TLS when `tls` is given)
+/// until `shutdown` resolves; then stops accepting, lets open connections
+/// finish their requests, and returns.
 pub(crate) async fn serve_http(
     listener: TcpListener,
     router: axum::Router,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -246,46 +306,22 @@ pub(crate) async fn serve_http(
             connections.spawn(refuse(tcp, limits.max_connections));
             continue;
         };
-        let (router, mut closed) = (router.clone(), closed.clone());
+        let (router, closed, tls) = (router.clone(), closed.clone(), tls.clone());
         connections.spawn(async move {
-            let activity = Arc::new(Activity::new());
-            let tracked = Conn { io: tcp, activity: Some(Arc::clone(&activity)), _slot: slot };
-            let on_request = Arc::clone(&activity);
-            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                on_request.request_started();
-                let in_flight = InFlight(Arc::clone(&on_request));
-                let router = router.clone();
-                async move {
-                    let response = tower::ServiceExt::oneshot(router, request.map(Body::new)).await;
-                    drop(in_flight);
-                    response
-                }
-            });
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.timer(TokioTimer::new()).header_read_timeout(None::<Duration>).keep_alive(true);
-            let conn = builder.serve_connection(TokioIo::new(tracked), service);
-            tokio::pin!(conn);
-            let mut shutting = false;
-            loop {
-                let wake = match activity.deadline(&limits) {
-                    Some(ms) => activity.start + Duration::from_millis(ms),
-                    // A request is in flight: look again after the shortest timeout.
-                    None => Instant::now() + limits.header_read_timeout.min(limits.keep_alive_timeout),
-                };
-                tokio::select! {
-                    _ = &mut conn => break,
-                    _ = activity.moved.notified() => {}
-                    _ = tokio::time::sleep_until(wake) => {
-                        if activity.deadline(&limits).is_some_and(|ms| activity.now() >= ms) {
-                            break; // dropping the connection closes the socket
-                        }
+            // The handshake happens on the connection's own task, so a slow one holds
+            // only its slot; it must end within the header read timeout.
+            let io = match tls {
+                None => Io::Plain(tcp),
+                Some(acceptor) => match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(tcp)).await {
+                    Ok(Ok(stream)) => Io::Tls(Box::new(stream)),
+                    Ok(Err(e)) => {
+                        tracing::debug!("TLS handshake failed: {e}");
+                        return count("http", "connection", "", "tls-handshake-failed");
                     }
-                    _ = closed.wait_for(|&c| c), if !shutting => {
-                        shutting = true;
-                        conn.as_mut().graceful_shutdown();
-                    }
-                }
-            }
+                    Err(_) => return count("http", "connection", "", "tls-handshake-timeout"),
+                },
+            };
+            serve_connection(io, slot, router, limits, closed).await;
         });
     }
     // Close the listening socket before draining: a client connecting now is refused
@@ -293,6 +329,56 @@ pub(crate) async fn serve_http(
     drop(listener);
     let _ = closing.send(true);
     while connections.join_next().await.is_some() {}
+}
+
+/// Serves one connection's requests with its watchdog (see the module's
+/// concurrency notes) until it closes, times out, or `closed` says the server
+/// is shutting down (then it finishes the request in flight and closes).
+async fn serve_connection(
+    io: Io,
+    slot: OwnedSemaphorePermit,
+    router: axum::Router,
+    limits: ConnLimits,
+    mut closed: tokio::sync::watch::Receiver<bool>,
+) {
+    let activity = Arc::new(Activity::new());
+    let tracked = Conn { io, activity: Some(Arc::clone(&activity)), _slot: slot };
+    let on_request = Arc::clone(&activity);
+    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        on_request.request_started();
+        let in_flight = InFlight(Arc::clone(&on_request));
+        let router = router.clone();
+        async move {
+            let response = tower::ServiceExt::oneshot(router, request.map(Body::new)).await;
+            drop(in_flight);
+            response
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(None::<Duration>).keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(tracked), service);
+    tokio::pin!(conn);
+    let mut shutting = false;
+    loop {
+        let wake = match activity.deadline(&limits) {
+            Some(ms) => activity.start + Duration::from_millis(ms),
+            // A request is in flight: look again after the shortest timeout.
+            None => Instant::now() + limits.header_read_timeout.min(limits.keep_alive_timeout),
+        };
+        tokio::select! {
+            _ = &mut conn => break,
+            _ = activity.moved.notified() => {}
+            _ = tokio::time::sleep_until(wake) => {
+                if activity.deadline(&limits).is_some_and(|ms| activity.now() >= ms) {
+                    break; // dropping the connection closes the socket
+                }
+            }
+            _ = closed.wait_for(|&c| c), if !shutting => {
+                shutting = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
 }
 
 /// Answers a connection over the limit 503 and closes it.

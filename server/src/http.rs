@@ -18,6 +18,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -25,6 +26,7 @@ use baton::Tensor;
 pub use baton_kserve_client::vocabulary::{EXTENSIONS, HEADER_LENGTH};
 use serde_json::json;
 
+use crate::access::{Group, Restrictions};
 use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
 use crate::json::{self, BinarySize, InferRequest, InputTensor, OutputTensor, RequestedOutput, TensorData};
 use crate::metrics::{count, http_code};
@@ -58,6 +60,8 @@ const UNSUPPORTED: [(&str, &str, &str); 14] = [
 pub(crate) struct App {
     pub models: Arc<Models>,
     pub max_body_bytes: usize,
+    /// Endpoint groups that need a key header.
+    pub restrictions: Arc<Restrictions>,
 }
 
 type AppState = State<Arc<App>>;
@@ -88,6 +92,20 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
+}
+
+/// Middleware: refuses (403) a call to a restricted endpoint group without
+/// its key header, before the body is read and before anything runs. The
+/// group comes from the request's path, read as the router reads it (literal
+/// segments, no decoding), so a path routed to an endpoint has its group.
+pub(crate) async fn restrict(State(app): AppState, request: axum::extract::Request, next: Next) -> Response {
+    if let Some(group) = Group::of_http_route(request.uri().path()) {
+        let headers = request.headers();
+        if let Err(message) = app.restrictions.check(group, |key| headers.get(key).map(HeaderValue::as_bytes)) {
+            return counted(group.name(), "", json_body(StatusCode::FORBIDDEN, &json!({ "error": message })));
+        }
+    }
+    next.run(request).await
 }
 
 fn json_body(status: StatusCode, value: &serde_json::Value) -> Response {

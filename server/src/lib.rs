@@ -34,8 +34,11 @@
 //! repository: each `NAME.toml` model `NAME`, loaded at start, and loaded,
 //! reloaded or unloaded while serving through the repository extension.
 
+pub mod access;
+mod access_grpc;
 pub mod config;
 pub mod conn;
+pub mod fence;
 pub mod flow;
 pub mod grpc;
 pub mod http;
@@ -45,6 +48,7 @@ pub mod model;
 pub mod models;
 pub mod serve;
 pub mod stats;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -98,6 +102,14 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// Longest an HTTP connection may sit idle (no request in flight or arriving).
     pub keep_alive_timeout: Duration,
+    /// TLS on the HTTP endpoint; `None`: plain text.
+    pub http_tls: Option<tls::TlsFiles>,
+    /// TLS on the gRPC endpoint; `None`: plain text.
+    pub grpc_tls: Option<tls::TlsFiles>,
+    /// HTTP endpoint groups that need a key header.
+    pub http_restricted: access::Restrictions,
+    /// gRPC endpoint groups that need a key metadata entry.
+    pub grpc_restricted: access::Restrictions,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +126,10 @@ impl Default for ServerConfig {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
+            http_tls: None,
+            grpc_tls: None,
+            http_restricted: access::Restrictions::default(),
+            grpc_restricted: access::Restrictions::default(),
         }
     }
 }
@@ -144,6 +160,8 @@ pub enum StartError {
     Models(String),
     #[error("cannot start the network threads: {0}")]
     Threads(std::io::Error),
+    #[error("{0}")]
+    Tls(String),
     #[error("cannot listen on {addr} ({what}): {source}")]
     Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
 }
@@ -201,6 +219,8 @@ impl Server {
     /// On error the runtimes are shut down gracefully (dropped).
     pub async fn start(self) -> Result<RunningServer, StartError> {
         let config = self.config;
+        let http_tls = config.http_tls.as_ref().map(tls::http_acceptor).transpose().map_err(StartError::Tls)?;
+        let grpc_tls = config.grpc_tls.as_ref().map(tls::grpc_config).transpose().map_err(StartError::Tls)?;
         let models = Models::new(self.models, config.max_in_flight)
             .map_err(StartError::Models)?
             .with_repository(self.repository, config.shutdown_grace);
@@ -215,16 +235,16 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let mut tasks: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
         if let Some(listener) = http {
-            tasks.push(("http", serve_http(listener, Arc::clone(&models), &config, signal(&stopped))));
+            tasks.push(("http", serve_http(listener, Arc::clone(&models), &config, http_tls, signal(&stopped))));
         }
         if let Some(listener) = grpc {
-            tasks.push(("grpc", serve_grpc(listener, Arc::clone(&models), &config, signal(&stopped))));
+            tasks.push(("grpc", serve_grpc(listener, Arc::clone(&models), &config, grpc_tls, signal(&stopped))));
         }
         if let Some(listener) = metrics {
             let handle = install_recorder();
             tasks.push(("metrics-upkeep", metrics_upkeep(handle.clone(), signal(&stopped))));
             let limits = config.conn_limits();
-            let served = conn::serve_http(listener, metrics::router(handle), limits, signal(&stopped));
+            let served = conn::serve_http(listener, metrics::router(handle), limits, None, signal(&stopped));
             tasks.push(("metrics", tokio::spawn(served)));
         }
         Ok(RunningServer { http_addr, grpc_addr, metrics_addr, models, stop, tasks, grace: config.shutdown_grace })
@@ -268,14 +288,19 @@ fn serve_http(
     listener: TcpListener,
     models: Arc<Models>,
     config: &ServerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
-    let app = Arc::new(http::App { models, max_body_bytes: config.max_body_bytes });
+    let restrictions = Arc::new(config.http_restricted.clone());
+    let app = Arc::new(http::App { models, max_body_bytes: config.max_body_bytes, restrictions });
     let limits = config.conn_limits();
-    let router = http::router(app).layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| conn::read_body(limits, request, next),
-    ));
-    tokio::spawn(conn::serve_http(listener, router, limits, shutdown))
+    // Layers run outside in: the key check first, then the body is read.
+    let router = http::router(Arc::clone(&app))
+        .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+            conn::read_body(limits, request, next)
+        }))
+        .layer(axum::middleware::from_fn_with_state(app, http::restrict));
+    tokio::spawn(conn::serve_http(listener, router, limits, tls, shutdown))
 }
 
 /// Serves the gRPC protocol on `listener` until `shutdown`.
@@ -283,18 +308,30 @@ fn serve_grpc(
     listener: TcpListener,
     models: Arc<Models>,
     config: &ServerConfig,
+    tls: Option<tonic::transport::ServerTlsConfig>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
     let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service { models })
         .max_decoding_message_size(usize::MAX)
         .max_encoding_message_size(usize::MAX);
     let service = conn::GrpcBodyLimit { inner: service, limit: config.max_body_bytes };
+    let service = access_grpc::GrpcAccess { inner: service, restrictions: Arc::new(config.grpc_restricted.clone()) };
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let incoming = conn::limit_grpc(incoming, config.max_connections);
     let (keep_alive, answer_within) = (config.keep_alive_timeout, config.header_read_timeout);
     let max_streams = config.grpc_max_concurrent_streams;
     tokio::spawn(async move {
-        let served = tonic::transport::Server::builder()
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = match builder.tls_config(tls) {
+                Ok(builder) => builder,
+                Err(e) => {
+                    tracing::error!("gRPC TLS set-up failed: {e}");
+                    return;
+                }
+            };
+        }
+        let served = builder
             .http2_keepalive_interval(Some(keep_alive))
             .http2_keepalive_timeout(Some(answer_within))
             .max_concurrent_streams(Some(max_streams))

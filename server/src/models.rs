@@ -51,13 +51,15 @@ impl Repository {
 
     /// Starts the pipeline of model `name` (blocking: engines load their models).
     fn start(&self, name: &str) -> Result<Model, ServeError> {
+        crate::fence::check_component(name, "model name").map_err(|e| ServeError::new(ErrorKind::NotFound, e))?;
         let path = self.dir.join(format!("{name}.toml"));
-        if name.is_empty() || name.contains(['/', '\\']) || !path.is_file() {
+        if !path.is_file() {
             return Err(ServeError::new(
                 ErrorKind::NotFound,
                 format!("no pipeline file {} in the model repository", path.display()),
             ));
         }
+        let path = crate::fence::inside(&self.dir, &path).map_err(ServeError::bad)?;
         let runtime = Runtime::from_file(&path, &self.engines)
             .map_err(|e| ServeError::bad(format!("failed to load model `{name}` from {}: {e}", path.display())))?;
         if runtime.spec().name != name {

@@ -38,6 +38,25 @@ pub fn parse_listen_addr(s: &str) -> Result<Option<SocketAddr>, String> {
     s.parse::<SocketAddr>().map(Some).map_err(|e| format!("{s:?} is not HOST:PORT, PORT or `off`: {e}"))
 }
 
+/// A warning for each endpoint bound beyond this machine (not loopback) in plain text.
+pub fn plain_text_warnings(config: &ServerConfig) -> Vec<String> {
+    let endpoints = [
+        ("HTTP", config.http, config.http_tls.is_some(), !config.http_restricted.is_empty(), "--http-server-cert"),
+        ("gRPC", config.grpc, config.grpc_tls.is_some(), !config.grpc_restricted.is_empty(), "--grpc-server-cert"),
+    ];
+    endpoints
+        .into_iter()
+        .filter_map(|(what, addr, tls, keyed, flag)| {
+            let addr = addr.filter(|a| !a.ip().is_loopback() && !tls)?;
+            let keys = if keyed { " (restricted endpoints' keys included)" } else { "" };
+            Some(format!(
+                "{what} on {addr} is plain text: anyone on the network can read its requests{keys}; \
+                 give {flag} and its key for TLS"
+            ))
+        })
+        .collect()
+}
+
 /// Runs `baton serve` with the standard engines (`onnx`, `cost_model`).
 pub fn run(options: ServeOptions) -> ExitCode {
     run_with(options, &baton_engines::standard_registry())
@@ -62,6 +81,9 @@ pub fn run_with(options: ServeOptions, engines: &EngineRegistry) -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    for warning in plain_text_warnings(&options.config) {
+        eprintln!("warning: {warning}");
     }
     let mut server = Server::new(options.config).models(runtimes);
     if let Some(dir) = &options.model_repository {
@@ -104,5 +126,17 @@ mod tests {
         assert_eq!(parse_listen_addr("localhost:9000").unwrap(), Some("127.0.0.1:9000".parse().unwrap()));
         assert_eq!(parse_listen_addr("0.0.0.0:80").unwrap(), Some("0.0.0.0:80".parse().unwrap()));
         assert!(parse_listen_addr("nowhere").is_err());
+    }
+
+    #[test]
+    fn plain_text_beyond_loopback_is_warned_about() {
+        assert!(plain_text_warnings(&ServerConfig::default()).is_empty(), "127.0.0.1 needs no TLS");
+        let open = ServerConfig { http: Some("0.0.0.0:8000".parse().unwrap()), ..ServerConfig::default() };
+        let warnings = plain_text_warnings(&open);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("HTTP on 0.0.0.0:8000 is plain text"), "{warnings:?}");
+        let tls = crate::tls::TlsFiles { cert: "c".into(), key: "k".into(), client_ca: None };
+        let encrypted = ServerConfig { http_tls: Some(tls), ..open };
+        assert!(plain_text_warnings(&encrypted).is_empty());
     }
 }

@@ -1,0 +1,216 @@
+//! The model repository as a fence: nothing a request names can reach a
+//! file outside it, and files a request sends land only in a folder of the
+//! server's own.
+//!
+//! - A model name or version folder name is one plain path component: not
+//!   empty, not `.` or `..`, no `/`, `\` or NUL ([`check_component`]).
+//! - A file the server opens from the repository is resolved through its
+//!   symlinks and must still lie inside the repository ([`inside`]).
+//! - Files sent with a load request are written under a private folder the
+//!   server made for that model ([`SentFiles`]): relative paths of plain
+//!   components only, each file and the whole set under a size limit; the
+//!   folder is removed when the model is unloaded (when the `SentFiles` drops).
+
+use std::path::{Component, Path, PathBuf};
+
+/// Largest file a load request may send, bytes.
+pub const MAX_SENT_FILE_BYTES: usize = 256 << 20;
+/// Largest total of the files one load request may send, bytes.
+pub const MAX_SENT_TOTAL_BYTES: usize = 1 << 30;
+
+/// Checks that `name` (a `what`: "model name", "version folder") is one plain path component.
+pub fn check_component(name: &str, what: &str) -> Result<(), String> {
+    let bad = if name.is_empty() {
+        Some("is empty")
+    } else if name == "." || name == ".." {
+        Some("is a relative folder")
+    } else if name.contains(['/', '\\']) {
+        Some("holds a path separator")
+    } else if name.contains('\0') {
+        Some("holds a NUL byte")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(format!("{what} {name:?} {why}: it must be one plain name inside the model repository")),
+        None => Ok(()),
+    }
+}
+
+/// `path` resolved through its symlinks, when it lies inside `root` (resolved too);
+/// an error naming it when it does not exist or leads out.
+pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, String> {
+    let root =
+        root.canonicalize().map_err(|e| format!("cannot resolve the model repository {}: {e}", root.display()))?;
+    let resolved = path.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    if resolved.starts_with(&root) {
+        Ok(resolved)
+    } else {
+        Err(format!("{} leads out of the model repository {}: refused", path.display(), root.display()))
+    }
+}
+
+/// A relative path a request names for a file it sends: plain components only.
+fn relative_path(name: &str) -> Result<PathBuf, String> {
+    let path = Path::new(name);
+    let mut clean = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => clean.push(part),
+            _ => {
+                return Err(format!(
+                    "sent file {name:?} must be a relative path of plain names (no `..`, `.`, root or drive)"
+                ))
+            }
+        }
+    }
+    if clean.as_os_str().is_empty() || name.contains(['\\', '\0']) {
+        return Err(format!("sent file {name:?} is not a usable relative path"));
+    }
+    Ok(clean)
+}
+
+/// The files a load request sent for one model, written into a private folder
+/// (mode 0700) under the server's own folder; removed on drop.
+#[derive(Debug)]
+pub struct SentFiles {
+    dir: PathBuf,
+}
+
+impl SentFiles {
+    /// Writes `files` (relative path, contents) for model `model` under `server_dir`,
+    /// after checking every name and size; nothing is written when one is refused.
+    pub fn write(server_dir: &Path, model: &str, files: &[(String, Vec<u8>)]) -> Result<SentFiles, String> {
+        check_component(model, "model name")?;
+        let mut total = 0usize;
+        let mut checked = Vec::with_capacity(files.len());
+        for (name, contents) in files {
+            let path = relative_path(name)?;
+            if contents.len() > MAX_SENT_FILE_BYTES {
+                return Err(format!(
+                    "sent file {name:?} is {} bytes, over the limit of {MAX_SENT_FILE_BYTES}",
+                    contents.len()
+                ));
+            }
+            total += contents.len();
+            checked.push((path, contents));
+        }
+        if total > MAX_SENT_TOTAL_BYTES {
+            return Err(format!("the sent files total {total} bytes, over the limit of {MAX_SENT_TOTAL_BYTES}"));
+        }
+        let dir = private_dir(server_dir, model)?;
+        let sent = SentFiles { dir };
+        for (path, contents) in checked {
+            let target = sent.dir.join(&path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&target, contents).map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+        }
+        Ok(sent)
+    }
+
+    /// The private folder holding the files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for SentFiles {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            tracing::warn!("cannot remove the sent files' folder {}: {e}", self.dir.display());
+        }
+    }
+}
+
+/// A fresh folder for model `model`'s sent files under `server_dir`, readable by the server's user only.
+fn private_dir(server_dir: &Path, model: &str) -> Result<PathBuf, String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = server_dir.join(format!("{model}.{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(false);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    std::fs::create_dir_all(server_dir).map_err(|e| format!("cannot make {}: {e}", server_dir.display()))?;
+    builder.create(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(what: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("baton-fence-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn names_are_one_plain_component() {
+        for good in ["mlp", "model.v2", "a-b_c", "1"] {
+            check_component(good, "model name").unwrap();
+        }
+        for (bad, why) in [
+            ("", "is empty"),
+            ("..", "relative folder"),
+            (".", "relative folder"),
+            ("../etc", "separator"),
+            ("/etc/passwd", "separator"),
+            ("a\\b", "separator"),
+            ("a\0b", "NUL"),
+        ] {
+            let error = check_component(bad, "version folder").unwrap_err();
+            assert!(error.starts_with("version folder") && error.contains(why), "{bad:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_repository_is_refused() {
+        let root = scratch("root");
+        let outside = scratch("outside");
+        std::fs::write(outside.join("secret.onnx"), b"x").unwrap();
+        std::fs::write(root.join("model.onnx"), b"y").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.onnx"), root.join("link.onnx")).unwrap();
+        std::os::unix::fs::symlink(root.join("model.onnx"), root.join("inner.onnx")).unwrap();
+        assert!(inside(&root, &root.join("model.onnx")).is_ok());
+        assert!(inside(&root, &root.join("inner.onnx")).is_ok(), "a link within the repository is fine");
+        let error = inside(&root, &root.join("link.onnx")).unwrap_err();
+        assert!(error.contains("leads out of the model repository"), "{error}");
+        let error = inside(&root, &root.join("sub/../../outside")).unwrap_err();
+        assert!(error.contains("cannot resolve") || error.contains("leads out"), "{error}");
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+
+    #[test]
+    fn sent_files_stay_in_their_private_folder_and_go_with_it() {
+        let server = scratch("server");
+        let files = vec![("1/model.onnx".to_string(), vec![1u8; 10]), ("config.pbtxt".to_string(), b"x".to_vec())];
+        let sent = SentFiles::write(&server, "m", &files).unwrap();
+        let dir = sent.dir().to_path_buf();
+        assert!(dir.starts_with(&server));
+        assert_eq!(std::fs::read(dir.join("1/model.onnx")).unwrap(), vec![1u8; 10]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        }
+        drop(sent);
+        assert!(!dir.exists(), "the folder outlives its model");
+        for bad in ["../escape.onnx", "/etc/x", "a/../../b", "./a", "a\\..\\b", ""] {
+            let error = SentFiles::write(&server, "m", &[(bad.to_string(), vec![])]).unwrap_err();
+            assert!(error.contains("sent file"), "{bad:?}: {error}");
+        }
+        let error = SentFiles::write(&server, "..", &files).unwrap_err();
+        assert!(error.contains("model name"), "{error}");
+        let big = vec![("big".to_string(), vec![0u8; MAX_SENT_FILE_BYTES + 1])];
+        assert!(SentFiles::write(&server, "m", &big).unwrap_err().contains("over the limit"));
+        let left: Vec<_> = std::fs::read_dir(&server).unwrap().collect();
+        assert!(left.is_empty(), "refused loads wrote {left:?}");
+        let _ = std::fs::remove_dir_all(&server);
+    }
+}
