@@ -6,27 +6,8 @@
 
 mod common;
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use baton_server::ServerConfig;
-use common::{repo_root, scratch_dir, TestServer};
-
-/// How long one script may run.
-const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
-
-fn python() -> PathBuf {
-    let python = repo_root().join(".venv-client/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh (it runs scripts/setup-client.sh, which installs tritonclient[http,grpc], \
-         numpy and onnxruntime into .venv-client)",
-        python.display()
-    );
-    python
-}
+use common::{repo_root, run_script_on, scratch_dir, TestServer};
 
 /// The serving tests' config: a 4 MB body limit.
 fn config() -> ServerConfig {
@@ -36,54 +17,6 @@ fn config() -> ServerConfig {
 /// Serves `pipelines` (with a 4 MB body limit) and runs `server/tests/python/SCRIPT` against it.
 fn run_script(script: &str, pipelines: &[&str]) {
     run_script_on(script, &TestServer::start_with(pipelines, config()), &[]);
-}
-
-/// Runs `server/tests/python/SCRIPT` against `server`, with `extra` arguments.
-fn run_script_on(script: &str, server: &TestServer, extra: &[&str]) {
-    let python = python();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
-    let mut child = Command::new(&python)
-        .arg(&path)
-        .args(["--http", &server.http.to_string(), "--grpc", &server.grpc.to_string()])
-        .args(["--metrics", &server.metrics.to_string()])
-        .args(extra)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
-    // Drain the pipes while waiting, so a chatty script cannot block on a full pipe.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > SCRIPT_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    print!("{out}");
-    match status {
-        Some(s) if s.success() => {}
-        Some(s) => panic!("{script} failed ({s}):\n{out}\n{err}"),
-        None => panic!("{script} ran past {SCRIPT_LIMIT:?}: killed\n{out}\n{err}"),
-    }
 }
 
 #[test]
