@@ -57,8 +57,11 @@ pub struct BenchOptions {
     /// The pipeline file (with --url: optional, names the model when --model does not).
     pub pipeline: Option<PathBuf>,
     /// Drive a KServe v2 server over the network instead of a runtime in this process:
-    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT. Inputs follow the model's metadata.
+    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT, or over TLS https:// or grpcs://.
+    /// Inputs follow the model's metadata.
     pub url: Option<String>,
+    /// With a TLS --url: the CA file (PEM) the server's certificate must chain to.
+    pub tls_ca: Option<std::path::PathBuf>,
     /// With --url: the model to call (default: the pipeline file's name).
     pub model: Option<String>,
     /// With --url: network threads of the client.
@@ -145,6 +148,7 @@ impl Default for BenchOptions {
             model: None,
             client_threads: 2,
             request_timeout: Duration::from_secs(30),
+            tls_ca: None,
             concurrency: Vec::new(),
             rate: Vec::new(),
             arrivals: Arrivals::Poisson,
@@ -530,7 +534,8 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
         return Err("--raw measures the engine in this process: leave it out with --url".into());
     }
     let model = remote_model(args)?;
-    let remote = Remote::new(url, &model, args.client_threads, &args.client_cores, args.request_timeout)?;
+    let client = remote::ClientSettings { timeout: args.request_timeout, tls_ca: args.tls_ca.clone() };
+    let remote = Remote::new(url, &model, args.client_threads, &args.client_cores, client)?;
     let inputs = remote.input_specs()?;
     let pool = request_pool(args, &inputs)?;
     let label = remote.url();

@@ -49,10 +49,23 @@ pub struct Remote {
     chains: Mutex<HashMap<u64, tokio::sync::oneshot::Receiver<()>>>,
 }
 
+/// How the bench's client calls: each request's deadline, and the CA to trust over TLS.
+#[derive(Clone, Debug)]
+pub struct ClientSettings {
+    pub timeout: Duration,
+    pub tls_ca: Option<std::path::PathBuf>,
+}
+
 impl Remote {
     /// A client of `model` at `url` with `threads` network threads pinned round-robin to `cores`.
-    pub fn new(url: &str, model: &str, threads: usize, cores: &[usize], timeout: Duration) -> Result<Remote, String> {
-        let options = ClientOptions { timeout, ..ClientOptions::default() };
+    pub fn new(
+        url: &str,
+        model: &str,
+        threads: usize,
+        cores: &[usize],
+        settings: ClientSettings,
+    ) -> Result<Remote, String> {
+        let options = ClientOptions { timeout: settings.timeout, tls_ca: settings.tls_ca, ..ClientOptions::default() };
         let client = Client::new(url, options).map_err(|e| e.to_string())?;
         let cores = cores.to_vec();
         let next = AtomicUsize::new(0);

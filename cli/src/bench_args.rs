@@ -18,9 +18,13 @@ pub struct BenchArgs {
     #[arg(required_unless_present = "url")]
     pub pipeline: Option<PathBuf>,
     /// Drive a KServe v2 server over the network instead of a runtime in this process:
-    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT. Inputs follow the model's metadata.
+    /// http://HOST:PORT (binary tensors) or grpc://HOST:PORT, or over TLS https:// or grpcs://
+    /// (with --tls-ca). Inputs follow the model's metadata.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// With a TLS --url: the CA file (PEM) the server's certificate must chain to.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub tls_ca: Option<std::path::PathBuf>,
     /// With --url: the model to call (default: the pipeline file's name).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -142,6 +146,7 @@ impl BenchArgs {
             model: self.model,
             client_threads: self.client_threads,
             request_timeout: self.request_timeout,
+            tls_ca: self.tls_ca,
             concurrency: self.concurrency,
             rate: self.rate,
             arrivals: self.arrivals,

@@ -136,7 +136,8 @@ impl RemoteSettings {
     }
 
     fn client(&self) -> Result<Client, String> {
-        let options = ClientOptions { timeout: self.timeout, connect_timeout: self.connect_timeout, max_idle: 1 };
+        let options =
+            ClientOptions { timeout: self.timeout, connect_timeout: self.connect_timeout, max_idle: 1, tls_ca: None };
         Client::new(&self.url, options).map_err(|e| e.to_string())
     }
 }

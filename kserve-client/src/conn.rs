@@ -25,6 +25,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::TlsConnector;
 
 /// Why a call on a connection failed.
 #[derive(Debug)]
@@ -35,27 +37,66 @@ pub(crate) enum SendError {
     Transport(String),
 }
 
-/// Opens a TCP connection to `authority` (HOST:PORT) with Nagle off.
-async fn connect_tcp(authority: &str, timeout: Duration) -> Result<TokioIo<TcpStream>, String> {
-    let connect = async {
-        let stream = TcpStream::connect(authority).await.map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(TokioIo::new(stream))
-    };
-    tokio::time::timeout(timeout, connect).await.map_err(|_| format!("no connection within {timeout:?}"))?
+/// A connection's byte stream: plain TCP, or TLS over it.
+pub(crate) trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Stream for T {}
+
+/// How to open a connection to one server: TCP with Nagle off, then TLS when the URL asks for it.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    authority: String,
+    timeout: Duration,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Connector {
+    /// A connector to `authority` (HOST:PORT); over TLS when `tls` is given, offering `alpn`.
+    pub fn new(
+        authority: String,
+        timeout: Duration,
+        tls: Option<&crate::tls::ClientTls>,
+        alpn: &[u8],
+    ) -> Result<Self, String> {
+        let tls = match tls {
+            None => None,
+            Some(tls) => {
+                let host = authority.rsplit_once(':').map_or(authority.as_str(), |(h, _)| h);
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let name = ServerName::try_from(host.to_string()).map_err(|e| format!("server name {host:?}: {e}"))?;
+                Some((tls.connector(alpn), name))
+            }
+        };
+        Ok(Connector { authority, timeout, tls })
+    }
+
+    async fn connect(&self) -> Result<TokioIo<Box<dyn Stream>>, String> {
+        let connect = async {
+            let tcp = TcpStream::connect(&self.authority).await.map_err(|e| e.to_string())?;
+            tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+            let stream: Box<dyn Stream> = match &self.tls {
+                None => Box::new(tcp),
+                Some((connector, name)) => Box::new(
+                    connector.connect(name.clone(), tcp).await.map_err(|e| format!("TLS handshake: {e}"))?,
+                ),
+            };
+            Ok(TokioIo::new(stream))
+        };
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, connect).await.map_err(|_| format!("no connection within {timeout:?}"))?
+    }
 }
 
 /// Kept-alive HTTP/1.1 connections to one server.
 pub(crate) struct Http1Pool {
-    authority: String,
-    connect_timeout: Duration,
+    connector: Connector,
     max_idle: usize,
     idle: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
 }
 
 impl Http1Pool {
-    pub fn new(authority: String, connect_timeout: Duration, max_idle: usize) -> Self {
-        Http1Pool { authority, connect_timeout, max_idle, idle: Mutex::new(Vec::new()) }
+    pub fn new(connector: Connector, max_idle: usize) -> Self {
+        Http1Pool { connector, max_idle, idle: Mutex::new(Vec::new()) }
     }
 
     /// The idle connections; the lock is held only to push or pop one.
@@ -64,7 +105,7 @@ impl Http1Pool {
     }
 
     async fn connect(&self) -> Result<http1::SendRequest<Full<Bytes>>, SendError> {
-        let io = connect_tcp(&self.authority, self.connect_timeout).await.map_err(SendError::Connect)?;
+        let io = self.connector.connect().await.map_err(SendError::Connect)?;
         let (sender, connection) =
             http1::handshake(io).await.map_err(|e| SendError::Connect(format!("HTTP/1.1 handshake: {e}")))?;
         tokio::spawn(async move {
@@ -119,14 +160,13 @@ impl Http1Pool {
 
 /// One shared HTTP/2 connection to a server, reopened when it closes.
 pub(crate) struct Http2Conn {
-    authority: String,
-    connect_timeout: Duration,
+    connector: Connector,
     current: tokio::sync::Mutex<Option<http2::SendRequest<tonic::body::Body>>>,
 }
 
 impl Http2Conn {
-    pub fn new(authority: String, connect_timeout: Duration) -> Self {
-        Http2Conn { authority, connect_timeout, current: tokio::sync::Mutex::new(None) }
+    pub fn new(connector: Connector) -> Self {
+        Http2Conn { connector, current: tokio::sync::Mutex::new(None) }
     }
 
     /// A sender on the open connection, opening one first when there is none.
@@ -136,7 +176,7 @@ impl Http2Conn {
             return Ok(H2Service(sender.clone()));
         }
         *current = None;
-        let io = connect_tcp(&self.authority, self.connect_timeout).await.map_err(SendError::Connect)?;
+        let io = self.connector.connect().await.map_err(SendError::Connect)?;
         let (sender, connection) = http2::Builder::new(TokioExecutor::new())
             .initial_stream_window_size(4u32 << 20)
             .initial_connection_window_size(16u32 << 20)

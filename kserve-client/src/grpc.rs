@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tonic::metadata::MetadataValue;
 
-use crate::conn::{H2Service, Http2Conn, SendError};
+use crate::conn::{Connector, H2Service, Http2Conn, SendError};
 use crate::pb::grpc_inference_service_client::GrpcInferenceServiceClient;
 use crate::pb::infer_parameter::ParameterChoice;
 use crate::pb::{self, InferParameter};
@@ -28,8 +28,8 @@ pub(crate) struct GrpcClient {
 }
 
 impl GrpcClient {
-    pub fn new(url: ServerUrl, options: ClientOptions) -> Self {
-        let conn = Http2Conn::new(url.authority.clone(), options.connect_timeout);
+    pub fn new(url: ServerUrl, options: ClientOptions, connector: Connector) -> Self {
+        let conn = Http2Conn::new(connector);
         let origin = format!("http://{}", url.authority).parse().expect("HOST:PORT was checked");
         GrpcClient { url, options, conn, origin }
     }

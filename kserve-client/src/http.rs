@@ -11,7 +11,7 @@ use hyper::{Method, Request};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-use crate::conn::{Http1Pool, SendError};
+use crate::conn::{Connector, Http1Pool, SendError};
 use crate::tensor::bytes_from_json;
 use crate::vocabulary::HEADER_LENGTH;
 use crate::{
@@ -33,8 +33,8 @@ struct Answer {
 }
 
 impl HttpClient {
-    pub fn new(url: ServerUrl, options: ClientOptions) -> Self {
-        let pool = Http1Pool::new(url.authority.clone(), options.connect_timeout, options.max_idle);
+    pub fn new(url: ServerUrl, options: ClientOptions, connector: Connector) -> Self {
+        let pool = Http1Pool::new(connector, options.max_idle);
         HttpClient { url, options, pool }
     }
 

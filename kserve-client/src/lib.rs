@@ -26,6 +26,7 @@
 mod conn;
 mod error;
 mod grpc;
+mod tls;
 mod http;
 mod tensor;
 pub mod vocabulary;
@@ -127,11 +128,18 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// HTTP: idle connections kept for reuse (more may be open while calls overlap).
     pub max_idle: usize,
+    /// `https://` and `grpcs://`: the CA file (PEM) the server's certificate must chain to.
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { timeout: Duration::from_secs(60), connect_timeout: Duration::from_secs(5), max_idle: 256 }
+        ClientOptions {
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            max_idle: 256,
+            tls_ca: None,
+        }
     }
 }
 
@@ -142,25 +150,30 @@ pub enum Protocol {
     Grpc,
 }
 
-/// A server's URL: `http://HOST:PORT` or `grpc://HOST:PORT` (a trailing `/` is allowed).
+/// A server's URL: `http://HOST:PORT` or `grpc://HOST:PORT`, or over TLS
+/// `https://HOST:PORT` or `grpcs://HOST:PORT` (a trailing `/` is allowed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerUrl {
     pub protocol: Protocol,
     /// `HOST:PORT`.
     pub authority: String,
+    /// Over TLS.
+    pub tls: bool,
 }
 
 impl ServerUrl {
     pub fn parse(url: &str) -> Result<ServerUrl, Error> {
         let bad = |reason: &str| Error::Url { url: url.to_string(), reason: reason.to_string() };
-        let (protocol, rest) = if let Some(rest) = url.strip_prefix("http://") {
-            (Protocol::Http, rest)
-        } else if let Some(rest) = url.strip_prefix("grpc://") {
-            (Protocol::Grpc, rest)
-        } else if url.starts_with("https://") || url.starts_with("grpcs://") {
-            return Err(bad("TLS is not supported: use http:// or grpc:// (terminate TLS at the proxy)"));
-        } else {
-            return Err(bad("expected http://HOST:PORT or grpc://HOST:PORT"));
+        let schemes = [
+            ("http://", Protocol::Http, false),
+            ("https://", Protocol::Http, true),
+            ("grpc://", Protocol::Grpc, false),
+            ("grpcs://", Protocol::Grpc, true),
+        ];
+        let Some((protocol, tls, rest)) =
+            schemes.iter().find_map(|(prefix, protocol, tls)| Some((*protocol, *tls, url.strip_prefix(prefix)?)))
+        else {
+            return Err(bad("expected http://, https://, grpc:// or grpcs:// and HOST:PORT"));
         };
         let authority = rest.strip_suffix('/').unwrap_or(rest);
         if authority.contains('/') {
@@ -172,13 +185,15 @@ impl ServerUrl {
         if host.is_empty() || port.parse::<u16>().is_err() {
             return Err(bad("expected HOST:PORT with a numeric port"));
         }
-        Ok(ServerUrl { protocol, authority: authority.to_string() })
+        Ok(ServerUrl { protocol, authority: authority.to_string(), tls })
     }
 
     fn scheme(&self) -> &'static str {
-        match self.protocol {
-            Protocol::Http => "http",
-            Protocol::Grpc => "grpc",
+        match (self.protocol, self.tls) {
+            (Protocol::Http, false) => "http",
+            (Protocol::Http, true) => "https",
+            (Protocol::Grpc, false) => "grpc",
+            (Protocol::Grpc, true) => "grpcs",
         }
     }
 }
@@ -210,9 +225,18 @@ impl Client {
     /// A client of the server at `url`; connects at the first call.
     pub fn new(url: &str, options: ClientOptions) -> Result<Client, Error> {
         let url = ServerUrl::parse(url)?;
+        let bad = |reason: String| Error::Url { url: url.to_string(), reason };
+        let tls = match (&options.tls_ca, url.tls) {
+            (Some(ca), true) => Some(tls::ClientTls::from_ca_file(ca).map_err(bad)?),
+            (None, true) => return Err(bad("a TLS URL needs the CA file to trust (ClientOptions::tls_ca)".into())),
+            (_, false) => None,
+        };
+        let alpn: &[u8] = if url.protocol == Protocol::Http { b"http/1.1" } else { b"h2" };
+        let connector =
+            conn::Connector::new(url.authority.clone(), options.connect_timeout, tls.as_ref(), alpn).map_err(bad)?;
         let inner = match url.protocol {
-            Protocol::Http => Inner::Http(http::HttpClient::new(url, options)),
-            Protocol::Grpc => Inner::Grpc(grpc::GrpcClient::new(url, options)),
+            Protocol::Http => Inner::Http(http::HttpClient::new(url, options, connector)),
+            Protocol::Grpc => Inner::Grpc(grpc::GrpcClient::new(url, options, connector)),
         };
         Ok(Client { inner: Arc::new(inner) })
     }
@@ -286,7 +310,10 @@ mod tests {
         let u = ServerUrl::parse("grpc://baton.local:8001/").unwrap();
         assert_eq!((u.protocol, u.authority.as_str()), (Protocol::Grpc, "baton.local:8001"));
         assert_eq!(u.to_string(), "grpc://baton.local:8001");
-        for bad in ["127.0.0.1:8000", "http://host", "http://host:x", "https://h:1", "http://h:1/v2", "http://:80"] {
+        let u = ServerUrl::parse("https://localhost:8443").unwrap();
+        assert_eq!((u.protocol, u.tls, u.to_string().as_str()), (Protocol::Http, true, "https://localhost:8443"));
+        assert!(ServerUrl::parse("grpcs://h:1").unwrap().tls);
+        for bad in ["127.0.0.1:8000", "http://host", "http://host:x", "ftp://h:1", "http://h:1/v2", "http://:80"] {
             let e = ServerUrl::parse(bad).unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }
