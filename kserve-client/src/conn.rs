@@ -76,9 +76,9 @@ impl Connector {
             tcp.set_nodelay(true).map_err(|e| e.to_string())?;
             let stream: Box<dyn Stream> = match &self.tls {
                 None => Box::new(tcp),
-                Some((connector, name)) => Box::new(
-                    connector.connect(name.clone(), tcp).await.map_err(|e| format!("TLS handshake: {e}"))?,
-                ),
+                Some((connector, name)) => {
+                    Box::new(connector.connect(name.clone(), tcp).await.map_err(|e| format!("TLS handshake: {e}"))?)
+                }
             };
             Ok(TokioIo::new(stream))
         };

@@ -26,9 +26,9 @@
 mod conn;
 mod error;
 mod grpc;
-mod tls;
 mod http;
 mod tensor;
+mod tls;
 pub mod vocabulary;
 
 use std::sync::Arc;

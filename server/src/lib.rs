@@ -41,6 +41,7 @@ pub mod conn;
 pub mod fence;
 pub mod flow;
 pub mod grpc;
+mod grpc_admission;
 pub mod http;
 mod json;
 pub mod metrics;
@@ -311,10 +312,14 @@ fn serve_grpc(
     tls: Option<tonic::transport::ServerTlsConfig>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
-    let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service { models })
-        .max_decoding_message_size(usize::MAX)
-        .max_encoding_message_size(usize::MAX);
+    let service = pb::grpc_inference_service_server::GrpcInferenceServiceServer::new(grpc::Service {
+        models: Arc::clone(&models),
+    })
+    .max_decoding_message_size(usize::MAX)
+    .max_encoding_message_size(usize::MAX);
+    // Layers run outside in: the key check, the bound on calls under way, the message limit.
     let service = conn::GrpcBodyLimit { inner: service, limit: config.max_body_bytes };
+    let service = grpc_admission::GrpcAdmission { inner: service, models, under_way: Default::default() };
     let service = access_grpc::GrpcAccess { inner: service, restrictions: Arc::new(config.grpc_restricted.clone()) };
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let incoming = conn::limit_grpc(incoming, config.max_connections);
