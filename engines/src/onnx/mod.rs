@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn unsupported_element_types_are_rejected_naming_the_tensor_and_type() {
         let err = tensor_spec("t", &tensor_type(TensorElementType::Uint16, &[-1], &["N"])).unwrap_err();
-        assert!(err.contains("`t`") && err.contains("Uint16"), "{err}");
+        assert!(err.contains("`t`") && err.contains("u16"), "{err}");
     }
 
     #[test]
