@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate Baton's small ONNX test models into OUTDIR (usage: make_models.py OUTDIR).
 
-Deterministic (numpy default_rng with fixed seeds), opset 17, IR version 8. Every input and
+Deterministic (numpy default_rng with fixed seeds), opset 17, IR version 8 (strings: opset 20,
+IR version 9, for Equal and StringConcat on strings). Every input and
 output has a dynamic batch dimension "N" unless noted. Names and signatures are a contract
 that the Rust tests code against: change them only together with those tests.
 """
@@ -32,10 +33,10 @@ def node(op, ins, outs, **attrs):
     return helper.make_node(op, ins, outs, **attrs)
 
 
-def save(outdir, name, nodes, inputs, outputs, inits=()):
+def save(outdir, name, nodes, inputs, outputs, inits=(), opset=17):
     graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8 if opset <= 17 else 9
     onnx.checker.check_model(model, full_check=True)
     path = os.path.join(outdir, name + ".onnx")
     onnx.save(model, path)
@@ -127,10 +128,27 @@ def slow(rng):
     return nodes, [vi("x", F32, 64)], [vi("y", F32, 64)], inits
 
 
+def strings(rng):
+    # String tensors (BYTES) in and out, through ONNX Runtime's CPU string kernels:
+    # echo = text; doubled = text twice along dim 1; shout = each text + "!";
+    # is_baton = text == "baton"; value = number parsed as float.
+    S = TensorProto.STRING
+    nodes = [node("Identity", ["text"], ["echo"]),
+             node("Concat", ["text", "text"], ["doubled"], axis=1),
+             node("StringConcat", ["text", "bang"], ["shout"]),
+             node("Equal", ["text", "word"], ["is_baton"]),
+             node("Cast", ["number"], ["value"], to=F32)]
+    inputs = [vi("text", S, 2), vi("number", S, 1)]
+    outputs = [vi("echo", S, 2), vi("doubled", S, 4), vi("shout", S, 2),
+               vi("is_baton", TensorProto.BOOL, 2), vi("value", F32, 1)]
+    inits = [const("word", np.array("baton", dtype=object)), const("bang", np.array("!", dtype=object))]
+    return nodes, inputs, outputs, inits, 20
+
+
 MODELS = {
     "mlp": mlp, "two_io": two_io, "stateful": stateful, "embed": embed,
     "branch_a": branch("Tanh", "a"), "branch_b": branch("Sigmoid", "b"), "join": join,
-    "dtypes": dtypes, "fixed_batch": fixed_batch, "slow": slow,
+    "dtypes": dtypes, "fixed_batch": fixed_batch, "slow": slow, "strings": strings,
 }
 
 

@@ -62,6 +62,11 @@ pub fn tensor_from_json(value: &Value, dtype: DType) -> Result<Tensor, String> {
         }
         _ => return Err("expected an object {\"shape\", \"data\"} or a nested array".into()),
     };
+    if dtype == DType::Bytes {
+        let strings = flat.iter().map(|v| v.as_str().ok_or("BYTES data must be strings"));
+        let strings = strings.collect::<Result<Vec<&str>, _>>()?;
+        return Tensor::from_strings(shape, strings).map_err(|e| e.to_string());
+    }
     let numbers: Vec<f64> = flat
         .iter()
         .map(|v| {
@@ -88,9 +93,14 @@ pub fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed)
 }
 
-/// The tensor as JSON: `{"dtype", "shape", "data"}`.
+/// The tensor as JSON: `{"dtype", "shape", "data"}` (BYTES elements as strings, bytes
+/// that are not UTF-8 replaced by U+FFFD).
 pub fn tensor_to_json(tensor: &Tensor) -> Value {
     let data: Vec<Value> = match tensor.dtype() {
+        DType::Bytes => {
+            let strings = tensor.as_strings().expect("a BYTES tensor");
+            strings.iter().map(|s| Value::from(String::from_utf8_lossy(s).into_owned())).collect()
+        }
         DType::Bool => tensor.to_f64_vec().into_iter().map(|x| Value::Bool(x != 0.0)).collect(),
         DType::F32 | DType::F64 | DType::F16 => tensor.to_f64_vec().into_iter().map(Value::from).collect(),
         _ => tensor.to_f64_vec().into_iter().map(|x| Value::from(x as i64)).collect(),
@@ -101,6 +111,14 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_tensors_read_and_write_json_strings() {
+        let t = tensor_from_json(&serde_json::json!([["a", ""], ["é", "x"]]), DType::Bytes).unwrap();
+        assert_eq!(t, Tensor::from_strings(vec![2, 2], ["a", "", "é", "x"]).unwrap());
+        assert_eq!(tensor_to_json(&t)["data"], serde_json::json!(["a", "", "é", "x"]));
+        assert!(tensor_from_json(&serde_json::json!([1]), DType::Bytes).is_err());
+    }
 
     #[test]
     fn json_nested_and_flat_forms_agree() {

@@ -272,12 +272,15 @@ impl RemoteEngine {
     fn request(&self, inputs: &[Tensor]) -> InferRequest {
         let wire = self.signature.inputs.iter().zip(inputs).map(|(spec, t)| {
             let shape = t.shape().iter().map(|&d| d as i64).collect();
-            kserve::Tensor::new(
-                &spec.name,
-                t.dtype().kserve_name(),
-                shape,
-                bytes::Bytes::from_owner(TensorBytes(t.clone())),
-            )
+            let data = match t.dtype() {
+                DType::Bytes => {
+                    let mut wire = Vec::with_capacity(t.wire_len());
+                    t.write_length_prefixed(&mut wire).expect("strings under 4 GiB: a request carries no more");
+                    bytes::Bytes::from(wire)
+                }
+                _ => bytes::Bytes::from_owner(TensorBytes(t.clone())),
+            };
+            kserve::Tensor::new(&spec.name, t.dtype().kserve_name(), shape, data)
         });
         InferRequest::new(&self.settings.model, wire.collect())
     }
@@ -298,7 +301,11 @@ impl RemoteEngine {
                     ));
                 }
                 let shape = t.shape.iter().map(|&d| d as usize).collect();
-                Tensor::from_bytes(spec.dtype, shape, &t.data).map_err(|e| format!("output `{}`: {e}", spec.name))
+                match spec.dtype {
+                    DType::Bytes => Tensor::from_length_prefixed(shape, &t.data),
+                    _ => Tensor::from_bytes(spec.dtype, shape, &t.data),
+                }
+                .map_err(|e| format!("output `{}`: {e}", spec.name))
             })
             .collect()
     }

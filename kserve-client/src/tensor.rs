@@ -1,10 +1,12 @@
 //! Tensors as the protocol carries them: a name, a datatype name (`FP32`,
 //! `INT64`, ...), a shape, and the elements' little-endian bytes, row-major —
 //! the layout of the binary tensor extension and of `raw_input_contents`.
+//! A BYTES tensor's data is its strings, each a 4-byte little-endian length
+//! and its bytes, the same wire form.
 
 use bytes::Bytes;
 
-use crate::vocabulary::element_size;
+use crate::vocabulary::{element_size, BYTES};
 
 /// One named tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +30,46 @@ impl Tensor {
         Tensor::new(name, "FP32", shape, data)
     }
 
+    /// A BYTES tensor of `strings` (any bytes, not only UTF-8).
+    pub fn from_strings<S: AsRef<[u8]>>(
+        name: impl Into<String>,
+        shape: Vec<i64>,
+        strings: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let mut data = Vec::new();
+        for s in strings {
+            let s = s.as_ref();
+            data.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            data.extend_from_slice(s);
+        }
+        Tensor::new(name, BYTES, shape, data)
+    }
+
+    /// The strings of a BYTES tensor.
+    pub fn to_strings(&self) -> Result<Vec<Bytes>, String> {
+        if self.datatype != BYTES {
+            return Err(format!("tensor `{}` is {}, not BYTES", self.name, self.datatype));
+        }
+        let mut strings = Vec::new();
+        let mut rest = self.data.clone();
+        while !rest.is_empty() {
+            let index = strings.len();
+            if rest.len() < 4 {
+                return Err(format!("BYTES element {index}: a 4-byte length prefix is cut short"));
+            }
+            let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            if rest.len() - 4 < len {
+                return Err(format!(
+                    "BYTES element {index}: its length prefix says {len} bytes but {} follow",
+                    rest.len() - 4
+                ));
+            }
+            let _ = rest.split_to(4);
+            strings.push(rest.split_to(len));
+        }
+        Ok(strings)
+    }
+
     /// The elements of an FP32 tensor.
     pub fn to_f32(&self) -> Result<Vec<f32>, String> {
         if self.datatype != "FP32" {
@@ -44,8 +86,18 @@ impl Tensor {
         })
     }
 
-    /// The bytes match the shape and datatype.
+    /// The bytes match the shape and datatype (for BYTES: whole length-prefixed strings, as many as the shape holds).
     pub fn check(&self) -> Result<(), String> {
+        if self.datatype == BYTES {
+            let (expected, got) = (self.elements()?, self.to_strings()?.len());
+            if expected != got {
+                return Err(format!(
+                    "shape {:?} holds {expected} BYTES elements but the tensor holds {got}",
+                    self.shape
+                ));
+            }
+            return Ok(());
+        }
         let size = element_size(&self.datatype)
             .ok_or_else(|| format!("datatype {} is not supported by this client", self.datatype))?;
         let expected = self.elements()?.checked_mul(size).ok_or("the tensor's size overflows")?;
@@ -65,6 +117,14 @@ impl Tensor {
 pub(crate) fn bytes_from_json(datatype: &str, data: &serde_json::Value) -> Result<Vec<u8>, String> {
     let mut flat = Vec::new();
     flatten(data, &mut flat);
+    if datatype == BYTES {
+        let strings = flat
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.as_str().ok_or_else(|| format!("element {i} ({v}) is not a string")));
+        let strings = strings.collect::<Result<Vec<&str>, String>>()?;
+        return Ok(Tensor::from_strings("", vec![], strings).data.to_vec());
+    }
     let mut out = Vec::with_capacity(flat.len() * element_size(datatype).unwrap_or(1));
     for (i, v) in flat.iter().enumerate() {
         let bad = || format!("element {i} ({v}) is not a {datatype} value");
@@ -125,6 +185,7 @@ pub(crate) fn bytes_from_contents(datatype: &str, c: &crate::pb::InferTensorCont
         "INT64" => le(&c.int64_contents, i64::to_le_bytes),
         "FP32" => le(&c.fp32_contents, f32::to_le_bytes),
         "FP64" => le(&c.fp64_contents, f64::to_le_bytes),
+        "BYTES" => Tensor::from_strings("", vec![], &c.bytes_contents).data.to_vec(),
         other => return Err(format!("typed contents of datatype {other} are not supported by this client")),
     })
 }
@@ -141,7 +202,23 @@ mod tests {
         let short = Tensor::new("x", "FP32", vec![2, 3], t.data.clone());
         assert!(short.check().unwrap_err().contains("takes 24 bytes but the tensor holds 16"));
         assert!(Tensor::new("x", "BYTES", vec![1], vec![0u8]).check().unwrap_err().contains("BYTES"));
+        assert!(Tensor::new("x", "INT4", vec![1], vec![0u8]).check().unwrap_err().contains("INT4"));
         assert!(Tensor::new("x", "FP32", vec![-1], vec![]).check().unwrap_err().contains("negative"));
+    }
+
+    #[test]
+    fn bytes_tensors_are_length_prefixed_strings_checked_against_the_shape() {
+        let t = Tensor::from_strings("s", vec![3], [&b"ab"[..], b"", b"\xff"]);
+        assert_eq!(&t.data[..], b"\x02\0\0\0ab\0\0\0\0\x01\0\0\0\xff");
+        assert!(t.check().is_ok());
+        assert_eq!(t.to_strings().unwrap(), [&b"ab"[..], b"", b"\xff"]);
+        let e = Tensor::new("s", "BYTES", vec![4], t.data.clone()).check().unwrap_err();
+        assert!(e.contains("holds 4 BYTES elements but the tensor holds 3"), "{e}");
+        let e = Tensor::new("s", "BYTES", vec![3], t.data.slice(..t.data.len() - 1)).check().unwrap_err();
+        assert!(e.contains("element 2") && e.contains("says 1 bytes but 0 follow"), "{e}");
+        let json = bytes_from_json("BYTES", &serde_json::json!([["ab", ""], ["\u{ff}"]])).unwrap();
+        assert_eq!(Tensor::new("s", "BYTES", vec![3], json).to_strings().unwrap()[2], "\u{ff}".as_bytes());
+        assert!(bytes_from_json("BYTES", &serde_json::json!(["a", 1])).unwrap_err().contains("element 1"));
     }
 
     #[test]

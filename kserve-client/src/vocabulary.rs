@@ -128,6 +128,29 @@ pub fn datatype(name: &str) -> Option<Datatype> {
     DATATYPES.into_iter().find(|d| d.name == name)
 }
 
+/// The variable-sized datatype: byte strings, each carried on the wire (binary
+/// tensor data, `raw_input_contents`) as a 4-byte little-endian length and its bytes.
+pub const BYTES: &str = "BYTES";
+
+/// Triton's model configuration name for [`BYTES`].
+pub const BYTES_CONFIG_TYPE: &str = "TYPE_STRING";
+
+/// Triton's model configuration `DataType` name of a datatype (`FP32` → `TYPE_FP32`, `BYTES` → `TYPE_STRING`).
+pub fn config_type(name: &str) -> Option<&'static str> {
+    match name {
+        BYTES => Some(BYTES_CONFIG_TYPE),
+        _ => datatype(name).map(|d| d.config_type),
+    }
+}
+
+/// The datatype whose model configuration name is `config_type` (the reverse of [`config_type`]).
+pub fn of_config_type(config_type: &str) -> Option<&'static str> {
+    match config_type {
+        BYTES_CONFIG_TYPE => Some(BYTES),
+        _ => DATATYPES.iter().find(|d| d.config_type == config_type).map(|d| d.name),
+    }
+}
+
 /// Bytes per element of a datatype (`None`: BYTES or unknown).
 pub fn element_size(name: &str) -> Option<usize> {
     datatype(name).map(|d| d.size)
@@ -158,6 +181,16 @@ mod tests {
             assert_eq!(config, Some(format!("TYPE_{}", dtype.kserve_name())).as_deref());
         }
         assert_eq!(element_size("BYTES"), None);
+        assert_eq!(baton::DType::from_kserve_name(BYTES), Some(baton::DType::Bytes));
+    }
+
+    #[test]
+    fn config_type_names_round_trip_bytes_included() {
+        for name in DATATYPES.iter().map(|d| d.name).chain([BYTES]) {
+            assert_eq!(of_config_type(config_type(name).unwrap()), Some(name));
+        }
+        assert_eq!(config_type(BYTES), Some("TYPE_STRING"));
+        assert_eq!(of_config_type("TYPE_BYTES"), None);
     }
 
     #[test]

@@ -230,3 +230,44 @@ fn calls_reuse_connections() {
         }
     }
 }
+
+/// A pipeline of one remote node running model `strings` at `url` (grpc://; the server's strings.toml).
+fn remote_strings(url: &str) -> Runtime {
+    let text = format!(
+        "[pipeline]\nname = \"far\"\n\n[inputs.text]\nto = [\"far.text\"]\n[inputs.number]\nto = [\"far.number\"]\n\n\
+         [outputs.shout]\nfrom = \"far.shout\"\n[outputs.value]\nfrom = \"far.value\"\n\n\
+         [nodes.far]\nstages = [{{ remote = \"{url}\", model = \"strings\" }}]\n"
+    );
+    let config = baton::PipelineConfig::parse(&text).unwrap();
+    Runtime::from_config(&config, None, &baton_engines::standard_registry()).expect("the remote pipeline starts")
+}
+
+#[test]
+fn bytes_tensors_over_http_grpc_and_remote_nodes_equal_the_in_process_runtime() {
+    let served = Served::start(&["strings.toml"]);
+    let local = runtime("strings.toml");
+    let text = baton::Tensor::from_strings(vec![2, 2], [&b"baton"[..], b"\xff\0raw", "数据".as_bytes(), b""]).unwrap();
+    let number = baton::Tensor::from_strings(vec![2, 1], ["4.5", "-1"]).unwrap();
+    let request = baton::Request::new().input("text", text.clone()).input("number", number.clone());
+    let expected = local.submit(request).wait().expect("the in-process runtime answers");
+    local.shutdown();
+    let wire = |name: &str, t: &baton::Tensor| {
+        let strings = t.as_strings().unwrap();
+        Tensor::from_strings(name, t.shape().iter().map(|&d| d as i64).collect(), strings.iter())
+    };
+    let wire_request = InferRequest::new("strings", vec![wire("text", &text), wire("number", &number)]);
+    for client in served.clients() {
+        let answer = served.rt.block_on(client.infer(&wire_request)).unwrap();
+        for (name, tensor) in expected.iter().filter(|(_, t)| t.dtype() == baton::DType::Bytes) {
+            let got = answer.output(name).unwrap_or_else(|| panic!("{}: no output {name}", client.url()));
+            assert_eq!(got, &wire(name, tensor), "{} output {name}", client.url());
+        }
+    }
+    // A remote node (gRPC) sends BYTES inputs and reads BYTES outputs length-prefixed.
+    let far = remote_strings(&format!("grpc://{}", served.grpc));
+    let request = baton::Request::new().input("text", text.clone()).input("number", number.clone());
+    let answer = far.submit(request).wait().expect("the remote pipeline answers");
+    far.shutdown();
+    assert_eq!(answer.get("shout"), expected.get("shout"), "remote BYTES output");
+    assert_eq!(answer.get("value"), expected.get("value"), "remote numeric output");
+}

@@ -44,7 +44,7 @@ pub struct ModelConfig {
 
 /// Triton's DataType enum name of a dtype.
 fn data_type(dtype: baton::DType) -> &'static str {
-    baton_kserve_client::vocabulary::datatype(dtype.kserve_name()).map_or("TYPE_INVALID", |d| d.config_type)
+    baton_kserve_client::vocabulary::config_type(dtype.kserve_name()).unwrap_or("TYPE_INVALID")
 }
 
 fn dims(spec: &TensorSpec, skip_batch: bool) -> Vec<i64> {

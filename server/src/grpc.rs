@@ -114,6 +114,7 @@ fn from_contents(
         DType::I32 | DType::I16 | DType::I8 => (c.int_contents.len(), "int_contents"),
         DType::U8 => (c.uint_contents.len(), "uint_contents"),
         DType::Bool => (c.bool_contents.len(), "bool_contents"),
+        DType::Bytes => (c.bytes_contents.len(), "bytes_contents"),
         DType::F16 => return Err("FP16 tensors must come as raw_input_contents (typed contents have no FP16)".into()),
     };
     if len != elements {
@@ -128,6 +129,7 @@ fn from_contents(
         DType::I8 => return narrow::<i32, i8>(shape, &c.int_contents),
         DType::U8 => return narrow::<u32, u8>(shape, &c.uint_contents),
         DType::Bool => Tensor::from_slice(shape, &c.bool_contents),
+        DType::Bytes => Tensor::from_strings(shape, &c.bytes_contents),
         DType::F16 => unreachable!("refused above"),
     };
     result.map_err(|e| e.to_string())
@@ -187,7 +189,10 @@ pub fn decode_infer_with_sequence(
                 input.name
             )));
         }
-        let tensor = if let Some(bytes) = raw.get(i) {
+        let tensor = if let (Some(bytes), DType::Bytes) = (raw.get(i), meta.dtype) {
+            Tensor::from_length_prefixed(shape, bytes)
+                .map_err(|e| ServeError::bad(format!("input `{}`: raw_input_contents: {e}", input.name)))?
+        } else if let Some(bytes) = raw.get(i) {
             let expected = elements * meta.dtype.size();
             if bytes.len() != expected {
                 return Err(ServeError::bad(format!(
@@ -239,7 +244,8 @@ impl Decode for GrpcInfer<'_> {
 impl Encode for GrpcReply {
     type Answer = pb::ModelInferResponse;
 
-    /// The outputs as `raw_output_contents`, sharing the tensors' buffers.
+    /// The outputs as `raw_output_contents`, sharing the tensors' buffers
+    /// (BYTES outputs written out length-prefixed).
     fn encode(self, model: &Model, picked: Vec<PickedOutput>) -> pb::ModelInferResponse {
         let mut outputs = Vec::with_capacity(picked.len());
         let mut raw_output_contents = Vec::with_capacity(picked.len());
@@ -251,7 +257,16 @@ impl Encode for GrpcReply {
                 parameters: Default::default(),
                 contents: None,
             });
-            raw_output_contents.push(Bytes::from_owner(TensorBytes(tensor)));
+            raw_output_contents.push(match tensor.dtype() {
+                DType::Bytes => {
+                    let mut wire = Vec::with_capacity(tensor.wire_len());
+                    tensor
+                        .write_length_prefixed(&mut wire)
+                        .expect("strings under 4 GiB: the message limit bounds them");
+                    Bytes::from(wire)
+                }
+                _ => Bytes::from_owner(TensorBytes(tensor)),
+            });
         }
         pb::ModelInferResponse {
             model_name: model.name.clone(),

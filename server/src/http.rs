@@ -411,8 +411,12 @@ impl Encode for HttpReply {
     type Answer = Response;
 
     /// The JSON answer, with the binary outputs' bytes after it when there are any.
+    /// A BYTES output holding bytes that are not UTF-8 is binary whatever was
+    /// asked (JSON strings cannot carry them); BYTES are written length-prefixed.
     fn encode(self, model: &Model, outputs: Vec<PickedOutput>) -> Response {
-        let binary = |o: &PickedOutput| self.binary.get(o.position).copied().unwrap_or(self.binary_default);
+        let binary = |o: &PickedOutput| {
+            self.binary.get(o.position).copied().unwrap_or(self.binary_default) || json::needs_binary(&o.tensor)
+        };
         let response = json::InferResponse {
             model_name: &model.name,
             model_version: VERSION,
@@ -423,7 +427,7 @@ impl Encode for HttpReply {
                     name: &model.outputs[o.output].name,
                     datatype: datatype_name(o.tensor.dtype()),
                     shape: o.tensor.shape(),
-                    parameters: binary(o).then(|| BinarySize { binary_data_size: o.tensor.as_bytes().len() }),
+                    parameters: binary(o).then(|| BinarySize { binary_data_size: o.tensor.wire_len() }),
                     data: (!binary(o)).then_some(TensorData(&o.tensor)),
                 })
                 .collect(),
@@ -434,9 +438,14 @@ impl Encode for HttpReply {
             return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
         let json_len = body.len();
-        body.reserve(binary_outputs.iter().map(|t| t.as_bytes().len()).sum());
+        body.reserve(binary_outputs.iter().map(|t| t.wire_len()).sum());
         for tensor in binary_outputs {
-            body.extend_from_slice(tensor.as_bytes());
+            match tensor.dtype() {
+                baton::DType::Bytes => {
+                    tensor.write_length_prefixed(&mut body).expect("strings under 4 GiB: the body limit bounds them")
+                }
+                _ => body.extend_from_slice(tensor.as_bytes()),
+            }
         }
         let mut response = ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response();
         response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(json_len));
@@ -541,6 +550,11 @@ fn decode_input(
                     binary.len()
                 )));
             }
+            if meta.dtype == baton::DType::Bytes {
+                let (bytes, rest) = binary.split_at(size);
+                *binary = rest;
+                return Tensor::from_length_prefixed(shape, bytes).map_err(|e| in_input(e.to_string()));
+            }
             let expected = elements * meta.dtype.size();
             if size != expected {
                 return Err(in_input(format!(
@@ -561,7 +575,7 @@ fn decode_input(
                     data.0.len()
                 )));
             }
-            json::tensor_from_scalars(meta.dtype, shape, &data.0).map_err(in_input)
+            json::tensor_from_data(meta.dtype, shape, data).map_err(in_input)
         }
         (None, None) => {
             Err(ServeError::bad(format!("input `{}` has neither `data` nor a binary_data_size parameter", input.name)))

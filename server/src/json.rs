@@ -1,6 +1,7 @@
 //! JSON tensors of the HTTP protocol: the infer request and response bodies,
 //! tensor `data` (flat or nested, row-major) read into typed tensors, and
-//! tensors written back as flat JSON arrays.
+//! tensors written back as flat JSON arrays. BYTES elements are JSON strings,
+//! read into one byte buffer as they are parsed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,22 +20,34 @@ pub enum Scalar {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// A string: `len` bytes from `start` of its [`FlatData`]'s text.
+    Str {
+        start: usize,
+        len: usize,
+    },
 }
 
-/// A tensor's `data`, flattened row-major from however deep the JSON nests it.
+/// A tensor's `data`, flattened row-major from however deep the JSON nests it:
+/// its scalars, and the bytes of its strings one after another.
 #[derive(Debug, Default)]
-pub struct FlatData(pub Vec<Scalar>);
+pub struct FlatData(pub Vec<Scalar>, pub Vec<u8>);
 
 impl<'de> Deserialize<'de> for FlatData {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut out = Vec::new();
+        let mut out = FlatData::default();
         deserializer.deserialize_any(Flatten(&mut out))?;
-        Ok(FlatData(out))
+        Ok(out)
     }
 }
 
-/// Appends every scalar of a (nested) JSON array to a vector.
-struct Flatten<'a>(&'a mut Vec<Scalar>);
+/// Appends every scalar of a (nested) JSON array to a [`FlatData`].
+struct Flatten<'a>(&'a mut FlatData);
+
+impl Flatten<'_> {
+    fn push(self, scalar: Scalar) {
+        self.0 .0.push(scalar);
+    }
+}
 
 impl<'de> de::DeserializeSeed<'de> for Flatten<'_> {
     type Value = ();
@@ -48,32 +61,39 @@ impl<'de> Visitor<'de> for Flatten<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("numbers or bools, in a flat or nested array")
+        f.write_str("numbers, bools or strings, in a flat or nested array")
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<(), E> {
-        self.0.push(Scalar::Bool(v));
+        self.push(Scalar::Bool(v));
         Ok(())
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<(), E> {
-        self.0.push(Scalar::Int(v));
+        self.push(Scalar::Int(v));
         Ok(())
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<(), E> {
-        self.0.push(Scalar::UInt(v));
+        self.push(Scalar::UInt(v));
         Ok(())
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<(), E> {
-        self.0.push(Scalar::Float(v));
+        self.push(Scalar::Float(v));
+        Ok(())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        let start = self.0 .1.len();
+        self.0 .1.extend_from_slice(v.as_bytes());
+        self.push(Scalar::Str { start, len: v.len() });
         Ok(())
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         if let Some(hint) = seq.size_hint() {
-            self.0.reserve(hint);
+            self.0 .0.reserve(hint);
         }
         while seq.next_element_seed(Flatten(&mut *self.0))?.is_some() {}
         Ok(())
@@ -144,6 +164,27 @@ pub struct RequestedOutput {
     pub parameters: Parameters,
 }
 
+/// Builds a tensor of `dtype` and `shape` from JSON data: strings for BYTES
+/// ([`tensor_from_strings`]), else scalars ([`tensor_from_scalars`]).
+pub fn tensor_from_data(dtype: DType, shape: Vec<usize>, data: &FlatData) -> Result<Tensor, String> {
+    match dtype {
+        DType::Bytes => tensor_from_strings(shape, data),
+        _ => tensor_from_scalars(dtype, shape, &data.0),
+    }
+}
+
+/// Builds a BYTES tensor of `shape` from JSON data, every element of which must be a string.
+pub fn tensor_from_strings(shape: Vec<usize>, data: &FlatData) -> Result<Tensor, String> {
+    let mut builder = baton::tensor::StringsBuilder::with_capacity(data.0.len(), data.1.len());
+    for (i, s) in data.0.iter().enumerate() {
+        match *s {
+            Scalar::Str { start, len } => builder.push(&data.1[start..start + len]),
+            _ => return Err(format!("element {i} ({}) is not a string (BYTES elements are JSON strings)", show(s))),
+        }
+    }
+    builder.finish(shape).map_err(|e| e.to_string())
+}
+
 /// Builds a tensor of `dtype` and `shape` from JSON scalars, checking each fits the dtype.
 pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> Result<Tensor, String> {
     fn ints<T: baton::Element + TryFrom<i64> + TryFrom<u64>>(
@@ -184,7 +225,9 @@ pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> 
                     Scalar::Int(v) => v as f64,
                     Scalar::UInt(v) => v as f64,
                     Scalar::Float(v) => v,
-                    Scalar::Bool(_) => return Err(format!("element {i} ({}) is not a number", show(s))),
+                    Scalar::Bool(_) | Scalar::Str { .. } => {
+                        return Err(format!("element {i} ({}) is not a number", show(s)))
+                    }
                 };
                 conv(v).ok_or_else(|| {
                     format!("element {i} ({}) is out of the {} range", show(s), crate::model::datatype_name(dtype))
@@ -213,6 +256,7 @@ pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> 
                 .collect::<Result<Vec<bool>, String>>()?;
             Tensor::from_vec(shape, values).map_err(|e| e.to_string())
         }
+        DType::Bytes => Err("BYTES elements are JSON strings".into()),
     }
 }
 
@@ -222,10 +266,13 @@ fn show(s: &Scalar) -> String {
         Scalar::Int(v) => v.to_string(),
         Scalar::UInt(v) => v.to_string(),
         Scalar::Float(v) => v.to_string(),
+        Scalar::Str { .. } => "a string".into(),
     }
 }
 
-/// A tensor's elements written as a flat JSON array (non-finite floats as `null`).
+/// A tensor's elements written as a flat JSON array (non-finite floats as
+/// `null`; BYTES elements as strings, bytes that are not UTF-8 replaced: see
+/// [`needs_binary`] for how the HTTP codec keeps them).
 pub struct TensorData<'a>(pub &'a Tensor);
 
 impl Serialize for TensorData<'_> {
@@ -242,8 +289,15 @@ impl Serialize for TensorData<'_> {
             DType::I8 => serializer.collect_seq(t.as_slice::<i8>().expect(CHECKED)),
             DType::U8 => serializer.collect_seq(t.as_slice::<u8>().expect(CHECKED)),
             DType::Bool => serializer.collect_seq(t.as_slice::<bool>().expect(CHECKED)),
+            DType::Bytes => serializer.collect_seq(t.as_strings().expect(CHECKED).iter().map(String::from_utf8_lossy)),
         }
     }
+}
+
+/// Whether a tensor cannot be written as JSON without loss: a BYTES tensor
+/// holding a string that is not UTF-8 (a JSON string carries only text).
+pub fn needs_binary(tensor: &Tensor) -> bool {
+    tensor.as_strings().is_ok_and(|s| s.iter().any(|b| std::str::from_utf8(b).is_err()))
 }
 
 /// One output of the infer response.
@@ -284,7 +338,23 @@ mod tests {
         assert_eq!(nested.0, vec![Scalar::UInt(1), Scalar::Float(2.5), Scalar::Bool(true), Scalar::Int(-3)]);
         let flat: FlatData = serde_json::from_str("[1, 2, 3]").unwrap();
         assert_eq!(flat.0.len(), 3);
-        assert!(serde_json::from_str::<FlatData>("[\"a\"]").is_err());
+        assert!(serde_json::from_str::<FlatData>("[{}]").is_err());
+    }
+
+    #[test]
+    fn json_strings_become_bytes_tensors_and_other_elements_are_named() {
+        let data: FlatData = serde_json::from_str(r#"[["ab", ""], ["\u00e9\n", "x"]]"#).unwrap();
+        let t = tensor_from_data(DType::Bytes, vec![2, 2], &data).unwrap();
+        assert_eq!(t, Tensor::from_strings(vec![2, 2], ["ab", "", "é\n", "x"]).unwrap());
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), r#"["ab","","é\n","x"]"#);
+        assert!(!needs_binary(&t));
+        let mixed: FlatData = serde_json::from_str(r#"["a", 1.5]"#).unwrap();
+        let e = tensor_from_data(DType::Bytes, vec![2], &mixed).unwrap_err();
+        assert_eq!(e, "element 1 (1.5) is not a string (BYTES elements are JSON strings)");
+        let e = tensor_from_data(DType::F32, vec![2], &mixed).unwrap_err();
+        assert_eq!(e, "element 0 (a string) is not a number");
+        assert!(tensor_from_data(DType::Bytes, vec![3], &mixed).is_err(), "count checked against the shape");
+        assert!(needs_binary(&Tensor::from_strings(vec![1], [b"\xff"]).unwrap()));
     }
 
     #[test]

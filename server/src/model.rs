@@ -405,10 +405,11 @@ mod tests {
 
     #[test]
     fn datatype_names_round_trip() {
-        for d in DType::ALL {
+        for d in DType::ALL.into_iter().chain([DType::Bytes]) {
             assert_eq!(parse_datatype(datatype_name(d)), Some(d));
         }
-        assert_eq!(parse_datatype("BYTES"), None);
+        assert_eq!(parse_datatype("BYTES"), Some(DType::Bytes));
+        assert_eq!(parse_datatype("UINT16"), None);
     }
 
     #[test]

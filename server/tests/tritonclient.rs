@@ -70,3 +70,8 @@ fn tritonclient_model_repository_index_load_swap_unload() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tritonclient_bytes_tensors_over_http_json_binary_and_grpc_equal_onnxruntime() {
+    run_script("test_strings.py", &["strings.toml"]);
+}

@@ -77,10 +77,23 @@ impl Direct {
     }
 
     /// Runs the model on named inputs; returns every output by name, in the model's order.
+    /// BYTES tensors go through `ort`'s own string calls, which take and give UTF-8 only.
     pub fn run(&mut self, inputs: &[(&str, &Tensor)]) -> Vec<(String, Tensor)> {
         let mut values: Vec<(String, SessionInputValue<'_>)> = Vec::with_capacity(inputs.len());
         for (name, tensor) in inputs {
             let shape = tensor.shape();
+            if tensor.dtype() == DType::Bytes {
+                let strings: Vec<String> = tensor
+                    .as_strings()
+                    .expect("a BYTES tensor")
+                    .iter()
+                    .map(|s| String::from_utf8(s.to_vec()).expect("direct ORT strings are UTF-8"))
+                    .collect();
+                let value = ort::value::Tensor::from_string_array((shape.to_vec(), strings.as_slice()))
+                    .expect("a string tensor");
+                values.push((name.to_string(), SessionInputValue::from(value)));
+                continue;
+            }
             let value = baton::with_element_type!(tensor.dtype(), T => {
                 let data = tensor.as_slice::<T>().expect("dtype matches");
                 SessionInputValue::from(TensorRef::from_array_view((shape, data)).expect("a valid ORT view"))
@@ -92,6 +105,11 @@ impl Direct {
             .iter()
             .map(|(name, dtype)| {
                 let value = &outputs[name.as_str()];
+                if *dtype == DType::Bytes {
+                    let (shape, strings) = value.try_extract_strings().expect("a string output");
+                    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                    return (name.clone(), Tensor::from_strings(shape, strings).expect("output tensor"));
+                }
                 let tensor = baton::with_element_type!(*dtype, T => {
                     let (shape, data) = value.try_extract_tensor::<T>().expect("output dtype as declared");
                     let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();

@@ -24,6 +24,10 @@
 //! room when it has `s` rows of it (a pooled stitch leaves zeroed room) or
 //! else copied into a padded buffer of the engine's, and the outputs are cut
 //! back to their first `r` rows.
+//!
+//! A session with a BYTES input or output (an ONNX string tensor, whose
+//! elements live in ONNX Runtime's memory, see [`super::strings`]) always runs
+//! unbound, and unpadded.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -69,6 +73,8 @@ pub(super) struct BoundRuns {
     /// Output shapes by input shapes; `None`: they depend on more than the shapes (run unbound).
     output_shapes: HashMap<ShapeKey, Option<Vec<SmallVec<[usize; 6]>>>>,
     sizes: BatchSizes,
+    /// Some input or output is a string tensor: every run is unbound.
+    strings: bool,
 }
 
 // SAFETY: the binding is used only through `&mut self`, by the one thread that owns the engine.
@@ -113,6 +119,7 @@ impl BoundRuns {
         };
         let batch_dim_dynamic =
             signature.inputs.iter().chain(&signature.outputs).all(|s| matches!(s.shape.first(), Some(Dim::Dynamic(_))));
+        let strings = signature.inputs.iter().chain(&signature.outputs).any(|s| s.dtype == DType::Bytes);
         let outputs = signature.outputs.len();
         let on_device = |j: usize| device.is_some() && device_outputs.get(j).copied().unwrap_or(false);
         let output_pools = (0..outputs)
@@ -139,7 +146,8 @@ impl BoundRuns {
             padding_pools: (0..signature.inputs.len()).map(|_| TensorPool::in_memory(2, host_memory.clone())).collect(),
             output_dtypes: signature.outputs.iter().map(|s| s.dtype).collect(),
             output_shapes: HashMap::new(),
-            sizes: if batch_dim_dynamic { sizes.clone() } else { BatchSizes::none() },
+            sizes: if batch_dim_dynamic && !strings { sizes.clone() } else { BatchSizes::none() },
+            strings,
         })
     }
 
@@ -172,6 +180,9 @@ impl BoundRuns {
             run_inputs.push(tensor);
         }
         let first = outputs.len();
+        if self.strings {
+            return self.run_unbound(session, options, &run_inputs, None, outputs);
+        }
         match self.output_shapes.get(&key) {
             Some(Some(_)) => {
                 if let Err(e) = self.run_bound(session, options, &run_inputs, &key, outputs) {
@@ -279,8 +290,11 @@ impl BoundRuns {
             session.run_with_options(values.as_slice(), options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
         let mut shapes = Vec::with_capacity(self.output_dtypes.len());
         for (j, &dtype) in self.output_dtypes.iter().enumerate() {
-            let tensor = copy_output(&results[j], dtype, &mut self.output_pools[j])
-                .map_err(|e| format!("output `{}`: {e}", self.output_names[j].to_string_lossy()))?;
+            let tensor = match dtype {
+                DType::Bytes => super::strings::output(&results[j]),
+                _ => copy_output(&results[j], dtype, &mut self.output_pools[j]),
+            };
+            let tensor = tensor.map_err(|e| format!("output `{}`: {e}", self.output_names[j].to_string_lossy()))?;
             if tensor.device().is_some() {
                 self.crossed += (tensor.len() * dtype.size()) as u64;
             }
@@ -408,12 +422,13 @@ fn element_type(dtype: DType) -> ONNXTensorElementDataType {
         DType::I8 => TensorElementType::Int8,
         DType::U8 => TensorElementType::Uint8,
         DType::Bool => TensorElementType::Bool,
+        DType::Bytes => TensorElementType::String,
     };
     ty.into()
 }
 
 /// An ONNX Runtime status as a result: its message, the status released.
-fn check(status: ort::sys::OrtStatusPtr) -> Result<(), String> {
+pub(super) fn check(status: ort::sys::OrtStatusPtr) -> Result<(), String> {
     let status: *mut OrtStatus = status.0;
     if status.is_null() {
         return Ok(());

@@ -22,6 +22,7 @@
 //! passed between GPU nodes on the device is designed in docs/gpu.md, not built.
 
 mod bound;
+mod strings;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -294,8 +295,12 @@ impl Engine for OnnxEngine {
     }
 }
 
-/// A zero-copy ORT view of a Baton tensor's elements.
+/// A zero-copy ORT view of a Baton tensor's elements (a copy for a BYTES tensor:
+/// ONNX Runtime keeps strings its own way, see [`strings`]).
 fn input_view(tensor: &Tensor) -> Result<SessionInputValue<'_>, String> {
+    if tensor.dtype() == DType::Bytes {
+        return strings::input(tensor).map(SessionInputValue::from);
+    }
     let shape = tensor.shape();
     baton::with_element_type!(tensor.dtype(), T => {
         let data = tensor.as_slice::<T>().map_err(|e| e.to_string())?;
@@ -435,6 +440,7 @@ pub fn map_dtype(ty: TensorElementType) -> Option<DType> {
         TensorElementType::Int8 => DType::I8,
         TensorElementType::Uint8 => DType::U8,
         TensorElementType::Bool => DType::Bool,
+        TensorElementType::String => DType::Bytes,
         _ => return None,
     })
 }
@@ -465,11 +471,12 @@ mod tests {
             (TensorElementType::Int8, DType::I8),
             (TensorElementType::Uint8, DType::U8),
             (TensorElementType::Bool, DType::Bool),
+            (TensorElementType::String, DType::Bytes),
         ];
         for (ty, dtype) in pairs {
             assert_eq!(map_dtype(ty), Some(dtype), "{ty}");
         }
-        for ty in [TensorElementType::String, TensorElementType::Uint16, TensorElementType::Bfloat16] {
+        for ty in [TensorElementType::Uint16, TensorElementType::Bfloat16] {
             assert_eq!(map_dtype(ty), None, "{ty}");
         }
     }
@@ -483,9 +490,9 @@ mod tests {
     }
 
     #[test]
-    fn string_tensors_are_rejected_naming_the_tensor_and_type() {
-        let err = tensor_spec("t", &tensor_type(TensorElementType::String, &[-1], &["N"])).unwrap_err();
-        assert!(err.contains("`t`") && err.contains("String"), "{err}");
+    fn unsupported_element_types_are_rejected_naming_the_tensor_and_type() {
+        let err = tensor_spec("t", &tensor_type(TensorElementType::Uint16, &[-1], &["N"])).unwrap_err();
+        assert!(err.contains("`t`") && err.contains("u16"), "{err}");
     }
 
     #[test]

@@ -387,7 +387,7 @@ pub(super) fn list_or_none(names: &[&str]) -> String {
 }
 
 pub(super) fn dtype_names() -> String {
-    DType::ALL.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+    DType::ALL.iter().chain(&[DType::Bytes]).map(|d| d.name()).collect::<Vec<_>>().join(", ")
 }
 
 pub(super) fn dims_from_config(location: &str, shape: &[i64]) -> Result<Vec<Dim>> {

@@ -14,12 +14,17 @@ pub enum DType {
     I8,
     U8,
     Bool,
+    /// Variable-length byte strings (ONNX `tensor(string)`, the protocol's
+    /// `BYTES`); see [`super::strings`] for how their elements are held.
+    Bytes,
 }
 
 impl DType {
-    /// Bytes per element.
+    /// Bytes per element in a tensor's buffer: for [`DType::Bytes`], the size
+    /// of one element's slot (where its bytes lie), not of its bytes.
     pub const fn size(self) -> usize {
         match self {
+            DType::Bytes => super::strings::SLOT_BYTES,
             DType::F64 | DType::I64 => 8,
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::I16 => 2,
@@ -39,6 +44,7 @@ impl DType {
             DType::I8 => "i8",
             DType::U8 => "u8",
             DType::Bool => "bool",
+            DType::Bytes => "bytes",
         }
     }
 
@@ -54,19 +60,26 @@ impl DType {
             DType::I8 => "INT8",
             DType::U8 => "UINT8",
             DType::Bool => "BOOL",
+            DType::Bytes => "BYTES",
         }
     }
 
     /// The dtype whose KServe v2 datatype name is `name` ([`Self::kserve_name`]).
     pub fn from_kserve_name(name: &str) -> Option<DType> {
-        DType::ALL.into_iter().find(|d| d.kserve_name() == name)
+        DType::ALL.into_iter().chain([DType::Bytes]).find(|d| d.kserve_name() == name)
     }
 
-    /// All supported dtypes.
+    /// Whether elements have a fixed size (every dtype but [`DType::Bytes`]).
+    pub const fn is_fixed_size(self) -> bool {
+        !matches!(self, DType::Bytes)
+    }
+
+    /// Every fixed-size dtype: all but [`DType::Bytes`], whose tensors are not
+    /// made from raw element bytes.
     pub const ALL: [DType; 9] =
         [DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::I16, DType::I8, DType::U8, DType::Bool];
 
-    /// Parses a short name (`f32`) or an ONNX/numpy-style long name (`float32`, `float`, `int64`).
+    /// Parses a short name (`f32`) or an ONNX/numpy-style long name (`float32`, `float`, `int64`, `string`).
     pub fn parse(name: &str) -> Option<DType> {
         Some(match name {
             "f32" | "float32" | "float" | "FP32" => DType::F32,
@@ -78,6 +91,7 @@ impl DType {
             "i8" | "int8" | "INT8" => DType::I8,
             "u8" | "uint8" | "UINT8" => DType::U8,
             "bool" | "BOOL" => DType::Bool,
+            "bytes" | "string" | "BYTES" => DType::Bytes,
             _ => return None,
         })
     }

@@ -6,6 +6,8 @@
 //! shares the batch buffer instead of copying it. Stitching requests into a
 //! batch ([`stitch`]) is one allocation and one `memcpy` per part.
 //!
+//! [`DType::Bytes`] tensors hold byte strings of any length; [`strings`] says how.
+//!
 //! ```
 //! use baton::{Tensor, tensor::stitch};
 //! let a = Tensor::from_vec(vec![1, 2], vec![1.0f32, 2.0]).unwrap();
@@ -27,10 +29,12 @@ mod dtype;
 mod memory;
 mod pool;
 mod stitch;
+pub mod strings;
 pub use dtype::{DType, Element};
 pub use memory::{CopyKind, DeviceMemory, HostMemory};
 pub use pool::{stitch_pooled, PooledTensor, TensorPool};
 pub use stitch::{stitch, stitch_padded};
+pub use strings::{Strings, StringsBuilder};
 
 /// Why a tensor could not be built or stitched.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +59,16 @@ pub enum TensorError {
     PadAxis { axis: usize, rank: usize },
     #[error("device memory: {0}")]
     Device(String),
+    #[error("{0} is not defined for BYTES tensors")]
+    NotFixedSize(&'static str),
+    #[error("BYTES element {index}: a 4-byte length prefix is due at byte {offset} but only {remaining} bytes remain")]
+    BytesPrefix { index: usize, offset: usize, remaining: usize },
+    #[error("BYTES element {index}: its length prefix at byte {offset} says {len} bytes but only {remaining} follow")]
+    BytesLength { index: usize, offset: usize, len: usize, remaining: usize },
+    #[error("BYTES data holds {extra} bytes after the shape's {expected} elements")]
+    BytesTrailing { expected: usize, extra: usize },
+    #[error("BYTES element {index} has {len} bytes, more than a 4-byte length prefix can say")]
+    BytesTooLong { index: usize, len: usize },
 }
 
 /// Largest tensor Baton will allocate: 16 GiB. Guards against shapes that
@@ -201,6 +215,10 @@ pub struct Tensor {
     buffer: Arc<Buffer>,
     /// Byte offset of this tensor's first element in `buffer`.
     offset: usize,
+    /// A BYTES tensor's strings, which its elements' slots point into (see
+    /// [`strings`]); `None` for every other dtype, and for BYTES tensors whose
+    /// strings are all empty.
+    heap: Option<Arc<Vec<u8>>>,
 }
 
 impl Tensor {
@@ -221,7 +239,11 @@ impl Tensor {
     }
 
     /// A tensor from raw little-endian bytes. Checks the length, and for `bool` that every byte is 0 or 1.
+    /// Not for BYTES tensors (see [`Tensor::from_strings`], [`Tensor::from_length_prefixed`]).
     pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor, TensorError> {
+        if !dtype.is_fixed_size() {
+            return Err(TensorError::NotFixedSize("building a tensor from raw element bytes"));
+        }
         let expected = checked_len(&shape, dtype)?;
         if bytes.len() != expected * dtype.size() {
             return Err(TensorError::ElementCount { shape, expected, got: bytes.len() / dtype.size() });
@@ -236,13 +258,19 @@ impl Tensor {
 
     fn from_bytes_unchecked(dtype: DType, shape: impl Into<Shape>, bytes: &[u8]) -> Tensor {
         let buffer = Buffer::concat(bytes.len(), std::iter::once(bytes));
-        Tensor { dtype, shape: shape.into(), buffer: Arc::new(buffer), offset: 0 }
+        Tensor { dtype, shape: shape.into(), buffer: Arc::new(buffer), offset: 0, heap: None }
     }
 
-    /// A tensor of zeros (all-false for `bool`).
+    /// A tensor of zeros (all-false for `bool`, empty strings for BYTES).
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor, TensorError> {
         let len = checked_len(&shape, dtype)? * dtype.size();
-        Ok(Tensor { dtype, shape: Shape::from_vec(shape), buffer: Arc::new(Buffer::zeroed(len)), offset: 0 })
+        Ok(Tensor {
+            dtype,
+            shape: Shape::from_vec(shape),
+            buffer: Arc::new(Buffer::zeroed(len)),
+            offset: 0,
+            heap: None,
+        })
     }
 
     pub fn dtype(&self) -> DType {
@@ -272,7 +300,8 @@ impl Tensor {
         self.shape.iter().skip(1).product::<usize>() * self.dtype.size()
     }
 
-    /// The tensor's bytes, row-major, little-endian.
+    /// The tensor's bytes, row-major, little-endian. For a BYTES tensor, its
+    /// elements' slots (see [`strings`]), not their strings ([`Tensor::as_strings`]).
     ///
     /// Panics for a tensor in device memory (see [`Tensor::to_host`]).
     pub fn as_bytes(&self) -> &[u8] {
@@ -298,7 +327,7 @@ impl Tensor {
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), self.len()) })
     }
 
-    /// Elements converted to `f64`, for printing and comparisons.
+    /// Elements converted to `f64`, for printing and comparisons. Panics for a BYTES tensor.
     pub fn to_f64_vec(&self) -> Vec<f64> {
         crate::with_element_type!(self.dtype, T => {
             self.as_slice::<T>().expect("dtype matched").iter().map(|&x| x.to_f64()).collect()
@@ -307,6 +336,9 @@ impl Tensor {
 
     /// A tensor of `dtype` holding `values` converted like `as` (see [`Element::from_f64`]).
     pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> Result<Tensor, TensorError> {
+        if !dtype.is_fixed_size() {
+            return Err(TensorError::NotFixedSize("building a tensor from numbers"));
+        }
         crate::with_element_type!(dtype, T => {
             Tensor::from_vec(shape, values.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>())
         })
@@ -325,6 +357,7 @@ impl Tensor {
             shape,
             buffer: Arc::clone(&self.buffer),
             offset: self.offset + range.start * self.row_bytes(),
+            heap: self.heap.clone(),
         }
     }
 
@@ -348,7 +381,7 @@ impl Tensor {
         // SAFETY: `len` bytes at the view's start on the device, into a new host buffer of `len`.
         unsafe { memory.copy(buffer.ptr.as_ptr(), self.data_ptr(), len, CopyKind::DeviceToHost) }
             .map_err(TensorError::Device)?;
-        Ok(Tensor { dtype: self.dtype, shape: self.shape.clone(), buffer: Arc::new(buffer), offset: 0 })
+        Ok(Tensor { dtype: self.dtype, shape: self.shape.clone(), buffer: Arc::new(buffer), offset: 0, heap: None })
     }
 
     /// This view widened to `rows` rows of dim 0 over what its buffer holds
@@ -364,7 +397,13 @@ impl Tensor {
         (end <= self.buffer.len).then(|| {
             let mut shape = self.shape.clone();
             shape[0] = rows;
-            Tensor { dtype: self.dtype, shape, buffer: Arc::clone(&self.buffer), offset: self.offset }
+            Tensor {
+                dtype: self.dtype,
+                shape,
+                buffer: Arc::clone(&self.buffer),
+                offset: self.offset,
+                heap: self.heap.clone(),
+            }
         })
     }
 
@@ -375,6 +414,12 @@ impl Tensor {
     pub fn compact(&self) -> Tensor {
         if self.buffer.device().is_some() {
             return self.to_host().expect("a device tensor copied to the host");
+        }
+        if self.dtype == DType::Bytes {
+            if strings::is_compact(self) {
+                return self.clone();
+            }
+            return strings::stitch_strings(&[self], self.shape.clone()).expect("a BYTES tensor's own strings");
         }
         let bytes = self.as_bytes();
         if self.offset == 0 && bytes.len() == self.buffer.len {
@@ -399,6 +444,9 @@ impl PartialEq for Tensor {
         if self.dtype != other.dtype || self.shape != other.shape {
             return false;
         }
+        if let (Ok(a), Ok(b)) = (self.as_strings(), other.as_strings()) {
+            return a.iter().eq(b.iter());
+        }
         match (self.to_host(), other.to_host()) {
             (Ok(a), Ok(b)) => a.as_bytes() == b.as_bytes(),
             _ => false,
@@ -411,6 +459,11 @@ impl fmt::Debug for Tensor {
         write!(f, "Tensor({} {:?}", self.dtype, self.shape)?;
         if let Some(device) = self.device() {
             write!(f, " on device {device}")?;
+        } else if let Ok(strings) = self.as_strings() {
+            if strings.len() <= 16 {
+                let shown: Vec<_> = strings.iter().map(String::from_utf8_lossy).collect();
+                write!(f, " {shown:?}")?;
+            }
         } else if self.len() <= 16 {
             write!(f, " {:?}", self.to_f64_vec())?;
         }

@@ -64,6 +64,9 @@ impl TensorPool {
     /// rows, see [`Tensor::with_rows_after`]). Its bytes hold whatever the
     /// buffer held before: write them all.
     pub fn take(&mut self, dtype: DType, shape: &[usize], capacity_rows: usize) -> Result<PooledTensor, TensorError> {
+        if !dtype.is_fixed_size() {
+            return Err(TensorError::NotFixedSize("a pooled buffer"));
+        }
         let len = checked_len(shape, dtype)? * dtype.size();
         let row_bytes = shape.iter().skip(1).product::<usize>() * dtype.size();
         let capacity = match shape.first() {
@@ -104,7 +107,7 @@ impl TensorPool {
                 buffer
             }
         };
-        Ok(PooledTensor(Tensor { dtype, shape: shape.into(), buffer, offset: 0 }))
+        Ok(PooledTensor(Tensor { dtype, shape: shape.into(), buffer, offset: 0, heap: None }))
     }
 
     fn smallest_free(&self) -> Option<usize> {
@@ -192,8 +195,12 @@ impl PooledTensor {
 /// Concatenates `parts` along dim 0 into a buffer of `pool` (as [`super::stitch`]
 /// does into a new one), with room for `capacity_rows` rows: rows past the
 /// parts' are zeros. One part with no room asked for is returned as it is.
+/// BYTES tensors are stitched as [`super::stitch`] does, with no room.
 pub fn stitch_pooled(pool: &mut TensorPool, parts: &[&Tensor], capacity_rows: usize) -> Result<Tensor, TensorError> {
     let first = super::stitch::check_stitch(parts)?;
+    if first.dtype == DType::Bytes {
+        return super::stitch(parts);
+    }
     let rows: usize = parts.iter().map(|p| p.shape[0]).sum();
     if parts.len() == 1 && capacity_rows <= rows && first.device() == pool.device() {
         return Ok(first.clone());

@@ -12,9 +12,12 @@ pub fn stitch(parts: &[&Tensor]) -> Result<Tensor, TensorError> {
     }
     let mut shape = first.shape.clone();
     shape[0] = parts.iter().map(|p| p.shape[0]).sum();
+    if first.dtype == DType::Bytes {
+        return super::strings::stitch_strings(parts, shape);
+    }
     let len = checked_len(&shape, first.dtype)? * first.dtype.size();
     let buffer = Buffer::concat(len, parts.iter().map(|p| p.as_bytes()));
-    Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0 })
+    Ok(Tensor { dtype: first.dtype, shape, buffer: Arc::new(buffer), offset: 0, heap: None })
 }
 
 /// The first of `parts` once they are checked to stitch along dim 0: one dtype,
@@ -82,6 +85,7 @@ macro_rules! with_element_type {
                 type $t = bool;
                 $body
             }
+            $crate::DType::Bytes => panic!("BYTES tensors have no fixed-size element type: read them with as_strings"),
         }
     };
 }
@@ -98,6 +102,7 @@ fn element_bytes(dtype: DType, value: f64) -> Vec<u8> {
         DType::I8 => (value as i8).to_le_bytes().to_vec(),
         DType::U8 => vec![value as u8],
         DType::Bool => vec![u8::from(value != 0.0)],
+        DType::Bytes => vec![0; DType::Bytes.size()],
     }
 }
 
@@ -145,6 +150,9 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
     let first = parts.first().ok_or(TensorError::StitchEmpty)?;
     if first.shape.is_empty() {
         return Err(TensorError::StitchScalar);
+    }
+    if first.dtype == DType::Bytes {
+        return Err(TensorError::NotFixedSize("padded stitching"));
     }
     if let Some(&axis) = axes.iter().find(|&&a| a == 0 || a >= first.shape.len()) {
         return Err(TensorError::PadAxis { axis, rank: first.shape.len() });
@@ -195,6 +203,7 @@ impl Tensor {
         let elem = self.dtype.size();
         let mut out = vec![0u8; checked_len(shape, self.dtype)? * elem];
         copy_block(self.as_bytes(), &self.shape, &mut out, shape, shape, elem);
-        Ok(Tensor::from_bytes_unchecked(self.dtype, shape.to_vec(), &out))
+        // A BYTES tensor's slots are copied; they still point into its strings.
+        Ok(Tensor { heap: self.heap.clone(), ..Tensor::from_bytes_unchecked(self.dtype, shape.to_vec(), &out) })
     }
 }
