@@ -204,7 +204,7 @@ impl<'a> Sim<'a> {
             free_batches: Vec::new(),
             running: Vec::new(),
             shared_at: 0,
-            rng: StdRng::seed_from_u64(setup.seed ^ 0x5eed_0f_d0a7_10e5),
+            rng: StdRng::seed_from_u64(setup.seed ^ 0x005e_ed0f_d0a7_10e5),
             gaps,
             open_i: 0,
             client_next: match setup.load {
@@ -458,7 +458,7 @@ impl<'a> Sim<'a> {
         for &id in &self.running {
             let b = self.batches[id].as_mut().expect("a running batch");
             b.version += 1;
-            ends.push((now + (b.left / speed).ceil() as u64, id, b.version));
+            ends.push((now + (b.left / speed).round() as u64, id, b.version));
         }
         for (time, batch, version) in ends {
             self.at(time, Ev::Done { batch, version });
