@@ -200,3 +200,23 @@ fn a_profile_missing_a_node_or_of_another_pipeline_is_refused() {
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("node `a` can form batches of 5 rows"), "{e}");
 }
+
+#[test]
+fn batches_whose_ends_move_under_shared_cores_end_once_each() {
+    let dir = folder("shared");
+    let samples: &[f64] = &[50.0, 100.0, 400.0];
+    let batches: Batches = &[(1, samples), (8, samples)];
+    let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
+    for seed in 0..8 {
+        // One core for up to four running batches: every start and end moves the others' ends,
+        // and finished batches' slots are reused while stale ends are still queued.
+        let mut o = options(diamond(&dir), prof.clone());
+        o.bench.rate = vec![20_000.0];
+        o.bench.policy = vec![BatchingPolicy::Greedy];
+        o.bench.seed = seed;
+        o.cores = Some(1.0);
+        let p = &simulate(&o, &engines()).unwrap().points[0];
+        let tasks: Vec<u64> = p.nodes.iter().map(|n| n.tasks).collect();
+        assert!(p.requests > 0 && tasks.iter().all(|&t| t > 0), "seed {seed}: {tasks:?}");
+    }
+}

@@ -75,7 +75,7 @@ enum Ev {
     Start {
         node: usize,
     },
-    /// A batch's work ends (unless its version is stale).
+    /// A batch's work ends (unless its version is stale: its end moved since).
     Done {
         batch: usize,
         version: u64,
@@ -140,6 +140,8 @@ pub struct Sim<'a> {
     recorder: Recorder,
     measuring: bool,
     last_due: u64,
+    /// The last batch version given (see [`Ev::Done`]).
+    versions: u64,
     take_buffer: Vec<SimTask>,
 }
 
@@ -215,6 +217,7 @@ impl<'a> Sim<'a> {
             recorder: Recorder::new(1),
             measuring: false,
             last_due: u64::MAX,
+            versions: 0,
             take_buffer: Vec::new(),
         }
     }
@@ -457,7 +460,9 @@ impl<'a> Sim<'a> {
         let mut ends = Vec::with_capacity(self.running.len());
         for &id in &self.running {
             let b = self.batches[id].as_mut().expect("a running batch");
-            b.version += 1;
+            // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
+            self.versions += 1;
+            b.version = self.versions;
             ends.push((now + (b.left / speed).round() as u64, id, b.version));
         }
         for (time, batch, version) in ends {
