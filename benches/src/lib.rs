@@ -32,6 +32,7 @@ pub mod plot;
 pub mod raw;
 pub mod remote;
 pub mod report;
+pub mod simulate;
 pub mod sweep;
 pub mod target;
 
@@ -243,7 +244,7 @@ impl BenchOptions {
         closed.into_iter().map(Load::Closed).chain(self.rate.iter().map(|&r| Load::Open(r))).collect()
     }
 
-    fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if self.concurrency.contains(&0) {
             return Err("--concurrency values must be at least 1".into());
         }
@@ -283,7 +284,7 @@ impl BenchOptions {
         Ok(())
     }
 
-    fn settings(&self) -> serde_json::Value {
+    pub(crate) fn settings(&self) -> serde_json::Value {
         json!({
             "concurrency": self.loads().iter().filter_map(|l| match l { Load::Closed(c) => Some(*c), _ => None }).collect::<Vec<_>>(),
             "rate": self.rate,
@@ -505,7 +506,7 @@ fn run_sweep(
 }
 
 /// Writes the CSV, JSON and plot the arguments ask for.
-fn write_files(args: &BenchOptions, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
+pub(crate) fn write_files(args: &BenchOptions, report: &BenchReport, node_names: &[String]) -> Result<(), String> {
     if let Some(path) = &args.csv {
         write(path, &report::csv(&report.points, node_names))?;
     }

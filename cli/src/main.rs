@@ -16,6 +16,7 @@ mod profile;
 mod profile_jobs;
 mod run;
 mod serve_args;
+mod simulate;
 mod suggest;
 
 use std::path::PathBuf;
@@ -49,6 +50,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Measure each node's latency per batch size and its memory, for the planners.
     Profile(profile::ProfileArgs),
+    /// Simulate a pipeline under bench's loads in virtual time, with the runtime's scheduler and a profile's batch times.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -87,5 +90,6 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::BenchFairness(args) => baton_bench::fairness::run(args.options()),
         Command::Profile(args) => profile::run(args, &engines()),
+        Command::Simulate(args) => baton_bench::simulate::run(args.options(), &engines()),
     }
 }

@@ -1,7 +1,8 @@
 //! `baton profile PIPELINE.toml --out profile.json [--providers cpu,cuda]`:
 //! measures each node's latency per batch size on each provider asked for
 //! (engines created as the runtime creates them, warm-up runs first, then
-//! timed runs: median with p10/p90, min, max), and its memory (resident
+//! timed runs: median with p10/p90, min, max, and every run's time for
+//! `baton simulate`), and its memory (resident
 //! memory its engines added by the end of its runs, model file sizes; on CUDA
 //! the device memory its sessions hold, and an estimate of it). The profile
 //! gives `baton plan --pipeline` its node times and `baton plan --method ilp
@@ -185,6 +186,7 @@ fn measure(
     let mut tensor_bytes = 0;
     for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
         let mut times = Vec::with_capacity(args.runs);
+        let mut samples = Vec::new();
         let (mut cpu_start, mut timed_start) = (0, Instant::now());
         for k in 0..args.warmup + args.runs {
             if k == args.warmup {
@@ -202,6 +204,7 @@ fn measure(
         }
         let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
         busy = cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64;
+        samples.clone_from(&times);
         times.sort_by(f64::total_cmp);
         let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
         let t = BatchTiming {
@@ -212,6 +215,7 @@ fn measure(
             p90_us: q(0.9),
             min_us: times[0],
             max_us: times[times.len() - 1],
+            samples_us: samples.iter().map(|us| (us * 10.0).round() / 10.0).collect(),
         };
         println!(
             "{name:<16} {on:<4} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",

@@ -25,6 +25,10 @@ pub struct BatchTiming {
     pub p90_us: f64,
     pub min_us: f64,
     pub max_us: f64,
+    /// Every timed run, µs, in the order run (what `baton simulate` draws batch
+    /// durations from; absent in older profiles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_us: Vec<f64>,
 }
 
 /// Which ONNX Runtime execution provider a node was measured on (`"cpu"`, `"cuda"`).

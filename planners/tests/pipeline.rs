@@ -16,7 +16,16 @@ fn profile(costs: &[(&str, f64)]) -> Profile {
     let nodes = costs
         .iter()
         .map(|&(n, c)| {
-            let t = BatchTiming { batch: 8, runs: 10, median_us: c, p10_us: c, p90_us: c, min_us: c, max_us: c };
+            let t = BatchTiming {
+                batch: 8,
+                runs: 10,
+                median_us: c,
+                p10_us: c,
+                p90_us: c,
+                min_us: c,
+                max_us: c,
+                samples_us: Vec::new(),
+            };
             (n.to_string(), NodeProfile { batches: vec![t], memory_bytes: 1 << 20, ..NodeProfile::default() })
         })
         .collect();

@@ -21,6 +21,7 @@ fn measured(provider: Provider, row: f64, latency: f64, device_memory: Option<u6
         p90_us: us,
         min_us: us,
         max_us: us,
+        samples_us: Vec::new(),
     };
     NodeProfile {
         provider,

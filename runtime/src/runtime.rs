@@ -102,7 +102,7 @@ impl Runtime {
                     index: w,
                     spec: Arc::clone(&spec),
                     batch_rows: router.scheduler.batch_rows[n],
-                    stops_young_batches: router.scheduler.preempt_before.is_some(),
+                    stops_young_batches: router.scheduler.stops_young_batches,
                     thread_classes: router.scheduler.thread_classes,
                 };
                 let handoff: Arc<dyn worker::Handoff> = Arc::clone(&router) as _;

@@ -1,6 +1,8 @@
 //! The scheduler: decides which nodes run next, on ticks and on events.
 //!
-//! A decision reads every node's pending counts and busy workers, asks the
+//! A decision ([`decision::Decider`], a plain function of the nodes' views and
+//! the clock, which the simulator runs too) reads every node's pending counts
+//! and busy workers, asks the
 //! pipeline's [`select::NodeSelector`] for target nodes, marks each target
 //! busy (so it holds its cost against the budget until its worker finishes)
 //! and sends it one [`Instruction::RunBatch`] (at a node with worker groups,
@@ -30,6 +32,7 @@
 //! "set reason, try lock" against "unlock, look at reasons"). Decisions
 //! are serialized by the lock and never block a poking thread.
 
+pub mod decision;
 mod devices;
 pub mod select;
 
@@ -44,8 +47,8 @@ use crate::clock;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
 use crate::spec::PipelineSpec;
-use devices::DeviceSlots;
-use select::{NodeLoad, NodeSelector, Running};
+use decision::{Decider, NodeView};
+use select::NodeLoad;
 
 /// Why a decision is wanted (bits of `Scheduler::reasons`).
 #[derive(Clone, Copy, Debug)]
@@ -120,28 +123,33 @@ fn tell_to_run(state: &NodeState) {
 
 /// Stops, at each node where priority work waits, at most one young batch that
 /// holds no priority task (see [`young_limit_ns`] and `node/stop.rs`).
-fn stop_young_batches(loads: &[NodeLoad], nodes: &[Arc<NodeState>], now_ns: u64, fraction: f64) {
-    for (load, state) in loads.iter().zip(nodes) {
-        let Some(limit_ns) = young_limit_ns(load, fraction) else { continue };
-        if state.slots.iter().any(|slot| slot.stop_if_young(now_ns, limit_ns)) {
+fn stop_young_batches(decider: &Decider, nodes: &[Arc<NodeState>], now_ns: u64) {
+    for (n, limit_ns) in decider.young_limits() {
+        if nodes[n].slots.iter().any(|slot| slot.stop_if_young(now_ns, limit_ns)) {
             tracing::trace!(target: "baton::scheduler", limit_ns, "stopped a young batch for priority work");
         }
     }
 }
 
-/// Decision state, touched only under the decision lock.
-struct Core {
-    selector: Box<dyn NodeSelector>,
-    loads: Vec<NodeLoad>,
-    picked: Vec<usize>,
-    /// GPU nodes' device budgets (see [`devices`]).
-    devices: DeviceSlots,
+/// What the decision reads of `state` at `now_ns` (its atomics, without locks).
+fn view(state: &NodeState, now_ns: u64) -> NodeView {
+    NodeView {
+        busy: state.busy(),
+        pending: state.buffer.pending(),
+        priority_pending: state.buffer.priority_pending(),
+        waited_ns: state.buffer.oldest_wait_ns(now_ns),
+        // With worker groups: some group has an idle worker and a waiting task it fits.
+        group_can_start: (!state.groups.is_empty()).then(|| state.group_to_run().is_some()),
+        executions: state.counters.executions.load(Ordering::Relaxed),
+        compute_ns: state.counters.compute_ns.load(Ordering::Relaxed),
+    }
 }
 
 pub(crate) struct Scheduler {
-    core: Mutex<Core>,
+    /// The decision state (see [`decision`]), touched only under this lock.
+    core: Mutex<Decider>,
     reasons: AtomicU8,
-    /// Per node: workers and cost, copied from the spec.
+    /// Per node: workers, copied from the spec.
     workers: Vec<usize>,
     names: Vec<String>,
     /// Per node: most rows a worker stitches into one batch (1 without batching).
@@ -151,44 +159,34 @@ pub(crate) struct Scheduler {
     pub thread_classes: crate::node::ThreadClasses,
     /// The compute budget, for the decision log.
     budget: f64,
-    /// Stopping young batches: the fraction of a node's mean batch time under
-    /// which a batch holding no priority task is stopped for waiting priority work.
-    pub preempt_before: Option<f64>,
+    /// Whether decisions stop young batches for priority work (`preempt_before`).
+    pub stops_young_batches: bool,
     tick: Duration,
     /// A selector that waits on time (the dynamic batcher): when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
     next_due_ns: AtomicU64,
     /// The tick thread, woken early when a node falls due before its next tick.
     ticker: OnceLock<Thread>,
-    /// Join boost terms: (join node, its input slot, the parent feeding it, the join's weight).
-    boosts: Vec<(usize, usize, usize, f64)>,
     metrics: PipelineMetrics,
 }
 
 impl Scheduler {
     pub fn new(spec: &PipelineSpec, metrics: PipelineMetrics) -> Self {
         let s = &spec.scheduler;
-        let selector = select::selector(spec);
-        let devices = DeviceSlots::new(spec);
-        // A GPU node holds a slot of its device, none of the compute budget: its spec's cost is 0.
-        let loads = spec
-            .nodes
-            .iter()
-            .map(|n| NodeLoad { weight: n.weight, cost: n.cost, max_batch: n.max_batch, ..NodeLoad::default() })
-            .collect();
+        let decider = Decider::new(spec);
+        let selector = decider.selector();
         Scheduler {
             batch_rows: spec.nodes.iter().map(|n| selector.batch_rows(n.max_batch)).collect(),
             decide_on_arrival: s.decide_on_arrival || selector.decides_on_every_arrival(),
             thread_classes: crate::node::ThreadClasses::of(s),
-            core: Mutex::new(Core { selector, loads, picked: Vec::new(), devices }),
+            stops_young_batches: decider.stops_young_batches(),
+            core: Mutex::new(decider),
             reasons: AtomicU8::new(0),
             workers: spec.nodes.iter().map(|n| n.workers).collect(),
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
             budget: spec.compute_budget,
-            preempt_before: s.preempt_before.filter(|_| s.policy == crate::config::BatchingPolicy::Collaborative),
             tick: Duration::from_micros(s.tick_us),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
-            boosts: if s.join_boost { join_boosts(spec) } else { Vec::new() },
             metrics,
         }
     }
@@ -198,15 +196,15 @@ impl Scheduler {
         self.reasons.fetch_or(reason as u8, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         loop {
-            let Some(mut core) = self.core.try_lock() else { return };
+            let Some(mut decider) = self.core.try_lock() else { return };
             loop {
                 let reasons = self.reasons.swap(0, Ordering::SeqCst);
                 if reasons == 0 {
                     break;
                 }
-                self.decide(&mut core, reasons, nodes);
+                self.decide(&mut decider, reasons, nodes);
             }
-            drop(core);
+            drop(decider);
             fence(Ordering::SeqCst);
             if self.reasons.load(Ordering::SeqCst) == 0 {
                 return;
@@ -219,66 +217,25 @@ impl Scheduler {
         priority || (self.decide_on_arrival && state.busy() < self.workers[node])
     }
 
-    fn decide(&self, core: &mut Core, reasons: u8, nodes: &[Arc<NodeState>]) {
+    fn decide(&self, decider: &mut Decider, reasons: u8, nodes: &[Arc<NodeState>]) {
         let started = Instant::now();
-        let Core { selector, loads, picked, devices } = core;
         let now_ns = clock::now_ns();
-        let running = self.read_loads(loads, devices, nodes, now_ns);
-        let due = selector.select(loads, running, picked).map_or(u64::MAX, |left| now_ns + left);
-        picked.retain(|&n| devices.take(n));
-        if due < self.next_due_ns.swap(due, Ordering::AcqRel) {
+        let decision =
+            decider.decide(now_ns, |n| view(&nodes[n], now_ns), |join, slot| nodes[join].joins.waiting_for(slot));
+        if decision.due_ns < self.next_due_ns.swap(decision.due_ns, Ordering::AcqRel) {
             if let Some(ticker) = self.ticker.get() {
                 ticker.unpark();
             }
         }
-        for &n in picked.iter() {
+        for &n in decision.picked {
             tell_to_run(&nodes[n]);
         }
-        if let Some(fraction) = self.preempt_before {
-            stop_young_batches(loads, nodes, now_ns, fraction);
+        self.log_decision(reasons, decision.loads, decision.picked, decision.running.compute);
+        if self.stops_young_batches {
+            stop_young_batches(decider, nodes, now_ns);
         }
         self.metrics.decisions.increment(1);
         self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
-        self.log_decision(reasons, loads, picked, running.compute);
-    }
-
-    /// Fills every node's load from its state (read without locks) and starts
-    /// the round's device slots; returns what runs now.
-    fn read_loads(
-        &self,
-        loads: &mut [NodeLoad],
-        devices: &mut DeviceSlots,
-        nodes: &[Arc<NodeState>],
-        now_ns: u64,
-    ) -> Running {
-        let mut running = Running { compute: 0.0, nodes: 0 };
-        devices.begin();
-        for (n, state) in nodes.iter().enumerate() {
-            let busy = state.busy();
-            devices.hold(n, busy);
-            let load = &mut loads[n];
-            load.pending = state.buffer.pending();
-            load.priority_pending = state.buffer.priority_pending();
-            load.waited_ns = state.buffer.oldest_wait_ns(now_ns);
-            // With worker groups: some group has an idle worker and a waiting task it fits.
-            load.can_start =
-                if state.groups.is_empty() { busy < self.workers[n] } else { state.group_to_run().is_some() };
-            let batches = state.counters.executions.load(Ordering::Relaxed);
-            load.mean_batch_ns = state.counters.compute_ns.load(Ordering::Relaxed).checked_div(batches).unwrap_or(0);
-            load.running = busy;
-            running.compute += busy as f64 * load.cost;
-            running.nodes += busy;
-            load.boost = 0.0;
-        }
-        for &(join, slot, parent, weight) in &self.boosts {
-            loads[parent].boost += nodes[join].joins.waiting_for(slot) as f64 * weight;
-        }
-        // A node whose device has no slot left cannot start this round; the picks take
-        // their devices' slots in pick order (the device-budget protocol, `devices`).
-        for (n, load) in loads.iter_mut().enumerate() {
-            load.can_start &= devices.has_room(n);
-        }
-        running
     }
 
     /// Logs a decision: at debug level, each picked node with the figures it was picked on.

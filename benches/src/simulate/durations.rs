@@ -1,0 +1,223 @@
+//! Batch durations from a `baton profile` file: per node and batch size, the
+//! measured distribution, and draws from it.
+//!
+//! A profile (the JSON `baton profile` writes) holds per node and measured
+//! batch size the timed runs' median, p10, p90, min and max, and (profiles
+//! written since the simulator) every run's time (`samples_us`). A draw takes a
+//! uniform `u` and returns the `u`-quantile of that batch size's distribution:
+//! of the samples when the profile has them, else of the piecewise-linear
+//! curve through min, p10, median, p90 and max. A batch size between two
+//! measured ones takes the same quantile at both and interpolates linearly in
+//! the batch size.
+//!
+//! Checks, each naming what is wrong: every node of the pipeline has an entry;
+//! every batch size the node can form (1 to its batch rows, or its fixed
+//! `batch_sizes` when it pads) lies within its measured sizes; and a profile
+//! naming nodes the pipeline lacks is refused as another pipeline's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// One measured batch size, as `baton profile` writes it (other fields are ignored).
+#[derive(Clone, Debug, Deserialize)]
+struct Timing {
+    batch: usize,
+    median_us: f64,
+    p10_us: f64,
+    p90_us: f64,
+    min_us: f64,
+    max_us: f64,
+    #[serde(default)]
+    samples_us: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+struct NodeEntry {
+    batches: Vec<Timing>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+struct ProfileFile {
+    pipeline: String,
+    nodes: BTreeMap<String, NodeEntry>,
+}
+
+/// One batch size's distribution: sorted points of its quantile function, µs.
+#[derive(Clone, Debug, PartialEq)]
+struct Quantiles {
+    batch: usize,
+    /// (quantile in [0, 1], µs), ascending in both.
+    points: Vec<(f64, f64)>,
+}
+
+impl Quantiles {
+    fn of(t: &Timing) -> Quantiles {
+        let points = if t.samples_us.len() >= 2 {
+            let mut s = t.samples_us.clone();
+            s.sort_by(f64::total_cmp);
+            let last = (s.len() - 1) as f64;
+            s.iter().enumerate().map(|(i, &us)| (i as f64 / last, us)).collect()
+        } else {
+            vec![(0.0, t.min_us), (0.1, t.p10_us), (0.5, t.median_us), (0.9, t.p90_us), (1.0, t.max_us)]
+        };
+        Quantiles { batch: t.batch, points }
+    }
+
+    /// The `u`-quantile, µs (linear between points).
+    fn at(&self, u: f64) -> f64 {
+        let p = &self.points;
+        let i = p.partition_point(|&(q, _)| q < u);
+        if i == 0 {
+            return p[0].1;
+        }
+        if i >= p.len() {
+            return p[p.len() - 1].1;
+        }
+        let ((q0, a), (q1, b)) = (p[i - 1], p[i]);
+        if q1 <= q0 {
+            b
+        } else {
+            a + (b - a) * (u - q0) / (q1 - q0)
+        }
+    }
+}
+
+/// Every node's batch-duration distributions, in the pipeline's node order.
+#[derive(Clone, Debug)]
+pub struct Durations {
+    /// Per node: its measured batch sizes, ascending.
+    nodes: Vec<Vec<Quantiles>>,
+}
+
+impl Durations {
+    /// Reads `path` and checks it against the pipeline: `nodes` (name, batch
+    /// sizes it can form) in node order.
+    pub fn load(path: &Path, pipeline: &str, nodes: &[(String, Vec<usize>)]) -> Result<Durations, String> {
+        let at = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: cannot read: {e}"))?;
+        let file: ProfileFile = serde_json::from_str(&text).map_err(|e| format!("{at}: not a profile: {e}"))?;
+        Self::check(file, &at.to_string(), pipeline, nodes)
+    }
+
+    fn check(file: ProfileFile, at: &str, pipeline: &str, nodes: &[(String, Vec<usize>)]) -> Result<Durations, String> {
+        let foreign: Vec<&str> =
+            file.nodes.keys().filter(|k| !nodes.iter().any(|(n, _)| n == *k)).map(String::as_str).collect();
+        if !foreign.is_empty() {
+            return Err(format!(
+                "{at}: a profile of another pipeline (`{}`): pipeline `{pipeline}` has no node {}",
+                file.pipeline,
+                foreign.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut out = Vec::new();
+        for (name, formable) in nodes {
+            let entry = file.nodes.get(name).ok_or_else(|| {
+                format!(
+                    "{at}: the profile has no entry for node `{name}` (profile it: baton profile PIPELINE --out FILE)"
+                )
+            })?;
+            let mut sizes: Vec<Quantiles> = entry.batches.iter().map(Quantiles::of).collect();
+            sizes.sort_by_key(|q| q.batch);
+            let measured: Vec<String> = sizes.iter().map(|q| q.batch.to_string()).collect();
+            let (lo, hi) = (sizes.first().map_or(usize::MAX, |q| q.batch), sizes.last().map_or(0, |q| q.batch));
+            if let Some(b) = formable.iter().find(|&&b| b < lo || b > hi) {
+                return Err(format!(
+                    "{at}: node `{name}` can form batches of {b} rows, outside its measured batch sizes ({}); \
+                     profile it with --batches covering 1 to its max_batch",
+                    if measured.is_empty() { "none".to_string() } else { measured.join(", ") }
+                ));
+            }
+            out.push(sizes);
+        }
+        Ok(Durations { nodes: out })
+    }
+
+    /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in [0, 1).
+    pub fn draw_ns(&self, node: usize, batch: usize, u: f64) -> u64 {
+        let sizes = &self.nodes[node];
+        let i = sizes.partition_point(|q| q.batch < batch).min(sizes.len() - 1);
+        let hi = &sizes[i];
+        let us = if hi.batch == batch || i == 0 {
+            hi.at(u)
+        } else {
+            let lo = &sizes[i - 1];
+            let f = (batch - lo.batch) as f64 / (hi.batch - lo.batch) as f64;
+            lo.at(u) + (hi.at(u) - lo.at(u)) * f
+        };
+        (us.max(0.0) * 1000.0).round() as u64
+    }
+
+    /// The median duration, µs, of a batch of `batch` rows at `node`.
+    pub fn median_us(&self, node: usize, batch: usize) -> f64 {
+        self.draw_ns(node, batch, 0.5) as f64 / 1000.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(nodes: &[(&str, &[(usize, f64)])]) -> ProfileFile {
+        let nodes = nodes
+            .iter()
+            .map(|(name, batches)| {
+                let batches = batches
+                    .iter()
+                    .map(|&(batch, us)| Timing {
+                        batch,
+                        median_us: us,
+                        p10_us: us,
+                        p90_us: us,
+                        min_us: us,
+                        max_us: us,
+                        samples_us: Vec::new(),
+                    })
+                    .collect();
+                (name.to_string(), NodeEntry { batches })
+            })
+            .collect();
+        ProfileFile { pipeline: "p.toml".into(), nodes }
+    }
+
+    fn pipeline(names: &[&str], max: usize) -> Vec<(String, Vec<usize>)> {
+        names.iter().map(|n| (n.to_string(), (1..=max).collect())).collect()
+    }
+
+    #[test]
+    fn a_missing_node_is_named() {
+        let e = Durations::check(file(&[("a", &[(1, 10.0)])]), "f", "p", &pipeline(&["a", "b"], 1)).unwrap_err();
+        assert!(e.contains("no entry for node `b`"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_size_outside_the_measured_ones_is_named() {
+        let e = Durations::check(file(&[("a", &[(1, 10.0), (4, 20.0)])]), "f", "p", &pipeline(&["a"], 8)).unwrap_err();
+        assert!(e.contains("node `a` can form batches of 5 rows") && e.contains("(1, 4)"), "{e}");
+    }
+
+    #[test]
+    fn a_profile_of_another_pipeline_is_refused() {
+        let e = Durations::check(file(&[("a", &[(1, 1.0)]), ("zz", &[(1, 1.0)])]), "f", "p", &pipeline(&["a"], 1))
+            .unwrap_err();
+        assert!(e.contains("another pipeline") && e.contains("no node `zz`"), "{e}");
+    }
+
+    #[test]
+    fn sizes_between_measured_ones_interpolate_and_quantiles_follow_the_samples() {
+        let d = Durations::check(file(&[("a", &[(1, 10.0), (5, 50.0)])]), "f", "p", &pipeline(&["a"], 5)).unwrap();
+        assert_eq!(d.draw_ns(0, 3, 0.3), 30_000);
+        let t = Timing {
+            batch: 1,
+            median_us: 0.0,
+            p10_us: 0.0,
+            p90_us: 0.0,
+            min_us: 0.0,
+            max_us: 0.0,
+            samples_us: vec![30.0, 10.0, 20.0],
+        };
+        let q = Quantiles::of(&t);
+        assert_eq!((q.at(0.0), q.at(0.25), q.at(0.5), q.at(1.0)), (10.0, 15.0, 20.0, 30.0));
+    }
+}

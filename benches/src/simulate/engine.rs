@@ -1,0 +1,504 @@
+//! The discrete-event core: one load point of one policy in virtual time.
+//!
+//! Events, in time order (ties in the order they were scheduled):
+//! - `Arrive`: a request enters (a closed-loop client's next, or the open
+//!   loop's next, which schedules the one after from the seeded gaps). Its
+//!   inputs go to their nodes (through join tables) as the runtime's router
+//!   sends them; an arrival that the runtime would poke the scheduler for
+//!   (a priority task, or `decide_on_arrival` at a node with an idle worker)
+//!   makes a decision at once.
+//! - `Start`: a worker told to run (at the decision, `wake` earlier) takes its
+//!   batch from the buffer; its work is a draw from the profile for the node
+//!   and the batch's (padded) size.
+//! - `Done`: a batch's work is finished and (`hop` later) its outputs are
+//!   handed on; the worker is idle again, and the scheduler decides.
+//! - `Tick` every `tick_us`, and `Due` when the selector said a node falls
+//!   due (the dynamic batcher): a decision.
+//!
+//! Decisions run the runtime's own [`Decider`] (its selector, device budgets,
+//! join boost) on views of the virtual nodes.
+//!
+//! Cores: running batches share `cores` processors (each batch wants one);
+//! with more running than cores, each runs at `cores / running` speed
+//! (processor sharing), so a batch's end moves whenever another starts or
+//! ends. A `Done` event carries the batch's version; a stale one is ignored.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use baton::scheduler::decision::{Decider, NodeView};
+use baton::spec::Target;
+use baton::{NodeStats, PipelineSpec};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::durations::Durations;
+use super::nodes::{SimNode, SimTask};
+use crate::load::{is_priority, Arrivals, InterArrival};
+use crate::measure::{Recorder, Tally, Window};
+
+/// The measured costs the model adds to the profile's batch times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Terms {
+    /// From a decision to its worker's start (the worker's wake-up), ns.
+    pub wake_ns: u64,
+    /// From a batch's end to its outputs at the next nodes or the client (the hand-off), ns.
+    pub hop_ns: u64,
+    /// Processors the batches share.
+    pub cores: f64,
+}
+
+/// How requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SimLoad {
+    Closed(usize),
+    Open { rate: f64, arrivals: Arrivals },
+}
+
+/// One point to simulate.
+#[derive(Clone, Copy, Debug)]
+pub struct PointSetup {
+    pub load: SimLoad,
+    pub rows: usize,
+    pub priority_fraction: f64,
+    pub seed: u64,
+    pub warmup_ns: u64,
+    pub duration_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A request arrives (closed loop: from this client).
+    Arrive {
+        client: Option<usize>,
+    },
+    Start {
+        node: usize,
+    },
+    /// A batch's work ends (unless its version is stale: its end moved since).
+    Done {
+        batch: usize,
+        version: u64,
+    },
+    /// A batch's outputs are handed on, `hop` after its end.
+    Handoff {
+        batch: usize,
+    },
+    Tick,
+    Due,
+    /// The measured interval begins.
+    Measure,
+}
+
+struct Req {
+    sent_ns: u64,
+    priority: bool,
+    outputs_left: usize,
+    client: Option<usize>,
+}
+
+/// A batch in flight.
+struct Batch {
+    node: usize,
+    tasks: Vec<SimTask>,
+    rows: usize,
+    /// Work left at full speed, ns.
+    left: f64,
+    /// When it started, virtual ns (its compute time runs from here to its end).
+    started_ns: u64,
+    version: u64,
+}
+
+/// The simulation of one point.
+pub struct Sim<'a> {
+    spec: &'a PipelineSpec,
+    durations: &'a Durations,
+    terms: Terms,
+    decider: Decider,
+    nodes: Vec<SimNode>,
+    /// Per node: the batch size each row count is padded to.
+    padded: Vec<Vec<usize>>,
+    entry: Vec<bool>,
+    decide_on_arrival: bool,
+    tick_ns: u64,
+    now: u64,
+    seq: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    requests: Vec<Option<Req>>,
+    free: Vec<usize>,
+    batches: Vec<Option<Batch>>,
+    free_batches: Vec<usize>,
+    running: Vec<usize>,
+    /// When the running batches' `left` was last brought up to date.
+    shared_at: u64,
+    rng: StdRng,
+    gaps: Option<InterArrival>,
+    open_i: u64,
+    /// Closed loop: each client's next request number.
+    client_next: Vec<u64>,
+    setup: PointSetup,
+    recorder: Recorder,
+    measuring: bool,
+    last_due: u64,
+    /// The last batch version given (see [`Ev::Done`]).
+    versions: u64,
+    take_buffer: Vec<SimTask>,
+}
+
+impl<'a> Sim<'a> {
+    pub fn new(spec: &'a PipelineSpec, durations: &'a Durations, terms: Terms, setup: PointSetup) -> Self {
+        let decider = Decider::new(spec);
+        let selector = decider.selector();
+        let decide_on_arrival = spec.scheduler.decide_on_arrival || selector.decides_on_every_arrival();
+        let collaborative = spec.scheduler.policy == baton::BatchingPolicy::Collaborative;
+        let nodes = spec
+            .nodes
+            .iter()
+            .map(|n| {
+                let slots = n.inputs.len() - n.state.len();
+                SimNode {
+                    batch_rows: selector.batch_rows(n.max_batch),
+                    priority_rows: if collaborative { n.priority_max_batch } else { usize::MAX },
+                    priority_alone: collaborative && spec.scheduler.separate_priority_batches,
+                    waiting: vec![0; n.inputs.len()],
+                    full_mask: if slots > 1 { (1u64 << n.inputs.len()) - 1 } else { 0 },
+                    ..SimNode::default()
+                }
+            })
+            .collect::<Vec<_>>();
+        let padded = spec
+            .nodes
+            .iter()
+            .zip(&nodes)
+            .map(|(n, s)| {
+                let sizes = n.stages.iter().find(|st| !st.is_function()).map(|st| st.request.batch_sizes.clone());
+                (0..=s.batch_rows.max(setup.rows)).map(|r| sizes.as_ref().map_or(r, |b| b.padded(r))).collect()
+            })
+            .collect();
+        let mut entry = vec![false; spec.nodes.len()];
+        for input in &spec.inputs {
+            for t in &input.targets {
+                if let Target::Node { node, .. } = *t {
+                    entry[node] = true;
+                }
+            }
+        }
+        let gaps = match setup.load {
+            SimLoad::Open { rate, arrivals } => Some(InterArrival::new(rate, arrivals, setup.seed)),
+            SimLoad::Closed(_) => None,
+        };
+        Sim {
+            spec,
+            durations,
+            terms,
+            decider,
+            nodes,
+            padded,
+            entry,
+            decide_on_arrival,
+            tick_ns: spec.scheduler.tick_us.max(1) * 1000,
+            now: 0,
+            seq: 0,
+            events: BinaryHeap::new(),
+            requests: Vec::new(),
+            free: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            running: Vec::new(),
+            shared_at: 0,
+            rng: StdRng::seed_from_u64(setup.seed ^ 0x005e_ed0f_d0a7_10e5),
+            gaps,
+            open_i: 0,
+            client_next: match setup.load {
+                SimLoad::Closed(c) => (0..c.max(1) as u64).map(|c| c.wrapping_mul(7919)).collect(),
+                SimLoad::Open { .. } => Vec::new(),
+            },
+            setup,
+            recorder: Recorder::new(1),
+            measuring: false,
+            last_due: u64::MAX,
+            versions: 0,
+            take_buffer: Vec::new(),
+        }
+    }
+
+    /// Every node's totals, as the runtime's node statistics.
+    fn stats(&self) -> Vec<NodeStats> {
+        self.nodes.iter().zip(&self.spec.nodes).map(|(s, n)| s.stats(&n.name)).collect()
+    }
+
+    fn at(&mut self, time: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((time, self.seq, ev)));
+    }
+
+    /// Runs the point: warm-up, then the measured interval; returns its window.
+    pub fn run(mut self) -> Window {
+        match self.setup.load {
+            SimLoad::Closed(c) => {
+                for client in 0..c.max(1) {
+                    self.at(0, Ev::Arrive { client: Some(client) });
+                }
+            }
+            SimLoad::Open { .. } => self.at(0, Ev::Arrive { client: None }),
+        }
+        self.at(self.tick_ns, Ev::Tick);
+        self.at(self.setup.warmup_ns, Ev::Measure);
+        let end = self.setup.warmup_ns + self.setup.duration_ns;
+        let mut start_stats = Vec::new();
+        while let Some(Reverse((time, _, ev))) = self.events.pop() {
+            if time >= end {
+                break;
+            }
+            self.now = time;
+            match ev {
+                Ev::Arrive { client } => self.arrive(client),
+                Ev::Start { node } => self.start(node),
+                Ev::Done { batch, version } => self.done(batch, version),
+                Ev::Handoff { batch } => self.handoff(batch),
+                Ev::Tick => {
+                    self.at(time + self.tick_ns, Ev::Tick);
+                    if self.nodes.iter().any(|n| n.pending() > 0) {
+                        self.decide();
+                    }
+                }
+                Ev::Due => self.decide(),
+                Ev::Measure => {
+                    self.recorder.take();
+                    self.measuring = true;
+                    start_stats = self.stats();
+                }
+            }
+        }
+        let tally: Tally = if self.measuring { self.recorder.take() } else { Tally::default() };
+        Window {
+            elapsed: std::time::Duration::from_nanos(self.setup.duration_ns),
+            tally,
+            nodes_start: if start_stats.is_empty() { self.stats() } else { start_stats },
+            nodes_end: self.stats(),
+        }
+    }
+
+    /// A request arrives: its inputs go to their nodes.
+    fn arrive(&mut self, client: Option<usize>) {
+        let i = match client {
+            Some(c) => self.client_i(c),
+            None => {
+                let i = self.open_i;
+                self.open_i += 1;
+                let gap = self.gaps.as_mut().expect("open loop").next_gap();
+                self.at(self.now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
+                i
+            }
+        };
+        let req = Req {
+            sent_ns: self.now,
+            priority: is_priority(i, self.setup.priority_fraction),
+            outputs_left: self.spec.outputs.len(),
+            client,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.requests[id] = Some(req);
+                id
+            }
+            None => {
+                self.requests.push(Some(req));
+                self.requests.len() - 1
+            }
+        };
+        let mut wants = false;
+        for input in 0..self.spec.inputs.len() {
+            for t in 0..self.spec.inputs[input].targets.len() {
+                wants |= self.send(id, self.spec.inputs[input].targets[t]);
+            }
+        }
+        if wants {
+            self.decide();
+        }
+    }
+
+    /// Closed loop: the priority pattern's `i` of client `c`'s next request (as
+    /// `baton bench` counts: client `c` starts at `c × 7919`).
+    fn client_i(&mut self, c: usize) -> u64 {
+        let i = self.client_next[c];
+        self.client_next[c] = i.wrapping_add(1);
+        i
+    }
+
+    /// Sends one output (or input) of `request` to `target`; whether the arrival wants a decision.
+    fn send(&mut self, request: usize, target: Target) -> bool {
+        match target {
+            Target::Node { node, slot } => self.deliver(node, slot, request),
+            Target::Output(_) => {
+                self.output(request);
+                false
+            }
+            Target::State(_) => false,
+        }
+    }
+
+    fn deliver(&mut self, node: usize, slot: usize, request: usize) -> bool {
+        let n = &mut self.nodes[node];
+        if n.full_mask != 0 && !n.join(request, slot) {
+            return false;
+        }
+        let req = self.requests[request].as_ref().expect("a live request");
+        let priority = req.priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
+        n.push(SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now });
+        priority || (self.decide_on_arrival && n.busy < self.spec.nodes[node].workers)
+    }
+
+    /// One pipeline output of `request` is ready; the last answers it.
+    fn output(&mut self, request: usize) {
+        let req = self.requests[request].as_mut().expect("a live request");
+        req.outputs_left -= 1;
+        if req.outputs_left > 0 {
+            return;
+        }
+        let req = self.requests[request].take().expect("a live request");
+        self.free.push(request);
+        if self.measuring {
+            self.recorder.record(0, (self.now - req.sent_ns) / 1000, req.priority, true);
+        }
+        if let Some(c) = req.client {
+            self.at(self.now, Ev::Arrive { client: Some(c) });
+        }
+    }
+
+    /// A scheduling decision through the runtime's [`Decider`]: each pick marks a
+    /// worker busy and starts its batch `wake` later.
+    fn decide(&mut self) {
+        let now = self.now;
+        let nodes = &self.nodes;
+        let decision = self.decider.decide(
+            now,
+            |n| {
+                let s = &nodes[n];
+                NodeView {
+                    busy: s.busy,
+                    pending: s.pending(),
+                    priority_pending: s.priority.len(),
+                    waited_ns: now.saturating_sub(s.oldest_ns()),
+                    group_can_start: None,
+                    executions: s.totals.executions,
+                    compute_ns: s.totals.compute_ns,
+                }
+            },
+            |join, slot| nodes[join].waiting[slot],
+        );
+        let due = decision.due_ns;
+        let picked: Vec<usize> = decision.picked.to_vec();
+        for n in picked {
+            self.nodes[n].busy += 1;
+            self.at(now + self.terms.wake_ns, Ev::Start { node: n });
+        }
+        if due != u64::MAX && due != self.last_due {
+            self.last_due = due;
+            self.at(due.max(now), Ev::Due);
+        }
+    }
+
+    /// A told worker takes its batch and starts it (or, finding nothing, is idle again).
+    fn start(&mut self, node: usize) {
+        let mut tasks = std::mem::take(&mut self.take_buffer);
+        self.nodes[node].take(&mut tasks);
+        if tasks.is_empty() {
+            self.take_buffer = tasks;
+            self.nodes[node].busy -= 1;
+            self.decide();
+            return;
+        }
+        let rows: usize = tasks.iter().map(|t| t.rows).sum();
+        let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
+        self.nodes[node].totals.queue_ns += queued;
+        let size = self.padded[node].get(rows).copied().unwrap_or(rows);
+        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
+        let batch = Batch { node, tasks: tasks.clone(), rows, left: work as f64, started_ns: self.now, version: 0 };
+        tasks.clear();
+        self.take_buffer = tasks;
+        let id = match self.free_batches.pop() {
+            Some(id) => {
+                self.batches[id] = Some(batch);
+                id
+            }
+            None => {
+                self.batches.push(Some(batch));
+                self.batches.len() - 1
+            }
+        };
+        self.share();
+        self.running.push(id);
+        self.reschedule();
+    }
+
+    /// Brings the running batches' work left up to now at the speed they ran at.
+    fn share(&mut self) {
+        let speed = self.speed();
+        let elapsed = (self.now - self.shared_at) as f64;
+        for &id in &self.running {
+            let b = self.batches[id].as_mut().expect("a running batch");
+            b.left = (b.left - elapsed * speed).max(0.0);
+        }
+        self.shared_at = self.now;
+    }
+
+    /// Each running batch's speed: 1, or `cores / running` with more running than cores.
+    fn speed(&self) -> f64 {
+        let n = self.running.len() as f64;
+        if n <= self.terms.cores {
+            1.0
+        } else {
+            self.terms.cores / n
+        }
+    }
+
+    /// Schedules every running batch's end at the current speed (older ends go stale).
+    fn reschedule(&mut self) {
+        let speed = self.speed();
+        let now = self.now;
+        let mut ends = Vec::with_capacity(self.running.len());
+        for &id in &self.running {
+            let b = self.batches[id].as_mut().expect("a running batch");
+            // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
+            self.versions += 1;
+            b.version = self.versions;
+            ends.push((now + (b.left / speed).round() as u64, id, b.version));
+        }
+        for (time, batch, version) in ends {
+            self.at(time, Ev::Done { batch, version });
+        }
+    }
+
+    /// A batch's work ended: it frees its share of the cores; its outputs go on `hop` later.
+    fn done(&mut self, id: usize, version: u64) {
+        if self.batches[id].as_ref().is_none_or(|b| b.version != version) {
+            return;
+        }
+        self.share();
+        self.running.retain(|&b| b != id);
+        self.reschedule();
+        let b = self.batches[id].as_ref().expect("a running batch");
+        let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
+        self.nodes[node].record_batch(rows, tasks, took);
+        self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id });
+    }
+
+    /// A batch's outputs reach the next nodes (and answers their clients); its worker
+    /// is idle again and the scheduler decides (the runtime's node-finished poke).
+    fn handoff(&mut self, id: usize) {
+        let batch = self.batches[id].take().expect("a finished batch");
+        self.free_batches.push(id);
+        let node = batch.node;
+        let spec = self.spec;
+        for task in &batch.tasks {
+            for route in &spec.nodes[node].routes {
+                for &target in &route.targets {
+                    self.send(task.request, target);
+                }
+            }
+        }
+        self.nodes[node].busy -= 1;
+        self.decide();
+    }
+}

@@ -1,0 +1,291 @@
+//! `baton simulate PIPELINE --profile PROFILE`: the pipeline under `baton
+//! bench`'s loads in virtual time, scheduled by the runtime's own decision code
+//! ([`baton::scheduler::decision::Decider`]), each batch's duration drawn from
+//! the profile's measured distribution for its node and size. Reports in
+//! `baton bench`'s tables, CSV, JSON and plot. Deterministic: the same options
+//! and seed give the same bytes.
+//!
+//! Modules: [`durations`] (the profile, draws), [`nodes`] (buffers, joins,
+//! totals), [`engine`] (the event loop of one point). docs/simulate.md says
+//! what it models, what it does not, and how close it comes to real runs.
+
+pub mod durations;
+pub mod engine;
+pub mod nodes;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use baton::config::FairnessKind;
+use baton::spec::Resource;
+use baton::{BatchingPolicy, PipelineConfig, PipelineSpec};
+
+use crate::measure::{point_result, PointResult};
+use crate::report::{self, BenchReport};
+use crate::{BenchOptions, Load};
+use durations::Durations;
+use engine::{PointSetup, Sim, SimLoad, Terms};
+
+/// What `baton simulate` runs: `baton bench`'s load options, the profile, and the model's measured terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimOptions {
+    pub bench: BenchOptions,
+    /// The `baton profile` file the batch durations come from.
+    pub profile: PathBuf,
+    /// From a decision to its worker's start, µs.
+    pub wake_us: f64,
+    /// From a batch's end to its outputs at the next nodes or the client, µs.
+    pub hop_us: f64,
+    /// Processors the batches share (default: the profile's `cores`).
+    pub cores: Option<f64>,
+}
+
+/// Runs `baton simulate`: exit 0, or 2 with the error.
+pub fn run(options: SimOptions, engines: &baton::EngineRegistry) -> ExitCode {
+    match simulate(&options, engines) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What the simulator does not model, for `spec` under `options`: the first one found.
+fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String> {
+    let s = &spec.scheduler;
+    let node_feature = spec.nodes.iter().find_map(|n| {
+        let what = if n.keeps_streams() {
+            "keeps per-stream state (streams and write-back)"
+        } else if !n.groups.is_empty() {
+            "has worker groups"
+        } else if matches!(n.resource, Resource::Remote { .. }) {
+            "runs on a remote server"
+        } else if n.faults.is_some() {
+            "injects faults"
+        } else if n.max_queue.is_some() {
+            "refuses requests past max_queue"
+        } else if !n.pad.is_empty() {
+            "pads inputs of different shapes (ragged batches)"
+        } else {
+            return None;
+        };
+        Some(format!("node `{}` {what}", n.name))
+    });
+    let scheduler_feature = if s.preempt_before.is_some() && s.policy == BatchingPolicy::Collaborative {
+        Some("[scheduler] preempt_before (stopping young batches)")
+    } else if spec.fairness.order != FairnessKind::Fifo {
+        Some("[fairness] order (tenant orders other than fifo)")
+    } else if b.stream_chunks > 0 || !b.stream_inputs.is_empty() {
+        Some("--stream-chunks / --stream-inputs (streams)")
+    } else {
+        None
+    };
+    node_feature.or(scheduler_feature.map(str::to_string))
+}
+
+fn check(options: &SimOptions) -> Result<(), String> {
+    let b = &options.bench;
+    if b.url.is_some() || b.raw {
+        return Err("--url and --raw measure real engines: leave them out of `baton simulate`".into());
+    }
+    if b.stability {
+        return Err("--stability: the simulator measures one interval of --duration".into());
+    }
+    if !(options.wake_us >= 0.0 && options.hop_us >= 0.0 && options.wake_us.is_finite() && options.hop_us.is_finite()) {
+        return Err("--wake-us and --hop-us must be non-negative".into());
+    }
+    if options.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
+        return Err("--cores must be positive".into());
+    }
+    Ok(())
+}
+
+/// The spec of `config` under `policy` (with `--max-queue-delay-us`), and its durations.
+fn policy_spec(
+    config: &PipelineConfig,
+    policy: BatchingPolicy,
+    options: &SimOptions,
+    file: &Path,
+    engines: &baton::EngineRegistry,
+) -> Result<PipelineSpec, String> {
+    let mut cfg = config.clone();
+    cfg.scheduler.policy = policy;
+    if let Some(delay) = options.bench.max_queue_delay_us {
+        cfg.scheduler.max_queue_delay_us = delay;
+    }
+    let spec = PipelineSpec::build(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
+    if let Some(what) = unmodelled(&spec, &options.bench) {
+        return Err(format!("the simulator does not model this yet: {what} (docs/simulate.md)"));
+    }
+    Ok(spec)
+}
+
+/// Per node: its name and the batch sizes it can form (padded to its fixed sizes, if any).
+fn formable(spec: &PipelineSpec, rows: usize) -> Vec<(String, Vec<usize>)> {
+    let decider = baton::scheduler::decision::Decider::new(spec);
+    spec.nodes
+        .iter()
+        .map(|n| {
+            let most = decider.selector().batch_rows(n.max_batch).max(rows);
+            let sizes = n.stages.iter().find(|s| !s.is_function()).map(|s| s.request.batch_sizes.clone());
+            let mut all: Vec<usize> = (1..=most)
+                .filter(|r| r % rows == 0 || *r == most)
+                .map(|r| sizes.as_ref().map_or(r, |b| b.padded(r)))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            (n.name.clone(), all)
+        })
+        .collect()
+}
+
+/// Simulates every policy × load point; prints `baton bench`'s tables and writes its files.
+pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result<BenchReport, String> {
+    check(options)?;
+    options.bench.check()?;
+    let b = &options.bench;
+    let file = b.pipeline.as_ref().ok_or("give the pipeline file")?;
+    let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
+    let profile_cores = profile_cores(&options.profile)?;
+    let terms = Terms {
+        wake_ns: (options.wake_us * 1000.0).round() as u64,
+        hop_ns: (options.hop_us * 1000.0).round() as u64,
+        cores: options.cores.unwrap_or(profile_cores),
+    };
+    // Only the simulation counts toward the speed figure (not reading models or the profile).
+    let mut took = 0.0;
+    let mut simulated_ns = 0u64;
+    let mut points = Vec::new();
+    let mut batch_sizes = Vec::new();
+    let mut spec_name = String::new();
+    let mut node_names = Vec::new();
+    for &policy in &b.policy {
+        let spec = policy_spec(&config, policy, options, file, engines)?;
+        if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < b.rows) {
+            return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
+        }
+        let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows))?;
+        let loads = sim_loads(options, &spec, &durations, terms)?;
+        let mut last_end = Vec::new();
+        for (k, load) in loads.into_iter().enumerate() {
+            let setup = setup(b, load, k);
+            simulated_ns += setup.warmup_ns + setup.duration_ns;
+            let started = Instant::now();
+            let window = Sim::new(&spec, &durations, terms, setup).run();
+            took += started.elapsed().as_secs_f64();
+            last_end = window.nodes_end.clone();
+            let (mode, value) = match load {
+                SimLoad::Closed(c) => ("closed", c as f64),
+                SimLoad::Open { rate, .. } => ("open", rate),
+            };
+            points.push(point_result(policy.name(), mode, value, b.rows, &[window], 1, None));
+        }
+        batch_sizes.push(report::policy_batches(policy.name(), &last_end, None));
+        spec_name = spec.name.clone();
+        node_names = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    }
+    eprintln!(
+        "simulated {:.1} s of traffic in {:.2} s ({:.0}x real time)",
+        simulated_ns as f64 / 1e9,
+        took,
+        simulated_ns as f64 / 1e9 / took.max(1e-9)
+    );
+    print_report(&spec_name, options, &points, &batch_sizes);
+    let report = BenchReport {
+        pipeline: spec_name,
+        file: file.display().to_string(),
+        cores: terms.cores.round() as usize,
+        settings: settings(options, terms),
+        raw: None,
+        points,
+        batch_sizes,
+    };
+    crate::write_files(b, &report, &node_names)?;
+    Ok(report)
+}
+
+fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_sizes: &[report::PolicyBatches]) {
+    println!(
+        "Baton simulated: pipeline `{name}`, {} row(s) per request, profile {}, seed {}",
+        options.bench.rows,
+        options.profile.display(),
+        options.bench.seed
+    );
+    print!("{}", report::points_table(points));
+    println!();
+    print!("{}", report::nodes_table(points));
+    println!();
+    print!("{}", report::batches_table(batch_sizes));
+}
+
+fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
+    let mut s = options.bench.settings();
+    s["simulated"] = serde_json::json!(true);
+    s["profile"] = serde_json::json!(options.profile.display().to_string());
+    s["wake_us"] = serde_json::json!(options.wake_us);
+    s["hop_us"] = serde_json::json!(options.hop_us);
+    s["sim_cores"] = serde_json::json!(terms.cores);
+    s
+}
+
+/// The profile's `cores` (the machine it was measured on).
+fn profile_cores(path: &Path) -> Result<f64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a profile: {e}", path.display()))?;
+    Ok(value["cores"].as_u64().filter(|&c| c > 0).unwrap_or(1) as f64)
+}
+
+/// The point's setup: the bench's warm-up and duration, a seed per point.
+fn setup(b: &BenchOptions, load: SimLoad, k: usize) -> PointSetup {
+    PointSetup {
+        load,
+        rows: b.rows,
+        priority_fraction: b.priority_fraction,
+        seed: b.seed.wrapping_add(k as u64),
+        warmup_ns: b.warmup.as_nanos() as u64,
+        duration_ns: b.duration.as_nanos() as u64,
+    }
+}
+
+/// The points: `--concurrency` and `--rate` as `baton bench` reads them, or with
+/// `--sweep` open-loop Poisson points at those percentages of the capacity
+/// (`--capacity-rate`, else the closed-loop throughput at `--capacity-concurrency`
+/// simulated under this policy).
+fn sim_loads(
+    options: &SimOptions,
+    spec: &PipelineSpec,
+    durations: &Durations,
+    terms: Terms,
+) -> Result<Vec<SimLoad>, String> {
+    let b = &options.bench;
+    if b.sweep.is_empty() {
+        return Ok(b
+            .loads()
+            .into_iter()
+            .map(|l| match l {
+                Load::Closed(c) => SimLoad::Closed(c),
+                Load::Open(rate) => SimLoad::Open { rate, arrivals: b.arrivals },
+            })
+            .collect());
+    }
+    let capacity = match b.capacity_rate {
+        Some(rate) => rate,
+        None => {
+            let setup = setup(b, SimLoad::Closed(b.capacity_concurrency), usize::MAX);
+            let window = Sim::new(spec, durations, terms, setup).run();
+            let rate = window.throughput();
+            if rate <= 0.0 {
+                return Err("the capacity point answered no request: lengthen --duration".into());
+            }
+            println!("capacity (simulated, closed loop c={}): {rate:.1} requests/s", b.capacity_concurrency);
+            rate
+        }
+    };
+    Ok(b.sweep
+        .iter()
+        .map(|p| SimLoad::Open { rate: capacity * p / 100.0, arrivals: crate::load::Arrivals::Poisson })
+        .collect())
+}

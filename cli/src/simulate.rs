@@ -1,0 +1,40 @@
+//! `baton simulate PIPELINE --profile PROFILE`: `baton bench`'s loads in
+//! virtual time, through the runtime's own scheduling code (see
+//! `baton_bench::simulate` and docs/simulate.md).
+
+use std::path::PathBuf;
+
+use baton_bench::simulate::SimOptions;
+
+use crate::bench_args::BenchArgs;
+
+/// `baton simulate` arguments: `baton bench`'s, the profile and the model's measured terms.
+#[derive(Clone, Debug, clap::Args)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// The profile the batch durations are drawn from (`baton profile PIPELINE --out FILE`).
+    #[arg(long)]
+    pub profile: PathBuf,
+    /// Measured term: from a scheduling decision to its worker's start, µs.
+    #[arg(long, default_value_t = 0.0)]
+    pub wake_us: f64,
+    /// Measured term: from a batch's end to its outputs at the next nodes or the client, µs.
+    #[arg(long, default_value_t = 0.0)]
+    pub hop_us: f64,
+    /// Processors the batches share (default: the profile's `cores`).
+    #[arg(long)]
+    pub cores: Option<f64>,
+}
+
+impl SimulateArgs {
+    pub fn options(self) -> SimOptions {
+        SimOptions {
+            bench: self.bench.options(),
+            profile: self.profile,
+            wake_us: self.wake_us,
+            hop_us: self.hop_us,
+            cores: self.cores,
+        }
+    }
+}
