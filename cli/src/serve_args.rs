@@ -10,8 +10,9 @@ use baton_server::{parse_listen_addr, ServeOptions, ServerConfig};
 /// `baton serve PIPELINE.toml [PIPELINE2.toml ...]`
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
-    /// Pipeline files; each is served as a model named by its pipeline name, version 1.
-    #[arg(required_unless_present = "model_repository", value_name = "PIPELINE.toml")]
+    /// Pipeline files, each served as a model named by its pipeline name, version 1;
+    /// and ONNX files (`model.onnx`), each served as a model named by its file stem.
+    #[arg(required_unless_present = "model_repository", value_name = "PIPELINE.toml|MODEL.onnx")]
     pub pipelines: Vec<PathBuf>,
     /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`,
     /// all loaded at start; the model repository extension loads and unloads them.

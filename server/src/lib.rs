@@ -45,6 +45,7 @@ pub mod model;
 pub mod models;
 pub mod serve;
 pub mod stats;
+pub mod triton;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -174,6 +175,12 @@ impl Server {
         self
     }
 
+    /// Serves models made already (Triton models from `.onnx` files, say).
+    pub fn served(mut self, models: Vec<Model>) -> Self {
+        self.models.extend(models);
+        self
+    }
+
     /// Serves each runtime as a model.
     pub fn models(self, runtimes: impl IntoIterator<Item = Runtime>) -> Self {
         runtimes.into_iter().fold(self, Server::model)
@@ -231,7 +238,8 @@ impl Server {
     }
 }
 
-/// Loads every model of the models' repository, if they have one.
+/// Loads every model of the models' repository, if they have one: pipeline files
+/// and Triton model folders.
 async fn load_repository(models: &Models) -> Result<(), StartError> {
     let Some(repository) = models.repository() else {
         return Ok(());
@@ -242,7 +250,11 @@ async fn load_repository(models: &Models) -> Result<(), StartError> {
                 "model `{name}` is both on the command line and in the model repository"
             )));
         }
-        models.load(&name).await.map_err(|e| StartError::Models(e.message))?;
+        // A model that fails to load is reported and noted in the repository index
+        // (state UNAVAILABLE, the error as its reason); the others serve.
+        if let Err(e) = models.load(&name).await {
+            eprintln!("error: {}", e.message);
+        }
     }
     Ok(())
 }
