@@ -322,7 +322,11 @@ fn scheduling(
     if config.max_batch_size < 0 {
         return Err(source.error("max_batch_size", "must not be negative"));
     }
-    let max_batch = if config.max_batch_size > 0 { config.max_batch_size as usize } else { UNBATCHED_ROWS };
+    // Without a batch dim a request runs alone: its first dim is all one batch,
+    // as large as a fixed first dim of the model's allows.
+    let fixed_first = config.input.iter().filter_map(|t| t.dims.first().and_then(|&d| usize::try_from(d).ok())).min();
+    let max_batch =
+        if config.max_batch_size > 0 { config.max_batch_size as usize } else { fixed_first.unwrap_or(UNBATCHED_ROWS) };
     node.insert("max_batch".into(), json!(max_batch));
     let Some(SchedulingChoice::DynamicBatching(d)) = &config.scheduling_choice else {
         return Ok((json!({ "policy": "none" }), RequestPolicy::default()));

@@ -201,3 +201,67 @@ pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         })
         .sum()
 }
+
+/// `.venv-client/bin/python` (tritonclient, numpy, onnxruntime), made by scripts/setup.sh.
+pub fn client_python() -> PathBuf {
+    let python = repo_root().join(".venv-client/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh (it runs scripts/setup-client.sh, which installs tritonclient[http,grpc], \
+         numpy and onnxruntime into .venv-client)",
+        python.display()
+    );
+    python
+}
+
+/// Runs `server/tests/python/SCRIPT` against `server` with `extra` arguments, up to
+/// `limit`; panics with its output when it fails or runs past the limit.
+pub fn run_client_script(script: &str, server: &TestServer, extra: &[&str], limit: Duration) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
+    let mut command = std::process::Command::new(client_python());
+    command
+        .arg(&path)
+        .args(["--http", &server.http.to_string(), "--grpc", &server.grpc.to_string()])
+        .args(["--metrics", &server.metrics.to_string()])
+        .args(extra)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    print!("{}", run_to_end(command, script, limit));
+}
+
+/// Runs `command` to its end (killed past `limit`), its output drained while it runs;
+/// panics naming `what` with the output unless it succeeds. Returns its stdout.
+pub fn run_to_end(mut command: std::process::Command, what: &str, limit: Duration) -> String {
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    match status {
+        Some(s) if s.success() => out,
+        Some(s) => panic!("{what} failed ({s}):\n{out}\n{err}"),
+        None => panic!("{what} ran past {limit:?}: killed\n{out}\n{err}"),
+    }
+}

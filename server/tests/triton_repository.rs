@@ -1,0 +1,123 @@
+//! A Triton model repository served unchanged: a repository built here from the
+//! models scripts/make_triton_models.py makes with onnx's helper API (add/sub in
+//! INT32 and INT8, a model without a batch dim, versions 1 and 2 of one model)
+//! and the shipped models/mlp.onnx, with a TOML pipeline beside them and five
+//! bad models. The server starts with the good ones serving and each bad one
+//! UNAVAILABLE with one error naming its file and field; server/tests/python/
+//! test_triton.py then drives it with tritonclient over HTTP and gRPC, every
+//! answer compared with onnxruntime's on the same file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use baton_server::ServerConfig;
+use common::{repo_root, run_client_script, run_to_end, scratch_dir, TestServer};
+
+/// Makes the test models into `dir` with the project's Python (onnx).
+fn make_models(dir: &Path) {
+    let python = repo_root().join(".venv/bin/python");
+    assert!(python.is_file(), "{} is missing: run scripts/setup.sh", python.display());
+    let mut command = Command::new(python);
+    command.arg(repo_root().join("scripts/make_triton_models.py")).arg(dir);
+    run_to_end(command, "scripts/make_triton_models.py", Duration::from_secs(120));
+}
+
+/// `repo/NAME/VERSION/model.onnx` copied from `from`.
+fn version(repo: &Path, name: &str, version: u32, from: &Path) {
+    let dir = repo.join(name).join(version.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(from, dir.join("model.onnx")).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+}
+
+fn config(repo: &Path, name: &str, text: &str) {
+    std::fs::create_dir_all(repo.join(name)).unwrap();
+    std::fs::write(repo.join(name).join("config.pbtxt"), text).unwrap();
+}
+
+/// Triton's classic two-input add/sub config for data type `ty`.
+fn add_sub_config(name: &str, ty: &str) -> String {
+    let tensor = |n: &str| format!("  {{ name: \"{n}\" data_type: {ty} dims: [ 16 ] }}");
+    format!(
+        "name: \"{name}\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n\
+         input [\n{},\n{}\n]\noutput [\n{},\n{}\n]\n\
+         dynamic_batching {{ max_queue_delay_microseconds: 100 }}\n\
+         instance_group [ {{ count: 2 kind: KIND_CPU }} ]\n\
+         parameters {{ key: \"intra_op_thread_count\" value: {{ string_value: \"1\" }} }}\n",
+        tensor("INPUT0"),
+        tensor("INPUT1"),
+        tensor("OUTPUT0"),
+        tensor("OUTPUT1")
+    )
+}
+
+/// The repository: good models, a TOML pipeline, and the bad ones with the
+/// file and field each one's error must name.
+fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> {
+    let model = |n: &str| onnx.join(format!("{n}.onnx"));
+    version(repo, "simple", 1, &model("add_sub_int32"));
+    config(repo, "simple", &add_sub_config("simple", "TYPE_INT32"));
+    version(repo, "simple_int8", 1, &model("add_sub_int8"));
+    config(repo, "simple_int8", &add_sub_config("simple_int8", "TYPE_INT8"));
+    version(repo, "auto_int8", 1, &model("add_sub_int8")); // no config.pbtxt: completed
+    version(repo, "nobatch", 1, &model("scale_fixed"));
+    config(
+        repo,
+        "nobatch",
+        "max_batch_size: 0\ninput [ { name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+         output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n",
+    );
+    version(repo, "versioned", 1, &model("plus_one"));
+    version(repo, "versioned", 2, &model("plus_two"));
+    config(repo, "versioned", "version_policy: { all { } }\n");
+    version(repo, "mlp", 1, &repo_root().join("models/mlp.onnx"));
+    let mlp = repo_root().join("models/mlp.onnx");
+    let toml = format!(
+        "[pipeline]\nname = \"tomlmlp\"\n[inputs.input]\nto = [\"m.input\"]\n[outputs.output]\nfrom = \"m.output\"\n\
+         [nodes.m]\nstages = [{{ model = {:?} }}]\n",
+        mlp.display().to_string()
+    );
+    std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
+
+    version(repo, "bad_missing_file", 1, &model("plus_one"));
+    config(repo, "bad_missing_file", "default_model_filename: \"missing.onnx\"\n");
+    std::fs::create_dir_all(repo.join("bad_no_model/1")).unwrap();
+    config(repo, "bad_no_model", "max_batch_size: 4\n");
+    version(repo, "bad_type", 1, &model("add_sub_int32"));
+    config(repo, "bad_type", &add_sub_config("bad_type", "TYPE_INT32").replacen("TYPE_INT32", "TYPE_FP32", 1));
+    version(repo, "bad_field", 1, &model("plus_one"));
+    config(repo, "bad_field", "max_batch_size: 4\ndynamic_batching { max_queue_delay_microsecond: 100 }\n");
+    version(repo, "bad_unsupported", 1, &model("plus_one"));
+    config(repo, "bad_unsupported", "max_batch_size: 4\nbatch_input [ { kind: BATCH_ELEMENT_COUNT } ]\n");
+    let file = |n: &str, tail: &str| format!("{}{tail}", repo.join(n).join("config.pbtxt").display());
+    vec![
+        ("bad_missing_file", file("bad_missing_file", ":1: field `default_model_filename`"), "missing.onnx"),
+        ("bad_no_model", file("bad_no_model", ": "), "1/model.onnx of version 1 is missing"),
+        ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),
+        ("bad_field", file("bad_field", ":2: column"), "max_queue_delay_microsecond"),
+        ("bad_unsupported", file("bad_unsupported", ":2: field `batch_input`"), "not supported"),
+    ]
+}
+
+#[test]
+fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail_alone() {
+    let scratch = scratch_dir("triton-repository");
+    let (onnx, repo): (PathBuf, PathBuf) = (scratch.join("onnx"), scratch.join("repo"));
+    make_models(&onnx);
+    let bad = build(&repo, &onnx);
+    let config = ServerConfig { max_body_bytes: 4_000_000, ..ServerConfig::ephemeral() };
+    let server = TestServer::start_with_repository(&[], Some(&repo), config);
+    let index = server.models().index().unwrap();
+    for (name, starts, holds) in &bad {
+        let row = index.iter().find(|e| e.name == *name).unwrap_or_else(|| panic!("{name} is not in the index"));
+        assert_eq!(row.state, "UNAVAILABLE", "{name}");
+        assert!(row.reason.contains(starts.as_str()), "{name}: the reason {:?} lacks {starts:?}", row.reason);
+        assert!(row.reason.contains(holds), "{name}: the reason {:?} lacks {holds:?}", row.reason);
+    }
+    let extra = ["--repo", repo.to_str().unwrap(), "--onnx", onnx.to_str().unwrap()];
+    run_client_script("test_triton.py", &server, &extra, Duration::from_secs(120));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
