@@ -438,7 +438,7 @@ impl GrpcInferenceService for Service {
             }
         });
         let result = match checked {
-            Ok(config) => self.models.load_with(&r.model_name, config).await,
+            Ok(config) => self.models.api_load(&r.model_name, config).await,
             Err(e) => Err(e),
         };
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))
@@ -449,7 +449,7 @@ impl GrpcInferenceService for Service {
         request: Request<pb::RepositoryModelUnloadRequest>,
     ) -> Result<Response<pb::RepositoryModelUnloadResponse>, Status> {
         let r = request.into_inner();
-        let result = self.models.unload(&r.model_name).await;
+        let result = self.models.api_unload(&r.model_name).await;
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelUnloadResponse {}).map_err(status))
     }
 

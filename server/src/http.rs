@@ -248,7 +248,7 @@ async fn repository_load(State(app): AppState, Path(name): Path<String>, body: B
         }
     });
     let result = match checked {
-        Ok(config) => app.models.load_with(&name, config).await,
+        Ok(config) => app.models.api_load(&name, config).await,
         Err(e) => Err(e),
     };
     let response = match result {
@@ -260,7 +260,7 @@ async fn repository_load(State(app): AppState, Path(name): Path<String>, body: B
 
 async fn repository_unload(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
     let result = match repository_body(&body) {
-        Ok(_) => app.models.unload(&name).await,
+        Ok(_) => app.models.api_unload(&name).await,
         Err(e) => Err(e),
     };
     let response = match result {

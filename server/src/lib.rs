@@ -36,6 +36,7 @@
 
 pub mod config;
 pub mod conn;
+pub mod control;
 pub mod flow;
 pub mod grpc;
 pub mod http;
@@ -154,11 +155,12 @@ pub struct Server {
     config: ServerConfig,
     models: Vec<Model>,
     repository: Option<Repository>,
+    control: control::ModelControl,
 }
 
 impl Server {
     pub fn new(config: ServerConfig) -> Self {
-        Server { config, models: Vec::new(), repository: None }
+        Server { config, models: Vec::new(), repository: None, control: Default::default() }
     }
 
     /// Serves the model repository `dir` too: each pipeline file `NAME.toml`
@@ -172,6 +174,12 @@ impl Server {
     /// Serves `runtime` as the model named by its pipeline name.
     pub fn model(mut self, runtime: Runtime) -> Self {
         self.models.push(Model::new(runtime));
+        self
+    }
+
+    /// Which repository models load at start, and how they load later (`--model-control-mode`).
+    pub fn model_control(mut self, control: control::ModelControl) -> Self {
+        self.control = control;
         self
     }
 
@@ -208,10 +216,17 @@ impl Server {
     /// On error the runtimes are shut down gracefully (dropped).
     pub async fn start(self) -> Result<RunningServer, StartError> {
         let config = self.config;
-        let models = Models::new(self.models, config.max_in_flight)
+        self.control.check().map_err(StartError::Models)?;
+        let mut models = Models::new(self.models, config.max_in_flight)
             .map_err(StartError::Models)?
             .with_repository(self.repository, config.shutdown_grace);
-        load_repository(&models).await?;
+        let polling = self.control.mode == control::ControlMode::Poll;
+        if polling {
+            models = models.refuse_api_control(
+                "the server polls its model repository (--model-control-mode poll): change the files instead",
+            );
+        }
+        let loaded = load_repository(&models, &self.control).await?;
         let models = Arc::new(models);
         let http = bind("http", config.http).await?;
         let grpc = bind("grpc", config.grpc).await?;
@@ -227,6 +242,10 @@ impl Server {
         if let Some(listener) = grpc {
             tasks.push(("grpc", serve_grpc(listener, Arc::clone(&models), &config, signal(&stopped))));
         }
+        if polling {
+            let poll = control::poll(Arc::clone(&models), self.control.poll_every, loaded, signal(&stopped));
+            tasks.push(("repository-poll", tokio::spawn(poll)));
+        }
         if let Some(listener) = metrics {
             let handle = install_recorder();
             tasks.push(("metrics-upkeep", metrics_upkeep(handle.clone(), signal(&stopped))));
@@ -240,11 +259,23 @@ impl Server {
 
 /// Loads every model of the models' repository, if they have one: pipeline files
 /// and Triton model folders.
-async fn load_repository(models: &Models) -> Result<(), StartError> {
+async fn load_repository(
+    models: &Models,
+    control: &control::ModelControl,
+) -> Result<std::collections::BTreeMap<String, control::Fingerprint>, StartError> {
+    let mut loaded = std::collections::BTreeMap::new();
     let Some(repository) = models.repository() else {
-        return Ok(());
+        return Ok(loaded);
     };
-    for name in repository.names().map_err(|e| StartError::Models(e.message))? {
+    let names = repository.names().map_err(|e| StartError::Models(e.message))?;
+    if let Some(missing) = control.load.iter().find(|n| *n != "*" && !names.contains(n)) {
+        return Err(StartError::Models(format!(
+            "--load-model {missing}: the model repository {} has no model `{missing}`",
+            repository.dir.display()
+        )));
+    }
+    for name in names.into_iter().filter(|n| control.loads_at_start(n)) {
+        loaded.insert(name.clone(), control::fingerprint(repository, &name));
         if models.knows(&name) {
             return Err(StartError::Models(format!(
                 "model `{name}` is both on the command line and in the model repository"
@@ -256,7 +287,7 @@ async fn load_repository(models: &Models) -> Result<(), StartError> {
             eprintln!("error: {}", e.message);
         }
     }
-    Ok(())
+    Ok(loaded)
 }
 
 /// A listener on `addr` for the `what` endpoint, when it has an address.

@@ -138,6 +138,8 @@ pub struct Models {
     /// from the loaded models' capacity ([`default_bound`]) and resized on every load and unload.
     limit: AtomicUsize,
     limit_given: bool,
+    /// Why the repository API may not load or unload (`--model-control-mode poll`), if it may not.
+    api_refused: Option<String>,
 }
 
 /// Batches per worker the default in-flight bound lets wait behind the running ones.
@@ -193,6 +195,7 @@ impl Models {
             in_flight: AtomicUsize::new(0),
             limit: AtomicUsize::new(limit.unwrap_or(0)),
             limit_given: limit.is_some(),
+            api_refused: None,
         }
         .with_bound_refreshed())
     }
@@ -203,6 +206,32 @@ impl Models {
         self.repository = repository;
         self.drain_limit = drain_limit;
         self
+    }
+
+    /// Refuses the repository API's loads and unloads from now on, saying `why`
+    /// (the server's own poller still loads and unloads).
+    pub fn refuse_api_control(mut self, why: impl Into<String>) -> Self {
+        self.api_refused = Some(why.into());
+        self
+    }
+
+    /// A repository API load: [`Models::load_with`], unless the model control mode refuses it.
+    pub async fn api_load(&self, name: &str, config: Option<String>) -> Result<(), ServeError> {
+        self.check_api()?;
+        self.load_with(name, config).await
+    }
+
+    /// A repository API unload: [`Models::unload`], unless the model control mode refuses it.
+    pub async fn api_unload(&self, name: &str) -> Result<(), ServeError> {
+        self.check_api()?;
+        self.unload(name).await
+    }
+
+    fn check_api(&self) -> Result<(), ServeError> {
+        match &self.api_refused {
+            Some(why) => Err(ServeError::bad(why.clone())),
+            None => Ok(()),
+        }
     }
 
     pub fn repository(&self) -> Option<&Repository> {

@@ -19,6 +19,8 @@ pub struct ServeOptions {
     pub pipelines: Vec<PathBuf>,
     /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`.
     pub model_repository: Option<PathBuf>,
+    /// Which repository models load at start and how they load later.
+    pub model_control: crate::control::ModelControl,
     /// Threads for the network front ends (tokio workers).
     pub threads: usize,
     /// Addresses, limits and timeouts.
@@ -80,6 +82,7 @@ pub fn run_with(options: ServeOptions, engines: &EngineRegistry) -> ExitCode {
     if let Some(dir) = &options.model_repository {
         server = server.repository(dir, engines.clone());
     }
+    server = server.model_control(options.model_control.clone());
     let started = server.run_blocking(options.threads, |running| {
         let models = running.models().list();
         let names: Vec<String> =

@@ -121,3 +121,59 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// Waits (up to 60 s) until `cond` holds, checking every 20 ms: the poller's
+/// period is 100 ms, so this waits for its next looks, never for a guessed time.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn states(server: &TestServer) -> Vec<(String, String, &'static str)> {
+    let index = server.models().index().unwrap();
+    index.into_iter().map(|e| (e.name, e.version, e.state)).collect()
+}
+
+#[test]
+fn model_control_explicit_loads_the_named_models_and_poll_follows_the_files() {
+    use baton_server::control::{ControlMode, ModelControl};
+    let scratch = scratch_dir("triton-control");
+    let (onnx, repo) = (scratch.join("onnx"), scratch.join("repo"));
+    make_models(&onnx);
+    let model = |n: &str| onnx.join(format!("{n}.onnx"));
+    version(&repo, "one", 1, &model("plus_one"));
+    version(&repo, "two", 1, &model("plus_two"));
+    config(&repo, "two", "version_policy: { all { } }\n");
+    let config = ServerConfig::ephemeral();
+
+    // explicit: only --load-model's names load; the API loads the others.
+    let control = ModelControl { mode: ControlMode::Explicit, load: vec!["one".into()], ..Default::default() };
+    let server = TestServer::start_with_control(&repo, config.clone(), control);
+    let ready = |s: &TestServer, name: &str| s.models().get(name).is_some();
+    assert!(ready(&server, "one") && !ready(&server, "two"), "{:?}", states(&server));
+    server.rt.block_on(server.models().api_load("two", None)).unwrap();
+    assert!(ready(&server, "two"));
+    drop(server);
+
+    // poll: a new version folder is loaded, a removed model unloaded; the API refused.
+    let control =
+        ModelControl { mode: ControlMode::Poll, poll_every: Duration::from_millis(100), ..Default::default() };
+    let server = TestServer::start_with_control(&repo, config, control);
+    assert_eq!(server.models().find("two", "").unwrap().versions, ["1"]);
+    let refused = server.rt.block_on(server.models().api_unload("one")).unwrap_err();
+    assert!(refused.message.contains("--model-control-mode poll"), "{}", refused.message);
+    let v2 = repo.join("two/2");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::copy(model("plus_one"), v2.join("model.part")).unwrap();
+    std::fs::rename(v2.join("model.part"), v2.join("model.onnx")).unwrap();
+    wait_for("version 2 of `two`", || server.models().find("two", "2").is_ok());
+    assert_eq!(server.models().find("two", "").unwrap().versions, ["1", "2"]);
+    std::fs::remove_dir_all(repo.join("one")).unwrap();
+    wait_for("`one` unloaded", || !ready(&server, "one"));
+    assert!(ready(&server, "two"), "{:?}", states(&server));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -71,6 +71,26 @@ impl TestServer {
         }
     }
 
+    /// Serves the model repository `repository` alone under model control `control`.
+    pub fn start_with_control(
+        repository: &Path,
+        config: ServerConfig,
+        control: baton_server::control::ModelControl,
+    ) -> TestServer {
+        baton_server::install_recorder();
+        let engines = baton_engines::standard_registry();
+        let server = Server::new(config).repository(repository, engines).model_control(control);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let running = rt.block_on(server.start()).expect("the server starts");
+        TestServer {
+            http: running.http_addr().unwrap(),
+            grpc: running.grpc_addr().unwrap(),
+            metrics: running.metrics_addr().unwrap(),
+            running: Some(running),
+            rt,
+        }
+    }
+
     pub fn start(pipelines: &[&str]) -> TestServer {
         Self::start_with(pipelines, ServerConfig::ephemeral())
     }
