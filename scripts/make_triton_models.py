@@ -5,6 +5,7 @@ Made with onnx's helper API, opset 17, IR version 8, deterministic. Names and si
 contract with server/tests/triton_repository.rs and server/tests/python/test_triton.py:
 - add_sub_int32.onnx, add_sub_int8.onnx: INPUT0, INPUT1 [N, 16] -> OUTPUT0 = INPUT0 + INPUT1,
   OUTPUT1 = INPUT0 - INPUT1 (the int8 one computes in int32 and casts back, wrapping).
+- add_sub_fp32.onnx: the same over [N, 4] FP32 (the last step of the test ensemble).
 - scale_fixed.onnx: X [4] FP32 -> Y = 2 X (no batch dim: a model for max_batch_size 0).
 - plus_one.onnx, plus_two.onnx: X [N, 4] FP32 -> Y = X + 1 / X + 2 (versions 1 and 2 of one model).
 """
@@ -26,9 +27,9 @@ def save(outdir, name, nodes, inputs, outputs, inits=()):
     print("saved", path)
 
 
-def add_sub(outdir, name, dtype):
-    io = lambda n: helper.make_tensor_value_info(n, dtype, ["N", 16])
-    if dtype == TensorProto.INT32:
+def add_sub(outdir, name, dtype, width=16):
+    io = lambda n: helper.make_tensor_value_info(n, dtype, ["N", width])
+    if dtype in (TensorProto.INT32, TensorProto.FLOAT):
         nodes = [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
                  helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])]
     else:
@@ -59,6 +60,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     add_sub(outdir, "add_sub_int32", TensorProto.INT32)
     add_sub(outdir, "add_sub_int8", TensorProto.INT8)
+    add_sub(outdir, "add_sub_fp32", TensorProto.FLOAT, width=4)
     scale_fixed(outdir)
     plus(outdir, "plus_one", 1.0)
     plus(outdir, "plus_two", 2.0)

@@ -37,6 +37,52 @@ fn config(repo: &Path, name: &str, text: &str) {
     std::fs::write(repo.join(name).join("config.pbtxt"), text).unwrap();
 }
 
+/// One ensemble step: the model, its input_map and its output_map (model tensor, ensemble tensor).
+type Step<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)]);
+
+/// An ensemble config with input X, outputs SUM and DIFF, and `steps`.
+fn ensemble_config(name: &str, steps: &[Step]) -> String {
+    let map = |kind: &str, pairs: &[(&str, &str)]| {
+        pairs.iter().map(|(k, v)| format!("{kind} {{ key: \"{k}\" value: \"{v}\" }}")).collect::<Vec<_>>().join(" ")
+    };
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|(model, ins, outs)| {
+            format!(
+                "  {{ model_name: \"{model}\" model_version: -1 {} {} }}",
+                map("input_map", ins),
+                map("output_map", outs)
+            )
+        })
+        .collect();
+    format!(
+        "name: \"{name}\"\nplatform: \"ensemble\"\nmax_batch_size: 4\n\
+         input [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         output [ {{ name: \"SUM\" data_type: TYPE_FP32 dims: [ 4 ] }}, {{ name: \"DIFF\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         ensemble_scheduling {{\n step [\n{}\n ]\n}}\n",
+        steps.join(",\n")
+    )
+}
+
+/// The ensemble `ens` of three models (X -> p1 -> a, X -> p2 -> b, addsub(a, b) -> SUM, DIFF) and bad ones.
+fn ensemble(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
+    version(repo, "p1", 1, &model("plus_one"));
+    version(repo, "p2", 1, &model("plus_two"));
+    version(repo, "addsub", 1, &model("add_sub_fp32"));
+    let last: Step = ("addsub", &[("INPUT0", "a"), ("INPUT1", "b")], &[("OUTPUT0", "SUM"), ("OUTPUT1", "DIFF")]);
+    let good = [("p1", &[("X", "X")][..], &[("Y", "a")][..]), ("p2", &[("X", "X")], &[("Y", "b")]), last];
+    for (name, steps) in [
+        ("ens", good.to_vec()),
+        ("bad_ens_model", vec![("nope", &[("X", "X")][..], &[("Y", "a")][..]), good[1], last]),
+        ("bad_ens_tensor", vec![good[0], ("p2", &[("X", "zzz")], &[("Y", "b")]), last]),
+        ("bad_ens_cycle_a", vec![("bad_ens_cycle_b", &[("X", "X")][..], &[("SUM", "a")][..]), good[1], last]),
+        ("bad_ens_cycle_b", vec![("bad_ens_cycle_a", &[("X", "X")][..], &[("SUM", "a")][..]), good[1], last]),
+    ] {
+        config(repo, name, &ensemble_config(name, &steps));
+        std::fs::create_dir_all(repo.join(name).join("1")).unwrap();
+    }
+}
+
 /// Triton's classic two-input add/sub config for data type `ty`.
 fn add_sub_config(name: &str, ty: &str) -> String {
     let tensor = |n: &str| format!("  {{ name: \"{n}\" data_type: {ty} dims: [ 16 ] }}");
@@ -81,6 +127,8 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
     );
     std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
 
+    ensemble(repo, &model);
+
     version(repo, "bad_missing_file", 1, &model("plus_one"));
     config(repo, "bad_missing_file", "default_model_filename: \"missing.onnx\"\n");
     std::fs::create_dir_all(repo.join("bad_no_model/1")).unwrap();
@@ -93,6 +141,22 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
     config(repo, "bad_unsupported", "max_batch_size: 4\nbatch_input [ { kind: BATCH_ELEMENT_COUNT } ]\n");
     let file = |n: &str, tail: &str| format!("{}{tail}", repo.join(n).join("config.pbtxt").display());
     vec![
+        (
+            "bad_ens_model",
+            file("bad_ens_model", ":8: field `ensemble_scheduling.step[0].model_name`"),
+            "`nope` is not a model",
+        ),
+        ("bad_ens_tensor", file("bad_ens_tensor", ":6: field `ensemble_scheduling`"), "tensor `zzz`"),
+        (
+            "bad_ens_cycle_a",
+            file("bad_ens_cycle_a", ":8: field `ensemble_scheduling.step[0].model_name`"),
+            "is an ensemble",
+        ),
+        (
+            "bad_ens_cycle_b",
+            file("bad_ens_cycle_b", ":8: field `ensemble_scheduling.step[0].model_name`"),
+            "is an ensemble",
+        ),
         ("bad_missing_file", file("bad_missing_file", ":1: field `default_model_filename`"), "missing.onnx"),
         ("bad_no_model", file("bad_no_model", ": "), "1/model.onnx of version 1 is missing"),
         ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),

@@ -8,6 +8,7 @@
 //! - [`layout`]: version folders, the version policy, the model file.
 //! - [`mapping`]: completion from the ONNX model, checks, the one-node pipeline.
 
+pub mod ensemble;
 pub mod layout;
 pub mod mapping;
 pub mod pbtxt;
@@ -85,34 +86,48 @@ pub struct ConfigSource<'a> {
     pub override_json: Option<&'a str>,
 }
 
-/// Loads Triton model folder `dir` as model `name`: the config (read, overridden,
-/// checked field by field), the versions its policy serves, completion from the
-/// ONNX model, and one started pipeline per version.
-pub fn load_dir(
+/// A Triton model folder read and checked, not started: its completed config
+/// and the model file of each version its policy serves (highest first).
+pub struct Prepared {
+    pub config: tpb::ModelConfig,
+    pub config_file: PathBuf,
+    pub text: Option<String>,
+    pub versions: Vec<(u64, PathBuf)>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads Triton model folder `dir` of model `name`: the config (read, or the
+/// override, checked field by field), the versions its policy serves, and (not
+/// for an ensemble) completion from the ONNX model and the checks against it.
+pub fn prepare_dir(
     dir: &Path,
     name: &str,
     engines: &EngineRegistry,
     override_json: Option<&str>,
-) -> Result<Loaded, String> {
+) -> Result<Prepared, String> {
     let config_file = dir.join(layout::CONFIG_FILE);
     let text = if config_file.is_file() {
         Some(std::fs::read_to_string(&config_file).map_err(|e| format!("cannot read {}: {e}", config_file.display()))?)
     } else {
         None
     };
-    let (message, source_text) = match override_json {
-        Some(json) => (parse_override(&config_file, json).map_err(|e| e.to_string())?, None),
-        None => match &text {
-            Some(text) => (pbtxt::parse(&config_file, text).map_err(|e| e.to_string())?.message, Some(text.as_str())),
-            None => (prost_reflect::DynamicMessage::new(pbtxt::model_config_descriptor()), None),
-        },
+    let message = match (override_json, &text) {
+        (Some(json), _) => parse_override(&config_file, json).map_err(|e| e.to_string())?,
+        (None, Some(text)) => pbtxt::parse(&config_file, text).map_err(|e| e.to_string())?.message,
+        (None, None) => prost_reflect::DynamicMessage::new(pbtxt::model_config_descriptor()),
     };
+    let source_text = if override_json.is_some() { None } else { text.as_deref() };
     let source = mapping::Source { file: &config_file, text: source_text };
-    let mut warnings = rules::check(&config_file, source_text, &message).map_err(|e| e.to_string())?;
+    let warnings = rules::check(&config_file, source_text, &message).map_err(|e| e.to_string())?;
     let mut config = pbtxt::typed(&config_file, message).map_err(|e| e.to_string())?.config;
-    let versions =
+    let chosen =
         layout::select(dir, &config_file, source_text, config.version_policy.as_ref()).map_err(|e| e.to_string())?;
-    let files = versions
+    if ensemble::is_ensemble(&config) {
+        let versions = chosen.into_iter().map(|v| (v, dir.join(v.to_string()))).collect();
+        let text = source_text.map(str::to_string);
+        return Ok(Prepared { config, config_file, text, versions, warnings });
+    }
+    let files = chosen
         .iter()
         .map(|&v| layout::model_file(dir, &config_file, source_text, v, &config.default_model_filename))
         .collect::<Result<Vec<_>, _>>()
@@ -122,12 +137,33 @@ pub fn load_dir(
     for signature in &signatures {
         mapping::check_tensors(&config, signature, source).map_err(|e| e.to_string())?;
     }
+    let text = source_text.map(str::to_string);
+    Ok(Prepared { config, config_file, text, versions: chosen.into_iter().zip(files).collect(), warnings })
+}
+
+/// Loads Triton model folder `dir` as model `name` ([`prepare_dir`]) and starts
+/// one pipeline per served version; an ensemble becomes one pipeline over the
+/// models its steps name (see [`ensemble`]).
+pub fn load_dir(
+    dir: &Path,
+    name: &str,
+    engines: &EngineRegistry,
+    override_json: Option<&str>,
+) -> Result<Loaded, String> {
+    let Prepared { config, config_file, text, versions, mut warnings } =
+        prepare_dir(dir, name, engines, override_json)?;
+    let source = mapping::Source { file: &config_file, text: text.as_deref() };
     let mut started = Vec::new();
     let mut policy = RequestPolicy::default();
-    for (&version, file) in versions.iter().zip(&files) {
-        let (pipeline, p) = mapping::pipeline(&config, file, source, &mut warnings).map_err(|e| e.to_string())?;
+    for (version, file) in versions {
+        let (pipeline, p) = if ensemble::is_ensemble(&config) {
+            let repository = dir.parent().unwrap_or(dir);
+            (ensemble::pipeline(&config, name, repository, engines, source, &mut warnings)?, RequestPolicy::default())
+        } else {
+            mapping::pipeline(&config, &file, source, &mut warnings).map_err(|e| e.to_string())?
+        };
         policy = p;
-        let runtime = Runtime::from_config(&pipeline, Some(file), engines)
+        let runtime = Runtime::from_config(&pipeline, Some(&config_file), engines)
             .map_err(|e| format!("{}: version {version}: {e}", config_file.display()))?;
         started.push(Version { version, runtime });
     }

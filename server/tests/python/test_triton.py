@@ -66,6 +66,20 @@ same_as_ort("versioned", repo_model("versioned", 2), {"X": x})  # the default: t
 got = infer(httpclient, http, "versioned", {"X": x}, "1").get_response()
 check(got["model_version"] == "1", f"answer's version: {got}")
 
+# The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
+xe = rng.standard_normal((3, 4)).astype(np.float32)
+ea = reference(repo_model("p1"), {"X": xe})["Y"]
+eb = reference(repo_model("p2"), {"X": xe})["Y"]
+ewant = reference(repo_model("addsub"), {"INPUT0": ea, "INPUT1": eb})
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    for priority in (0, 1):
+        i = mod.InferInput("X", [3, 4], "FP32")
+        i.set_data_from_numpy(xe)
+        got = client.infer("ens", [i], priority=priority)
+        close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"ensemble SUM over {mod.__name__} priority {priority}")
+        close(got.as_numpy("DIFF"), ewant["OUTPUT1"], f"ensemble DIFF over {mod.__name__} priority {priority}")
+check(http.get_model_config("ens")["platform"] == "ensemble", "the ensemble's config")
+
 # Metadata and configs: the written config as parsed, the completed one from the ONNX model.
 meta = http.get_model_metadata("versioned")
 check(meta["versions"] == ["1", "2"] and meta["platform"] == "onnxruntime_onnx", f"versioned metadata: {meta}")
@@ -93,7 +107,8 @@ for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
     check(rows.get((name, "1")) == ("READY", ""), f"{name} in the index: {index}")
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
-check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported"}, f"bad ones: {bad}")
+check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
+                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b"}, f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
 
