@@ -241,3 +241,34 @@ fn model_control_explicit_loads_the_named_models_and_poll_follows_the_files() {
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// `baton serve model.onnx`: a plain ONNX file served as the model named by its
+/// stem with a config completed from it, its answer equal to the pipeline's on the same file.
+#[test]
+fn a_plain_onnx_file_is_served_under_its_stem_with_a_completed_config() {
+    baton_server::install_recorder();
+    let engines = baton_engines::standard_registry();
+    let file = repo_root().join("models/mlp.onnx");
+    let loaded = baton_server::triton::load_file(&file, &engines).unwrap();
+    let served = baton_server::triton::into_models(loaded);
+    let reference = baton::Runtime::from_file(&common::pipeline("mlp.toml"), &engines).unwrap();
+    let mut server_config = ServerConfig::ephemeral();
+    server_config.max_body_bytes = 4_000_000;
+    let server = baton_server::Server::new(server_config).served(served);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let running = rt.block_on(server.start()).unwrap();
+    let http = running.http_addr().unwrap();
+    let config = common::request(http, "GET", "/v2/models/mlp/config", &[], b"").json();
+    assert_eq!(config["max_batch_size"], 4, "{config}");
+    assert_eq!(config["platform"], "onnxruntime_onnx", "{config}");
+    assert_eq!(config["input"][0]["dims"], serde_json::json!([256]), "{config}");
+    let x: Vec<f32> = (0..512).map(|i| (i as f32 * 0.37).sin()).collect();
+    let body = serde_json::json!({ "inputs": [{ "name": "input", "datatype": "FP32", "shape": [2, 256], "data": x }] });
+    let answer = common::request(http, "POST", "/v2/models/mlp/infer", &[], body.to_string().as_bytes()).json();
+    let got: Vec<f32> = serde_json::from_value(answer["outputs"][0]["data"].clone()).unwrap();
+    let input = baton::Tensor::from_vec(vec![2, 256], x).unwrap();
+    let want = reference.submit(baton::Request::new().input("input", input)).wait().unwrap();
+    assert_eq!(got, want.get("output").unwrap().as_slice::<f32>().unwrap().to_vec());
+    rt.block_on(running.shutdown());
+    reference.shutdown();
+}
