@@ -375,7 +375,7 @@ impl GrpcInferenceService for Service {
         let result = self
             .models
             .find(&r.name, &r.version)
-            .map(|m| pb::ModelConfigResponse { config: Some(m.config_pb()) })
+            .map(|m| pb::ModelConfigResponse { config: m.config_bytes().into() })
             .map_err(status);
         self.counted("config", &r.name, result)
     }

@@ -338,9 +338,10 @@ impl Model {
         self.triton.as_ref().map_or_else(|| self.config.to_json(), |t| t.json.clone())
     }
 
-    /// The config gRPC's ModelConfig answers.
-    pub fn config_pb(&self) -> crate::pb::ModelConfig {
-        self.triton.as_ref().map_or_else(|| self.config.to_pb(), |t| t.to_pb())
+    /// The config gRPC's ModelConfig answers, encoded (a Triton model's with every field).
+    pub fn config_bytes(&self) -> Vec<u8> {
+        use prost::Message;
+        self.triton.as_ref().map_or_else(|| self.config.to_pb().encode_to_vec(), |t| t.config.encode_to_vec())
     }
 
     pub fn runtime(&self) -> &Runtime {

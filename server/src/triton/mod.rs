@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use baton::{EngineRegistry, ModelSignature, Runtime, StageRequest};
-use prost::Message;
 
 pub use mapping::RequestPolicy;
 pub use pbtxt::ConfigError;
@@ -40,11 +39,6 @@ impl ShownConfig {
     fn new(config: tpb::ModelConfig) -> Self {
         let json = pbtxt::to_json_named(&pbtxt::dynamic(&config));
         ShownConfig { config, json }
-    }
-
-    /// As gRPC's ModelConfig answers it (the fields its message carries).
-    pub fn to_pb(&self) -> crate::pb::ModelConfig {
-        crate::pb::ModelConfig::decode(self.config.encode_to_vec().as_slice()).unwrap_or_default()
     }
 }
 

@@ -95,6 +95,13 @@ check([(t["name"], t["data_type"], t["dims"]) for t in auto["input"]]
 g = grpc.get_model_config("auto_int8").config
 check(g.max_batch_size == 4 and [t.name for t in g.output] == ["OUTPUT0", "OUTPUT1"], f"gRPC auto config: {g}")
 check(g.input[0].data_type == grpcclient.model_config_pb2.TYPE_INT8 and list(g.input[0].dims) == [16], f"gRPC auto input: {g.input[0]}")
+gs = grpc.get_model_config("simple").config
+check(gs.instance_group[0].count == 2 and gs.dynamic_batching.max_queue_delay_microseconds == 100, f"gRPC simple: {gs}")
+check(gs.parameters["intra_op_thread_count"].string_value == "1", f"gRPC simple parameters: {gs}")
+gv = grpc.get_model_config("versioned").config
+check(gv.version_policy.HasField("all"), f"gRPC versioned policy: {gv}")
+ge = grpc.get_model_config("ens").config
+check([s.model_name for s in ge.ensemble_scheduling.step] == ["p1", "p2", "addsub"], f"gRPC ensemble: {ge}")
 nob = grpc.get_model_config("nobatch").config
 check(nob.max_batch_size == 0 and list(nob.input[0].dims) == [4], f"nobatch: {nob}")
 # max_batch_size 4 from completion: five rows are refused.
