@@ -6,19 +6,32 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_server::access::{Restriction, Restrictions};
+use baton_server::control::{ControlMode, ModelControl};
 use baton_server::tls::TlsFiles;
 use baton_server::{parse_listen_addr, ServeOptions, ServerConfig};
 
 /// `baton serve PIPELINE.toml [PIPELINE2.toml ...]`
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
-    /// Pipeline files; each is served as a model named by its pipeline name, version 1.
-    #[arg(required_unless_present = "model_repository", value_name = "PIPELINE.toml")]
+    /// Pipeline files, each served as a model named by its pipeline name, version 1;
+    /// and ONNX files (`model.onnx`), each served as a model named by its file stem.
+    #[arg(required_unless_present = "model_repository", value_name = "PIPELINE.toml|MODEL.onnx")]
     pub pipelines: Vec<PathBuf>,
     /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`,
     /// all loaded at start; the model repository extension loads and unloads them.
     #[arg(long, value_name = "DIR")]
     pub model_repository: Option<PathBuf>,
+    /// Model control: `none` loads every repository model at start; `explicit`
+    /// loads only the --load-model ones; `poll` loads every one and follows the
+    /// repository's files every --repository-poll-secs (the load/unload calls refused).
+    #[arg(long, default_value = "none", value_parser = control_mode, value_name = "MODE")]
+    pub model_control_mode: ControlMode,
+    /// With `--model-control-mode explicit`: a repository model to load at start (`*`: all); repeatable.
+    #[arg(long = "load-model", value_name = "NAME")]
+    pub load_model: Vec<String>,
+    /// With `--model-control-mode poll`: seconds between looks at the repository's files.
+    #[arg(long, default_value_t = 15, value_name = "SECONDS")]
+    pub repository_poll_secs: u64,
     /// HTTP (KServe v2 REST) address: HOST:PORT, a bare PORT (on 127.0.0.1), or `off`.
     #[arg(long, default_value = "127.0.0.1:8000", value_parser = listen_addr, value_name = "ADDR")]
     pub http: ListenAddr,
@@ -98,6 +111,10 @@ pub struct ServeArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListenAddr(pub Option<SocketAddr>);
 
+fn control_mode(s: &str) -> Result<ControlMode, String> {
+    ControlMode::from_name(s).ok_or_else(|| format!("{s:?} is not a model control mode (none, explicit, poll)"))
+}
+
 fn listen_addr(s: &str) -> Result<ListenAddr, String> {
     parse_listen_addr(s).map(ListenAddr)
 }
@@ -116,6 +133,11 @@ impl ServeArgs {
         Ok(ServeOptions {
             pipelines: self.pipelines.clone(),
             model_repository: self.model_repository.clone(),
+            model_control: ModelControl {
+                mode: self.model_control_mode,
+                load: self.load_model.clone(),
+                poll_every: Duration::from_secs(self.repository_poll_secs),
+            },
             threads: self.threads,
             config: ServerConfig {
                 http: self.http.0,
@@ -170,6 +192,18 @@ mod tests {
         assert_eq!(options.config.grpc, Some("127.0.0.1:9001".parse().unwrap()));
         assert_eq!(options.config.body_read_timeout, Duration::from_secs(u64::from(u32::MAX)));
         assert!(Cli::try_parse_from(["serve", "p.toml", "--http", "nowhere"]).is_err());
+    }
+
+    #[test]
+    fn model_control_flags_are_read() {
+        let args = ["serve", "--model-repository", "r", "--model-control-mode", "explicit", "--load-model", "a"];
+        let options =
+            Cli::try_parse_from(args.into_iter().chain(["--load-model", "b"])).unwrap().serve.options().unwrap();
+        assert_eq!(options.model_control.mode, ControlMode::Explicit);
+        assert_eq!(options.model_control.load, ["a", "b"]);
+        let cli = Cli::try_parse_from(["serve", "--model-repository", "r", "--model-control-mode", "poll"]);
+        assert_eq!(cli.unwrap().serve.options().unwrap().model_control.poll_every, Duration::from_secs(15));
+        assert!(Cli::try_parse_from(["serve", "p.toml", "--model-control-mode", "sometimes"]).is_err());
     }
 
     #[test]

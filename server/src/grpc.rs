@@ -30,9 +30,7 @@ use tonic::{Code, Request, Response, Status};
 
 use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
 use crate::metrics::count;
-use crate::model::{
-    self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, PLATFORM, SEQUENCE_ID_HEADER, VERSION,
-};
+use crate::model::{self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, SEQUENCE_ID_HEADER};
 use crate::models::check_load_parameters;
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
@@ -270,7 +268,7 @@ impl Encode for GrpcReply {
         }
         pb::ModelInferResponse {
             model_name: model.name.clone(),
-            model_version: VERSION.to_string(),
+            model_version: model.version.clone(),
             id: self.id,
             parameters: Default::default(),
             outputs,
@@ -348,8 +346,8 @@ impl GrpcInferenceService for Service {
             .find(&r.name, &r.version)
             .map(|m| pb::ModelMetadataResponse {
                 name: m.name.clone(),
-                versions: vec![VERSION.to_string()],
-                platform: PLATFORM.to_string(),
+                versions: m.versions.clone(),
+                platform: m.platform().to_string(),
                 inputs: tensors(&m.inputs),
                 outputs: tensors(&m.outputs),
             })
@@ -392,7 +390,7 @@ impl GrpcInferenceService for Service {
         let result = self
             .models
             .find(&r.name, &r.version)
-            .map(|m| pb::ModelConfigResponse { config: Some(m.config.to_pb()) })
+            .map(|m| pb::ModelConfigResponse { config: m.config_bytes().into() })
             .map_err(status);
         self.counted("config", &r.name, result)
     }
@@ -429,7 +427,7 @@ impl GrpcInferenceService for Service {
                     .filter(|e| !r.ready || e.state == "READY")
                     .map(|e| pb::repository_index_response::ModelIndex {
                         name: e.name,
-                        version: VERSION.into(),
+                        version: e.version,
                         state: e.state.into(),
                         reason: e.reason,
                     })
@@ -444,8 +442,18 @@ impl GrpcInferenceService for Service {
         request: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<Response<pb::RepositoryModelLoadResponse>, Status> {
         let r = request.into_inner();
-        let result = match check_load_parameters(r.parameters.keys().map(String::as_str)) {
-            Ok(()) => self.models.load(&r.model_name).await,
+        use pb::model_repository_parameter::ParameterChoice;
+        let checked = check_load_parameters(r.parameters.keys().map(String::as_str)).and_then(|()| {
+            match r.parameters.get("config").map(|p| &p.parameter_choice) {
+                None => Ok(None),
+                Some(Some(ParameterChoice::StringParam(config))) => Ok(Some(config.clone())),
+                Some(_) => {
+                    Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)"))
+                }
+            }
+        });
+        let result = match checked {
+            Ok(config) => self.models.api_load(&r.model_name, config).await,
             Err(e) => Err(e),
         };
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))
@@ -456,7 +464,7 @@ impl GrpcInferenceService for Service {
         request: Request<pb::RepositoryModelUnloadRequest>,
     ) -> Result<Response<pb::RepositoryModelUnloadResponse>, Status> {
         let r = request.into_inner();
-        let result = self.models.unload(&r.model_name).await;
+        let result = self.models.api_unload(&r.model_name).await;
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelUnloadResponse {}).map_err(status))
     }
 

@@ -32,7 +32,7 @@ use crate::json::{self, BinarySize, InferRequest, InputTensor, OutputTensor, Req
 use crate::metrics::{count, http_code};
 use crate::model::{
     check_input, datatype_name, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta,
-    PLATFORM, SEQUENCE_ID_HEADER, VERSION,
+    SEQUENCE_ID_HEADER,
 };
 use crate::models::check_load_parameters;
 use crate::stats::Report;
@@ -166,8 +166,8 @@ async fn model_metadata_v(State(app): AppState, Path((name, version)): Path<(Str
             };
             let body = json!({
                 "name": model.name,
-                "versions": [VERSION],
-                "platform": PLATFORM,
+                "versions": model.versions,
+                "platform": model.platform(),
                 "inputs": tensors(&model.inputs),
                 "outputs": tensors(&model.outputs),
             });
@@ -219,7 +219,7 @@ async fn model_config(state: AppState, Path(name): Path<String>) -> Response {
 /// The model configuration extension: the pipeline's config, Triton-shaped.
 async fn model_config_v(State(app): AppState, Path((name, version)): Path<(String, String)>) -> Response {
     let response = match app.models.find(&name, &version) {
-        Ok(model) => json_body(StatusCode::OK, &model.config.to_json()),
+        Ok(model) => json_body(StatusCode::OK, &model.config_json()),
         Err(e) => error_response(&e),
     };
     counted("config", label(&app, &name), response)
@@ -241,7 +241,7 @@ async fn repository_index(State(app): AppState, body: Bytes) -> Response {
         Ok(index
             .into_iter()
             .filter(|e| !ready_only || e.state == "READY")
-            .map(|e| json!({ "name": e.name, "version": VERSION, "state": e.state, "reason": e.reason }))
+            .map(|e| json!({ "name": e.name, "version": e.version, "state": e.state, "reason": e.reason }))
             .collect::<Vec<_>>())
     });
     let response = match response {
@@ -257,8 +257,16 @@ fn load_parameters(request: &serde_json::Value) -> impl Iterator<Item = &str> {
 }
 
 async fn repository_load(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
-    let result = match repository_body(&body).and_then(|r| check_load_parameters(load_parameters(&r))) {
-        Ok(()) => app.models.load(&name).await,
+    let checked = repository_body(&body).and_then(|r| {
+        check_load_parameters(load_parameters(&r))?;
+        match r.pointer("/parameters/config") {
+            None => Ok(None),
+            Some(serde_json::Value::String(config)) => Ok(Some(config.clone())),
+            Some(_) => Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)")),
+        }
+    });
+    let result = match checked {
+        Ok(config) => app.models.api_load(&name, config).await,
         Err(e) => Err(e),
     };
     let response = match result {
@@ -270,7 +278,7 @@ async fn repository_load(State(app): AppState, Path(name): Path<String>, body: B
 
 async fn repository_unload(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
     let result = match repository_body(&body) {
-        Ok(_) => app.models.unload(&name).await,
+        Ok(_) => app.models.api_unload(&name).await,
         Err(e) => Err(e),
     };
     let response = match result {
@@ -419,7 +427,7 @@ impl Encode for HttpReply {
         };
         let response = json::InferResponse {
             model_name: &model.name,
-            model_version: VERSION,
+            model_version: &model.version,
             id: self.id.as_deref(),
             outputs: outputs
                 .iter()

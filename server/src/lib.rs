@@ -38,6 +38,7 @@ pub mod access;
 mod access_grpc;
 pub mod config;
 pub mod conn;
+pub mod control;
 pub mod fence;
 pub mod flow;
 pub mod grpc;
@@ -50,6 +51,7 @@ pub mod models;
 pub mod serve;
 pub mod stats;
 pub mod tls;
+pub mod triton;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -172,11 +174,12 @@ pub struct Server {
     config: ServerConfig,
     models: Vec<Model>,
     repository: Option<Repository>,
+    control: control::ModelControl,
 }
 
 impl Server {
     pub fn new(config: ServerConfig) -> Self {
-        Server { config, models: Vec::new(), repository: None }
+        Server { config, models: Vec::new(), repository: None, control: Default::default() }
     }
 
     /// Serves the model repository `dir` too: each pipeline file `NAME.toml`
@@ -190,6 +193,18 @@ impl Server {
     /// Serves `runtime` as the model named by its pipeline name.
     pub fn model(mut self, runtime: Runtime) -> Self {
         self.models.push(Model::new(runtime));
+        self
+    }
+
+    /// Which repository models load at start, and how they load later (`--model-control-mode`).
+    pub fn model_control(mut self, control: control::ModelControl) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// Serves models made already (Triton models from `.onnx` files, say).
+    pub fn served(mut self, models: Vec<Model>) -> Self {
+        self.models.extend(models);
         self
     }
 
@@ -222,10 +237,17 @@ impl Server {
         let config = self.config;
         let http_tls = config.http_tls.as_ref().map(tls::http_acceptor).transpose().map_err(StartError::Tls)?;
         let grpc_tls = config.grpc_tls.as_ref().map(tls::grpc_config).transpose().map_err(StartError::Tls)?;
-        let models = Models::new(self.models, config.max_in_flight)
+        self.control.check().map_err(StartError::Models)?;
+        let mut models = Models::new(self.models, config.max_in_flight)
             .map_err(StartError::Models)?
             .with_repository(self.repository, config.shutdown_grace);
-        load_repository(&models).await?;
+        let polling = self.control.mode == control::ControlMode::Poll;
+        if polling {
+            models = models.refuse_api_control(
+                "the server polls its model repository (--model-control-mode poll): change the files instead",
+            );
+        }
+        let loaded = load_repository(&models, &self.control).await?;
         let models = Arc::new(models);
         let http = bind("http", config.http).await?;
         let grpc = bind("grpc", config.grpc).await?;
@@ -241,6 +263,10 @@ impl Server {
         if let Some(listener) = grpc {
             tasks.push(("grpc", serve_grpc(listener, Arc::clone(&models), &config, grpc_tls, signal(&stopped))));
         }
+        if polling {
+            let poll = control::poll(Arc::clone(&models), self.control.poll_every, loaded, signal(&stopped));
+            tasks.push(("repository-poll", tokio::spawn(poll)));
+        }
         if let Some(listener) = metrics {
             let handle = install_recorder();
             tasks.push(("metrics-upkeep", metrics_upkeep(handle.clone(), signal(&stopped))));
@@ -252,20 +278,37 @@ impl Server {
     }
 }
 
-/// Loads every model of the models' repository, if they have one.
-async fn load_repository(models: &Models) -> Result<(), StartError> {
+/// Loads every model of the models' repository, if they have one: pipeline files
+/// and Triton model folders.
+async fn load_repository(
+    models: &Models,
+    control: &control::ModelControl,
+) -> Result<std::collections::BTreeMap<String, control::Fingerprint>, StartError> {
+    let mut loaded = std::collections::BTreeMap::new();
     let Some(repository) = models.repository() else {
-        return Ok(());
+        return Ok(loaded);
     };
-    for name in repository.names().map_err(|e| StartError::Models(e.message))? {
+    let names = repository.names().map_err(|e| StartError::Models(e.message))?;
+    if let Some(missing) = control.load.iter().find(|n| *n != "*" && !names.contains(n)) {
+        return Err(StartError::Models(format!(
+            "--load-model {missing}: the model repository {} has no model `{missing}`",
+            repository.dir.display()
+        )));
+    }
+    for name in names.into_iter().filter(|n| control.loads_at_start(n)) {
+        loaded.insert(name.clone(), control::fingerprint(repository, &name));
         if models.knows(&name) {
             return Err(StartError::Models(format!(
                 "model `{name}` is both on the command line and in the model repository"
             )));
         }
-        models.load(&name).await.map_err(|e| StartError::Models(e.message))?;
+        // A model that fails to load is reported and noted in the repository index
+        // (state UNAVAILABLE, the error as its reason); the others serve.
+        if let Err(e) = models.load(&name).await {
+            eprintln!("error: {}", e.message);
+        }
     }
-    Ok(())
+    Ok(loaded)
 }
 
 /// A listener on `addr` for the `what` endpoint, when it has an address.

@@ -284,6 +284,13 @@ pub struct Model {
     pub config: crate::config::ModelConfig,
     /// The server's own statistics of it (Triton's statistics extension).
     pub stats: crate::stats::ModelStats,
+    /// The version this is ([`VERSION`] for a pipeline), and every version served under its name.
+    pub version: String,
+    pub versions: Vec<String>,
+    /// A Triton model's completed config, shown instead of [`Model::config`]'s.
+    pub triton: Option<std::sync::Arc<crate::triton::ShownConfig>>,
+    /// A Triton model's queue policy (default deadline); none for a pipeline.
+    pub policy: crate::triton::RequestPolicy,
     runtime: Runtime,
 }
 
@@ -296,8 +303,45 @@ impl Model {
             outputs: spec.outputs.iter().map(|o| TensorMeta::new(&o.spec)).collect(),
             config: crate::config::ModelConfig::of(spec),
             stats: crate::stats::ModelStats::default(),
+            version: VERSION.to_string(),
+            versions: vec![VERSION.to_string()],
+            triton: None,
+            policy: crate::triton::RequestPolicy::default(),
             runtime,
         }
+    }
+
+    /// Version `version` of a Triton model, served with its completed config and queue policy.
+    pub fn triton(
+        runtime: Runtime,
+        version: u64,
+        versions: Vec<String>,
+        shown: std::sync::Arc<crate::triton::ShownConfig>,
+        policy: crate::triton::RequestPolicy,
+    ) -> Self {
+        let mut model = Model::new(runtime);
+        model.config.max_batch_size = u32::try_from(shown.config.max_batch_size).unwrap_or(0);
+        model.version = version.to_string();
+        model.versions = versions;
+        model.triton = Some(shown);
+        model.policy = policy;
+        model
+    }
+
+    /// The platform metadata shows: `baton` for a pipeline, the Triton config's for a Triton model.
+    pub fn platform(&self) -> &str {
+        self.triton.as_ref().map_or(PLATFORM, |t| t.config.platform.as_str())
+    }
+
+    /// The config the HTTP config endpoint shows (model_config.proto as JSON).
+    pub fn config_json(&self) -> serde_json::Value {
+        self.triton.as_ref().map_or_else(|| self.config.to_json(), |t| t.json.clone())
+    }
+
+    /// The config gRPC's ModelConfig answers, encoded (a Triton model's with every field).
+    pub fn config_bytes(&self) -> Vec<u8> {
+        use prost::Message;
+        self.triton.as_ref().map_or_else(|| self.config.to_pb().encode_to_vec(), |t| t.config.encode_to_vec())
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -381,7 +425,7 @@ impl Model {
             tenant: None,
             worker_kind: None,
         };
-        if let Some(timeout) = options.timeout {
+        if let Some(timeout) = self.policy.timeout(options.timeout) {
             request = request.timeout(timeout);
         }
         self.runtime.submit(request).await.map_err(|error| match (error, options.sequence) {

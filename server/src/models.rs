@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use baton::{EngineRegistry, Runtime};
 
-use crate::model::{ErrorKind, Model, ServeError, VERSION};
+use crate::model::{ErrorKind, Model, ServeError};
+use crate::triton;
 
 /// A model repository: pipeline files `NAME.toml` in `dir`, and the engines they load with.
 #[derive(Clone)]
@@ -31,7 +32,8 @@ pub struct Repository {
 }
 
 impl Repository {
-    /// The model names of the repository's pipeline files, sorted.
+    /// The model names of the repository, sorted: its pipeline files `NAME.toml`
+    /// and its Triton model folders `NAME/` (with a `config.pbtxt` or a version folder).
     pub fn names(&self) -> Result<Vec<String>, ServeError> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| {
             ServeError::new(
@@ -42,22 +44,45 @@ impl Repository {
         let mut names: Vec<String> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+            .filter(|p| (p.is_file() && p.extension().is_some_and(|x| x == "toml")) || triton::layout::is_model_dir(p))
             .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
             .collect();
         names.sort();
+        names.dedup();
         Ok(names)
     }
 
-    /// Starts the pipeline of model `name` (blocking: engines load their models).
-    fn start(&self, name: &str) -> Result<Model, ServeError> {
-        crate::fence::check_component(name, "model name").map_err(|e| ServeError::new(ErrorKind::NotFound, e))?;
+    /// Starts model `name` (blocking: engines load their models): its pipeline file,
+    /// or every served version of its Triton model folder (highest first), whose
+    /// config `config` (JSON, a load call's override) replaces the folder's.
+    fn start(&self, name: &str, config: Option<&str>) -> Result<Vec<Model>, ServeError> {
         let path = self.dir.join(format!("{name}.toml"));
+        let folder = self.dir.join(name);
+        crate::fence::check_component(name, "model name").map_err(|e| ServeError::new(ErrorKind::NotFound, e))?;
+        let triton = triton::layout::is_model_dir(&folder);
+        if triton && path.is_file() {
+            return Err(ServeError::bad(format!(
+                "model `{name}` is both the pipeline file {} and the Triton model folder {}: keep one",
+                path.display(),
+                folder.display()
+            )));
+        }
+        if triton {
+            let folder = crate::fence::inside(&self.dir, &folder).map_err(ServeError::bad)?;
+            let loaded = triton::load_dir(&folder, name, &self.engines, config)
+                .map_err(|e| ServeError::bad(format!("failed to load model `{name}`: {e}")))?;
+            return Ok(triton::into_models(loaded));
+        }
         if !path.is_file() {
             return Err(ServeError::new(
                 ErrorKind::NotFound,
-                format!("no pipeline file {} in the model repository", path.display()),
+                format!("no pipeline file {} or Triton model folder in the model repository", path.display()),
             ));
+        }
+        if config.is_some() {
+            return Err(ServeError::unsupported(&format!(
+                "loading pipeline file `{name}.toml` with a `config` parameter (it applies to Triton model folders)"
+            )));
         }
         let path = crate::fence::inside(&self.dir, &path).map_err(ServeError::bad)?;
         let runtime = Runtime::from_file(&path, &self.engines)
@@ -70,14 +95,16 @@ impl Repository {
                 path.display()
             )));
         }
-        Ok(Model::new(runtime))
+        Ok(vec![Model::new(runtime)])
     }
 }
 
 /// One model name's entry: its load state.
 struct ModelEntry {
-    /// `None`: unloaded (or its last load failed).
+    /// `None`: unloaded (or its last load failed). The default (highest) version.
     model: Option<Arc<Model>>,
+    /// A Triton model's other served versions.
+    others: Vec<Arc<Model>>,
     /// From the model repository (loadable and unloadable), or given at start.
     from_repository: bool,
     /// Why it is not loaded, when it is not.
@@ -86,7 +113,7 @@ struct ModelEntry {
 
 impl ModelEntry {
     fn unloaded_from_repository() -> Self {
-        ModelEntry { model: None, from_repository: true, reason: String::new() }
+        ModelEntry { model: None, others: Vec::new(), from_repository: true, reason: String::new() }
     }
 }
 
@@ -94,6 +121,8 @@ impl ModelEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexEntry {
     pub name: String,
+    /// The version (a served one, or "" for a model not loaded).
+    pub version: String,
     /// `READY` or `UNAVAILABLE`.
     pub state: &'static str,
     pub reason: String,
@@ -111,6 +140,8 @@ pub struct Models {
     /// from the loaded models' capacity ([`default_bound`]) and resized on every load and unload.
     limit: AtomicUsize,
     limit_given: bool,
+    /// Why the repository API may not load or unload (`--model-control-mode poll`), if it may not.
+    api_refused: Option<String>,
 }
 
 /// Batches per worker the default in-flight bound lets wait behind the running ones.
@@ -147,7 +178,12 @@ impl Models {
         let mut table = BTreeMap::new();
         for model in models {
             let name = model.name.clone();
-            let entry = ModelEntry { model: Some(Arc::new(model)), from_repository: false, reason: String::new() };
+            let entry = ModelEntry {
+                model: Some(Arc::new(model)),
+                others: Vec::new(),
+                from_repository: false,
+                reason: String::new(),
+            };
             if table.insert(name.clone(), entry).is_some() {
                 return Err(format!("two pipelines are named `{name}`: model names must be unique"));
             }
@@ -161,6 +197,7 @@ impl Models {
             in_flight: AtomicUsize::new(0),
             limit: AtomicUsize::new(limit.unwrap_or(0)),
             limit_given: limit.is_some(),
+            api_refused: None,
         }
         .with_bound_refreshed())
     }
@@ -171,6 +208,32 @@ impl Models {
         self.repository = repository;
         self.drain_limit = drain_limit;
         self
+    }
+
+    /// Refuses the repository API's loads and unloads from now on, saying `why`
+    /// (the server's own poller still loads and unloads).
+    pub fn refuse_api_control(mut self, why: impl Into<String>) -> Self {
+        self.api_refused = Some(why.into());
+        self
+    }
+
+    /// A repository API load: [`Models::load_with`], unless the model control mode refuses it.
+    pub async fn api_load(&self, name: &str, config: Option<String>) -> Result<(), ServeError> {
+        self.check_api()?;
+        self.load_with(name, config).await
+    }
+
+    /// A repository API unload: [`Models::unload`], unless the model control mode refuses it.
+    pub async fn api_unload(&self, name: &str) -> Result<(), ServeError> {
+        self.check_api()?;
+        self.unload(name).await
+    }
+
+    fn check_api(&self) -> Result<(), ServeError> {
+        match &self.api_refused {
+            Some(why) => Err(ServeError::bad(why.clone())),
+            None => Ok(()),
+        }
     }
 
     pub fn repository(&self) -> Option<&Repository> {
@@ -200,43 +263,67 @@ impl Models {
         self.read().contains_key(name)
     }
 
-    /// The model `name` at `version` ("" or [`VERSION`]), or a not-found error.
+    /// The model `name` at `version` ("": its default, the highest served), or a not-found error.
     pub fn find(&self, name: &str, version: &str) -> Result<Arc<Model>, ServeError> {
-        let model = {
-            let table = self.read();
-            let entry = table.get(name).ok_or_else(|| unknown(name))?;
-            entry.model.clone().ok_or_else(|| {
-                ServeError::new(ErrorKind::NotFound, format!("model `{name}` is not loaded ({})", entry.reason))
-            })?
-        };
-        check_version(name, version)?;
-        Ok(model)
+        let table = self.read();
+        let entry = table.get(name).ok_or_else(|| unknown(name))?;
+        let model = entry.model.as_ref().ok_or_else(|| {
+            ServeError::new(ErrorKind::NotFound, format!("model `{name}` is not loaded ({})", entry.reason))
+        })?;
+        if version.is_empty() || version == model.version {
+            return Ok(Arc::clone(model));
+        }
+        entry.others.iter().find(|m| m.version == version).cloned().ok_or_else(|| {
+            ServeError::new(
+                ErrorKind::NotFound,
+                format!("unknown version `{version}` of model `{name}` (it serves {})", model.versions.join(", ")),
+            )
+        })
     }
 
     /// Whether model `name` at `version` is ready: known, loaded, and the server accepting.
     pub fn model_ready(&self, name: &str, version: &str) -> Result<bool, ServeError> {
         let loaded = self.read().get(name).map(|s| s.model.is_some()).ok_or_else(|| unknown(name))?;
-        check_version(name, version)?;
+        if loaded {
+            self.find(name, version)?;
+        } else if !version.is_empty() && !version.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ServeError::new(ErrorKind::NotFound, format!("unknown version `{version}` of model `{name}`")));
+        }
         Ok(loaded && self.ready())
     }
 
     /// Every model of the server and of its repository, with its state.
     pub fn index(&self) -> Result<Vec<IndexEntry>, ServeError> {
-        let mut entries: BTreeMap<String, IndexEntry> = self
+        let mut entries: BTreeMap<(String, String), IndexEntry> = self
             .read()
             .iter()
-            .map(|(name, entry)| {
-                let state = if entry.model.is_some() { "READY" } else { "UNAVAILABLE" };
-                (name.clone(), IndexEntry { name: name.clone(), state, reason: entry.reason.clone() })
+            .flat_map(|(name, entry)| {
+                let row = |version: String, state, reason: &str| {
+                    (
+                        (name.clone(), version.clone()),
+                        IndexEntry { name: name.clone(), version, state, reason: reason.into() },
+                    )
+                };
+                match &entry.model {
+                    Some(model) => std::iter::once(model)
+                        .chain(&entry.others)
+                        .map(|m| row(m.version.clone(), "READY", ""))
+                        .collect::<Vec<_>>(),
+                    None => vec![row(String::new(), "UNAVAILABLE", &entry.reason)],
+                }
             })
             .collect();
         if let Some(repository) = &self.repository {
             for name in repository.names()? {
-                entries.entry(name.clone()).or_insert(IndexEntry {
-                    name,
-                    state: "UNAVAILABLE",
-                    reason: "not loaded".into(),
-                });
+                if !entries.keys().any(|(n, _)| *n == name) {
+                    let row = IndexEntry {
+                        name: name.clone(),
+                        version: String::new(),
+                        state: "UNAVAILABLE",
+                        reason: "not loaded".into(),
+                    };
+                    entries.insert((name, String::new()), row);
+                }
             }
         }
         Ok(entries.into_values().collect())
@@ -261,14 +348,20 @@ impl Models {
     /// pipeline starts, takes the name's new requests, and the old one (if any)
     /// drains what it accepted before this answers. On failure the old one stays.
     pub async fn load(&self, name: &str) -> Result<(), ServeError> {
+        self.load_with(name, None).await
+    }
+
+    /// [`Models::load`] with `config`, a Triton model's JSON config sent with the
+    /// load call, in place of its folder's `config.pbtxt`.
+    pub async fn load_with(&self, name: &str, config: Option<String>) -> Result<(), ServeError> {
         let repository = self.repository_of(name)?.clone();
         let _one_at_a_time = self.changes.lock().await;
         let owned = name.to_string();
-        let started = tokio::task::spawn_blocking(move || repository.start(&owned))
+        let started = tokio::task::spawn_blocking(move || repository.start(&owned, config.as_deref()))
             .await
             .map_err(|e| ServeError::new(ErrorKind::Internal, format!("loading model `{name}` panicked: {e}")))?;
-        let model = match started {
-            Ok(model) => model,
+        let mut versions = match started {
+            Ok(versions) => versions,
             Err(e) => {
                 // A model that is serving keeps serving; one that is not notes why. A name
                 // with no pipeline file gets no entry: the table holds only names on disk
@@ -284,14 +377,17 @@ impl Models {
                 return Err(e);
             }
         };
+        let default = Arc::new(versions.remove(0));
+        let others: Vec<Arc<Model>> = versions.into_iter().map(Arc::new).collect();
         let old = {
             let mut table = self.write();
             let entry = table.entry(name.to_string()).or_insert_with(ModelEntry::unloaded_from_repository);
             entry.reason.clear();
-            entry.model.replace(Arc::new(model))
+            let old_others = std::mem::replace(&mut entry.others, others);
+            entry.model.replace(default).into_iter().chain(old_others).collect::<Vec<_>>()
         };
         self.refresh_bound();
-        if let Some(old) = old {
+        for old in old {
             self.retire(old).await;
         }
         Ok(())
@@ -306,10 +402,10 @@ impl Models {
             let mut table = self.write();
             let entry = table.get_mut(name).ok_or_else(|| unknown(name))?;
             entry.reason = "unloaded".into();
-            entry.model.take()
+            entry.model.take().into_iter().chain(std::mem::take(&mut entry.others)).collect::<Vec<_>>()
         };
         self.refresh_bound();
-        if let Some(old) = old {
+        for old in old {
             self.retire(old).await;
         }
         Ok(())
@@ -368,7 +464,8 @@ impl Models {
     /// Sizes the default in-flight bound from the models loaded now (no-op under `--max-in-flight`).
     fn refresh_bound(&self) {
         if !self.limit_given {
-            let bound = default_bound(self.read().values().filter_map(|e| e.model.as_deref()));
+            let table = self.read();
+            let bound = default_bound(table.values().flat_map(|e| e.model.iter().chain(&e.others)).map(|m| &**m));
             self.limit.store(bound, Ordering::Relaxed);
         }
     }
@@ -389,30 +486,21 @@ impl Models {
         let table = self.table.into_inner().unwrap_or_else(|e| e.into_inner());
         table
             .into_values()
-            .filter_map(|s| s.model)
+            .flat_map(|s| s.model.into_iter().chain(s.others))
             .filter_map(|m| Arc::try_unwrap(m).ok())
             .map(Model::into_runtime)
             .collect()
     }
 }
 
-/// Refuses the load parameters Baton cannot honour (a config or model files
-/// sent with the call), given the names of a load call's parameters.
+/// Refuses the load parameters Baton cannot honour (model files sent with the
+/// call), given the names of a load call's parameters. A `config` (JSON) is
+/// honoured for Triton model folders ([`Models::load_with`]).
 pub fn check_load_parameters<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ServeError> {
-    match names.into_iter().find(|k| *k == "config" || k.starts_with("file:")) {
+    match names.into_iter().find(|k| k.starts_with("file:")) {
         Some(key) => Err(ServeError::unsupported(&format!(
-            "loading a model with the `{key}` parameter (a config or files sent with the call)"
+            "loading a model with the `{key}` parameter (model files sent with the call)"
         ))),
         None => Ok(()),
     }
-}
-
-fn check_version(name: &str, version: &str) -> Result<(), ServeError> {
-    if !version.is_empty() && version != VERSION {
-        return Err(ServeError::new(
-            ErrorKind::NotFound,
-            format!("unknown version `{version}` of model `{name}` (it has version {VERSION})"),
-        ));
-    }
-    Ok(())
 }

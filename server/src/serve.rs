@@ -13,10 +13,14 @@ use crate::{install_recorder, Server, ServerConfig};
 /// What to serve and how.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// Pipeline files; each is served as a model named by its pipeline name, version 1.
+    /// Pipeline files, each served as a model named by its pipeline name, version 1;
+    /// and ONNX files (`.onnx`), each served as a model named by its file stem,
+    /// its Triton config completed from the model.
     pub pipelines: Vec<PathBuf>,
     /// A model repository: a directory of pipeline files, `NAME.toml` each model `NAME`.
     pub model_repository: Option<PathBuf>,
+    /// Which repository models load at start and how they load later.
+    pub model_control: crate::control::ModelControl,
     /// Threads for the network front ends (tokio workers).
     pub threads: usize,
     /// Addresses, limits and timeouts.
@@ -68,7 +72,18 @@ pub fn run_with(options: ServeOptions, engines: &EngineRegistry) -> ExitCode {
     // Before any runtime starts: runtimes register their metrics at start.
     install_recorder();
     let mut runtimes: Vec<Runtime> = Vec::new();
+    let mut onnx_models = Vec::new();
     for path in &options.pipelines {
+        if path.extension().is_some_and(|x| x.eq_ignore_ascii_case("onnx")) {
+            match crate::triton::load_file(path, engines) {
+                Ok(loaded) => onnx_models.extend(crate::triton::into_models(loaded)),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            continue;
+        }
         match Runtime::from_file(path, engines) {
             Ok(runtime) => runtimes.push(runtime),
             Err(e) => {
@@ -85,19 +100,21 @@ pub fn run_with(options: ServeOptions, engines: &EngineRegistry) -> ExitCode {
     for warning in plain_text_warnings(&options.config) {
         eprintln!("warning: {warning}");
     }
-    let mut server = Server::new(options.config).models(runtimes);
+    let mut server = Server::new(options.config).models(runtimes).served(onnx_models);
     if let Some(dir) = &options.model_repository {
         server = server.repository(dir, engines.clone());
     }
+    server = server.model_control(options.model_control.clone());
     let started = server.run_blocking(options.threads, |running| {
         let models = running.models().list();
-        let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+        let names: Vec<String> =
+            models.iter().map(|m| format!("{} (version {})", m.name, m.versions.join(", "))).collect();
         let show = |a: Option<SocketAddr>, prefix: &str, suffix: &str| {
             a.map_or_else(|| "off".to_string(), |a| format!("{prefix}{a}{suffix}"))
         };
         eprintln!(
-            "baton serve: models {} (version 1) | HTTP {} | gRPC {} | metrics {}",
-            names.join(", "),
+            "baton serve: models {} | HTTP {} | gRPC {} | metrics {}",
+            if names.is_empty() { "none loaded".to_string() } else { names.join(", ") },
             show(running.http_addr(), "http://", "/v2"),
             show(running.grpc_addr(), "", ""),
             show(running.metrics_addr(), "http://", "/metrics"),

@@ -6,8 +6,8 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use baton_server::{RunningServer, Server, ServerConfig};
 
@@ -61,6 +61,26 @@ impl TestServer {
         if let Some(dir) = repository {
             server = server.repository(dir, engines.clone());
         }
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let running = rt.block_on(server.start()).expect("the server starts");
+        TestServer {
+            http: running.http_addr().unwrap(),
+            grpc: running.grpc_addr().unwrap(),
+            metrics: running.metrics_addr().unwrap(),
+            running: Some(running),
+            rt,
+        }
+    }
+
+    /// Serves the model repository `repository` alone under model control `control`.
+    pub fn start_with_control(
+        repository: &Path,
+        config: ServerConfig,
+        control: baton_server::control::ModelControl,
+    ) -> TestServer {
+        baton_server::install_recorder();
+        let engines = baton_engines::standard_registry();
+        let server = Server::new(config).repository(repository, engines).model_control(control);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let running = rt.block_on(server.start()).expect("the server starts");
         TestServer {
@@ -203,10 +223,8 @@ pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-/// How long one script may run.
-const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
-
-pub fn python() -> PathBuf {
+/// `.venv-client/bin/python` (tritonclient, numpy, onnxruntime), made by scripts/setup.sh.
+pub fn client_python() -> PathBuf {
     let python = repo_root().join(".venv-client/bin/python");
     assert!(
         python.is_file(),
@@ -217,39 +235,51 @@ pub fn python() -> PathBuf {
     python
 }
 
-/// Runs `server/tests/python/SCRIPT` against `server`, with `extra` arguments.
-pub fn run_script_on(script: &str, server: &TestServer, extra: &[&str]) -> String {
-    let python = python();
+/// Runs `server/tests/python/SCRIPT` against `server` with `extra` arguments, up to
+/// `limit`; panics with its output when it fails or runs past the limit.
+pub fn run_client_script(script: &str, server: &TestServer, extra: &[&str], limit: Duration) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
-    let mut child = Command::new(&python)
+    let mut command = Command::new(client_python());
+    command
         .arg(&path)
         .args(["--http", &server.http.to_string(), "--grpc", &server.grpc.to_string()])
         .args(["--metrics", &server.metrics.to_string()])
         .args(extra)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run_to_end(command, script, limit);
+    print!("{out}");
+    out
+}
+
+/// [`run_client_script`] with a minute's limit; returns the script's stdout.
+pub fn run_script_on(script: &str, server: &TestServer, extra: &[&str]) -> String {
+    run_client_script(script, server, extra, Duration::from_secs(60))
+}
+
+/// Runs `command` to its end (killed past `limit`), its output drained while it runs;
+/// panics naming `what` with the output unless it succeeds. Returns its stdout.
+pub fn run_to_end(mut command: Command, what: &str, limit: Duration) -> String {
+    use std::process::Stdio;
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
-    // Drain the pipes while waiting, so a chatty script cannot block on a full pipe.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let started = Instant::now();
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
-        if started.elapsed() > SCRIPT_LIMIT {
+        if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -257,10 +287,9 @@ pub fn run_script_on(script: &str, server: &TestServer, extra: &[&str]) -> Strin
         std::thread::sleep(Duration::from_millis(20));
     };
     let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    print!("{out}");
     match status {
         Some(s) if s.success() => out,
-        Some(s) => panic!("{script} failed ({s}):\n{out}\n{err}"),
-        None => panic!("{script} ran past {SCRIPT_LIMIT:?}: killed\n{out}\n{err}"),
+        Some(s) => panic!("{what} failed ({s}):\n{out}\n{err}"),
+        None => panic!("{what} ran past {limit:?}: killed\n{out}\n{err}"),
     }
 }

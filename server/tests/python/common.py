@@ -23,6 +23,7 @@ def args():
     p.add_argument("--grpc", required=True)
     p.add_argument("--metrics", required=True)
     p.add_argument("--repo", help="the server's model repository directory, when it has one")
+    p.add_argument("--onnx", help="the folder of the models scripts/make_triton_models.py made, when the test has one")
     return p.parse_args()
 
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Small ONNX models for the Triton model repository tests (usage: make_triton_models.py OUTDIR).
+
+Made with onnx's helper API, opset 17, IR version 8, deterministic. Names and signatures are a
+contract with server/tests/triton_repository.rs and server/tests/python/test_triton.py:
+- add_sub_int32.onnx, add_sub_int8.onnx: INPUT0, INPUT1 [N, 16] -> OUTPUT0 = INPUT0 + INPUT1,
+  OUTPUT1 = INPUT0 - INPUT1 (the int8 one computes in int32 and casts back, wrapping).
+- add_sub_fp32.onnx: the same over [N, 4] FP32 (the last step of the test ensemble).
+- scale_fixed.onnx: X [4] FP32 -> Y = 2 X (no batch dim: a model for max_batch_size 0).
+- plus_one.onnx, plus_two.onnx: X [N, 4] FP32 -> Y = X + 1 / X + 2 (versions 1 and 2 of one model).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(outdir, name, nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    path = os.path.join(outdir, name + ".onnx")
+    onnx.save(model, path)
+    print("saved", path)
+
+
+def add_sub(outdir, name, dtype, width=16):
+    io = lambda n: helper.make_tensor_value_info(n, dtype, ["N", width])
+    if dtype in (TensorProto.INT32, TensorProto.FLOAT):
+        nodes = [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+                 helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])]
+    else:
+        i32 = TensorProto.INT32
+        nodes = [helper.make_node("Cast", ["INPUT0"], ["a"], to=i32),
+                 helper.make_node("Cast", ["INPUT1"], ["b"], to=i32),
+                 helper.make_node("Add", ["a", "b"], ["sum"]),
+                 helper.make_node("Sub", ["a", "b"], ["diff"]),
+                 helper.make_node("Cast", ["sum"], ["OUTPUT0"], to=dtype),
+                 helper.make_node("Cast", ["diff"], ["OUTPUT1"], to=dtype)]
+    save(outdir, name, nodes, [io("INPUT0"), io("INPUT1")], [io("OUTPUT0"), io("OUTPUT1")])
+
+
+def plus(outdir, name, value):
+    io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 4])
+    c = numpy_helper.from_array(np.full((1, 4), value, np.float32), "c")
+    save(outdir, name, [helper.make_node("Add", ["X", "c"], ["Y"])], [io("X")], [io("Y")], [c])
+
+
+def scale_fixed(outdir):
+    io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [4])
+    c = numpy_helper.from_array(np.full((4,), 2.0, np.float32), "c")
+    save(outdir, "scale_fixed", [helper.make_node("Mul", ["X", "c"], ["Y"])], [io("X")], [io("Y")], [c])
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    add_sub(outdir, "add_sub_int32", TensorProto.INT32)
+    add_sub(outdir, "add_sub_int8", TensorProto.INT8)
+    add_sub(outdir, "add_sub_fp32", TensorProto.FLOAT, width=4)
+    scale_fixed(outdir)
+    plus(outdir, "plus_one", 1.0)
+    plus(outdir, "plus_two", 2.0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""A Triton model repository served unchanged (run by server/tests/triton_repository.rs):
+every model's answers through tritonclient over HTTP and gRPC equal onnxruntime's on the
+same ONNX file; configs (written and completed) at both config endpoints; versions 1 and 2
+of one model; a load with a JSON config override; unload and load; bad models listed
+UNAVAILABLE with their error while the others serve.
+
+--repo: the repository; --onnx: the folder of scripts/make_triton_models.py's models."""
+import json
+import os
+
+import numpy as np
+import onnxruntime as ort
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from common import MODELS, args, check, close, raises
+
+a = args()
+http = httpclient.InferenceServerClient(a.http)
+grpc = grpcclient.InferenceServerClient(a.grpc)
+rng = np.random.default_rng(7)
+
+
+def reference(path, feeds):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+
+
+def infer(client_mod, client, model, feeds, version=""):
+    inputs = []
+    for name, value in feeds.items():
+        i = client_mod.InferInput(name, list(value.shape), {np.int32: "INT32", np.int8: "INT8", np.float32: "FP32"}[value.dtype.type])
+        i.set_data_from_numpy(value)
+        inputs.append(i)
+    return client.infer(model, inputs, model_version=version)
+
+
+def same_as_ort(model, onnx_path, feeds, version=""):
+    want = reference(onnx_path, feeds)
+    for mod, client in ((httpclient, http), (grpcclient, grpc)):
+        got = infer(mod, client, model, feeds, version)
+        for name, value in want.items():
+            g = got.as_numpy(name)
+            check(g.dtype == value.dtype and np.array_equal(g, value) or np.allclose(g, value, rtol=1e-5, atol=1e-6),
+                  f"{model} v{version or 'default'} {name} over {mod.__name__}: {g} != {value}")
+
+
+def repo_model(name, version=1):
+    return os.path.join(a.repo, name, str(version), "model.onnx")
+
+
+# Every good model, over both protocols, equal to onnxruntime.
+i32 = lambda rows: rng.integers(-1000, 1000, (rows, 16), dtype=np.int32)
+i8 = lambda rows: rng.integers(-128, 128, (rows, 16), dtype=np.int8)
+same_as_ort("simple", repo_model("simple"), {"INPUT0": i32(3), "INPUT1": i32(3)})
+same_as_ort("simple_int8", repo_model("simple_int8"), {"INPUT0": i8(2), "INPUT1": i8(2)})
+same_as_ort("auto_int8", repo_model("auto_int8"), {"INPUT0": i8(4), "INPUT1": i8(4)})
+same_as_ort("nobatch", repo_model("nobatch"), {"X": rng.standard_normal(4).astype(np.float32)})
+same_as_ort("mlp", repo_model("mlp"), {"input": rng.standard_normal((4, 256)).astype(np.float32)})
+x = rng.standard_normal((2, 4)).astype(np.float32)
+same_as_ort("versioned", repo_model("versioned", 1), {"X": x}, "1")
+same_as_ort("versioned", repo_model("versioned", 2), {"X": x}, "2")
+same_as_ort("versioned", repo_model("versioned", 2), {"X": x})  # the default: the highest
+got = infer(httpclient, http, "versioned", {"X": x}, "1").get_response()
+check(got["model_version"] == "1", f"answer's version: {got}")
+
+# The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
+xe = rng.standard_normal((3, 4)).astype(np.float32)
+ea = reference(repo_model("p1"), {"X": xe})["Y"]
+eb = reference(repo_model("p2"), {"X": xe})["Y"]
+ewant = reference(repo_model("addsub"), {"INPUT0": ea, "INPUT1": eb})
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    for priority in (0, 1):
+        i = mod.InferInput("X", [3, 4], "FP32")
+        i.set_data_from_numpy(xe)
+        got = client.infer("ens", [i], priority=priority)
+        close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"ensemble SUM over {mod.__name__} priority {priority}")
+        close(got.as_numpy("DIFF"), ewant["OUTPUT1"], f"ensemble DIFF over {mod.__name__} priority {priority}")
+check(http.get_model_config("ens")["platform"] == "ensemble", "the ensemble's config")
+
+# Metadata and configs: the written config as parsed, the completed one from the ONNX model.
+meta = http.get_model_metadata("versioned")
+check(meta["versions"] == ["1", "2"] and meta["platform"] == "onnxruntime_onnx", f"versioned metadata: {meta}")
+check(grpc.get_model_metadata("versioned").versions == ["1", "2"], "versioned gRPC metadata")
+raises(lambda: http.get_model_metadata("versioned", "3"), "404", "unknown version `3`", "a version not served")
+cfg = http.get_model_config("simple")
+check(cfg["max_batch_size"] == 8 and cfg["dynamic_batching"]["max_queue_delay_microseconds"] == 100, f"simple: {cfg}")
+check(cfg["instance_group"][0]["count"] == 2 and cfg["instance_group"][0]["kind"] == "KIND_CPU", f"simple: {cfg}")
+auto = http.get_model_config("auto_int8")
+check(auto["max_batch_size"] == 4 and auto["platform"] == "onnxruntime_onnx" and "dynamic_batching" in auto, f"auto: {auto}")
+check([(t["name"], t["data_type"], t["dims"]) for t in auto["input"]]
+      == [("INPUT0", "TYPE_INT8", [16]), ("INPUT1", "TYPE_INT8", [16])], f"auto inputs: {auto['input']}")
+g = grpc.get_model_config("auto_int8").config
+check(g.max_batch_size == 4 and [t.name for t in g.output] == ["OUTPUT0", "OUTPUT1"], f"gRPC auto config: {g}")
+check(g.input[0].data_type == grpcclient.model_config_pb2.TYPE_INT8 and list(g.input[0].dims) == [16], f"gRPC auto input: {g.input[0]}")
+gs = grpc.get_model_config("simple").config
+check(gs.instance_group[0].count == 2 and gs.dynamic_batching.max_queue_delay_microseconds == 100, f"gRPC simple: {gs}")
+check(gs.parameters["intra_op_thread_count"].string_value == "1", f"gRPC simple parameters: {gs}")
+gv = grpc.get_model_config("versioned").config
+check(gv.version_policy.HasField("all"), f"gRPC versioned policy: {gv}")
+ge = grpc.get_model_config("ens").config
+check([s.model_name for s in ge.ensemble_scheduling.step] == ["p1", "p2", "addsub"], f"gRPC ensemble: {ge}")
+nob = grpc.get_model_config("nobatch").config
+check(nob.max_batch_size == 0 and list(nob.input[0].dims) == [4], f"nobatch: {nob}")
+# max_batch_size 4 from completion: five rows are refused.
+raises(lambda: infer(httpclient, http, "auto_int8", {"INPUT0": i8(5), "INPUT1": i8(5)}), "400", "", "auto_int8 past max_batch_size")
+
+# The index: every version of every good model READY; every bad model UNAVAILABLE with why.
+index = http.get_model_repository_index()
+rows = {(m["name"], m.get("version", "")): (m["state"], m.get("reason", "")) for m in index}
+for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
+    check(rows.get((name, "1")) == ("READY", ""), f"{name} in the index: {index}")
+check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
+bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
+check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
+                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b"}, f"bad ones: {bad}")
+gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
+check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
+
+# A load with a config override (JSON, Triton's repository API): max_batch_size 2 from now on.
+override = {"max_batch_size": 2, "dynamic_batching": {}, "instance_group": [{"count": 1, "kind": "KIND_CPU"}]}
+http.load_model("auto_int8", config=json.dumps(override))
+check(http.get_model_config("auto_int8")["max_batch_size"] == 2, "the override's max_batch_size")
+same_as_ort("auto_int8", repo_model("auto_int8"), {"INPUT0": i8(2), "INPUT1": i8(2)})
+raises(lambda: infer(httpclient, http, "auto_int8", {"INPUT0": i8(3), "INPUT1": i8(3)}), "400", "", "past the override's 2 rows")
+raises(lambda: grpc.load_model("auto_int8", config=json.dumps({"max_batch_size": 2, "input": [{"name": "NOPE"}]})),
+       "StatusCode.INVALID_ARGUMENT", "field `input[0].name`", "an override naming an unknown input")
+check(http.get_model_config("auto_int8")["max_batch_size"] == 2, "a failed load keeps the model serving")
+grpc.load_model("auto_int8")  # back to the folder's (no config.pbtxt: completed)
+check(http.get_model_config("auto_int8")["max_batch_size"] == 4, "reloaded from the folder")
+
+# Unload and load a Triton model.
+http.unload_model("versioned")
+check(not http.is_model_ready("versioned"), "versioned unloaded")
+grpc.load_model("versioned")
+same_as_ort("versioned", repo_model("versioned", 1), {"X": x}, "1")
+print("triton repository: ok")
