@@ -242,14 +242,14 @@ fn repository_names_and_symlinks_cannot_lead_out_of_it() {
     let pipeline = shipped.replace("../models/mlp.onnx", model.to_str().unwrap());
     std::fs::write(outside.join("mlp.toml"), &pipeline).unwrap();
     std::os::unix::fs::symlink(outside.join("mlp.toml"), dir.join("mlp.toml")).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let started = rt.block_on(
-        baton_server::Server::new(ServerConfig::ephemeral())
-            .repository(&dir, baton_engines::standard_registry())
-            .start(),
-    );
-    let error = started.err().expect("a repository with a link out of it does not load");
-    assert!(error.to_string().contains("leads out of the model repository"), "{error}");
+    // The other models keep serving; this one is listed unavailable, saying why.
+    let server = TestServer::start_with_repository(&[], Some(&dir), ServerConfig::ephemeral());
+    let index = server.models().index().unwrap();
+    let entry = index.iter().find(|e| e.name == "mlp").expect("the link is listed");
+    assert_eq!(entry.state, "UNAVAILABLE");
+    assert!(entry.reason.contains("leads out of the model repository"), "{}", entry.reason);
+    assert!(server.models().list().is_empty(), "a pipeline file linked from outside was loaded");
+    drop(server);
 
     std::fs::remove_file(dir.join("mlp.toml")).unwrap();
     let server = TestServer::start_with_repository(&[], Some(&dir), ServerConfig::ephemeral());
