@@ -61,15 +61,7 @@ impl TestServer {
         if let Some(dir) = repository {
             server = server.repository(dir, engines.clone());
         }
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let running = rt.block_on(server.start()).expect("the server starts");
-        TestServer {
-            http: running.http_addr().unwrap(),
-            grpc: running.grpc_addr().unwrap(),
-            metrics: running.metrics_addr().unwrap(),
-            running: Some(running),
-            rt,
-        }
+        Self::run(server)
     }
 
     /// Serves the model repository `repository` alone under model control `control`.
@@ -81,6 +73,11 @@ impl TestServer {
         baton_server::install_recorder();
         let engines = baton_engines::standard_registry();
         let server = Server::new(config).repository(repository, engines).model_control(control);
+        Self::run(server)
+    }
+
+    /// Starts `server` on a tokio runtime of its own.
+    fn run(server: Server) -> TestServer {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let running = rt.block_on(server.start()).expect("the server starts");
         TestServer {
