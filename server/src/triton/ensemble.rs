@@ -120,6 +120,21 @@ pub fn pipeline(
             }
         }
     }
+    connect(&mut pipeline, config, &producers, consumers, source)?;
+    Ok(pipeline)
+}
+
+/// Wires the ensemble's tensors: each step input to its producer (an
+/// ensemble input or another step's output), and each ensemble output to the
+/// step output that produces it.
+fn connect(
+    pipeline: &mut PipelineConfig,
+    config: &tpb::ModelConfig,
+    producers: &BTreeMap<&str, Producer>,
+    consumers: Vec<(String, String, String)>,
+    source: Source,
+) -> Result<(), String> {
+    let fail = |field: &str, message: String| source.error(field, message).to_string();
     for (tensor, node, model_input) in consumers {
         let to = format!("{node}.{model_input}");
         match producers.get(tensor.as_str()) {
@@ -156,5 +171,5 @@ pub fn pipeline(
     if let Some(k) = config.input.iter().position(|t| !pipeline.inputs.contains_key(&t.name)) {
         return Err(fail(&format!("input[{k}].name"), format!("`{}`: no step takes it", config.input[k].name)));
     }
-    Ok(pipeline)
+    Ok(())
 }
