@@ -262,3 +262,37 @@ fn repository_names_and_symlinks_cannot_lead_out_of_it() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&outside);
 }
+
+#[test]
+fn version_folders_and_load_overrides_cannot_lead_out_of_a_model_folder() {
+    let dir = scratch_dir("fence-triton");
+    let outside = scratch_dir("fence-triton-outside");
+    let mlp = repo_root().join("models/mlp.onnx");
+    // `inner`: a config-less Triton model; `linked`: its version folder is a link out of the repository.
+    std::fs::create_dir_all(dir.join("inner/1")).unwrap();
+    std::fs::copy(&mlp, dir.join("inner/1/model.onnx")).unwrap();
+    std::fs::create_dir_all(outside.join("1")).unwrap();
+    std::fs::copy(&mlp, outside.join("1/model.onnx")).unwrap();
+    std::fs::create_dir_all(dir.join("linked")).unwrap();
+    std::os::unix::fs::symlink(outside.join("1"), dir.join("linked/1")).unwrap();
+    let server = TestServer::start_with_repository(&[], Some(&dir), ServerConfig::ephemeral());
+    let index = server.models().index().unwrap();
+    let linked = index.iter().find(|e| e.name == "linked").expect("the linked model is listed");
+    assert_eq!(linked.state, "UNAVAILABLE");
+    assert!(linked.reason.contains("leads out"), "{}", linked.reason);
+    assert!(server.models().get("inner").is_some(), "the model inside the repository serves");
+
+    for filename in ["../../outside.onnx", "/etc/passwd", "..", "1/../../x.onnx"] {
+        let config = serde_json::json!({ "default_model_filename": filename }).to_string();
+        let body = serde_json::json!({ "parameters": { "config": config } });
+        let answer = server.post_json("/v2/repository/models/inner/load", &body);
+        assert_eq!(answer.status, 400, "{filename}: {}", String::from_utf8_lossy(&answer.body));
+        assert!(answer.error().contains("default_model_filename"), "{filename}: {}", answer.error());
+    }
+    assert!(server.models().get("inner").is_some(), "a refused override leaves the model serving");
+    let written: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(written, ["1"], "something was written outside the repository");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&outside);
+}
