@@ -201,22 +201,43 @@ fn a_profile_missing_a_node_or_of_another_pipeline_is_refused() {
     assert!(e.contains("node `a` can form batches of 5 rows"), "{e}");
 }
 
+/// A chain of `n` nodes: x -> n0 -> n1 -> ... -> y.
+fn chain(dir: &Path, n: usize) -> PathBuf {
+    let mut text = format!(
+        "[pipeline]\nname = \"chain\"\n[inputs.x]\nto = [\"n0.t0\"]\n[outputs.y]\nfrom = \"n{}.t{n}\"\n",
+        n - 1
+    );
+    for k in 0..n {
+        text += &node(&format!("n{k}"), &format!("t{k}"), &format!("t{}", k + 1), 8);
+        if k > 0 {
+            text += &format!("[[edges]]\nfrom = \"n{}.t{k}\"\nto = \"n{k}.t{k}\"\n", k - 1);
+        }
+    }
+    let path = dir.join("chain.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 #[test]
-fn batches_whose_ends_move_under_shared_cores_end_once_each() {
+fn eight_nodes_sharing_one_core_all_run_and_answer() {
     let dir = folder("shared");
-    let samples: &[f64] = &[50.0, 100.0, 400.0];
+    let samples: &[f64] = &[5.0, 50.0, 100.0, 3000.0];
     let batches: Batches = &[(1, samples), (8, samples)];
-    let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
-    for seed in 0..8 {
-        // One core for up to four running batches: every start and end moves the others' ends,
+    let names: Vec<String> = (0..8).map(|k| format!("n{k}")).collect();
+    let nodes: Vec<(&str, Batches)> = names.iter().map(|n| (n.as_str(), batches)).collect();
+    let prof = profile(&dir, &nodes);
+    for seed in 0..4 {
+        // One core for up to eight running batches: every start and end moves the others' ends,
         // and finished batches' slots are reused while stale ends are still queued.
-        let mut o = options(diamond(&dir), prof.clone());
-        o.bench.rate = vec![20_000.0];
+        let mut o = options(chain(&dir, 8), prof.clone());
+        o.bench.rate = vec![2_000.0, 20_000.0];
         o.bench.policy = vec![BatchingPolicy::Greedy];
         o.bench.seed = seed;
         o.cores = Some(1.0);
-        let p = &simulate(&o, &engines()).unwrap().points[0];
-        let tasks: Vec<u64> = p.nodes.iter().map(|n| n.tasks).collect();
-        assert!(p.requests > 0 && tasks.iter().all(|&t| t > 0), "seed {seed}: {tasks:?}");
+        let report = simulate(&o, &engines()).unwrap();
+        for p in &report.points {
+            let tasks: Vec<u64> = p.nodes.iter().map(|n| n.tasks).collect();
+            assert!(p.requests > 0 && tasks.iter().all(|&t| t > 0), "seed {seed}: {tasks:?}");
+        }
     }
 }
