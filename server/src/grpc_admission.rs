@@ -15,19 +15,13 @@
 //! headers arrive (undone at once on refusal), and the guard carried by its
 //! response future decrements it when the future completes or is dropped.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tonic::codegen::http;
-
+use crate::grpc_gate::{Gated, GrpcRequest, GrpcResponse};
 use crate::metrics::count;
 use crate::models::Models;
-
-type GrpcRequest = http::Request<tonic::body::Body>;
-type GrpcResponse = http::Response<tonic::body::Body>;
 
 const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 
@@ -60,7 +54,7 @@ where
 {
     type Response = GrpcResponse;
     type Error = S::Error;
-    type Future = Admitted<S::Future>;
+    type Future = Gated<S::Future, UnderWay>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -68,49 +62,27 @@ where
 
     fn call(&mut self, request: GrpcRequest) -> Self::Future {
         if request.uri().path() != MODEL_INFER {
-            return Admitted::Run(self.inner.call(request), None);
+            return Gated::Run(self.inner.call(request), None);
         }
         let limit = self.models.in_flight_limit();
         if self.under_way.fetch_add(1, Ordering::AcqRel) >= limit {
             self.under_way.fetch_sub(1, Ordering::AcqRel);
             count("grpc", "infer", "", "RESOURCE_EXHAUSTED");
             let message = format!("server busy: {limit} inferences already under way (the in-flight bound)");
-            return Admitted::Refused(Some(tonic::Status::resource_exhausted(message).into_http()));
+            return Gated::refuse(tonic::Status::resource_exhausted(message));
         }
         let place = UnderWay(Arc::clone(&self.under_way));
-        Admitted::Run(self.inner.call(request), Some(place))
-    }
-}
-
-/// A call's answer: the service's (holding the call's place until it completes), or the refusal.
-pub(crate) enum Admitted<F> {
-    Run(F, Option<UnderWay>),
-    Refused(Option<GrpcResponse>),
-}
-
-impl<F, E> Future for Admitted<F>
-where
-    F: Future<Output = Result<GrpcResponse, E>> + Unpin,
-{
-    type Output = Result<GrpcResponse, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Admitted::Run(future, place) => {
-                let answer = std::task::ready!(Pin::new(future).poll(cx));
-                drop(place.take());
-                Poll::Ready(answer)
-            }
-            Admitted::Refused(response) => {
-                Poll::Ready(Ok(response.take().expect("a refusal is polled to its end once")))
-            }
-        }
+        Gated::Run(self.inner.call(request), Some(place))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use tonic::codegen::http;
 
     use tonic::codegen::Service;
 

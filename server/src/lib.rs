@@ -43,6 +43,7 @@ pub mod fence;
 pub mod flow;
 pub mod grpc;
 mod grpc_admission;
+mod grpc_gate;
 pub mod http;
 mod json;
 pub mod metrics;
