@@ -23,6 +23,13 @@ pub struct BatchSizeStats {
     pub max_ns: u64,
 }
 
+impl BatchSizeStats {
+    /// The stats of one row of a table by batch size: (executions, compute ns, largest ns).
+    pub fn of_row(batch_size: usize, (executions, compute_ns, max_ns): (u64, u64, u64)) -> Self {
+        BatchSizeStats { batch_size, executions, compute_ns, max_ns }
+    }
+}
+
 /// The running table of one node.
 #[derive(Default)]
 pub(crate) struct BatchSizes(Mutex<BTreeMap<usize, (u64, u64, u64)>>);
@@ -41,15 +48,7 @@ impl BatchSizes {
     /// The table so far, by increasing batch size.
     pub fn snapshot(&self) -> Vec<BatchSizeStats> {
         let table = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        table
-            .iter()
-            .map(|(&batch_size, &(executions, compute_ns, max_ns))| BatchSizeStats {
-                batch_size,
-                executions,
-                compute_ns,
-                max_ns,
-            })
-            .collect()
+        table.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect()
     }
 }
 

@@ -152,16 +152,7 @@ impl SimNode {
             host_device_bytes: 0,
             stopped_batches: 0,
             stopped_ns: 0,
-            batch_sizes: t
-                .sizes
-                .iter()
-                .map(|(&batch_size, &(executions, compute_ns, max_ns))| BatchSizeStats {
-                    batch_size,
-                    executions,
-                    compute_ns,
-                    max_ns,
-                })
-                .collect(),
+            batch_sizes: t.sizes.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect(),
         }
     }
 }
