@@ -7,7 +7,9 @@
 #      idle, at its peak, and 10 s after the flood;
 #   2. HTTP: wrk -c 2000 -d 10s --latency with binary-tensor infer requests:
 #      latency percentiles, non-2xx answers, RSS after;
-#   3. HTTP at c=64 unloaded (wrk -c 64), the reference for the accepted p99.
+#   3. HTTP at c=64 unloaded (wrk -c 64), the reference for the accepted p99;
+#   4. the same three loads with `baton flood`, which splits latency by answer
+#      status (wrk and h2load give one latency over refusals and answers).
 #
 #   scripts/flood.sh [PIPELINE.toml] [REQUESTS]      defaults: configs/mlp.toml 400000
 # Needs h2load and wrk (apt-get install nghttp2-client wrk); not part of CI.
@@ -89,3 +91,8 @@ wrk -t 2 -c 2000 -d 10s --latency -s "$work/infer.lua" http://127.0.0.1:18500/v2
     | grep -E "^ +(50|75|90|99)%|Requests/sec|status|Non-2xx|Socket errors"
 sleep 10
 echo "RSS MiB 10 s after the HTTP flood: $(rss)"
+
+echo "== split by status (baton flood): gRPC -c 4 -m 50000, HTTP c=64 unloaded, HTTP c=2000"
+"$baton" flood grpc://127.0.0.1:18501 --model mlp --connections 4 --streams 50000 --requests "$requests" --duration 300s
+"$baton" flood http://127.0.0.1:18500 --model mlp --connections 64 --duration 5s --client-threads 2
+"$baton" flood http://127.0.0.1:18500 --model mlp --connections 2000 --duration 10s --client-threads 2

@@ -26,6 +26,7 @@
 //! (tables, CSV, JSON), [`plot`] (latency vs load).
 
 pub mod fairness;
+pub mod flood;
 pub mod load;
 pub mod measure;
 pub mod plot;

@@ -125,15 +125,7 @@ impl Remote {
     }
 
     fn wire(&self, request: Request) -> InferRequest {
-        let inputs = request
-            .inputs
-            .into_iter()
-            .map(|(name, tensor)| {
-                let shape = tensor.shape().iter().map(|&d| d as i64).collect();
-                let datatype = datatype_name(tensor.dtype());
-                baton_kserve_client::Tensor::new(name, datatype, shape, bytes::Bytes::from_owner(TensorBytes(tensor)))
-            })
-            .collect();
+        let inputs = request.inputs.into_iter().map(|(name, tensor)| wire_tensor(name, tensor)).collect();
         InferRequest {
             model: self.model.clone(),
             inputs,
@@ -167,6 +159,13 @@ impl Remote {
             ok
         }
     }
+}
+
+/// A tensor as the client sends it, its bytes shared, not copied.
+pub fn wire_tensor(name: impl Into<String>, tensor: Tensor) -> baton_kserve_client::Tensor {
+    let shape = tensor.shape().iter().map(|&d| d as i64).collect();
+    let datatype = datatype_name(tensor.dtype());
+    baton_kserve_client::Tensor::new(name, datatype, shape, bytes::Bytes::from_owner(TensorBytes(tensor)))
 }
 
 /// How a failure is counted: its kind and status, and for a server's answer the

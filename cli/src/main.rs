@@ -6,6 +6,7 @@
 //!   generated), and prints outputs as JSON lines and a latency summary.
 
 mod bench_args;
+mod flood;
 mod inputs;
 mod plan;
 mod plan_hosts;
@@ -50,6 +51,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Measure each node's latency per batch size and its memory, for the planners.
     Profile(profile::ProfileArgs),
+    /// Flood a KServe v2 server from many connections: each answer status's count and latency.
+    Flood(flood::FloodArgs),
     /// Simulate a pipeline under bench's loads in virtual time, with the runtime's scheduler and a profile's batch times.
     Simulate(simulate::SimulateArgs),
 }
@@ -91,5 +94,6 @@ fn main() -> ExitCode {
         Command::BenchFairness(args) => baton_bench::fairness::run(args.options()),
         Command::Profile(args) => profile::run(args, &engines()),
         Command::Simulate(args) => baton_bench::simulate::run(args.options(), &engines()),
+        Command::Flood(args) => flood::run(args),
     }
 }

@@ -142,7 +142,7 @@ fn parameter(choice: ParameterChoice) -> InferParameter {
     InferParameter { parameter_choice: Some(choice) }
 }
 
-fn encode_infer(request: &InferRequest) -> pb::ModelInferRequest {
+pub(crate) fn encode_infer(request: &InferRequest) -> pb::ModelInferRequest {
     let mut parameters = HashMap::new();
     if let Some(s) = request.sequence {
         parameters.insert("sequence_id".to_string(), parameter(ParameterChoice::Uint64Param(s.id)));

@@ -141,11 +141,7 @@ impl HttpClient {
     }
 
     pub async fn infer(&self, request: &InferRequest) -> Result<InferResponse, Error> {
-        let path = if request.version.is_empty() {
-            format!("/v2/models/{}/infer", encode_path(&request.model))
-        } else {
-            format!("/v2/models/{}/versions/{}/infer", encode_path(&request.model), encode_path(&request.version))
-        };
+        let path = infer_path(request);
         let endpoint = self.endpoint(&path);
         let (head, body) = encode_infer(request);
         let mut http = self.request(Method::POST, &path, body);
@@ -163,6 +159,15 @@ impl HttpClient {
     }
 }
 
+/// The infer endpoint's path of the request's model (and version).
+pub(crate) fn infer_path(request: &InferRequest) -> String {
+    if request.version.is_empty() {
+        format!("/v2/models/{}/infer", encode_path(&request.model))
+    } else {
+        format!("/v2/models/{}/versions/{}/infer", encode_path(&request.model), encode_path(&request.version))
+    }
+}
+
 /// Percent-encodes what a path segment cannot hold as is.
 fn encode_path(segment: &str) -> String {
     let mut out = String::with_capacity(segment.len());
@@ -177,7 +182,7 @@ fn encode_path(segment: &str) -> String {
 }
 
 /// The request's body: its JSON head (whose length is returned too), then every input's bytes.
-fn encode_infer(request: &InferRequest) -> (usize, Bytes) {
+pub(crate) fn encode_infer(request: &InferRequest) -> (usize, Bytes) {
     let mut parameters = Map::new();
     parameters.insert("binary_data_output".into(), json!(true));
     if let Some(s) = request.sequence {

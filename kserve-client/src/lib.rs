@@ -30,6 +30,7 @@ mod http;
 mod tensor;
 mod tls;
 pub mod vocabulary;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;

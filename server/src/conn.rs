@@ -2,7 +2,9 @@
 //! server's resources for ever.
 //!
 //! - At most `max_connections` connections at once; past it a new connection
-//!   is answered 503 (`Connection: close`) and closed at once. gRPC has its
+//!   is answered 503 (`Connection: close`) and closed once the client closes
+//!   it or after half a second (what it sent meanwhile is read and dropped, so
+//!   the close does not reset the connection under the answer). gRPC has its
 //!   own `max_connections` (past it a connection is closed at once), and
 //!   HTTP/2 keep-alive pings every `keep_alive_timeout`, closing a connection
 //!   whose peer does not answer within `header_read_timeout`.
@@ -45,7 +47,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -391,6 +393,29 @@ async fn refuse(mut tcp: TcpStream, limit: usize) {
     count("http", "connection", "", "503");
     let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(response.as_bytes())).await;
     let _ = tcp.shutdown().await;
+    linger(tcp).await;
+}
+
+/// How long a refused connection's unread request may keep it open after the answer.
+const LINGER: Duration = Duration::from_millis(500);
+/// How many bytes of a refused connection's request are read and dropped at most.
+const LINGER_BYTES: usize = 64 << 10;
+
+/// Reads and drops what the client sent until it closes (at most [`LINGER`]
+/// and [`LINGER_BYTES`]): closing a socket with unread input sends a reset,
+/// which can destroy the answer before the client reads it.
+async fn linger(mut tcp: TcpStream) {
+    let mut sink = [0u8; 4096];
+    let mut read = 0;
+    let drain = async {
+        while read < LINGER_BYTES {
+            match tcp.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 fn closing_answer(status: StatusCode, message: String) -> Response {
