@@ -17,19 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pipeline=${1:-configs/mlp.toml}
 requests=${2:-400000}
-baton=target/release/baton
-[ -x "$baton" ] || cargo build --release --locked -p baton-cli --bin baton
-for tool in h2load wrk; do
-    command -v $tool > /dev/null || { echo "$tool is missing: apt-get install nghttp2-client wrk" >&2; exit 1; }
-done
-work=$(mktemp -d)
-server=
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/lib/serve.sh
+need_tools h2load wrk
 
 # The request bodies: one mlp row, as gRPC (length-prefixed ModelInferRequest) and as HTTP binary tensors.
 .venv-client/bin/python - "$work" <<'EOF'
@@ -59,11 +48,9 @@ response = function(status) codes[status] = (codes[status] or 0) + 1 end
 done = function() for c, n in pairs(codes) do io.write(string.format("status %d: %d\n", c, n)) end end
 EOF
 
-"$baton" serve "$pipeline" --http 127.0.0.1:18500 --grpc 127.0.0.1:18501 --metrics 127.0.0.1:18502 \
-    > "$work/serve.log" 2>&1 &
-server=$!
-for _ in $(seq 300); do grep -q "baton serve: models" "$work/serve.log" && break; sleep 0.1; done
-rss() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$server/status"; }
+start_serve serve "$pipeline" --http 127.0.0.1:18500 --grpc 127.0.0.1:18501 --metrics 127.0.0.1:18502
+wait_ready "$work/serve.log"
+rss() { rss_mib "$server"; }
 watch_peak() { # prints the highest RSS seen until the file $work/stop appears
     local peak=0 now
     while [ ! -e "$work/stop" ]; do now=$(rss); [ "$now" -gt "$peak" ] && peak=$now; sleep 0.1; done

@@ -13,17 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:-30}
 rate=${2:-300}
-baton=target/release/baton
-[ -x "$baton" ] || cargo build --release --locked -p baton-cli --bin baton
-command -v h2load > /dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/lib/serve.sh
+need_tools h2load
 seconds=$((minutes * 60))
 
 sed "s|\.\./models/|$PWD/models/|" configs/mlp.toml > "$work/soak.toml"
@@ -39,12 +30,10 @@ m = r.SerializeToString()
 open(f"{sys.argv[1]}/grpc.bin", "wb").write(b"\0" + struct.pack(">I", len(m)) + m)
 EOF
 
-"$baton" serve "$work/soak.toml" --http 127.0.0.1:18600 --grpc 127.0.0.1:18601 --metrics 127.0.0.1:18602 \
-    --header-read-timeout 5 > "$work/serve.log" 2>&1 &
-server=$!
-pids+=($server)
-for _ in $(seq 300); do grep -q "baton serve: models" "$work/serve.log" && break; sleep 0.1; done
-rss() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$server/status"; }
+start_serve serve "$work/soak.toml" --http 127.0.0.1:18600 --grpc 127.0.0.1:18601 --metrics 127.0.0.1:18602 \
+    --header-read-timeout 5
+wait_ready "$work/serve.log"
+rss() { rss_mib "$server"; }
 
 for url in http://127.0.0.1:18600 grpc://127.0.0.1:18601; do
     "$baton" bench --url "$url" --model mlp --rate "$rate" --duration "${seconds}s" --warmup 0s \

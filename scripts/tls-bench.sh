@@ -13,17 +13,7 @@ pipeline=${1:-configs/mlp.toml}
 concurrency=${2:-16}
 rounds=${3:-3}
 protocol=${4:-http}
-baton=target/release/baton
-[ -x "$baton" ] || cargo build --release --locked -p baton-cli --bin baton
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/lib/serve.sh
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=baton bench CA" \
     -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
@@ -36,20 +26,12 @@ name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$pipeline" | head -1)
 serve() { # PORT_BASE EXTRA...
     local base=$1
     shift
-    "$baton" serve "$pipeline" --http "127.0.0.1:$base" --grpc "127.0.0.1:$((base + 1))" --metrics off "$@" \
-        > "$work/serve-$base.log" 2>&1 &
-    pids+=($!)
+    start_serve "serve-$base" "$pipeline" --http "127.0.0.1:$base" --grpc "127.0.0.1:$((base + 1))" --metrics off "$@"
 }
 serve 18400
 serve 18410 --http-server-cert "$work/server.pem" --http-server-key "$work/server.key" \
     --grpc-use-ssl --grpc-server-cert "$work/server.pem" --grpc-server-key "$work/server.key"
-for port in 18400 18410; do
-    for _ in $(seq 200); do
-        grep -q "baton serve: models" "$work/serve-$port.log" && break
-        sleep 0.1
-    done
-    grep -q "baton serve: models" "$work/serve-$port.log" || { cat "$work/serve-$port.log"; exit 1; }
-done
+for port in 18400 18410; do wait_ready "$work/serve-$port.log"; done
 
 if [ "$protocol" = grpc ]; then
     plain_url=grpc://127.0.0.1:18401
