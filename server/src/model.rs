@@ -292,6 +292,9 @@ pub struct Model {
     /// A Triton model's queue policy (default deadline); none for a pipeline.
     pub policy: crate::triton::RequestPolicy,
     runtime: Runtime,
+    /// The files a load call sent, removed when the last version holding them goes
+    /// (declared after `runtime`: dropped after it, once its engines let go).
+    sent: Option<std::sync::Arc<crate::fence::SentFiles>>,
 }
 
 impl Model {
@@ -308,7 +311,14 @@ impl Model {
             triton: None,
             policy: crate::triton::RequestPolicy::default(),
             runtime,
+            sent: None,
         }
+    }
+
+    /// This model, keeping the sent files it was loaded from while it lives.
+    pub fn holding(mut self, sent: std::sync::Arc<crate::fence::SentFiles>) -> Self {
+        self.sent = Some(sent);
+        self
     }
 
     /// Version `version` of a Triton model, served with its completed config and queue policy.
@@ -324,6 +334,10 @@ impl Model {
         model.version = version.to_string();
         model.versions = versions;
         model.triton = Some(shown);
+        // Control inputs are the server's to fill: metadata leaves them out and a client's are refused.
+        if let Some(sequencing) = &policy.sequence {
+            model.inputs.retain(|i| !sequencing.is_control(&i.name));
+        }
         model.policy = policy;
         model
     }
@@ -416,7 +430,16 @@ impl Model {
     }
 
     /// Runs one request. Awaiting the answer; dropping the future cancels the request.
-    pub async fn infer(&self, inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+    pub async fn infer(&self, mut inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+        if let Some(sequencing) = &self.policy.sequence {
+            let Some(chunk) = options.sequence else {
+                return Err(ServeError::bad(format!(
+                    "model `{}` is a sequence model: the request needs a non-zero sequence_id",
+                    self.name
+                )));
+            };
+            inputs.extend(sequencing.control_tensors(chunk).map_err(ServeError::bad)?);
+        }
         let mut request = Request {
             inputs,
             priority: options.priority,

@@ -74,6 +74,12 @@ pub fn pipeline(
         if is_ensemble(&prepared.config) {
             return Err(fail(&at("model_name"), format!("`{model}` is an ensemble: Baton does not nest ensembles")));
         }
+        if super::sequence::batching(&prepared.config).is_some() {
+            return Err(fail(
+                &at("model_name"),
+                format!("`{model}` is a sequence model: sequence models in ensembles are not supported"),
+            ));
+        }
         let file = match step.model_version {
             v if v <= 0 => &prepared.versions[0].1,
             v => {

@@ -115,7 +115,8 @@ for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
 check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
-                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b"}, f"bad ones: {bad}")
+                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid"},
+      f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
 
@@ -136,4 +137,32 @@ http.unload_model("versioned")
 check(not http.is_model_ready("versioned"), "versioned unloaded")
 grpc.load_model("versioned")
 same_as_ort("versioned", repo_model("versioned", 1), {"X": x}, "1")
+# Loads carrying the model's files (Triton's repository API: `config` with `file:1/model.onnx`),
+# under names the repository does not hold; HTTP sends them base64, gRPC as bytes.
+def sent_config(name):
+    t = lambda n: {"name": n, "data_type": "TYPE_FP32", "dims": [4]}
+    return json.dumps({"name": name, "backend": "onnxruntime", "max_batch_size": 4, "input": [t("X")], "output": [t("Y")]})
+
+
+def model_bytes(name):
+    with open(os.path.join(a.onnx, name + ".onnx"), "rb") as f:
+        return f.read()
+
+
+http.load_model("sent_http", config=sent_config("sent_http"), files={"file:1/model.onnx": model_bytes("plus_one")})
+same_as_ort("sent_http", os.path.join(a.onnx, "plus_one.onnx"), {"X": x})
+grpc.load_model("sent_grpc", config=sent_config("sent_grpc"), files={"file:1/model.onnx": model_bytes("plus_two")})
+same_as_ort("sent_grpc", os.path.join(a.onnx, "plus_two.onnx"), {"X": x})
+check(http.get_model_config("sent_grpc")["max_batch_size"] == 4, "the sent model's config")
+raises(lambda: http.load_model("sent_esc", config=sent_config("sent_esc"), files={"file:../escape.onnx": b"x"}),
+       "400", "must be a relative path of plain names", "a sent file escaping its folder")
+raises(lambda: grpc.load_model("sent_esc", config=sent_config("sent_esc"), files={"file:/etc/x.onnx": b"x"}),
+       "StatusCode.INVALID_ARGUMENT", "must be a relative path of plain names", "an absolute sent file over gRPC")
+raises(lambda: http.load_model("sent_noconf", files={"file:1/model.onnx": model_bytes("plus_one")}),
+       "400", "needs the `config` parameter", "files without a config")
+raises(lambda: http.load_model("sent_nomodel", config=sent_config("sent_nomodel"), files={"file:2/other.bin": b"x"}),
+       "400", "model.onnx of version 2 is missing", "sent files without the model file")
+http.unload_model("sent_http")
+grpc.unload_model("sent_grpc")
+check(not http.is_model_ready("sent_http") and not http.is_model_ready("sent_grpc"), "sent models unloaded")
 print("triton repository: ok")
