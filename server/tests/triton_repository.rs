@@ -81,6 +81,13 @@ fn ensemble(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
         config(repo, name, &ensemble_config(name, &steps));
         std::fs::create_dir_all(repo.join(name).join("1")).unwrap();
     }
+    // The batching policy an ensemble's steps run under: a name that is no policy is refused.
+    let policy =
+        |p: &str| format!("parameters {{ key: \"baton_scheduler_policy\" value: {{ string_value: \"{p}\" }} }}\n");
+    for (name, p) in [("ens_greedy", "greedy"), ("bad_ens_policy", "fastest")] {
+        config(repo, name, &(ensemble_config(name, &good) + &policy(p)));
+        std::fs::create_dir_all(repo.join(name).join("1")).unwrap();
+    }
 }
 
 /// Triton's classic two-input add/sub config for data type `ty`.
@@ -192,6 +199,11 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
             "bad_ens_cycle_b",
             file("bad_ens_cycle_b", ":8: field `ensemble_scheduling.step[0].model_name`"),
             "is an ensemble",
+        ),
+        (
+            "bad_ens_policy",
+            file("bad_ens_policy", ":13: field `parameters[baton_scheduler_policy]`"),
+            "`fastest` is not a batching policy",
         ),
         ("bad_missing_file", file("bad_missing_file", ":1: field `default_model_filename`"), "missing.onnx"),
         ("bad_no_model", file("bad_no_model", ": "), "1/model.onnx of version 1 is missing"),

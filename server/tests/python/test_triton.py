@@ -79,6 +79,12 @@ for mod, client in ((httpclient, http), (grpcclient, grpc)):
         close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"ensemble SUM over {mod.__name__} priority {priority}")
         close(got.as_numpy("DIFF"), ewant["OUTPUT1"], f"ensemble DIFF over {mod.__name__} priority {priority}")
 check(http.get_model_config("ens")["platform"] == "ensemble", "the ensemble's config")
+# The same ensemble with its steps under the greedy baseline (parameters baton_scheduler_policy) answers alike.
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    i = mod.InferInput("X", [3, 4], "FP32")
+    i.set_data_from_numpy(xe)
+    got = client.infer("ens_greedy", [i], priority=1)
+    close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"greedy ensemble SUM over {mod.__name__}")
 
 # Metadata and configs: the written config as parsed, the completed one from the ONNX model.
 meta = http.get_model_metadata("versioned")
@@ -115,7 +121,8 @@ for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
 check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
-                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid"},
+                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid",
+                   "bad_ens_policy"},
       f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
