@@ -338,6 +338,13 @@ impl Model {
         if let Some(sequencing) = &policy.sequence {
             model.inputs.retain(|i| !sequencing.is_control(&i.name));
         }
+        // A reshaped tensor shows (and is checked against) the config's dims, not the model's shape.
+        for r in &policy.reshape {
+            let list = if r.input { &mut model.inputs } else { &mut model.outputs };
+            if let Some(meta) = list.iter_mut().find(|m| m.name == r.name) {
+                *meta = TensorMeta::new(&r.client_spec(meta.dtype));
+            }
+        }
         model.policy = policy;
         model
     }
@@ -417,7 +424,15 @@ impl Model {
         for (position, &output) in selected.iter().enumerate() {
             let name = &self.outputs[output].name;
             match outputs.get(name) {
-                Some(tensor) => picked.push(PickedOutput { output, position, tensor: tensor.clone() }),
+                Some(tensor) => {
+                    let tensor = match self.policy.reshape.iter().find(|r| !r.input && r.name == *name) {
+                        Some(r) => {
+                            r.apply(tensor).map_err(|e| ServeError::new(ErrorKind::Internal, format!("output {e}")))?
+                        }
+                        None => tensor.clone(),
+                    };
+                    picked.push(PickedOutput { output, position, tensor })
+                }
                 None if explicit => {
                     return Err(ServeError::bad(format!(
                         "output `{name}` is not produced for this request: the optional inputs it needs were left out"
@@ -439,6 +454,11 @@ impl Model {
                 )));
             };
             inputs.extend(sequencing.control_tensors(chunk).map_err(ServeError::bad)?);
+        }
+        for r in self.policy.reshape.iter().filter(|r| r.input) {
+            if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
+                *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
+            }
         }
         let mut request = Request {
             inputs,

@@ -172,6 +172,17 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
     let text = sequence_config("bad_seq_corrid", "direct { }", 1_000_000).replace("TYPE_INT64 }", "TYPE_UINT64 }");
     config(repo, "bad_seq_corrid", &text);
 
+    // reshape: the client's [2, 2] is the model's [4], both ways; a reshape holding other elements is refused.
+    let reshaped = |r: &str| {
+        format!(
+            "max_batch_size: 4\ninput [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ {r} ] }} }} ]\n\
+             output [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ 4 ] }} }} ]\n"
+        )
+    };
+    version(repo, "reshaped", 1, &model("plus_one"));
+    config(repo, "reshaped", &reshaped("4"));
+    version(repo, "bad_reshape", 1, &model("plus_one"));
+    config(repo, "bad_reshape", &reshaped("5"));
     version(repo, "bad_missing_file", 1, &model("plus_one"));
     config(repo, "bad_missing_file", "default_model_filename: \"missing.onnx\"\n");
     std::fs::create_dir_all(repo.join("bad_no_model/1")).unwrap();
@@ -205,6 +216,7 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
             file("bad_ens_policy", ":13: field `parameters[baton_scheduler_policy]`"),
             "`fastest` is not a batching policy",
         ),
+        ("bad_reshape", file("bad_reshape", ":2: field `input[0].reshape`"), "holds 5 elements but dims [2, 2] hold 4"),
         ("bad_missing_file", file("bad_missing_file", ":1: field `default_model_filename`"), "missing.onnx"),
         ("bad_no_model", file("bad_no_model", ": "), "1/model.onnx of version 1 is missing"),
         ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),

@@ -55,6 +55,13 @@ pub fn pipeline(
             format!("is `{}` but the config has ensemble_scheduling: use `ensemble`", config.platform),
         ));
     }
+    if let Some(r) = mapping::reshapes(config).first() {
+        let field = if r.input { "input" } else { "output" };
+        return Err(fail(
+            field,
+            format!("`{}` has a reshape: reshaping an ensemble's tensors is not supported", r.name),
+        ));
+    }
     let mut pipeline: PipelineConfig =
         serde_json::from_value(serde_json::json!({ "pipeline": { "name": name } })).map_err(|e| e.to_string())?;
     let mut producers: BTreeMap<&str, Producer> =
@@ -210,6 +217,12 @@ fn step_model(
         .map_err(|e| fail(&at("model_name"), format!("model `{model}` does not load: {e}")))?;
     if is_ensemble(&prepared.config) {
         return Err(fail(&at("model_name"), format!("`{model}` is an ensemble: Baton does not nest ensembles")));
+    }
+    if let Some(r) = mapping::reshapes(&prepared.config).first() {
+        return Err(fail(
+            &at("model_name"),
+            format!("`{model}` reshapes `{}`: reshaping step models in an ensemble is not supported", r.name),
+        ));
     }
     if super::sequence::batching(&prepared.config).is_some() {
         return Err(fail(

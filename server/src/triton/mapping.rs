@@ -204,13 +204,21 @@ fn check_list(
                 ),
             ));
         }
-        if let Some(reshape) = t.reshape.filter(|r| r.shape != t.dims) {
-            return Err(source.error(
-                &at("reshape"),
-                format!("{:?} differs from dims {:?}: reshaping tensors is not supported", reshape.shape, t.dims),
-            ));
+        match t.reshape {
+            Some(reshape) => {
+                let fixed = |d: &[i64]| d.iter().all(|&x| x >= 0).then(|| d.iter().product::<i64>());
+                if let (Some(a), Some(b)) = (fixed(t.dims), fixed(&reshape.shape)) {
+                    if a != b {
+                        return Err(source.error(
+                            &at("reshape"),
+                            format!("{:?} holds {b} elements but dims {:?} hold {a}", reshape.shape, t.dims),
+                        ));
+                    }
+                }
+                check_dims(&at("reshape"), &reshape.shape, spec, batched, source)?;
+            }
+            None => check_dims(&at("dims"), t.dims, spec, batched, source)?,
         }
-        check_dims(&at("dims"), t.dims, spec, batched, source)?;
     }
     let listed = |s: &&TensorSpec| tensors.iter().any(|t| t.name == s.name) || implicit.contains(&s.name.as_str());
     if let Some(missing) = model.iter().find(|s| !listed(s)) {
@@ -262,12 +270,14 @@ pub struct RequestPolicy {
     pub timeout_override: bool,
     /// `sequence_batching`: the control inputs the server fills for each request.
     pub sequence: Option<super::sequence::Sequencing>,
+    /// Inputs and outputs whose `reshape` differs from their `dims`.
+    pub reshape: Vec<super::reshape::Reshape>,
 }
 
 impl Default for RequestPolicy {
     /// A pipeline's: the request's own timeout, if any.
     fn default() -> Self {
-        RequestPolicy { default_timeout: None, timeout_override: true, sequence: None }
+        RequestPolicy { default_timeout: None, timeout_override: true, sequence: None, reshape: Vec::new() }
     }
 }
 
@@ -317,7 +327,8 @@ pub fn pipeline(
     }
     let batched = config.max_batch_size > 0;
     for t in &config.input {
-        let shape: Vec<i64> = batched.then_some(-1).into_iter().chain(t.dims.iter().copied()).collect();
+        let model_dims = t.reshape.as_ref().map_or(&t.dims, |r| &r.shape);
+        let shape: Vec<i64> = batched.then_some(-1).into_iter().chain(model_dims.iter().copied()).collect();
         inputs.insert(t.name.clone(), json!({ "to": [format!("{NODE}.{}", t.name)], "shape": shape }));
     }
     let outputs: Map<String, Json> =
@@ -334,7 +345,26 @@ pub fn pipeline(
     }
     let pipeline: PipelineConfig = serde_json::from_value(pipeline)
         .map_err(|e| ConfigError::file(source.file, format!("the pipeline made from the config is invalid: {e}")))?;
+    let mut policy = policy;
+    policy.reshape = reshapes(config);
     Ok((pipeline, policy))
+}
+
+/// The config's reshaped inputs and outputs (a `reshape` equal to `dims` is none).
+pub fn reshapes(config: &tpb::ModelConfig) -> Vec<super::reshape::Reshape> {
+    let batched = config.max_batch_size > 0;
+    let one = |name: &str, input: bool, dims: &[i64], reshape: Option<&tpb::ModelTensorReshape>| {
+        reshape.filter(|r| r.shape != dims).map(|r| super::reshape::Reshape {
+            name: name.to_string(),
+            input,
+            dims: dims.to_vec(),
+            shape: r.shape.clone(),
+            batched,
+        })
+    };
+    let inputs = config.input.iter().filter_map(|t| one(&t.name, true, &t.dims, t.reshape.as_ref()));
+    let outputs = config.output.iter().filter_map(|t| one(&t.name, false, &t.dims, t.reshape.as_ref()));
+    inputs.chain(outputs).collect()
 }
 
 /// Rows a request of a model that does not batch may have: its whole first dim runs as one.

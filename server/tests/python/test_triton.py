@@ -66,6 +66,19 @@ same_as_ort("versioned", repo_model("versioned", 2), {"X": x})  # the default: t
 got = infer(httpclient, http, "versioned", {"X": x}, "1").get_response()
 check(got["model_version"] == "1", f"answer's version: {got}")
 
+# reshape: the client sends and gets [N, 2, 2]; the model (plus_one.onnx) takes and gives [N, 4].
+xr = rng.standard_normal((3, 2, 2)).astype(np.float32)
+yr = reference(repo_model("reshaped"), {"X": xr.reshape(3, 4)})["Y"].reshape(3, 2, 2)
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    i = mod.InferInput("X", [3, 2, 2], "FP32")
+    i.set_data_from_numpy(xr)
+    close(client.infer("reshaped", [i]).as_numpy("Y"), yr, f"reshaped over {mod.__name__}")
+rmeta = http.get_model_metadata("reshaped")
+check(rmeta["inputs"][0]["shape"] == [-1, 2, 2] and rmeta["outputs"][0]["shape"] == [-1, 2, 2], f"reshaped metadata: {rmeta}")
+i = httpclient.InferInput("X", [3, 4], "FP32")
+i.set_data_from_numpy(xr.reshape(3, 4))
+raises(lambda: http.infer("reshaped", [i]), "400", "has shape [3, 4]", "the model's own shape is not the client's")
+
 # The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
 xe = rng.standard_normal((3, 4)).astype(np.float32)
 ea = reference(repo_model("p1"), {"X": xe})["Y"]
@@ -122,7 +135,7 @@ check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
 check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
                    "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid",
-                   "bad_ens_policy"},
+                   "bad_ens_policy", "bad_reshape"},
       f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
