@@ -8,6 +8,10 @@ contract with server/tests/triton_repository.rs and server/tests/python/test_tri
 - add_sub_fp32.onnx: the same over [N, 4] FP32 (the last step of the test ensemble).
 - scale_fixed.onnx: X [4] FP32 -> Y = 2 X (no batch dim: a model for max_batch_size 0).
 - plus_one.onnx, plus_two.onnx: X [N, 4] FP32 -> Y = X + 1 / X + 2 (versions 1 and 2 of one model).
+- sequence_acc.onnx: a sequence accumulator over [N, 1] tensors: INPUT INT32, control inputs START
+  INT32, END FP32, READY BOOL, CORRID INT64, implicit state STATE_IN INT32 ->
+  acc = READY ? (START ? INPUT : STATE_IN + INPUT) : STATE_IN; OUTPUT = STATE_OUT = acc,
+  CORRID_OUT = CORRID, END_OUT = END (echoed so a test sees what the server filled).
 """
 import os
 import sys
@@ -55,6 +59,21 @@ def scale_fixed(outdir):
     save(outdir, "scale_fixed", [helper.make_node("Mul", ["X", "c"], ["Y"])], [io("X")], [io("Y")], [c])
 
 
+def sequence_acc(outdir):
+    t = lambda n, ty: helper.make_tensor_value_info(n, ty, ["N", 1])
+    I32, F32, B, I64 = TensorProto.INT32, TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+    nodes = [helper.make_node("Cast", ["START"], ["start_b"], to=B),
+             helper.make_node("Add", ["STATE_IN", "INPUT"], ["sum"]),
+             helper.make_node("Where", ["start_b", "INPUT", "sum"], ["acc0"]),
+             helper.make_node("Where", ["READY", "acc0", "STATE_IN"], ["OUTPUT"]),
+             helper.make_node("Identity", ["OUTPUT"], ["STATE_OUT"]),
+             helper.make_node("Identity", ["CORRID"], ["CORRID_OUT"]),
+             helper.make_node("Identity", ["END"], ["END_OUT"])]
+    inputs = [t("INPUT", I32), t("START", I32), t("END", F32), t("READY", B), t("CORRID", I64), t("STATE_IN", I32)]
+    outputs = [t("OUTPUT", I32), t("STATE_OUT", I32), t("CORRID_OUT", I64), t("END_OUT", F32)]
+    save(outdir, "sequence_acc", nodes, inputs, outputs)
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -64,6 +83,7 @@ def main():
     scale_fixed(outdir)
     plus(outdir, "plus_one", 1.0)
     plus(outdir, "plus_two", 2.0)
+    sequence_acc(outdir)
 
 
 if __name__ == "__main__":

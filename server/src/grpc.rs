@@ -31,7 +31,6 @@ use tonic::{Code, Request, Response, Status};
 use crate::flow::{self, Decode, Decoded, Encode, PickedOutput};
 use crate::metrics::count;
 use crate::model::{self, CallOptions, InputData, Model, Models, Param, ServeError, TensorMeta, SEQUENCE_ID_HEADER};
-use crate::models::check_load_parameters;
 use crate::pb;
 use crate::pb::grpc_inference_service_server::GrpcInferenceService;
 use crate::pb::infer_parameter::ParameterChoice;
@@ -443,17 +442,26 @@ impl GrpcInferenceService for Service {
     ) -> Result<Response<pb::RepositoryModelLoadResponse>, Status> {
         let r = request.into_inner();
         use pb::model_repository_parameter::ParameterChoice;
-        let checked = check_load_parameters(r.parameters.keys().map(String::as_str)).and_then(|()| {
-            match r.parameters.get("config").map(|p| &p.parameter_choice) {
-                None => Ok(None),
-                Some(Some(ParameterChoice::StringParam(config))) => Ok(Some(config.clone())),
-                Some(_) => {
-                    Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)"))
+        let mut checked = Ok((None, Vec::new()));
+        for (key, p) in &r.parameters {
+            let Ok((config, files)) = &mut checked else { break };
+            match (key.as_str(), &p.parameter_choice) {
+                ("config", Some(ParameterChoice::StringParam(c))) => *config = Some(c.clone()),
+                ("config", _) => {
+                    checked =
+                        Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)"))
                 }
+                (key, Some(ParameterChoice::BytesParam(bytes))) if key.starts_with("file:") => {
+                    files.push((key["file:".len()..].to_string(), bytes.to_vec()))
+                }
+                (key, _) if key.starts_with("file:") => {
+                    checked = Err(ServeError::bad(format!("the load parameter `{key}` must be bytes (the file)")))
+                }
+                _ => {}
             }
-        });
+        }
         let result = match checked {
-            Ok(config) => self.models.api_load(&r.model_name, config).await,
+            Ok((config, files)) => self.models.api_load_files(&r.model_name, config, files).await,
             Err(e) => Err(e),
         };
         self.counted("repository", &r.model_name, result.map(|()| pb::RepositoryModelLoadResponse {}).map_err(status))

@@ -34,7 +34,6 @@ use crate::model::{
     check_input, datatype_name, CallOptions, ErrorKind, InputData, Model, Models, Param, ServeError, TensorMeta,
     SEQUENCE_ID_HEADER,
 };
-use crate::models::check_load_parameters;
 use crate::stats::Report;
 
 /// Calls of Triton's HTTP API Baton does not support (path, method, the call's name):
@@ -251,22 +250,38 @@ async fn repository_index(State(app): AppState, body: Bytes) -> Response {
     counted("repository", "", response)
 }
 
-/// The parameter names of a load call's body.
-fn load_parameters(request: &serde_json::Value) -> impl Iterator<Item = &str> {
-    request.get("parameters").and_then(|p| p.as_object()).into_iter().flat_map(|p| p.keys().map(String::as_str))
+/// A load call's `config` (JSON text) and files (`file:PATH`: base64, as tritonclient sends them).
+type LoadParameters = (Option<String>, Vec<(String, Vec<u8>)>);
+
+fn load_parameters(request: &serde_json::Value) -> Result<LoadParameters, ServeError> {
+    use base64::Engine;
+    let (mut config, mut files) = (None, Vec::new());
+    let Some(parameters) = request.get("parameters").and_then(|p| p.as_object()) else { return Ok((None, files)) };
+    for (key, value) in parameters {
+        match (key.as_str(), value) {
+            ("config", serde_json::Value::String(c)) => config = Some(c.clone()),
+            ("config", _) => {
+                return Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)"))
+            }
+            (key, value) if key.starts_with("file:") => {
+                let text = value.as_str().ok_or_else(|| {
+                    ServeError::bad(format!("the load parameter `{key}` must be a string (the file, base64)"))
+                })?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|e| ServeError::bad(format!("the load parameter `{key}` is not base64: {e}")))?;
+                files.push((key["file:".len()..].to_string(), bytes));
+            }
+            _ => {}
+        }
+    }
+    Ok((config, files))
 }
 
 async fn repository_load(State(app): AppState, Path(name): Path<String>, body: Bytes) -> Response {
-    let checked = repository_body(&body).and_then(|r| {
-        check_load_parameters(load_parameters(&r))?;
-        match r.pointer("/parameters/config") {
-            None => Ok(None),
-            Some(serde_json::Value::String(config)) => Ok(Some(config.clone())),
-            Some(_) => Err(ServeError::bad("the load parameter `config` must be a string (the model config as JSON)")),
-        }
-    });
+    let checked = repository_body(&body).and_then(|r| load_parameters(&r));
     let result = match checked {
-        Ok(config) => app.models.api_load(&name, config).await,
+        Ok((config, files)) => app.models.api_load_files(&name, config, files).await,
         Err(e) => Err(e),
     };
     let response = match result {

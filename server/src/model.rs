@@ -292,6 +292,9 @@ pub struct Model {
     /// A Triton model's queue policy (default deadline); none for a pipeline.
     pub policy: crate::triton::RequestPolicy,
     runtime: Runtime,
+    /// The files a load call sent, removed when the last version holding them goes
+    /// (declared after `runtime`: dropped after it, once its engines let go).
+    sent: Option<std::sync::Arc<crate::fence::SentFiles>>,
 }
 
 impl Model {
@@ -308,7 +311,14 @@ impl Model {
             triton: None,
             policy: crate::triton::RequestPolicy::default(),
             runtime,
+            sent: None,
         }
+    }
+
+    /// This model, keeping the sent files it was loaded from while it lives.
+    pub fn holding(mut self, sent: std::sync::Arc<crate::fence::SentFiles>) -> Self {
+        self.sent = Some(sent);
+        self
     }
 
     /// Version `version` of a Triton model, served with its completed config and queue policy.
@@ -324,6 +334,17 @@ impl Model {
         model.version = version.to_string();
         model.versions = versions;
         model.triton = Some(shown);
+        // Control inputs are the server's to fill: metadata leaves them out and a client's are refused.
+        if let Some(sequencing) = &policy.sequence {
+            model.inputs.retain(|i| !sequencing.is_control(&i.name));
+        }
+        // A reshaped tensor shows (and is checked against) the config's dims, not the model's shape.
+        for r in &policy.reshape {
+            let list = if r.input { &mut model.inputs } else { &mut model.outputs };
+            if let Some(meta) = list.iter_mut().find(|m| m.name == r.name) {
+                *meta = TensorMeta::new(&r.client_spec(meta.dtype));
+            }
+        }
         model.policy = policy;
         model
     }
@@ -403,7 +424,15 @@ impl Model {
         for (position, &output) in selected.iter().enumerate() {
             let name = &self.outputs[output].name;
             match outputs.get(name) {
-                Some(tensor) => picked.push(PickedOutput { output, position, tensor: tensor.clone() }),
+                Some(tensor) => {
+                    let tensor = match self.policy.reshape.iter().find(|r| !r.input && r.name == *name) {
+                        Some(r) => {
+                            r.apply(tensor).map_err(|e| ServeError::new(ErrorKind::Internal, format!("output {e}")))?
+                        }
+                        None => tensor.clone(),
+                    };
+                    picked.push(PickedOutput { output, position, tensor })
+                }
                 None if explicit => {
                     return Err(ServeError::bad(format!(
                         "output `{name}` is not produced for this request: the optional inputs it needs were left out"
@@ -416,7 +445,21 @@ impl Model {
     }
 
     /// Runs one request. Awaiting the answer; dropping the future cancels the request.
-    pub async fn infer(&self, inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+    pub async fn infer(&self, mut inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+        if let Some(sequencing) = &self.policy.sequence {
+            let Some(chunk) = options.sequence else {
+                return Err(ServeError::bad(format!(
+                    "model `{}` is a sequence model: the request needs a non-zero sequence_id",
+                    self.name
+                )));
+            };
+            inputs.extend(sequencing.control_tensors(chunk).map_err(ServeError::bad)?);
+        }
+        for r in self.policy.reshape.iter().filter(|r| r.input) {
+            if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
+                *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
+            }
+        }
         let mut request = Request {
             inputs,
             priority: options.priority,

@@ -55,7 +55,10 @@ impl Repository {
     /// Starts model `name` (blocking: engines load their models): its pipeline file,
     /// or every served version of its Triton model folder (highest first), whose
     /// config `config` (JSON, a load call's override) replaces the folder's.
-    fn start(&self, name: &str, config: Option<&str>) -> Result<Vec<Model>, ServeError> {
+    fn start(&self, name: &str, config: Option<&str>, files: &[(String, Vec<u8>)]) -> Result<Vec<Model>, ServeError> {
+        if !files.is_empty() {
+            return self.start_sent(name, config, files);
+        }
         let path = self.dir.join(format!("{name}.toml"));
         let folder = self.dir.join(name);
         crate::fence::check_component(name, "model name").map_err(|e| ServeError::new(ErrorKind::NotFound, e))?;
@@ -96,6 +99,36 @@ impl Repository {
             )));
         }
         Ok(vec![Model::new(runtime)])
+    }
+}
+
+impl Repository {
+    /// The folder holding the files load calls send, one private folder per load.
+    pub fn sent_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("baton-{}-sent-models", std::process::id()))
+    }
+
+    /// Starts model `name` from the files a load call sent (Triton's repository API:
+    /// `file:1/model.onnx` and so on, relative to the model's folder) with the
+    /// call's `config`, which must come with them. The files are written into a
+    /// private folder ([`crate::fence::SentFiles`]) that lives as long as the model's versions.
+    fn start_sent(
+        &self,
+        name: &str,
+        config: Option<&str>,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Vec<Model>, ServeError> {
+        let Some(config) = config else {
+            return Err(ServeError::bad(format!(
+                "loading model `{name}` with files needs the `config` parameter too (as Triton's repository API)"
+            )));
+        };
+        let sent = crate::fence::SentFiles::write(&self.sent_dir(), name, files)
+            .map_err(|e| ServeError::bad(format!("failed to load model `{name}`: {e}")))?;
+        let loaded = triton::load_dir(sent.dir(), name, &self.engines, Some(config))
+            .map_err(|e| ServeError::bad(format!("failed to load model `{name}` from the sent files: {e}")))?;
+        let sent = Arc::new(sent);
+        Ok(triton::into_models(loaded).into_iter().map(|m| m.holding(Arc::clone(&sent))).collect())
     }
 }
 
@@ -219,8 +252,18 @@ impl Models {
 
     /// A repository API load: [`Models::load_with`], unless the model control mode refuses it.
     pub async fn api_load(&self, name: &str, config: Option<String>) -> Result<(), ServeError> {
+        self.api_load_files(name, config, Vec::new()).await
+    }
+
+    /// A repository API load carrying files (relative path, contents): [`Models::load_sent`].
+    pub async fn api_load_files(
+        &self,
+        name: &str,
+        config: Option<String>,
+        files: Vec<(String, Vec<u8>)>,
+    ) -> Result<(), ServeError> {
         self.check_api()?;
-        self.load_with(name, config).await
+        self.load_sent(name, config, files).await
     }
 
     /// A repository API unload: [`Models::unload`], unless the model control mode refuses it.
@@ -354,10 +397,21 @@ impl Models {
     /// [`Models::load`] with `config`, a Triton model's JSON config sent with the
     /// load call, in place of its folder's `config.pbtxt`.
     pub async fn load_with(&self, name: &str, config: Option<String>) -> Result<(), ServeError> {
+        self.load_sent(name, config, Vec::new()).await
+    }
+
+    /// [`Models::load_with`], the model's folder being `files` (relative path,
+    /// contents) when there are any (see [`Repository::start_sent`]).
+    pub async fn load_sent(
+        &self,
+        name: &str,
+        config: Option<String>,
+        files: Vec<(String, Vec<u8>)>,
+    ) -> Result<(), ServeError> {
         let repository = self.repository_of(name)?.clone();
         let _one_at_a_time = self.changes.lock().await;
         let owned = name.to_string();
-        let started = tokio::task::spawn_blocking(move || repository.start(&owned, config.as_deref()))
+        let started = tokio::task::spawn_blocking(move || repository.start(&owned, config.as_deref(), &files))
             .await
             .map_err(|e| ServeError::new(ErrorKind::Internal, format!("loading model `{name}` panicked: {e}")))?;
         let mut versions = match started {
@@ -490,17 +544,5 @@ impl Models {
             .filter_map(|m| Arc::try_unwrap(m).ok())
             .map(Model::into_runtime)
             .collect()
-    }
-}
-
-/// Refuses the load parameters Baton cannot honour (model files sent with the
-/// call), given the names of a load call's parameters. A `config` (JSON) is
-/// honoured for Triton model folders ([`Models::load_with`]).
-pub fn check_load_parameters<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), ServeError> {
-    match names.into_iter().find(|k| k.starts_with("file:")) {
-        Some(key) => Err(ServeError::unsupported(&format!(
-            "loading a model with the `{key}` parameter (model files sent with the call)"
-        ))),
-        None => Ok(()),
     }
 }

@@ -81,6 +81,13 @@ fn ensemble(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
         config(repo, name, &ensemble_config(name, &steps));
         std::fs::create_dir_all(repo.join(name).join("1")).unwrap();
     }
+    // The batching policy an ensemble's steps run under: a name that is no policy is refused.
+    let policy =
+        |p: &str| format!("parameters {{ key: \"baton_scheduler_policy\" value: {{ string_value: \"{p}\" }} }}\n");
+    for (name, p) in [("ens_greedy", "greedy"), ("bad_ens_policy", "fastest")] {
+        config(repo, name, &(ensemble_config(name, &good) + &policy(p)));
+        std::fs::create_dir_all(repo.join(name).join("1")).unwrap();
+    }
 }
 
 /// Triton's classic two-input add/sub config for data type `ty`.
@@ -96,6 +103,25 @@ fn add_sub_config(name: &str, ty: &str) -> String {
         tensor("INPUT1"),
         tensor("OUTPUT0"),
         tensor("OUTPUT1")
+    )
+}
+
+/// A sequence config over sequence_acc.onnx: `strategy` (`direct { ... }` or
+/// `oldest { ... }`), its idle timeout, Triton's four control inputs and the implicit state.
+fn sequence_config(name: &str, strategy: &str, idle_us: u64) -> String {
+    format!(
+        "name: \"{name}\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n\
+         input [ {{ name: \"INPUT\" data_type: TYPE_INT32 dims: [ 1 ] }} ]\n\
+         output [ {{ name: \"OUTPUT\" data_type: TYPE_INT32 dims: [ 1 ] }},\n\
+         {{ name: \"CORRID_OUT\" data_type: TYPE_INT64 dims: [ 1 ] }},\n\
+         {{ name: \"END_OUT\" data_type: TYPE_FP32 dims: [ 1 ] }} ]\n\
+         sequence_batching {{\n  max_sequence_idle_microseconds: {idle_us}\n  {strategy}\n  control_input [\n\
+         {{ name: \"START\" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] }} ] }},\n\
+         {{ name: \"END\" control [ {{ kind: CONTROL_SEQUENCE_END fp32_false_true: [ 0, 1 ] }} ] }},\n\
+         {{ name: \"READY\" control [ {{ kind: CONTROL_SEQUENCE_READY bool_false_true: [ false, true ] }} ] }},\n\
+         {{ name: \"CORRID\" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64 }} ] }}\n  ]\n\
+         state [ {{ input_name: \"STATE_IN\" output_name: \"STATE_OUT\" data_type: TYPE_INT32 dims: [ 1 ]\n\
+         initial_state {{ data_type: TYPE_INT32 dims: [ 1 ] zero_data: true name: \"zeros\" }} }} ]\n}}\n"
     )
 }
 
@@ -128,7 +154,35 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
     std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
 
     ensemble(repo, &model);
+    version(repo, "seq_direct", 1, &model("sequence_acc"));
+    config(
+        repo,
+        "seq_direct",
+        &sequence_config("seq_direct", "direct { max_queue_delay_microseconds: 100 }", 60_000_000),
+    );
+    version(repo, "seq_oldest", 1, &model("sequence_acc"));
+    let oldest = "oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 100 }";
+    config(repo, "seq_oldest", &sequence_config("seq_oldest", oldest, 60_000_000));
+    version(repo, "seq_idle", 1, &model("sequence_acc"));
+    config(repo, "seq_idle", &sequence_config("seq_idle", "direct { }", 200_000));
+    version(repo, "bad_seq_control", 1, &model("sequence_acc"));
+    let text = sequence_config("bad_seq_control", "direct { }", 1_000_000).replace("\"READY\"", "\"READY_X\"");
+    config(repo, "bad_seq_control", &text);
+    version(repo, "bad_seq_corrid", 1, &model("sequence_acc"));
+    let text = sequence_config("bad_seq_corrid", "direct { }", 1_000_000).replace("TYPE_INT64 }", "TYPE_UINT64 }");
+    config(repo, "bad_seq_corrid", &text);
 
+    // reshape: the client's [2, 2] is the model's [4], both ways; a reshape holding other elements is refused.
+    let reshaped = |r: &str| {
+        format!(
+            "max_batch_size: 4\ninput [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ {r} ] }} }} ]\n\
+             output [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ 4 ] }} }} ]\n"
+        )
+    };
+    version(repo, "reshaped", 1, &model("plus_one"));
+    config(repo, "reshaped", &reshaped("4"));
+    version(repo, "bad_reshape", 1, &model("plus_one"));
+    config(repo, "bad_reshape", &reshaped("5"));
     version(repo, "bad_missing_file", 1, &model("plus_one"));
     config(repo, "bad_missing_file", "default_model_filename: \"missing.onnx\"\n");
     std::fs::create_dir_all(repo.join("bad_no_model/1")).unwrap();
@@ -157,11 +211,27 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
             file("bad_ens_cycle_b", ":8: field `ensemble_scheduling.step[0].model_name`"),
             "is an ensemble",
         ),
+        (
+            "bad_ens_policy",
+            file("bad_ens_policy", ":13: field `parameters[baton_scheduler_policy]`"),
+            "`fastest` is not a batching policy",
+        ),
+        ("bad_reshape", file("bad_reshape", ":2: field `input[0].reshape`"), "holds 5 elements but dims [2, 2] hold 4"),
         ("bad_missing_file", file("bad_missing_file", ":1: field `default_model_filename`"), "missing.onnx"),
         ("bad_no_model", file("bad_no_model", ": "), "1/model.onnx of version 1 is missing"),
         ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),
         ("bad_field", file("bad_field", ":2: column"), "max_queue_delay_microsecond"),
         ("bad_unsupported", file("bad_unsupported", ":2: field `batch_input`"), "not supported"),
+        (
+            "bad_seq_control",
+            file("bad_seq_control", ":"),
+            "field `sequence_batching.control_input[2].name`: `READY_X` is not a model input",
+        ),
+        (
+            "bad_seq_corrid",
+            file("bad_seq_corrid", ":"),
+            "field `sequence_batching.control_input[3].control[0].data_type`: TYPE_UINT64",
+        ),
     ]
 }
 
@@ -182,8 +252,40 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     }
     let extra = ["--repo", repo.to_str().unwrap(), "--onnx", onnx.to_str().unwrap()];
     run_client_script("test_triton.py", &server, &extra, Duration::from_secs(120));
+    // test_triton.py unloaded the models it loaded from sent files: their folders are gone.
+    let sent = server.models().repository().expect("a repository").sent_dir();
+    let left: Vec<_> = std::fs::read_dir(&sent).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "sent files outlive their models: {left:?}");
+    run_client_script("test_triton_sequence.py", &server, &extra, Duration::from_secs(120));
+    an_idle_sequence_is_ended(&server);
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// `max_sequence_idle_microseconds` (200 ms on `seq_idle`) ends a sequence that
+/// sends nothing: once the model holds no open sequence, its next chunk is refused.
+fn an_idle_sequence_is_ended(server: &TestServer) {
+    let chunk = |start: bool| {
+        let mut parameters = serde_json::json!({ "sequence_id": 77 });
+        if start {
+            parameters["sequence_start"] = true.into();
+        }
+        let input = serde_json::json!({ "name": "INPUT", "datatype": "INT32", "shape": [1, 1], "data": [5] });
+        server
+            .post_json("/v2/models/seq_idle/infer", &serde_json::json!({ "inputs": [input], "parameters": parameters }))
+    };
+    let opened = chunk(true);
+    assert_eq!(opened.status, 200, "{:?}", String::from_utf8_lossy(&opened.body));
+    let answer = opened.json();
+    let outputs = answer["outputs"].as_array().expect("outputs");
+    let output = outputs.iter().find(|o| o["name"] == "OUTPUT").expect("OUTPUT");
+    assert_eq!(output["data"], serde_json::json!([5]), "the first value");
+    let model = server.models().get("seq_idle").expect("seq_idle serves");
+    assert_eq!(model.runtime().stream_usage()[0].1, 1, "the sequence is open");
+    wait_for("the idle sequence to end", || model.runtime().stream_usage()[0].1 == 0);
+    let refused = chunk(false);
+    assert_eq!(refused.status, 400, "{:?}", String::from_utf8_lossy(&refused.body));
+    assert!(refused.error().contains("unknown stream 77"), "{}", refused.error());
 }
 
 /// Waits (up to 60 s) until `cond` holds, checking every 20 ms: the poller's

@@ -55,6 +55,13 @@ pub fn pipeline(
             format!("is `{}` but the config has ensemble_scheduling: use `ensemble`", config.platform),
         ));
     }
+    if let Some(r) = mapping::reshapes(config).first() {
+        let field = if r.input { "input" } else { "output" };
+        return Err(fail(
+            field,
+            format!("`{}` has a reshape: reshaping an ensemble's tensors is not supported", r.name),
+        ));
+    }
     let mut pipeline: PipelineConfig =
         serde_json::from_value(serde_json::json!({ "pipeline": { "name": name } })).map_err(|e| e.to_string())?;
     let mut producers: BTreeMap<&str, Producer> =
@@ -63,31 +70,10 @@ pub fn pipeline(
     for (i, step) in ensemble.step.iter().enumerate() {
         let at = |f: &str| format!("ensemble_scheduling.step[{i}].{f}");
         let model = step.model_name.as_str();
-        let folder = repository.join(model);
-        if model == name || model.contains(['/', '\\', '.']) || !layout::is_model_dir(&folder) {
-            let why = if model == name { "is the ensemble itself" } else { "is not a model of the repository" };
-            return Err(fail(&at("model_name"), format!("`{model}` {why}")));
-        }
-        let folder = crate::fence::inside(repository, &folder).map_err(|e| fail(&at("model_name"), e))?;
-        let prepared = prepare_dir(&folder, model, engines, None)
-            .map_err(|e| fail(&at("model_name"), format!("model `{model}` does not load: {e}")))?;
-        if is_ensemble(&prepared.config) {
-            return Err(fail(&at("model_name"), format!("`{model}` is an ensemble: Baton does not nest ensembles")));
-        }
-        let file = match step.model_version {
-            v if v <= 0 => &prepared.versions[0].1,
-            v => {
-                &prepared
-                    .versions
-                    .iter()
-                    .find(|(served, _)| *served == v as u64)
-                    .ok_or_else(|| fail(&at("model_version"), format!("model `{model}` serves no version {v}")))?
-                    .1
-            }
-        };
+        let (prepared, file) = step_model(step, i, name, repository, engines, &fail)?;
         let step_source = Source { file: &prepared.config_file, text: prepared.text.as_deref() };
         let (mut step_pipeline, _) =
-            mapping::pipeline(&prepared.config, file, step_source, warnings).map_err(|e| e.to_string())?;
+            mapping::pipeline(&prepared.config, &file, step_source, warnings).map_err(|e| e.to_string())?;
         let node_name = if pipeline.nodes.contains_key(model) { format!("{model}_{i}") } else { model.to_string() };
         let node = step_pipeline.nodes.remove(mapping::NODE).expect("a model's pipeline has its node");
         pipeline.nodes.insert(node_name.clone(), node);
@@ -121,7 +107,42 @@ pub fn pipeline(
         }
     }
     connect(&mut pipeline, config, &producers, consumers, source)?;
+    scheduler_parameters(&mut pipeline, config, source, warnings)?;
     Ok(pipeline)
+}
+
+/// The key of an ensemble's `parameters` that picks the batching policy running its steps.
+pub const POLICY_PARAMETER: &str = "baton_scheduler_policy";
+
+/// The ensemble's `parameters`: [`POLICY_PARAMETER`] (`collaborative`, the default,
+/// or a baseline: `greedy`, `dynamic`, `priority_fifo`, `none`) sets the pipeline's
+/// batching policy; other keys are warned (an ensemble has no backend to read them).
+fn scheduler_parameters(
+    pipeline: &mut PipelineConfig,
+    config: &tpb::ModelConfig,
+    source: Source,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    for (key, value) in &config.parameters {
+        let field = format!("parameters[{key}]");
+        if key != POLICY_PARAMETER {
+            warnings.push(format!(
+                "{}: field `{field}` ignored: an ensemble has no backend to read it",
+                source.file.display()
+            ));
+            continue;
+        }
+        let name = value.string_value.trim();
+        pipeline.scheduler.policy = baton::BatchingPolicy::from_name(name).ok_or_else(|| {
+            source
+                .error(
+                    &field,
+                    format!("`{name}` is not a batching policy (collaborative, greedy, dynamic, priority_fifo, none)"),
+                )
+                .to_string()
+        })?;
+    }
+    Ok(())
 }
 
 /// Wires the ensemble's tensors: each step input to its producer (an
@@ -172,4 +193,52 @@ fn connect(
         return Err(fail(&format!("input[{k}].name"), format!("`{}`: no step takes it", config.input[k].name)));
     }
     Ok(())
+}
+
+/// The model step `i` names, read and checked (a model folder of the repository,
+/// not an ensemble, not a sequence model), and the ONNX file of the version it asks for.
+fn step_model(
+    step: &tpb::model_ensembling::Step,
+    i: usize,
+    name: &str,
+    repository: &Path,
+    engines: &EngineRegistry,
+    fail: &dyn Fn(&str, String) -> String,
+) -> Result<(super::Prepared, std::path::PathBuf), String> {
+    let at = |f: &str| format!("ensemble_scheduling.step[{i}].{f}");
+    let model = step.model_name.as_str();
+    let folder = repository.join(model);
+    if model == name || model.contains(['/', '\\', '.']) || !layout::is_model_dir(&folder) {
+        let why = if model == name { "is the ensemble itself" } else { "is not a model of the repository" };
+        return Err(fail(&at("model_name"), format!("`{model}` {why}")));
+    }
+    let folder = crate::fence::inside(repository, &folder).map_err(|e| fail(&at("model_name"), e))?;
+    let prepared = prepare_dir(&folder, model, engines, None)
+        .map_err(|e| fail(&at("model_name"), format!("model `{model}` does not load: {e}")))?;
+    if is_ensemble(&prepared.config) {
+        return Err(fail(&at("model_name"), format!("`{model}` is an ensemble: Baton does not nest ensembles")));
+    }
+    if let Some(r) = mapping::reshapes(&prepared.config).first() {
+        return Err(fail(
+            &at("model_name"),
+            format!("`{model}` reshapes `{}`: reshaping step models in an ensemble is not supported", r.name),
+        ));
+    }
+    if super::sequence::batching(&prepared.config).is_some() {
+        return Err(fail(
+            &at("model_name"),
+            format!("`{model}` is a sequence model: sequence models in ensembles are not supported"),
+        ));
+    }
+    let file = match step.model_version {
+        v if v <= 0 => prepared.versions[0].1.clone(),
+        v => prepared
+            .versions
+            .iter()
+            .find(|(served, _)| *served == v as u64)
+            .ok_or_else(|| fail(&at("model_version"), format!("model `{model}` serves no version {v}")))?
+            .1
+            .clone(),
+    };
+    Ok((prepared, file))
 }

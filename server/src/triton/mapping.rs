@@ -109,10 +109,14 @@ pub fn complete(
         }
     }
     let skip = config.max_batch_size > 0;
+    let (implicit_in, implicit_out) = super::sequence::implicit_tensors(config);
+    let (implicit_in, implicit_out): (Vec<String>, Vec<String>) =
+        (implicit_in.into_iter().map(String::from).collect(), implicit_out.into_iter().map(String::from).collect());
     if config.input.is_empty() {
         config.input = signature
             .inputs
             .iter()
+            .filter(|s| !implicit_in.contains(&s.name))
             .map(|s| tpb::ModelInput {
                 name: s.name.clone(),
                 data_type: data_type(s.dtype) as i32,
@@ -125,6 +129,7 @@ pub fn complete(
         config.output = signature
             .outputs
             .iter()
+            .filter(|s| !implicit_out.contains(&s.name))
             .map(|s| tpb::ModelOutput {
                 name: s.name.clone(),
                 data_type: data_type(s.dtype) as i32,
@@ -158,8 +163,12 @@ pub fn check_tensors(config: &tpb::ModelConfig, signature: &ModelSignature, sour
         .map(|t| ConfigTensor { name: &t.name, data_type: t.data_type, dims: &t.dims, reshape: t.reshape.as_ref() })
         .collect();
     let batched = config.max_batch_size > 0;
-    check_list("input", &inputs, &signature.inputs, batched, source)?;
-    check_list("output", &outputs, &signature.outputs, batched, source)?;
+    let (implicit_in, implicit_out) = super::sequence::implicit_tensors(config);
+    if let Some(s) = super::sequence::batching(config) {
+        super::sequence::check_against(s, signature, source)?;
+    }
+    check_list("input", &inputs, &signature.inputs, &implicit_in, batched, source)?;
+    check_list("output", &outputs, &signature.outputs, &implicit_out, batched, source)?;
     if let Some(i) = config.input.iter().position(|t| t.optional) {
         return Err(source.error(
             &format!("input[{i}].optional"),
@@ -173,6 +182,7 @@ fn check_list(
     kind: &str,
     tensors: &[ConfigTensor],
     model: &[TensorSpec],
+    implicit: &[&str],
     batched: bool,
     source: Source,
 ) -> Result<(), ConfigError> {
@@ -194,15 +204,24 @@ fn check_list(
                 ),
             ));
         }
-        if let Some(reshape) = t.reshape.filter(|r| r.shape != t.dims) {
-            return Err(source.error(
-                &at("reshape"),
-                format!("{:?} differs from dims {:?}: reshaping tensors is not supported", reshape.shape, t.dims),
-            ));
+        match t.reshape {
+            Some(reshape) => {
+                let fixed = |d: &[i64]| d.iter().all(|&x| x >= 0).then(|| d.iter().product::<i64>());
+                if let (Some(a), Some(b)) = (fixed(t.dims), fixed(&reshape.shape)) {
+                    if a != b {
+                        return Err(source.error(
+                            &at("reshape"),
+                            format!("{:?} holds {b} elements but dims {:?} hold {a}", reshape.shape, t.dims),
+                        ));
+                    }
+                }
+                check_dims(&at("reshape"), &reshape.shape, spec, batched, source)?;
+            }
+            None => check_dims(&at("dims"), t.dims, spec, batched, source)?,
         }
-        check_dims(&at("dims"), t.dims, spec, batched, source)?;
     }
-    if let Some(missing) = model.iter().find(|s| !tensors.iter().any(|t| t.name == s.name)) {
+    let listed = |s: &&TensorSpec| tensors.iter().any(|t| t.name == s.name) || implicit.contains(&s.name.as_str());
+    if let Some(missing) = model.iter().find(|s| !listed(s)) {
         return Err(source.error(kind, format!("the model's {kind} `{}` is not listed", missing.name)));
     }
     Ok(())
@@ -249,12 +268,16 @@ pub struct RequestPolicy {
     pub default_timeout: Option<Duration>,
     /// `allow_timeout_override`: whether a request's own `timeout` replaces it.
     pub timeout_override: bool,
+    /// `sequence_batching`: the control inputs the server fills for each request.
+    pub sequence: Option<super::sequence::Sequencing>,
+    /// Inputs and outputs whose `reshape` differs from their `dims`.
+    pub reshape: Vec<super::reshape::Reshape>,
 }
 
 impl Default for RequestPolicy {
     /// A pipeline's: the request's own timeout, if any.
     fn default() -> Self {
-        RequestPolicy { default_timeout: None, timeout_override: true }
+        RequestPolicy { default_timeout: None, timeout_override: true, sequence: None, reshape: Vec::new() }
     }
 }
 
@@ -277,7 +300,25 @@ pub fn pipeline(
 ) -> Result<(PipelineConfig, RequestPolicy), ConfigError> {
     let mut node = Map::new();
     node.insert("stages".into(), json!([{ "model": model.display().to_string() }]));
-    let (scheduler, policy) = scheduling(config, &mut node, source, warnings)?;
+    let mut inputs = Map::new();
+    let (scheduler, streams, policy) = match super::sequence::batching(config) {
+        Some(s) => {
+            if config.max_batch_size == 0 && !s.state.is_empty() {
+                return Err(source.error(
+                    "sequence_batching.state",
+                    "needs max_batch_size > 0: Baton keeps one row of state per sequence, along the batch dim",
+                ));
+            }
+            scheduling(config, &mut node, source, warnings)?;
+            let (scheduler, streams, sequencing) =
+                super::sequence::map(config, s, &mut node, &mut inputs, source, warnings)?;
+            (scheduler, Some(streams), RequestPolicy { sequence: Some(sequencing), ..Default::default() })
+        }
+        None => {
+            let (scheduler, policy) = scheduling(config, &mut node, source, warnings)?;
+            (scheduler, None, policy)
+        }
+    };
     instances(config, &mut node, source)?;
     parameters(config, &mut node, source, warnings)?;
     accelerators(config, &mut node, source)?;
@@ -285,26 +326,45 @@ pub fn pipeline(
         return Err(source.error("model_transaction_policy.decoupled", "decoupled models are not supported"));
     }
     let batched = config.max_batch_size > 0;
-    let inputs: Map<String, Json> = config
-        .input
-        .iter()
-        .map(|t| {
-            let shape: Vec<i64> = batched.then_some(-1).into_iter().chain(t.dims.iter().copied()).collect();
-            (t.name.clone(), json!({ "to": [format!("{NODE}.{}", t.name)], "shape": shape }))
-        })
-        .collect();
+    for t in &config.input {
+        let model_dims = t.reshape.as_ref().map_or(&t.dims, |r| &r.shape);
+        let shape: Vec<i64> = batched.then_some(-1).into_iter().chain(model_dims.iter().copied()).collect();
+        inputs.insert(t.name.clone(), json!({ "to": [format!("{NODE}.{}", t.name)], "shape": shape }));
+    }
     let outputs: Map<String, Json> =
         config.output.iter().map(|t| (t.name.clone(), json!({ "from": format!("{NODE}.{}", t.name) }))).collect();
-    let pipeline = json!({
+    let mut pipeline = json!({
         "pipeline": { "name": config.name },
         "scheduler": scheduler,
         "inputs": inputs,
         "outputs": outputs,
         "nodes": { NODE: node },
     });
+    if let Some(streams) = streams {
+        pipeline["streams"] = streams;
+    }
     let pipeline: PipelineConfig = serde_json::from_value(pipeline)
         .map_err(|e| ConfigError::file(source.file, format!("the pipeline made from the config is invalid: {e}")))?;
+    let mut policy = policy;
+    policy.reshape = reshapes(config);
     Ok((pipeline, policy))
+}
+
+/// The config's reshaped inputs and outputs (a `reshape` equal to `dims` is none).
+pub fn reshapes(config: &tpb::ModelConfig) -> Vec<super::reshape::Reshape> {
+    let batched = config.max_batch_size > 0;
+    let one = |name: &str, input: bool, dims: &[i64], reshape: Option<&tpb::ModelTensorReshape>| {
+        reshape.filter(|r| r.shape != dims).map(|r| super::reshape::Reshape {
+            name: name.to_string(),
+            input,
+            dims: dims.to_vec(),
+            shape: r.shape.clone(),
+            batched,
+        })
+    };
+    let inputs = config.input.iter().filter_map(|t| one(&t.name, true, &t.dims, t.reshape.as_ref()));
+    let outputs = config.output.iter().filter_map(|t| one(&t.name, false, &t.dims, t.reshape.as_ref()));
+    inputs.chain(outputs).collect()
 }
 
 /// Rows a request of a model that does not batch may have: its whole first dim runs as one.

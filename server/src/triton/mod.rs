@@ -7,12 +7,17 @@
 //! - [`rules`]: what Baton does with each config field (read, warn, refuse).
 //! - [`layout`]: version folders, the version policy, the model file.
 //! - [`mapping`]: completion from the ONNX model, checks, the one-node pipeline.
+//! - [`reshape`]: inputs and outputs whose `reshape` differs from their `dims`.
+//! - [`sequence`]: `sequence_batching` → streams, state and control inputs.
+//! - [`ensemble`]: `ensemble_scheduling` → one pipeline over the repository's models.
 
 pub mod ensemble;
 pub mod layout;
 pub mod mapping;
 pub mod pbtxt;
+pub mod reshape;
 pub mod rules;
+pub mod sequence;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -66,6 +66,19 @@ same_as_ort("versioned", repo_model("versioned", 2), {"X": x})  # the default: t
 got = infer(httpclient, http, "versioned", {"X": x}, "1").get_response()
 check(got["model_version"] == "1", f"answer's version: {got}")
 
+# reshape: the client sends and gets [N, 2, 2]; the model (plus_one.onnx) takes and gives [N, 4].
+xr = rng.standard_normal((3, 2, 2)).astype(np.float32)
+yr = reference(repo_model("reshaped"), {"X": xr.reshape(3, 4)})["Y"].reshape(3, 2, 2)
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    i = mod.InferInput("X", [3, 2, 2], "FP32")
+    i.set_data_from_numpy(xr)
+    close(client.infer("reshaped", [i]).as_numpy("Y"), yr, f"reshaped over {mod.__name__}")
+rmeta = http.get_model_metadata("reshaped")
+check(rmeta["inputs"][0]["shape"] == [-1, 2, 2] and rmeta["outputs"][0]["shape"] == [-1, 2, 2], f"reshaped metadata: {rmeta}")
+i = httpclient.InferInput("X", [3, 4], "FP32")
+i.set_data_from_numpy(xr.reshape(3, 4))
+raises(lambda: http.infer("reshaped", [i]), "400", "has shape [3, 4]", "the model's own shape is not the client's")
+
 # The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
 xe = rng.standard_normal((3, 4)).astype(np.float32)
 ea = reference(repo_model("p1"), {"X": xe})["Y"]
@@ -79,6 +92,12 @@ for mod, client in ((httpclient, http), (grpcclient, grpc)):
         close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"ensemble SUM over {mod.__name__} priority {priority}")
         close(got.as_numpy("DIFF"), ewant["OUTPUT1"], f"ensemble DIFF over {mod.__name__} priority {priority}")
 check(http.get_model_config("ens")["platform"] == "ensemble", "the ensemble's config")
+# The same ensemble with its steps under the greedy baseline (parameters baton_scheduler_policy) answers alike.
+for mod, client in ((httpclient, http), (grpcclient, grpc)):
+    i = mod.InferInput("X", [3, 4], "FP32")
+    i.set_data_from_numpy(xe)
+    got = client.infer("ens_greedy", [i], priority=1)
+    close(got.as_numpy("SUM"), ewant["OUTPUT0"], f"greedy ensemble SUM over {mod.__name__}")
 
 # Metadata and configs: the written config as parsed, the completed one from the ONNX model.
 meta = http.get_model_metadata("versioned")
@@ -115,7 +134,9 @@ for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
 check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
-                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b"}, f"bad ones: {bad}")
+                   "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid",
+                   "bad_ens_policy", "bad_reshape"},
+      f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")
 
@@ -136,4 +157,32 @@ http.unload_model("versioned")
 check(not http.is_model_ready("versioned"), "versioned unloaded")
 grpc.load_model("versioned")
 same_as_ort("versioned", repo_model("versioned", 1), {"X": x}, "1")
+# Loads carrying the model's files (Triton's repository API: `config` with `file:1/model.onnx`),
+# under names the repository does not hold; HTTP sends them base64, gRPC as bytes.
+def sent_config(name):
+    t = lambda n: {"name": n, "data_type": "TYPE_FP32", "dims": [4]}
+    return json.dumps({"name": name, "backend": "onnxruntime", "max_batch_size": 4, "input": [t("X")], "output": [t("Y")]})
+
+
+def model_bytes(name):
+    with open(os.path.join(a.onnx, name + ".onnx"), "rb") as f:
+        return f.read()
+
+
+http.load_model("sent_http", config=sent_config("sent_http"), files={"file:1/model.onnx": model_bytes("plus_one")})
+same_as_ort("sent_http", os.path.join(a.onnx, "plus_one.onnx"), {"X": x})
+grpc.load_model("sent_grpc", config=sent_config("sent_grpc"), files={"file:1/model.onnx": model_bytes("plus_two")})
+same_as_ort("sent_grpc", os.path.join(a.onnx, "plus_two.onnx"), {"X": x})
+check(http.get_model_config("sent_grpc")["max_batch_size"] == 4, "the sent model's config")
+raises(lambda: http.load_model("sent_esc", config=sent_config("sent_esc"), files={"file:../escape.onnx": b"x"}),
+       "400", "must be a relative path of plain names", "a sent file escaping its folder")
+raises(lambda: grpc.load_model("sent_esc", config=sent_config("sent_esc"), files={"file:/etc/x.onnx": b"x"}),
+       "StatusCode.INVALID_ARGUMENT", "must be a relative path of plain names", "an absolute sent file over gRPC")
+raises(lambda: http.load_model("sent_noconf", files={"file:1/model.onnx": model_bytes("plus_one")}),
+       "400", "needs the `config` parameter", "files without a config")
+raises(lambda: http.load_model("sent_nomodel", config=sent_config("sent_nomodel"), files={"file:2/other.bin": b"x"}),
+       "400", "model.onnx of version 2 is missing", "sent files without the model file")
+http.unload_model("sent_http")
+grpc.unload_model("sent_grpc")
+check(not http.is_model_ready("sent_http") and not http.is_model_ready("sent_grpc"), "sent models unloaded")
 print("triton repository: ok")
