@@ -41,7 +41,7 @@ pub struct TuneArgs {
     /// Simulated measured time per point.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Closed-loop clients of the capacity point (the top of each bisection is 1.5 × its throughput).
+    /// Closed-loop clients of the capacity point (the rates tried are 10% to 150% of its throughput).
     #[arg(long, default_value_t = 32)]
     pub capacity_concurrency: usize,
     /// The search's budget: candidates scored (`300`, deterministic) or time (`90s`, `5m`).

@@ -7,7 +7,7 @@
 //! a pipeline file.
 //!
 //! Modules: [`knobs`] (what may change, applying a candidate), [`goodput`]
-//! (a candidate's goodput by bisection on the rate), [`search`] (coordinate
+//! (a candidate's goodput: a scan down a grid of rates, then bisection), [`search`] (coordinate
 //! descent and restarts). docs/simulate.md says how to check a tuned file
 //! with real runs.
 
