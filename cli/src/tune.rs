@@ -88,3 +88,30 @@ impl TuneArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    enum Cli {
+        Tune(TuneArgs),
+    }
+
+    #[test]
+    fn defaults_are_the_library_defaults_and_the_slo_and_budget_parse() {
+        let args = ["baton", "tune", "p.toml", "--profile", "q.json", "--slo", "priority_p99=2ms,others_p99=9ms"];
+        let Cli::Tune(tune) = Cli::try_parse_from(args).unwrap();
+        let options = tune.options();
+        assert_eq!(options.load, baton_bench::tune::default_load());
+        assert_eq!(options.slo, Slo { priority_p99_us: 2000, others_p99_us: 9000 });
+        assert_eq!(options.budget, Budget::Evaluations(200));
+        let timed = ["baton", "tune", "p.toml", "--profile", "q.json", "--slo", "priority_p99=1,others_p99=1"];
+        let Cli::Tune(tune) = Cli::try_parse_from(timed.iter().copied().chain(["--budget", "2m"])).unwrap();
+        assert_eq!(tune.options().budget, Budget::Time(Duration::from_secs(120)));
+        let bad = Cli::try_parse_from(timed.iter().copied().chain(["--budget", "soon"]));
+        assert!(bad.is_err_and(|e| e.to_string().contains("--budget")));
+    }
+}
