@@ -128,7 +128,7 @@ fn read(path: &Path) -> Result<(Table, PipelineConfig), String> {
     Ok((table, config))
 }
 
-/// The candidates table: the shipped file, then the best `top` by goodput.
+/// The candidates table: the shipped file, then the best `top` goodputs (one candidate each).
 pub fn report(options: &TuneOptions, result: &TuneResult) -> String {
     let shipped = result.found[0].score.goodput;
     let mut order: Vec<usize> = (0..result.found.len()).collect();
@@ -149,7 +149,19 @@ pub fn report(options: &TuneOptions, result: &TuneResult) -> String {
         "{:<5} {:>12} {:>9} {:>12} {:>12} {:>12}  {}\n",
         "rank", "goodput/s", "x shipped", "capacity/s", "prio p99 µs", "other p99 µs", "changes from the shipped file"
     );
-    let rows = std::iter::once(0).chain(order.into_iter().filter(|&i| i != 0).take(options.top));
+    // Candidates of equal goodput differ in knobs the model shows no effect of: the first scored stands for them.
+    let mut shown = vec![result.found[0].score.goodput.to_bits()];
+    let distinct: Vec<usize> = order
+        .into_iter()
+        .filter(|&i| {
+            let bits = result.found[i].score.goodput.to_bits();
+            let new = !shown.contains(&bits);
+            shown.push(bits);
+            new
+        })
+        .take(options.top)
+        .collect();
+    let rows = std::iter::once(0).chain(distinct);
     for (rank, i) in rows.enumerate() {
         let f = &result.found[i];
         let label = if i == 0 { "ship".to_string() } else { rank.to_string() };
