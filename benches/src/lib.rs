@@ -36,6 +36,7 @@ pub mod report;
 pub mod simulate;
 pub mod sweep;
 pub mod target;
+pub mod tune;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -229,7 +229,7 @@ fn raw_io_parser() -> impl TypedValueParser<Value = RawIo> {
 }
 
 /// `--arrivals` values: the names [`Arrivals::name`] gives.
-fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
+pub(crate) fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
     PossibleValuesParser::new(Arrivals::ALL.map(Arrivals::name))
         .map(|name| Arrivals::from_name(&name).expect("one of the possible values"))
 }

@@ -19,6 +19,7 @@ mod run;
 mod serve_args;
 mod simulate;
 mod suggest;
+mod tune;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,8 @@ enum Command {
     Flood(flood::FloodArgs),
     /// Simulate a pipeline under bench's loads in virtual time, with the runtime's scheduler and a profile's batch times.
     Simulate(simulate::SimulateArgs),
+    /// Search a pipeline's scheduling knobs for the most requests/s meeting an SLO, in the simulator.
+    Tune(tune::TuneArgs),
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -95,5 +98,6 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(args, &engines()),
         Command::Simulate(args) => baton_bench::simulate::run(args.options(), &engines()),
         Command::Flood(args) => flood::run(args),
+        Command::Tune(args) => baton_bench::tune::run(args.options(), &engines()),
     }
 }

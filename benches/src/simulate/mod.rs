@@ -53,7 +53,7 @@ pub fn run(options: SimOptions, engines: &baton::EngineRegistry) -> ExitCode {
 }
 
 /// What the simulator does not model, for `spec` under `options`: the first one found.
-fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String> {
+pub(crate) fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String> {
     let s = &spec.scheduler;
     let node_feature = spec.nodes.iter().find_map(|n| {
         let what = if n.keeps_streams() {
@@ -123,7 +123,7 @@ fn policy_spec(
 }
 
 /// Per node: its name and the batch sizes it can form (padded to its fixed sizes, if any).
-fn formable(spec: &PipelineSpec, rows: usize) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn formable(spec: &PipelineSpec, rows: usize) -> Vec<(String, Vec<usize>)> {
     let decider = baton::scheduler::decision::Decider::new(spec);
     spec.nodes
         .iter()
@@ -231,7 +231,7 @@ fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
 }
 
 /// The profile's `cores` (the machine it was measured on).
-fn profile_cores(path: &Path) -> Result<f64, String> {
+pub(crate) fn profile_cores(path: &Path) -> Result<f64, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a profile: {e}", path.display()))?;
