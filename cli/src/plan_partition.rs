@@ -134,8 +134,12 @@ fn params(args: &PlanArgs, scheme: Scheme, variant: Variant, rule: CriticalRule)
     let mut p = Params::for_scheme(args.parts, scheme);
     p.epsilon = args.epsilon;
     let default_restarts = if rule == CriticalRule::None { multilevel::PLAIN_CUT_RESTARTS } else { 1 };
-    p.restarts = args.restarts.unwrap_or(default_restarts).max(1);
     p.quality = args.quality.parse()?;
+    // With `--quality strong`, `--restarts` counts the strong mode's
+    // repetitions; the default driver it also runs (as a candidate) keeps its
+    // own count, so a large count cannot run it past the time limit.
+    let own_restarts = if p.quality == Quality::Strong { None } else { args.restarts };
+    p.restarts = own_restarts.unwrap_or(default_restarts).max(1);
     p.strong.repetitions = args.restarts.unwrap_or(p.strong.repetitions).max(1);
     p.strong.budget = baton_planners::deadline::duration(args.time_limit)?;
     p.vcycles = args.vcycles.max(1);

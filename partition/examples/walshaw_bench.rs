@@ -5,7 +5,8 @@
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
 //!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp|lp-hubs]
-//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--graphs add20,data]`
+//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--kicks N] [--kick-size N] [--graphs add20,data]`
+//!  (`--local-rounds` and `--kicks` unset: the strong mode's plain-cut defaults)
 
 mod common;
 
@@ -38,7 +39,9 @@ struct Options {
     tries: usize,
     population: usize,
     combines: usize,
-    local_rounds: usize,
+    local_rounds: Option<usize>,
+    kicks: Option<usize>,
+    kick_size: usize,
     flow: Option<bool>,
     only: String,
     grouping: Option<Grouping>,
@@ -57,7 +60,13 @@ impl Options {
         let tries: usize = arg(args, "--tries", defaults.initial_tries);
         let population: usize = arg(args, "--population", defaults.population);
         let combines: usize = arg(args, "--combines", defaults.combines);
-        let local_rounds: usize = arg(args, "--local-rounds", defaults.local_rounds);
+        let optional = |name: &str| match arg(args, name, String::new()).as_str() {
+            "" => None,
+            n => Some(n.parse::<usize>().unwrap_or_else(|_| panic!("{name} {n}: expected a count"))),
+        };
+        let local_rounds = optional("--local-rounds").or(defaults.local_rounds);
+        let kicks = optional("--kicks").or(defaults.kicks);
+        let kick_size: usize = arg(args, "--kick-size", defaults.kick_size);
         let flow: Option<bool> = match arg(args, "--flow", String::new()).as_str() {
             "" => defaults.flow,
             on => Some(on.parse().expect("--flow true|false")),
@@ -82,6 +91,8 @@ impl Options {
             population,
             combines,
             local_rounds,
+            kicks,
+            kick_size,
             flow,
             only,
             grouping,
@@ -101,6 +112,8 @@ impl Options {
             combines: self.combines,
             flow: self.flow,
             local_rounds: self.local_rounds,
+            kicks: self.kicks,
+            kick_size: self.kick_size,
         }
     }
 }
@@ -158,10 +171,11 @@ fn main() {
     let (epsilon, repetitions, population, combines, flow) =
         (o.epsilon, o.repetitions, o.population, o.combines, o.flow);
     let (local_rounds, grouping, budget, seeds) = (o.local_rounds, o.grouping, o.budget, o.seeds);
+    let (kicks, kick_size) = (o.kicks, o.kick_size);
     println!("load average at the start: {}", load_average());
     let csv = std::fs::read_to_string(o.dir.join("best_known_k2_eps5.csv")).expect("best_known_k2_eps5.csv");
     println!(
-        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, localized FM rounds {local_rounds}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
+        "k = 2, epsilon {epsilon}, plain edge cut; strong: {repetitions} repetitions, population {population}, {combines} combines, flow {flow:?}, localized FM rounds {local_rounds:?}, kicks {kicks:?} of at most {kick_size}, coarsening {grouping:?}, budget {budget} s, mean of {seeds} seeds\n"
     );
     println!("| graph | n | m | best known | multilevel (per seed) | METIS (per seed) | strong (mean) | strong (best) | strong / best known | time multilevel / METIS (ms, mean) | strong (s per seed) |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

@@ -11,7 +11,8 @@
 //!   mode built on it (repeated multilevel runs with V-cycles); [`evolve`]:
 //!   its population and combine operator; [`flow_refine`] (on [`maxflow`]):
 //!   minimum cuts of a corridor around the cut; [`local_fm`]: localized
-//!   multi-try FM searches (an option, off by default).
+//!   multi-try FM searches (on by default for the plain cut); [`kick`]: the
+//!   iterated local search on the best bisection (kick, refine, keep).
 //! - [`metis_ref`]: METIS on the same graph, as the reference.
 //! - [`metrics`]: cuts and balance ([`balance`]: the tightest reachable load limit); [`report`]: text and JSON output.
 
@@ -27,6 +28,7 @@ pub mod fm;
 pub mod gain_queue;
 pub mod generate;
 pub mod graph;
+pub mod kick;
 pub mod label_propagation;
 pub mod local_fm;
 pub mod maxflow;

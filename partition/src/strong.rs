@@ -13,16 +13,21 @@
 //! - project level by level, refining each level by FM passes until none
 //!   improves, then by flow cuts ([`crate::flow_refine`]; for the plain cut,
 //!   [`Strong::flow`]), and optionally by localized FM searches
-//!   ([`crate::local_fm`], [`Strong::local_rounds`]);
-//! - V-cycles: coarsen again inside the sides only, so the partition
-//!   survives to the coarsest level, and refine on the way back (the best
-//!   partition kept).
+//!   ([`crate::local_fm`], [`Strong::local_rounds`]; for the plain cut
+//!   [`PLAIN_CUT_LOCAL_ROUNDS`] by default);
+//! - V-cycles: coarsen again inside the sides only (for the plain cut down
+//!   to the smaller of [`PLAIN_CUT_COARSEST`]), so the partition survives
+//!   to the coarsest level, and refine on the way back (the best partition
+//!   kept).
 //!
 //! Repetitions with different seeds run until their count or the time budget
 //! is used up, each offered to a population ([`crate::evolve`]); then
 //! [`Strong::combines`] combine operations (none by default: at equal time
 //! they did not beat more repetitions), and the best (least excess, then cut,
-//! then load difference) is kept. With counts and no budget the result
+//! then load difference) starts an iterated local search ([`crate::kick`],
+//! [`Strong::kicks`]; for the plain cut [`PLAIN_CUT_KICKS`] kicks by default,
+//! the repetitions then stopping at [`KICKS_REPETITIONS_SHARE`] of the
+//! budget), whose incumbent is kept. With counts and no budget the result
 //! depends on the seed alone.
 
 use std::time::{Duration, Instant};
@@ -36,6 +41,7 @@ use crate::evolve::{self, Population};
 use crate::flow_refine;
 use crate::fm::{self, Bisection};
 use crate::graph::{Graph, Vertex};
+use crate::kick;
 use crate::label_propagation::Visit;
 use crate::local_fm;
 use crate::metrics;
@@ -49,6 +55,21 @@ pub const COARSEST: usize = 150;
 /// label propagation visits hubs first, 30 before), finer ones data
 /// (docs/partition.md); V-cycles and combines stop at [`COARSEST`].
 const PLAIN_CUT_COARSEST: [usize; 2] = [20, 300];
+
+/// Localized FM rounds per level for the plain cut (add20, 64 repetitions:
+/// 560.0 with 2 against 568.3 without, docs/planners.md).
+pub const PLAIN_CUT_LOCAL_ROUNDS: usize = 2;
+
+/// Kicks of the iterated local search for the plain cut, within the budget.
+pub const PLAIN_CUT_KICKS: usize = 200;
+
+/// Vertices a kick moves at most (add20 at 5 s: at most 4 and at most 16
+/// both beat 64; 8 lies between them).
+pub const KICK_SIZE: usize = 8;
+
+/// Share of the time budget after which no new repetition starts when kicks
+/// follow (the rest goes to the kicks).
+pub const KICKS_REPETITIONS_SHARE: f64 = 0.8;
 
 /// A coarse vertex may carry at most this share of `total / coarsest size`.
 const MAX_VERTEX_SHARE: f64 = 1.5;
@@ -84,8 +105,15 @@ pub struct Strong {
     /// for mixed results, docs/partition.md).
     pub flow: Option<bool>,
     /// Rounds of localized FM searches ([`crate::local_fm`]) after FM and
-    /// flows on every level (0: none).
-    pub local_rounds: usize,
+    /// flows on every level (0: none); `None`: [`PLAIN_CUT_LOCAL_ROUNDS`]
+    /// for the plain cut, none on task graphs.
+    pub local_rounds: Option<usize>,
+    /// Kicks of the iterated local search ([`crate::kick`]) on the best
+    /// partition after the repetitions and combines (0: none); `None`:
+    /// [`PLAIN_CUT_KICKS`] for the plain cut, none on task graphs.
+    pub kicks: Option<usize>,
+    /// Vertices a kick moves at most.
+    pub kick_size: usize,
     pub seed: u64,
 }
 
@@ -100,7 +128,9 @@ impl Default for Strong {
             vcycles: 2,
             grouping: None,
             flow: None,
-            local_rounds: 0,
+            local_rounds: None,
+            kicks: None,
+            kick_size: KICK_SIZE,
             seed: 1,
         }
     }
@@ -114,7 +144,12 @@ pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, fm::Rank, usi
     let stream = |i: u64| StdRng::seed_from_u64(s.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i));
     let mut population = Population::new(s.population);
     let mut runs = 0;
-    let repetitions_share = if s.combines > 0 { REPETITIONS_SHARE } else { 1.0 };
+    let kicks = s.kicks.unwrap_or(if g.critical_edges() == 0 { PLAIN_CUT_KICKS } else { 0 });
+    let repetitions_share = match (s.combines, kicks) {
+        (0, 0) => 1.0,
+        (0, _) => KICKS_REPETITIONS_SHARE,
+        _ => REPETITIONS_SHARE,
+    };
     for r in 0..s.repetitions.max(1) {
         if r > 0 && past(repetitions_share) {
             break;
@@ -134,6 +169,11 @@ pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, fm::Rank, usi
         runs += 1;
     }
     let (part, rank) = population.best().expect("at least one repetition").clone();
+    if kicks == 0 {
+        return (part, rank, runs);
+    }
+    let search = kick::Search { caps, kicks, max_size: s.kick_size, flow: s.flow.unwrap_or(g.critical_edges() == 0) };
+    let (part, rank) = search.run(g, part, &mut rng, || past(1.0));
     (part, rank, runs)
 }
 
@@ -179,8 +219,10 @@ pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &
     // the cut by 4%; the other Walshaw graphs kept theirs (docs/partition.md).
     let grouping = s.grouping.unwrap_or_else(|| coarsen::grouping_for(g, Visit::HubsFirst));
     let flow = s.flow.unwrap_or(plain);
+    let local_rounds = s.local_rounds.unwrap_or(if plain { PLAIN_CUT_LOCAL_ROUNDS } else { 0 });
     let coarsest_n = match guide {
         None if plain => PLAIN_CUT_COARSEST[rng.random_range(0..PLAIN_CUT_COARSEST.len())],
+        Some(_) if plain => PLAIN_CUT_COARSEST[0],
         _ => COARSEST,
     };
     let heaviest = g.node_w.iter().copied().max().unwrap_or(1);
@@ -194,8 +236,8 @@ pub fn cycle(g: &Graph, caps: [i64; 2], s: &Strong, guide: Option<Guide>, rng: &
         if flow {
             flow_refine::refine(&mut b, &flow_refine::ALPHAS, rng);
         }
-        if s.local_rounds > 0 {
-            local_fm::refine(&mut b, local_fm::PATIENCE, s.local_rounds, rng);
+        if local_rounds > 0 {
+            local_fm::refine(&mut b, local_fm::PATIENCE, local_rounds, rng);
         }
         b.part
     };
@@ -307,6 +349,25 @@ mod tests {
         let g = b.build();
         let (part, rank, _) = bisect(&g, caps(&g, 0.03), &Strong { repetitions: 4, ..Strong::default() });
         assert_eq!(rank, (0, (0, 1), 0), "{part:?}");
+    }
+
+    /// The kicks start from the best repetition of the same seed, so with
+    /// them the result is never worse than without, and stays balanced. A
+    /// layered DAG with its critical marks cleared: a plain cut with no
+    /// straight optimum for the repetitions to find every time.
+    #[test]
+    fn kicks_never_leave_the_strong_bisection_worse() {
+        let mut g = crate::generate::layered_dag(600, 3);
+        g.ec.iter_mut().for_each(|c| *c = 0);
+        let caps = caps(&g, 0.03);
+        for seed in 1..=4 {
+            let base = Strong { repetitions: 2, vcycles: 0, initial_tries: 2, seed, ..Strong::default() };
+            let (_, without, _) = bisect(&g, caps, &Strong { kicks: Some(0), ..base });
+            let (part, with, _) = bisect(&g, caps, &Strong { kicks: Some(40), ..base });
+            assert!(with <= without, "seed {seed}: {with:?} worse than {without:?}");
+            assert_eq!(with.0, 0, "seed {seed}: over the limit");
+            assert_eq!(Bisection::new(&g, part, caps).rank(), with, "seed {seed}: recount");
+        }
     }
 
     #[test]
