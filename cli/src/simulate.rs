@@ -16,6 +16,13 @@ pub struct SimulateArgs {
     /// The profile the batch durations are drawn from (`baton profile PIPELINE --out FILE`).
     #[arg(long)]
     pub profile: PathBuf,
+    #[command(flatten)]
+    pub terms: ModelTerms,
+}
+
+/// The simulator's measured terms, shared by `baton simulate` and `baton tune`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ModelTerms {
     /// Measured term: from a scheduling decision to its worker's start, µs.
     #[arg(long, default_value_t = 0.0)]
     pub wake_us: f64,
@@ -32,9 +39,9 @@ impl SimulateArgs {
         SimOptions {
             bench: self.bench.options(),
             profile: self.profile,
-            wake_us: self.wake_us,
-            hop_us: self.hop_us,
-            cores: self.cores,
+            wake_us: self.terms.wake_us,
+            hop_us: self.terms.hop_us,
+            cores: self.terms.cores,
         }
     }
 }

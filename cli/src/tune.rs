@@ -53,15 +53,8 @@ pub struct TuneArgs {
     /// Write the best candidate as a pipeline file here.
     #[arg(long)]
     pub write: Option<PathBuf>,
-    /// Measured term: from a scheduling decision to its worker's start, µs.
-    #[arg(long, default_value_t = 0.0)]
-    pub wake_us: f64,
-    /// Measured term: from a batch's end to its outputs at the next nodes or the client, µs.
-    #[arg(long, default_value_t = 0.0)]
-    pub hop_us: f64,
-    /// Processors the batches share (default: the profile's `cores`).
-    #[arg(long)]
-    pub cores: Option<f64>,
+    #[command(flatten)]
+    pub terms: crate::simulate::ModelTerms,
 }
 
 impl TuneArgs {
@@ -82,9 +75,9 @@ impl TuneArgs {
             budget: self.budget,
             top: self.top,
             write: self.write,
-            wake_us: self.wake_us,
-            hop_us: self.hop_us,
-            cores: self.cores,
+            wake_us: self.terms.wake_us,
+            hop_us: self.terms.hop_us,
+            cores: self.terms.cores,
         }
     }
 }
