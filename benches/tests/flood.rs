@@ -38,7 +38,6 @@ fn options(url: String, connections: usize, streams: usize, requests: u64) -> Fl
         rows: 1,
         client_threads: 2,
         request_timeout: Duration::from_secs(60),
-        json: None,
     }
 }
 

@@ -55,13 +55,13 @@ impl FloodArgs {
             rows: self.rows,
             client_threads: self.client_threads,
             request_timeout: self.request_timeout,
-            json: self.json,
         }
     }
 }
 
 pub fn run(args: FloodArgs) -> ExitCode {
-    match flood_and_report(&args.options()) {
+    let json = args.json.clone();
+    match flood_and_report(&args.options(), json.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -70,11 +70,11 @@ pub fn run(args: FloodArgs) -> ExitCode {
     }
 }
 
-fn flood_and_report(options: &FloodOptions) -> Result<(), String> {
+fn flood_and_report(options: &FloodOptions, json: Option<&std::path::Path>) -> Result<(), String> {
     let request = flood::request_for(options)?;
     let report = flood::flood(options, &request)?;
     flood::print(&report);
-    if let Some(path) = &options.json {
+    if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report).expect("a serializable report");
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }

@@ -56,7 +56,6 @@ pub struct FloodOptions {
     pub rows: usize,
     pub client_threads: usize,
     pub request_timeout: Duration,
-    pub json: Option<std::path::PathBuf>,
 }
 
 /// A flood's outcome: requests sent and answers by status.
