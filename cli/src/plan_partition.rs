@@ -140,7 +140,7 @@ fn params(args: &PlanArgs, scheme: Scheme, variant: Variant, rule: CriticalRule)
     // own count, so a large count cannot run it past the time limit.
     let own_restarts = if p.quality == Quality::Strong { None } else { args.restarts };
     p.restarts = own_restarts.unwrap_or(default_restarts).max(1);
-    p.strong.repetitions = args.restarts.unwrap_or(p.strong.repetitions).max(1);
+    p.strong.repetitions = args.restarts.map(|r| r.max(1));
     p.strong.budget = baton_planners::deadline::duration(args.time_limit)?;
     p.vcycles = args.vcycles.max(1);
     p.coarse_restarts = args.coarse_restarts.max(1);

@@ -42,7 +42,7 @@ struct Options {
     flow_slice: bool,
     vcycles: Option<usize>,
     quality: Quality,
-    repetitions: usize,
+    repetitions: Option<usize>,
     coarse_restarts: Option<usize>,
 }
 
@@ -65,7 +65,7 @@ impl Options {
             flow_slice: given("--flow-slice"),
             vcycles: given("--vcycles").then(|| arg(args, "--vcycles", 1)),
             quality: arg(args, "--quality", Quality::Default),
-            repetitions: arg(args, "--repetitions", 64),
+            repetitions: given("--repetitions").then(|| arg(args, "--repetitions", 64)),
             coarse_restarts: given("--coarse-restarts").then(|| arg(args, "--coarse-restarts", 1)),
         }
     }
@@ -143,7 +143,7 @@ fn main() {
     let graphs = load_graphs(&o.shapes, &o.sizes);
     println!("load average at the start: {}", load_average());
     println!(
-        "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}, quality {quality:?} ({repetitions} repetitions when strong)\n"
+        "critical rule {rule:?}, value {value:?}, epsilon {epsilon}, scheme {scheme:?}, variant {variant:?}, restarts {restarts}, quality {quality:?} ({repetitions:?} repetitions when strong, None: the default)\n"
     );
     let ours_label = match quality {
         Quality::Default => format!("{scheme:?}").to_lowercase(),

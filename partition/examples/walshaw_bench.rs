@@ -4,8 +4,8 @@
 //! markdown table; the strong mode's cut is the mean over `--seeds` seeds.
 //!
 //! `cargo run --release -p baton-partition --example walshaw_bench -- [--dir ../shared/data/walshaw]
-//!  [--seeds 3] [--repetitions 64] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp|lp-hubs]
-//!  [--vcycles N] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--kicks N] [--kick-size N] [--graphs add20,data]`
+//!  [--seeds 3] [--repetitions 200] [--budget SECONDS] [--epsilon 0.05] [--coarsening heavy|expansion|lp|lp-hubs]
+//!  [--vcycles 0] [--tries N] [--population N] [--combines N] [--flow true|false] [--local-rounds N] [--kicks N] [--kick-size N] [--graphs add20,data]`
 //!  (`--local-rounds` and `--kicks` unset: the strong mode's plain-cut defaults)
 
 mod common;
@@ -52,11 +52,11 @@ impl Options {
     fn parse(args: &[String]) -> Options {
         let dir: PathBuf = arg(args, "--dir", PathBuf::from("../shared/data/walshaw"));
         let seeds: u64 = arg(args, "--seeds", 3);
-        let repetitions: usize = arg(args, "--repetitions", 64);
+        let repetitions: usize = arg(args, "--repetitions", strong::PLAIN_CUT_REPETITIONS);
         let budget: f64 = arg(args, "--budget", f64::INFINITY);
         let epsilon: f64 = arg(args, "--epsilon", 0.05);
         let defaults = Strong::default();
-        let vcycles: usize = arg(args, "--vcycles", defaults.vcycles);
+        let vcycles: usize = arg(args, "--vcycles", strong::PLAIN_CUT_VCYCLES);
         let tries: usize = arg(args, "--tries", defaults.initial_tries);
         let population: usize = arg(args, "--population", defaults.population);
         let combines: usize = arg(args, "--combines", defaults.combines);
@@ -102,11 +102,11 @@ impl Options {
     /// The strong mode's settings for one seed.
     fn strong(&self, seed: u64) -> Strong {
         Strong {
-            repetitions: self.repetitions,
+            repetitions: Some(self.repetitions),
             budget: self.budget.is_finite().then(|| Duration::from_secs_f64(self.budget)),
             seed,
             grouping: self.grouping,
-            vcycles: self.vcycles,
+            vcycles: Some(self.vcycles),
             initial_tries: self.tries,
             population: self.population,
             combines: self.combines,

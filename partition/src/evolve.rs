@@ -132,7 +132,7 @@ mod tests {
     fn combine_never_returns_worse_than_the_better_parent() {
         let g = grid(40, 16);
         let caps = strong::caps(&g, 0.05);
-        let s = Strong { vcycles: 0, initial_tries: 1, ..Strong::default() };
+        let s = Strong { vcycles: Some(0), initial_tries: 1, ..Strong::default() };
         let mut rng = StdRng::seed_from_u64(11);
         for round in 0..12 {
             let a = strong::cycle(&g, caps, &s, None, &mut rng);

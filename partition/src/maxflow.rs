@@ -37,11 +37,17 @@ impl Network {
         let mut total = 0;
         let mut level = vec![u32::MAX; n];
         let mut next = vec![0usize; n];
+        let mut path = Vec::new();
         loop {
             level.fill(u32::MAX);
             level[s] = 0;
             let mut queue = VecDeque::from([s]);
             while let Some(v) = queue.pop_front() {
+                // Levels come out in order: past the sink's, no node can be
+                // on a shortest path to it.
+                if level[v] >= level[t] {
+                    break;
+                }
                 for &a in &self.out[v] {
                     let u = self.head[a as usize] as usize;
                     if self.residual[a as usize] > 0 && level[u] == u32::MAX {
@@ -55,7 +61,7 @@ impl Network {
             }
             next.fill(0);
             loop {
-                let pushed = self.augment(s, t, &level, &mut next);
+                let pushed = self.augment(s, t, &level, &mut next, &mut path);
                 if pushed == 0 {
                     break;
                 }
@@ -66,13 +72,13 @@ impl Network {
 
     /// One augmenting path in the level graph (iterative depth-first search
     /// with per-node arc pointers); returns the flow pushed along it.
-    fn augment(&mut self, s: usize, t: usize, level: &[u32], next: &mut [usize]) -> i64 {
-        let mut path: Vec<u32> = Vec::new();
+    fn augment(&mut self, s: usize, t: usize, level: &[u32], next: &mut [usize], path: &mut Vec<u32>) -> i64 {
+        path.clear();
         let mut v = s;
         loop {
             if v == t {
                 let pushed = path.iter().map(|&a| self.residual[a as usize]).min().unwrap_or(0);
-                for &a in &path {
+                for &a in path.iter() {
                     self.residual[a as usize] -= pushed;
                     self.residual[(a ^ 1) as usize] += pushed;
                 }

@@ -15,12 +15,13 @@
 //!   [`Strong::flow`]), and optionally by localized FM searches
 //!   ([`crate::local_fm`], [`Strong::local_rounds`]; for the plain cut
 //!   [`PLAIN_CUT_LOCAL_ROUNDS`] by default);
-//! - V-cycles: coarsen again inside the sides only (for the plain cut down
-//!   to the smaller of [`PLAIN_CUT_COARSEST`]), so the partition survives
-//!   to the coarsest level, and refine on the way back (the best partition
-//!   kept).
+//! - V-cycles ([`Strong::vcycles`]; none by default for the plain cut,
+//!   which gains more from further repetitions): coarsen again inside the
+//!   sides only (for the plain cut down to the smaller of
+//!   [`PLAIN_CUT_COARSEST`]), so the partition survives to the coarsest
+//!   level, and refine on the way back (the best partition kept).
 //!
-//! Repetitions with different seeds run until their count or the time budget
+//! Repetitions ([`Strong::repetitions`]) with different seeds run until their count or the time budget
 //! is used up, each offered to a population ([`crate::evolve`]); then
 //! [`Strong::combines`] combine operations (none by default: at equal time
 //! they did not beat more repetitions), and the best (least excess, then cut,
@@ -60,6 +61,21 @@ const PLAIN_CUT_COARSEST: [usize; 2] = [20, 300];
 /// 560.0 with 2 against 568.3 without, docs/planners.md).
 pub const PLAIN_CUT_LOCAL_ROUNDS: usize = 2;
 
+/// Repetitions for the plain cut: with no V-cycles, more independent
+/// repetitions in the same time (Walshaw graphs, release build: add20 555.5
+/// in 5.9 s against 560.2 in 3.9 s with 64 repetitions of 2 V-cycles, and
+/// 555.3 in 14.8 s with 128 of them; docs/planners.md).
+pub const PLAIN_CUT_REPETITIONS: usize = 200;
+
+/// V-cycles per repetition for the plain cut.
+pub const PLAIN_CUT_VCYCLES: usize = 0;
+
+/// Repetitions on task graphs (critical relations).
+pub const TASK_GRAPH_REPETITIONS: usize = 64;
+
+/// V-cycles per repetition on task graphs.
+pub const TASK_GRAPH_VCYCLES: usize = 2;
+
 /// Kicks of the iterated local search for the plain cut, within the budget.
 pub const PLAIN_CUT_KICKS: usize = 200;
 
@@ -84,8 +100,10 @@ const REPETITIONS_SHARE: f64 = 0.25;
 /// Strong-mode settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Strong {
-    /// Repetitions (independent multilevel runs), offered to the population.
-    pub repetitions: usize,
+    /// Repetitions (independent multilevel runs), offered to the population;
+    /// `None`: [`PLAIN_CUT_REPETITIONS`] for the plain cut,
+    /// [`TASK_GRAPH_REPETITIONS`] on task graphs.
+    pub repetitions: Option<usize>,
     /// Partitions kept for combining ([`crate::evolve::Population`]).
     pub population: usize,
     /// Combine operations after the repetitions.
@@ -95,8 +113,10 @@ pub struct Strong {
     pub budget: Option<Duration>,
     /// Greedy-growing bisections tried at the coarsest level.
     pub initial_tries: usize,
-    /// V-cycles after each repetition's first cycle.
-    pub vcycles: usize,
+    /// V-cycles after each repetition's first cycle; `None`:
+    /// [`PLAIN_CUT_VCYCLES`] for the plain cut, [`TASK_GRAPH_VCYCLES`] on
+    /// task graphs.
+    pub vcycles: Option<usize>,
     /// How coarsening groups vertices; `None`: [`coarsen::grouping_for`] the
     /// graph, label propagation visiting hubs first.
     pub grouping: Option<Grouping>,
@@ -120,12 +140,12 @@ pub struct Strong {
 impl Default for Strong {
     fn default() -> Self {
         Strong {
-            repetitions: 64,
+            repetitions: None,
             population: 16,
             combines: 0,
             budget: None,
             initial_tries: 12,
-            vcycles: 2,
+            vcycles: None,
             grouping: None,
             flow: None,
             local_rounds: None,
@@ -150,7 +170,9 @@ pub fn bisect(g: &Graph, caps: [i64; 2], s: &Strong) -> (Vec<u32>, fm::Rank, usi
         (0, _) => KICKS_REPETITIONS_SHARE,
         _ => REPETITIONS_SHARE,
     };
-    for r in 0..s.repetitions.max(1) {
+    let plain = g.critical_edges() == 0;
+    let repetitions = s.repetitions.unwrap_or(if plain { PLAIN_CUT_REPETITIONS } else { TASK_GRAPH_REPETITIONS });
+    for r in 0..repetitions.max(1) {
         if r > 0 && past(repetitions_share) {
             break;
         }
@@ -192,7 +214,8 @@ pub fn vcycles(
     mut rank: fm::Rank,
     rng: &mut StdRng,
 ) -> (Vec<u32>, fm::Rank) {
-    for _ in 0..s.vcycles {
+    let plain = g.critical_edges() == 0;
+    for _ in 0..s.vcycles.unwrap_or(if plain { PLAIN_CUT_VCYCLES } else { TASK_GRAPH_VCYCLES }) {
         let (next, r) = cycle(g, caps, s, Some(Guide { labels: &part, side: |l| l }), rng);
         if r <= rank {
             (part, rank) = (next, r);
@@ -326,7 +349,7 @@ mod tests {
     #[test]
     fn strong_bisection_cuts_a_grid_straight_and_repeats_by_seed() {
         let g = grid(60, 24);
-        let s = Strong { repetitions: 4, combines: 0, ..Strong::default() };
+        let s = Strong { repetitions: Some(4), combines: 0, ..Strong::default() };
         let caps = caps(&g, 0.05);
         let (part, rank, runs) = bisect(&g, caps, &s);
         assert_eq!(runs, 4);
@@ -347,7 +370,7 @@ mod tests {
             b.add_edge(u, v, 1, 0);
         }
         let g = b.build();
-        let (part, rank, _) = bisect(&g, caps(&g, 0.03), &Strong { repetitions: 4, ..Strong::default() });
+        let (part, rank, _) = bisect(&g, caps(&g, 0.03), &Strong { repetitions: Some(4), ..Strong::default() });
         assert_eq!(rank, (0, (0, 1), 0), "{part:?}");
     }
 
@@ -361,7 +384,7 @@ mod tests {
         g.ec.iter_mut().for_each(|c| *c = 0);
         let caps = caps(&g, 0.03);
         for seed in 1..=4 {
-            let base = Strong { repetitions: 2, vcycles: 0, initial_tries: 2, seed, ..Strong::default() };
+            let base = Strong { repetitions: Some(2), vcycles: Some(0), initial_tries: 2, seed, ..Strong::default() };
             let (_, without, _) = bisect(&g, caps, &Strong { kicks: Some(0), ..base });
             let (part, with, _) = bisect(&g, caps, &Strong { kicks: Some(40), ..base });
             assert!(with <= without, "seed {seed}: {with:?} worse than {without:?}");
@@ -373,7 +396,7 @@ mod tests {
     #[test]
     fn recursive_strong_partition_is_balanced_for_odd_k() {
         let g = grid(30, 20);
-        let s = Strong { repetitions: 2, ..Strong::default() };
+        let s = Strong { repetitions: Some(2), ..Strong::default() };
         for k in [3, 4, 5] {
             let part = partition(&g, k, 0.05, &s, &RefineParams::default());
             assert!(metrics::is_balanced(&g, &part, k, 0.05), "k={k}: {:?}", metrics::part_weights(&g, &part, k));

@@ -136,7 +136,7 @@ fn strong_quality_stays_within_the_limit_with_heavy_operators() {
     critical::mark(&mut g, CriticalRule::default(), CriticalValue::Unit);
     for k in [2, 4, 8] {
         let mut p = Params { quality: Quality::Strong, ..Params::new(k) };
-        p.strong.repetitions = 4;
+        p.strong.repetitions = Some(4);
         let o = multilevel::partition(&g, &p);
         assert!(o.balanced && metrics::is_balanced(&g, &o.part, k, p.epsilon), "k={k}: imbalance {}", o.imbalance);
     }

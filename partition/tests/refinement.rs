@@ -290,7 +290,7 @@ fn strong_mode_is_never_worse_than_the_default_on_its_objective() {
         for k in [2, 4] {
             for run_seed in 1..=3 {
                 let default = multilevel::partition(&g, &Params { seed: run_seed, ..Params::new(k) });
-                let strong = Strong { repetitions: 1, ..Strong::default() };
+                let strong = Strong { repetitions: Some(1), ..Strong::default() };
                 let p = Params { seed: run_seed, quality: Quality::Strong, strong, ..Params::new(k) };
                 let o = multilevel::partition(&g, &p);
                 assert!(o.balanced, "{rule:?} k={k} seed {run_seed}");

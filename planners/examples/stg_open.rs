@@ -83,29 +83,17 @@ fn main() {
             assert!(r.proof.lower_bound <= opt.best_known + 1e-6, "{key} on {m}: bound above a known schedule");
             let v = verdict(r.makespan, r.proof.lower_bound, r.proof.status, opt.lower_bound, opt.best_known);
             let name = key.trim_start_matches("50/").trim_end_matches(".stg");
-            println!(
-                "| {name} | {m} | {} | {} | {} | {} | {:?} | {:?} | {:.1} | {v} |",
-                opt.lower_bound,
-                opt.best_known,
-                r.makespan,
-                r.proof.lower_bound,
-                r.proof.status,
-                r.proof.start,
-                r.proof.seconds
-            );
+            let row = [
+                opt.lower_bound.to_string(),
+                opt.best_known.to_string(),
+                r.makespan.to_string(),
+                r.proof.lower_bound.to_string(),
+                format!("{:?}", r.proof.status),
+                format!("{:?}", r.proof.start),
+            ];
+            println!("| {name} | {m} | {} | {:.1} | {v} |", row.join(" | "), r.proof.seconds);
             if let Some(f) = csv.as_mut() {
-                writeln!(
-                    f,
-                    "{key},{m},{},{},{},{},{:?},{:?},{:.3},{v}",
-                    opt.lower_bound,
-                    opt.best_known,
-                    r.makespan,
-                    r.proof.lower_bound,
-                    r.proof.status,
-                    r.proof.start,
-                    r.proof.seconds
-                )
-                .unwrap();
+                writeln!(f, "{key},{m},{},{:.3},{v}", row.join(","), r.proof.seconds).unwrap();
                 f.flush().unwrap();
             }
         }
