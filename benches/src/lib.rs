@@ -25,6 +25,7 @@
 //! windows, node deltas, point results), [`raw`] (the raw engine), [`report`]
 //! (tables, CSV, JSON), [`plot`] (latency vs load).
 
+pub mod cpu;
 pub mod fairness;
 pub mod flood;
 pub mod load;
@@ -448,6 +449,10 @@ fn print_points(
     print!("{}", report::nodes_table(points));
     println!();
     print!("{}", report::batches_table(batch_sizes));
+    if points.iter().any(|p| p.cpu.is_some()) {
+        println!();
+        print!("{}", cpu::cpu_table(points));
+    }
 }
 
 /// A runtime of `config` under `policy` (with `--max-queue-delay-us`, when given).
@@ -642,6 +647,9 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     };
     let recorder = Arc::new(Recorder::new(shards));
     let start = Instant::now();
+    // The process's CPU time over the measured windows (read as the first starts and the last ends).
+    let mut cpu_from = None;
+    let mut cpu_to = None;
     let windows = std::thread::scope(|scope| {
         let driver = match load {
             Load::Closed(c) => load::closed_loop(scope, target, pool, &recorder, c, &args.client_cores),
@@ -654,11 +662,13 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         recorder.take();
         bar.set_message("measuring");
         let mut windows: Vec<Window> = Vec::new();
+        cpu_from = cpu::process_cpu_ns();
         let mut mark = (Instant::now(), target.node_stats());
         let length = if args.stability { args.window } else { args.duration };
         loop {
             wait_until(mark.0 + length, start, &bar);
             let tally = recorder.take();
+            cpu_to = cpu::process_cpu_ns();
             let now = Instant::now();
             let stats = target.node_stats();
             let elapsed = now - mark.0;
@@ -688,7 +698,13 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         measure::is_stable(&throughputs, 3, 0.10)
     });
     let reported = if args.stability { 3 } else { 1 };
-    point_result(policy, load.mode(), load.value(), args.rows, &windows, reported, stable)
+    let mut point = point_result(policy, load.mode(), load.value(), args.rows, &windows, reported, stable);
+    if !args.stability && args.url.is_none() {
+        if let (Some(from), Some(to)) = (cpu_from, cpu_to) {
+            point.cpu = cpu::RuntimeCpu::of(to.saturating_sub(from), point.seconds, &point.nodes, point.requests);
+        }
+    }
+    point
 }
 
 #[cfg(test)]

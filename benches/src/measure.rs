@@ -275,6 +275,9 @@ pub struct PointResult {
     pub p50_minus_raw_us: Option<f64>,
     /// Bytes copied between host and device memory per successful request, all nodes (0 on the CPU).
     pub host_device_bytes_per_request: f64,
+    /// The process's CPU over the measured interval, per request (a real run of
+    /// an in-process pipeline with a fixed `--duration`; `None` otherwise).
+    pub cpu: Option<crate::cpu::RuntimeCpu>,
 }
 
 /// Builds a point's result from its windows: the last `reported` ones are merged.
@@ -326,6 +329,7 @@ pub fn point_result(
         ratio_to_raw: None,
         p50_minus_raw_us: None,
         host_device_bytes_per_request,
+        cpu: None,
     }
 }
 

@@ -476,6 +476,7 @@ mod tests {
             ratio_to_raw: Some(0.91234),
             p50_minus_raw_us: None,
             host_device_bytes_per_request: 0.0,
+            cpu: None,
         }
     }
 

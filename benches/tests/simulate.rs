@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton::BatchingPolicy;
+use baton_bench::simulate::cpu::CpuUs;
 use baton_bench::simulate::{simulate, SimOptions};
 use baton_bench::BenchOptions;
 
@@ -117,6 +118,8 @@ fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
         wake_us: 0.0,
         hop_us: 0.0,
         cores: None,
+        cpu: CpuUs::default(),
+        outlier_fence: None,
     }
 }
 
@@ -160,13 +163,63 @@ fn measured_terms_add_to_each_hop_and_cores_are_shared() {
 }
 
 #[test]
+fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
+    let dir = folder("cpu_latency");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
+    o.bench.concurrency = vec![1];
+    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0 };
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    // Alone on the cores: 100 µs entering, 800 µs of batch, 150 + 50 µs handing on.
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1100, 1100));
+    assert_eq!(p.nodes[0].mean_compute_us, 800.0);
+}
+
+#[test]
+fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
+    let dir = folder("cpu_share");
+    // Two workers, one core, always a backlog: the core never idles, so each
+    // request costs the core its batch (800 µs) and its hand-on (150 + 50 µs):
+    // 1000 requests a second, where the batches alone would give 1250.
+    let text =
+        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
+    let pipeline = dir.join("two_workers.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[800.0])])]));
+    o.bench.concurrency = vec![8];
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    o.cores = Some(1.0);
+    let without = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
+    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0 };
+    let with = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
+    assert!((1249.0..=1251.0).contains(&without), "{without}");
+    assert!((999.0..=1001.0).contains(&with), "{with}");
+}
+
+#[test]
+fn an_outlier_fence_drops_the_profiles_far_tail() {
+    let dir = folder("fence");
+    let mut samples = vec![1000.0; 19];
+    samples.push(9000.0);
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &samples)])]));
+    o.bench.concurrency = vec![1];
+    let kept = simulate(&o, &engines()).unwrap().points[0].latency.max_us;
+    o.outlier_fence = Some(3.0);
+    let dropped = simulate(&o, &engines()).unwrap().points[0].latency.max_us;
+    assert!(kept > 1000, "the 9 ms sample is drawn without the fence: {kept}");
+    assert_eq!(dropped, 1000);
+    o.outlier_fence = Some(-1.0);
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--outlier-fence"));
+}
+
+#[test]
 fn the_same_seed_gives_byte_identical_output() {
     let dir = folder("determinism");
     let samples: &[f64] = &[90.0, 100.0, 110.0, 150.0, 400.0];
     let batches: Batches = &[(1, samples), (8, &[300.0, 320.0, 500.0])];
     let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
-    let run = |tag: &str| {
+    let run = |tag: &str, cpu: CpuUs| {
         let mut o = options(diamond(&dir), prof.clone());
+        o.cpu = cpu;
         o.bench.rate = vec![3000.0];
         o.bench.concurrency = vec![8];
         o.bench.priority_fraction = 0.1;
@@ -180,8 +233,10 @@ fn the_same_seed_gives_byte_identical_output() {
             std::fs::read(dir.join(format!("{tag}.csv"))).unwrap(),
         )
     };
-    let (first, second) = (run("first"), run("second"));
+    let (first, second) = (run("first", CpuUs::default()), run("second", CpuUs::default()));
     assert_eq!(first, second);
+    let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0 };
+    assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms");
     let text = String::from_utf8(first.0).unwrap();
     assert!(text.contains("\"policy\": \"greedy\""), "the report holds every policy");
 }

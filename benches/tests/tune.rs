@@ -81,6 +81,8 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
         wake_us: 0.0,
         hop_us: 0.0,
         cores: None,
+        cpu: Default::default(),
+        outlier_fence: None,
     }
 }
 
@@ -123,7 +125,7 @@ fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found
         engines: &engines(),
         load: o.load,
         slo: o.slo,
-        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0 },
+        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None },
     };
     assert_eq!(evaluator.evaluate(&tuned), best.score);
 }

@@ -32,6 +32,29 @@ pub struct ModelTerms {
     /// Processors the batches share (default: the profile's `cores`).
     #[arg(long)]
     pub cores: Option<f64>,
+    /// Measured term: the runtime's own CPU per request (submitting, answering, the client), µs.
+    #[arg(long, default_value_t = 0.0)]
+    pub request_cpu_us: f64,
+    /// Measured term: the runtime's own CPU per batch (waking its worker, the pokes), µs.
+    #[arg(long, default_value_t = 0.0)]
+    pub batch_cpu_us: f64,
+    /// Measured term: the runtime's own CPU per task of a batch (handing its outputs on), µs.
+    #[arg(long, default_value_t = 0.0)]
+    pub task_cpu_us: f64,
+    /// Drop each batch size's profile samples above q3 + K × (q3 − q1) (default: keep all).
+    #[arg(long, value_name = "K")]
+    pub outlier_fence: Option<f64>,
+}
+
+impl ModelTerms {
+    /// The runtime CPU terms.
+    pub fn cpu(&self) -> baton_bench::simulate::cpu::CpuUs {
+        baton_bench::simulate::cpu::CpuUs {
+            request_us: self.request_cpu_us,
+            batch_us: self.batch_cpu_us,
+            task_us: self.task_cpu_us,
+        }
+    }
 }
 
 impl SimulateArgs {
@@ -42,6 +65,8 @@ impl SimulateArgs {
             wake_us: self.terms.wake_us,
             hop_us: self.terms.hop_us,
             cores: self.terms.cores,
+            cpu: self.terms.cpu(),
+            outlier_fence: self.terms.outlier_fence,
         }
     }
 }

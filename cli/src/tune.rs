@@ -78,6 +78,8 @@ impl TuneArgs {
             wake_us: self.terms.wake_us,
             hop_us: self.terms.hop_us,
             cores: self.terms.cores,
+            cpu: self.terms.cpu(),
+            outlier_fence: self.terms.outlier_fence,
         }
     }
 }

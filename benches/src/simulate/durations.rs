@@ -93,11 +93,22 @@ pub struct Durations {
 
 impl Durations {
     /// Reads `path` and checks it against the pipeline: `nodes` (name, batch
-    /// sizes it can form) in node order.
-    pub fn load(path: &Path, pipeline: &str, nodes: &[(String, Vec<usize>)]) -> Result<Durations, String> {
+    /// sizes it can form) in node order. With `fence`, each batch size's
+    /// samples above its fence are dropped first ([`super::outliers`]).
+    pub fn load(
+        path: &Path,
+        pipeline: &str,
+        nodes: &[(String, Vec<usize>)],
+        fence: Option<f64>,
+    ) -> Result<Durations, String> {
         let at = path.display();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: cannot read: {e}"))?;
-        let file: ProfileFile = serde_json::from_str(&text).map_err(|e| format!("{at}: not a profile: {e}"))?;
+        let mut file: ProfileFile = serde_json::from_str(&text).map_err(|e| format!("{at}: not a profile: {e}"))?;
+        if let Some(k) = fence {
+            for t in file.nodes.values_mut().flat_map(|n| n.batches.iter_mut()) {
+                super::outliers::fence(&mut t.samples_us, k);
+            }
+        }
         Self::check(file, &at.to_string(), pipeline, nodes)
     }
 

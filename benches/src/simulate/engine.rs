@@ -18,6 +18,10 @@
 //! Decisions run the runtime's own [`Decider`] (its selector, device budgets,
 //! join boost) on views of the virtual nodes.
 //!
+//! With CPU costs ([`super::cpu`]), a request's arrival and a batch's
+//! hand-on are jobs of the runtime's own work on the same cores: the inputs
+//! reach their nodes, and the outputs go on, when that job ends.
+//!
 //! Cores: running batches share `cores` processors (each batch wants one);
 //! with more running than cores, each runs at `cores / running` speed
 //! (processor sharing), so a batch's end moves whenever another starts or
@@ -32,6 +36,7 @@ use baton::{NodeStats, PipelineSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::cpu::{CpuCosts, Job};
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask};
 use crate::load::{is_priority, Arrivals, InterArrival};
@@ -46,6 +51,10 @@ pub struct Terms {
     pub hop_ns: u64,
     /// Processors the batches share.
     pub cores: f64,
+    /// The runtime's own CPU per request and per batch, charged on the cores.
+    pub cpu: CpuCosts,
+    /// Profile samples above this Tukey fence are dropped ([`super::outliers`]).
+    pub fence: Option<f64>,
 }
 
 /// How requests arrive.
@@ -97,8 +106,9 @@ struct Req {
     client: Option<usize>,
 }
 
-/// A batch in flight.
+/// A job in flight on the cores: a node's batch, or the runtime's own work.
 struct Batch {
+    job: Job,
     node: usize,
     tasks: Vec<SimTask>,
     rows: usize,
@@ -107,6 +117,13 @@ struct Batch {
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
     version: u64,
+}
+
+impl Batch {
+    /// A job of the runtime's own work of `work` ns (no node, no tasks).
+    fn runtime(job: Job, work: u64, now: u64) -> Batch {
+        Batch { job, node: usize::MAX, tasks: Vec::new(), rows: 0, left: work as f64, started_ns: now, version: 0 }
+    }
 }
 
 /// The simulation of one point.
@@ -307,6 +324,14 @@ impl<'a> Sim<'a> {
                 self.requests.len() - 1
             }
         };
+        match self.terms.cpu.enter_ns() {
+            0 => self.enter(id),
+            work => self.run_job(Batch::runtime(Job::Enter { request: id }, work, self.now)),
+        }
+    }
+
+    /// A request's inputs go to their nodes; a decision if an arrival wants one.
+    fn enter(&mut self, id: usize) {
         let mut wants = false;
         for input in 0..self.spec.inputs.len() {
             for t in 0..self.spec.inputs[input].targets.len() {
@@ -414,9 +439,22 @@ impl<'a> Sim<'a> {
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
-        let batch = Batch { node, tasks: tasks.clone(), rows, left: work as f64, started_ns: self.now, version: 0 };
+        let batch = Batch {
+            job: Job::Compute,
+            node,
+            tasks: tasks.clone(),
+            rows,
+            left: work as f64,
+            started_ns: self.now,
+            version: 0,
+        };
         tasks.clear();
         self.take_buffer = tasks;
+        self.run_job(batch);
+    }
+
+    /// Puts a job on the shared cores.
+    fn run_job(&mut self, batch: Batch) {
         let id = match self.free_batches.pop() {
             Some(id) => {
                 self.batches[id] = Some(batch);
@@ -470,7 +508,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A batch's work ended: it frees its share of the cores; its outputs go on `hop` later.
+    /// A job ended: it frees its share of the cores. A batch's outputs go on
+    /// `hop` after its hand-on work (if any); an enter job delivers its request.
     fn done(&mut self, id: usize, version: u64) {
         if self.batches[id].as_ref().is_none_or(|b| b.version != version) {
             return;
@@ -479,9 +518,26 @@ impl<'a> Sim<'a> {
         self.running.retain(|&b| b != id);
         self.reschedule();
         let b = self.batches[id].as_ref().expect("a running batch");
-        let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
-        self.nodes[node].record_batch(rows, tasks, took);
-        self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id });
+        match b.job {
+            Job::Compute => {
+                let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
+                self.nodes[node].record_batch(rows, tasks, took);
+                match self.terms.cpu.hand_on_ns(tasks) {
+                    0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),
+                    work => self.run_job(Batch::runtime(Job::HandOn { batch: id }, work, self.now)),
+                }
+            }
+            Job::Enter { request } => {
+                self.batches[id] = None;
+                self.free_batches.push(id);
+                self.enter(request);
+            }
+            Job::HandOn { batch } => {
+                self.batches[id] = None;
+                self.free_batches.push(id);
+                self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch });
+            }
+        }
     }
 
     /// A batch's outputs reach the next nodes (and answers their clients); its worker

@@ -5,13 +5,17 @@
 //! `baton bench`'s tables, CSV, JSON and plot. Deterministic: the same options
 //! and seed give the same bytes.
 //!
-//! Modules: [`durations`] (the profile, draws), [`nodes`] (buffers, joins,
-//! totals), [`engine`] (the event loop of one point). docs/simulate.md says
+//! Modules: [`durations`] (the profile, draws), [`outliers`] (dropping a
+//! profile's far tail), [`nodes`] (buffers, joins, totals), [`cpu`] (the
+//! runtime's own CPU as work on the cores), [`engine`] (the event loop of one
+//! point). docs/simulate.md says
 //! what it models, what it does not, and how close it comes to real runs.
 
+pub mod cpu;
 pub mod durations;
 pub mod engine;
 pub mod nodes;
+pub mod outliers;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -39,6 +43,10 @@ pub struct SimOptions {
     pub hop_us: f64,
     /// Processors the batches share (default: the profile's `cores`).
     pub cores: Option<f64>,
+    /// The runtime's own CPU per request, batch and task.
+    pub cpu: cpu::CpuUs,
+    /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
+    pub outlier_fence: Option<f64>,
 }
 
 /// Runs `baton simulate`: exit 0, or 2 with the error.
@@ -99,7 +107,8 @@ fn check(options: &SimOptions) -> Result<(), String> {
     if options.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
         return Err("--cores must be positive".into());
     }
-    Ok(())
+    options.cpu.costs()?;
+    outliers::check(options.outlier_fence)
 }
 
 /// The spec of `config` under `policy` (with `--max-queue-delay-us`), and its durations.
@@ -153,6 +162,8 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         wake_ns: (options.wake_us * 1000.0).round() as u64,
         hop_ns: (options.hop_us * 1000.0).round() as u64,
         cores: options.cores.unwrap_or(profile_cores),
+        cpu: options.cpu.costs()?,
+        fence: options.outlier_fence,
     };
     // Only the simulation counts toward the speed figure (not reading models or the profile).
     let mut took = 0.0;
@@ -166,7 +177,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < b.rows) {
             return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
         }
-        let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows))?;
+        let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows), terms.fence)?;
         let loads = sim_loads(options, &spec, &durations, terms)?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
@@ -227,6 +238,10 @@ fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
     s["wake_us"] = serde_json::json!(options.wake_us);
     s["hop_us"] = serde_json::json!(options.hop_us);
     s["sim_cores"] = serde_json::json!(terms.cores);
+    s["request_cpu_us"] = serde_json::json!(options.cpu.request_us);
+    s["batch_cpu_us"] = serde_json::json!(options.cpu.batch_us);
+    s["task_cpu_us"] = serde_json::json!(options.cpu.task_us);
+    s["outlier_fence"] = serde_json::json!(options.outlier_fence);
     s
 }
 

@@ -101,7 +101,7 @@ impl Evaluator<'_> {
                 self.load.rows, node.name, node.max_batch
             ));
         }
-        let durations = Durations::load(&self.profile, &spec.name, &formable(&spec, self.load.rows))?;
+        let durations = Durations::load(&self.profile, &spec.name, &formable(&spec, self.load.rows), self.terms.fence)?;
         Ok((spec, durations))
     }
 

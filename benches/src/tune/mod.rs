@@ -45,6 +45,10 @@ pub struct TuneOptions {
     pub hop_us: f64,
     /// Processors the batches share (default: the profile's `cores`).
     pub cores: Option<f64>,
+    /// The runtime's own CPU per request, batch and task.
+    pub cpu: crate::simulate::cpu::CpuUs,
+    /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
+    pub outlier_fence: Option<f64>,
 }
 
 /// What a search found: the knobs, every candidate scored (the shipped file first), the best.
@@ -82,7 +86,10 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
         wake_ns: (options.wake_us.max(0.0) * 1000.0).round() as u64,
         hop_ns: (options.hop_us.max(0.0) * 1000.0).round() as u64,
         cores,
+        cpu: options.cpu.costs()?,
+        fence: options.outlier_fence,
     };
+    crate::simulate::outliers::check(options.outlier_fence)?;
     let evaluator = Evaluator {
         file: options.pipeline.clone(),
         profile: options.profile.clone(),

@@ -1,0 +1,101 @@
+//! The runtime's own CPU per request and per batch, as work on the shared cores.
+//!
+//! Around the batches the runtime spends CPU of its own: the submitter
+//! admitting a request and delivering its inputs, the client generating and
+//! waiting, a worker handing a batch's outputs on (one part per task), the
+//! scheduler's decisions and pokes, the wake-ups. On a machine with few cores
+//! this competes with the batches: a core busy with hand-offs is not running a
+//! batch. The model charges it as jobs of their own in the engine's processor
+//! sharing (each wants one core, as a batch does):
+//!
+//! - an **enter** job of `request_ns` when a request arrives: its inputs reach
+//!   their nodes when it ends;
+//! - a **hand-on** job of `batch_ns + task_ns × tasks` when a batch's work
+//!   ends: its outputs go on (after the `hop` delay) when it ends, and its
+//!   worker stays busy until then, as the runtime's worker routes its own
+//!   outputs.
+//!
+//! The costs are measured: `baton bench` reports the process's CPU per
+//! request less the nodes' compute (`benches/src/cpu.rs`); docs/simulate.md
+//! ("Measured terms") says how the three costs are fitted from it.
+
+/// The runtime's CPU costs, ns; all zero leaves the model as without them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuCosts {
+    /// Per request, at its arrival.
+    pub request_ns: u64,
+    /// Per batch, at its end.
+    pub batch_ns: u64,
+    /// Per task of a batch, at its end.
+    pub task_ns: u64,
+}
+
+/// The costs as the command line gives them (`--request-cpu-us`, `--batch-cpu-us`, `--task-cpu-us`), µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuUs {
+    pub request_us: f64,
+    pub batch_us: f64,
+    pub task_us: f64,
+}
+
+impl CpuUs {
+    /// In ns; each must be finite and non-negative (else an error naming the option).
+    pub fn costs(&self) -> Result<CpuCosts, String> {
+        CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)
+    }
+}
+
+impl CpuCosts {
+    /// From µs; each must be finite and non-negative.
+    pub fn from_us(request_us: f64, batch_us: f64, task_us: f64) -> Result<CpuCosts, String> {
+        let ns = |name: &str, us: f64| {
+            if us.is_finite() && us >= 0.0 {
+                Ok((us * 1000.0).round() as u64)
+            } else {
+                Err(format!("{name} must be a non-negative number of µs, not {us}"))
+            }
+        };
+        Ok(CpuCosts {
+            request_ns: ns("--request-cpu-us", request_us)?,
+            batch_ns: ns("--batch-cpu-us", batch_us)?,
+            task_ns: ns("--task-cpu-us", task_us)?,
+        })
+    }
+
+    /// The enter job's work for one request, ns (0: no job).
+    pub fn enter_ns(&self) -> u64 {
+        self.request_ns
+    }
+
+    /// The hand-on job's work for a batch of `tasks` tasks, ns (0: no job).
+    pub fn hand_on_ns(&self, tasks: usize) -> u64 {
+        self.batch_ns + self.task_ns * tasks as u64
+    }
+}
+
+/// What a job on the shared cores is, and what its end does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// A node's batch: its end starts the hand-on.
+    Compute,
+    /// A request's arrival work: its end delivers the request's inputs.
+    Enter { request: usize },
+    /// A batch's hand-on work: its end hands the batch's outputs on (after the hop delay).
+    HandOn { batch: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_convert_from_us_and_refuse_bad_values_by_name() {
+        let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
+        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250 });
+        assert_eq!(c.enter_ns(), 10_000);
+        assert_eq!(c.hand_on_ns(4), 3_500);
+        assert!(CpuCosts::from_us(-1.0, 0.0, 0.0).unwrap_err().contains("--request-cpu-us"));
+        assert!(CpuCosts::from_us(0.0, f64::NAN, 0.0).unwrap_err().contains("--batch-cpu-us"));
+        assert!(CpuCosts::from_us(0.0, 0.0, f64::INFINITY).unwrap_err().contains("--task-cpu-us"));
+    }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Fits `baton simulate`'s runtime CPU terms from `baton bench` JSON reports.
+
+Each in-process point of `baton bench` reports `cpu.runtime_us_per_request`
+(the process's CPU less the nodes' compute, per request) and
+`cpu.batches_per_request`. A least-squares line through them,
+
+    runtime_us_per_request = request_cpu_us + batch_cpu_us * batches_per_request,
+
+gives `--request-cpu-us` (the intercept) and `--batch-cpu-us` (the slope);
+`--task-cpu-us` stays 0 (within one pipeline tasks per request are fixed, so
+a per-task cost is not told apart from the per-request one).
+
+Usage: scripts/fit_cpu_terms.py BENCH.json [BENCH.json ...]
+"""
+import json
+import sys
+
+
+def points(files):
+    out = []
+    for f in files:
+        for p in json.load(open(f))["points"]:
+            c = p.get("cpu")
+            if c and c["runtime_us_per_request"] > 0:
+                out.append((c["batches_per_request"], c["runtime_us_per_request"]))
+    return out
+
+
+def fit(pts):
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        raise SystemExit("every point has the same batches per request: add points at other loads")
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return my - slope * mx, slope
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    pts = points(sys.argv[1:])
+    if len(pts) < 2:
+        raise SystemExit("need at least two points with a CPU reading (in-process runs, fixed --duration)")
+    request, batch = fit(pts)
+    print(f"{len(pts)} points: --request-cpu-us {request:.1f} --batch-cpu-us {batch:.1f}")
