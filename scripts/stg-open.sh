@@ -6,7 +6,8 @@
 #
 #   scripts/stg-open.sh [STG_DIR] [OUT_DIR]     defaults: ../shared/data/stg, docs/planners
 #
-# PROCS (default 2,4,8) and LIMIT (seconds per instance, default 60) override the run.
+# PROCS (default 2,4,8), LIMIT (seconds per instance, default 60) and INSTANCES (names, default
+# every open one) override the run.
 # Writes OUT_DIR/stg_open.txt (the markdown table) and OUT_DIR/stg_open.csv.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,4 +16,4 @@ OUT=${2:-docs/planners}
 mkdir -p "$OUT"
 cargo build -p baton-planners --example stg_open
 target/debug/examples/stg_open "$STG" --procs "${PROCS:-2,4,8}" --time-limit "${LIMIT:-60}" \
-    --csv "$OUT/stg_open.csv" | tee "$OUT/stg_open.txt"
+    ${INSTANCES:+--instances "$INSTANCES"} --csv "$OUT/stg_open.csv" | tee "$OUT/stg_open.txt"

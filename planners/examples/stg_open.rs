@@ -22,10 +22,12 @@ struct Args {
     procs: Vec<usize>,
     time_limit: f64,
     csv: Option<PathBuf>,
+    /// Instance names (`rand0090`) to run; empty: every open one.
+    only: Vec<String>,
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { dir: PathBuf::new(), procs: vec![2, 4, 8], time_limit: 60.0, csv: None };
+    let mut a = Args { dir: PathBuf::new(), procs: vec![2, 4, 8], time_limit: 60.0, csv: None, only: Vec::new() };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -35,11 +37,15 @@ fn parse_args() -> Args {
             }
             "--time-limit" => a.time_limit = it.next().and_then(|v| v.parse().ok()).expect("--time-limit SECONDS"),
             "--csv" => a.csv = Some(PathBuf::from(it.next().expect("--csv FILE"))),
+            "--instances" => {
+                let list = it.next().expect("--instances LIST");
+                a.only = list.split(',').map(str::to_string).collect();
+            }
             _ if a.dir.as_os_str().is_empty() => a.dir = PathBuf::from(arg),
             _ => panic!("unknown argument `{arg}`"),
         }
     }
-    assert!(!a.dir.as_os_str().is_empty(), "usage: stg_open DIR [--procs 2,4,8] [--time-limit 60] [--csv FILE]");
+    assert!(!a.dir.as_os_str().is_empty(), "usage: stg_open DIR [--procs 2,4,8] [--time-limit 60] [--csv FILE] [--instances rand0090,...]");
     a
 }
 
@@ -76,13 +82,16 @@ fn main() {
         let p = Platform::identical(m);
         let opts = ilp::Options { time_limit: args.time_limit, ..Default::default() };
         for (key, opt) in optima.iter().filter(|(_, o)| !o.proven()) {
+            let name = key.trim_start_matches("50/").trim_end_matches(".stg");
+            if !args.only.is_empty() && !args.only.iter().any(|i| i == name) {
+                continue;
+            }
             let dag = stg::load(&args.dir.join(key)).unwrap_or_else(|e| panic!("{e}"));
             let r = ilp::solve_makespan(&dag, &p, opts).unwrap_or_else(|e| panic!("{key}: {e}"));
             let replayed = simulate::verify(&dag, &p, &r.schedule).unwrap_or_else(|e| panic!("{key} on {m}: {e:?}"));
             assert!((replayed - r.makespan).abs() < 1e-6, "{key} on {m}: replay {replayed} against {}", r.makespan);
             assert!(r.proof.lower_bound <= opt.best_known + 1e-6, "{key} on {m}: bound above a known schedule");
             let v = verdict(r.makespan, r.proof.lower_bound, r.proof.status, opt.lower_bound, opt.best_known);
-            let name = key.trim_start_matches("50/").trim_end_matches(".stg");
             let row = [
                 opt.lower_bound.to_string(),
                 opt.best_known.to_string(),
