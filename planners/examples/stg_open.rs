@@ -45,7 +45,10 @@ fn parse_args() -> Args {
             _ => panic!("unknown argument `{arg}`"),
         }
     }
-    assert!(!a.dir.as_os_str().is_empty(), "usage: stg_open DIR [--procs 2,4,8] [--time-limit 60] [--csv FILE] [--instances rand0090,...]");
+    assert!(
+        !a.dir.as_os_str().is_empty(),
+        "usage: stg_open DIR [--procs 2,4,8] [--time-limit 60] [--csv FILE] [--instances rand0090,...]"
+    );
     a
 }
 
