@@ -12,6 +12,7 @@ contract with server/tests/triton_repository.rs and server/tests/python/test_tri
   INT32, END FP32, READY BOOL, CORRID INT64, implicit state STATE_IN INT32 ->
   acc = READY ? (START ? INPUT : STATE_IN + INPUT) : STATE_IN; OUTPUT = STATE_OUT = acc,
   CORRID_OUT = CORRID, END_OUT = END (echoed so a test sees what the server filled).
+- sequence_acc_str.onnx: the same with CORRID and CORRID_OUT STRING (string correlation ids).
 """
 import os
 import sys
@@ -59,9 +60,9 @@ def scale_fixed(outdir):
     save(outdir, "scale_fixed", [helper.make_node("Mul", ["X", "c"], ["Y"])], [io("X")], [io("Y")], [c])
 
 
-def sequence_acc(outdir):
+def sequence_acc(outdir, name="sequence_acc", corrid=TensorProto.INT64):
     t = lambda n, ty: helper.make_tensor_value_info(n, ty, ["N", 1])
-    I32, F32, B, I64 = TensorProto.INT32, TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+    I32, F32, B, I64 = TensorProto.INT32, TensorProto.FLOAT, TensorProto.BOOL, corrid
     nodes = [helper.make_node("Cast", ["START"], ["start_b"], to=B),
              helper.make_node("Add", ["STATE_IN", "INPUT"], ["sum"]),
              helper.make_node("Where", ["start_b", "INPUT", "sum"], ["acc0"]),
@@ -71,7 +72,7 @@ def sequence_acc(outdir):
              helper.make_node("Identity", ["END"], ["END_OUT"])]
     inputs = [t("INPUT", I32), t("START", I32), t("END", F32), t("READY", B), t("CORRID", I64), t("STATE_IN", I32)]
     outputs = [t("OUTPUT", I32), t("STATE_OUT", I32), t("CORRID_OUT", I64), t("END_OUT", F32)]
-    save(outdir, "sequence_acc", nodes, inputs, outputs)
+    save(outdir, name, nodes, inputs, outputs)
 
 
 def main():
@@ -84,6 +85,7 @@ def main():
     plus(outdir, "plus_one", 1.0)
     plus(outdir, "plus_two", 2.0)
     sequence_acc(outdir)
+    sequence_acc(outdir, "sequence_acc_str", TensorProto.STRING)
 
 
 if __name__ == "__main__":
