@@ -13,6 +13,8 @@ contract with server/tests/triton_repository.rs and server/tests/python/test_tri
   acc = READY ? (START ? INPUT : STATE_IN + INPUT) : STATE_IN; OUTPUT = STATE_OUT = acc,
   CORRID_OUT = CORRID, END_OUT = END (echoed so a test sees what the server filled).
 - sequence_acc_str.onnx: the same with CORRID and CORRID_OUT STRING (string correlation ids).
+- scaled_add.onnx: X [N, 4] FP32, SCALE [N, 1] FP32 with a default (an initializer of the same
+  name, [[2]]) -> Y = X * SCALE + 1 (an optional input: left out, ONNX Runtime uses the default).
 """
 import os
 import sys
@@ -75,6 +77,16 @@ def sequence_acc(outdir, name="sequence_acc", corrid=TensorProto.INT64):
     save(outdir, name, nodes, inputs, outputs)
 
 
+def scaled_add(outdir):
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])
+    scale = helper.make_tensor_value_info("SCALE", TensorProto.FLOAT, ["N", 1])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])
+    inits = [numpy_helper.from_array(np.array([[2.0]], np.float32), "SCALE"),
+             numpy_helper.from_array(np.array([1.0], np.float32), "one")]
+    nodes = [helper.make_node("Mul", ["X", "SCALE"], ["scaled"]), helper.make_node("Add", ["scaled", "one"], ["Y"])]
+    save(outdir, "scaled_add", nodes, [x, scale], [y], inits)
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -86,6 +98,7 @@ def main():
     plus(outdir, "plus_two", 2.0)
     sequence_acc(outdir)
     sequence_acc(outdir, "sequence_acc_str", TensorProto.STRING)
+    scaled_add(outdir)
 
 
 if __name__ == "__main__":

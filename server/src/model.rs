@@ -121,6 +121,8 @@ impl Param {
 pub struct CallOptions {
     /// `priority` non-zero: a priority task.
     pub priority: bool,
+    /// `priority` as a level (Triton's: 1 the most urgent, 0 the default level).
+    pub priority_level: u64,
     /// `timeout`, µs (0: none): the request's deadline, from arrival.
     pub timeout: Option<Duration>,
     /// `sequence_id` (a non-zero integer, or a non-empty string) with
@@ -148,10 +150,11 @@ impl CallOptions {
         for (name, value) in params {
             match name {
                 "priority" => {
-                    options.priority = match value {
-                        Param::Bool(b) => b,
-                        other => other.as_u64(name)? != 0,
-                    }
+                    options.priority_level = match value {
+                        Param::Bool(b) => u64::from(b),
+                        other => other.as_u64(name)?,
+                    };
+                    options.priority = options.priority_level != 0;
                 }
                 "timeout" => {
                     let us = value.as_u64(name)?;
@@ -517,6 +520,12 @@ impl Model {
             };
             inputs.extend(sequencing.control_tensors(chunk, &sequence.id).map_err(ServeError::bad)?);
         }
+        for d in &self.policy.defaults {
+            if !inputs.iter().any(|(name, _)| *name == d.name) {
+                let rows = self.rows(&inputs) as usize;
+                inputs.push((d.name.clone(), d.fill(rows).map_err(ServeError::bad)?));
+            }
+        }
         for r in self.policy.reshape.iter().filter(|r| r.input) {
             if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
                 *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
@@ -524,7 +533,7 @@ impl Model {
         }
         let mut request = Request {
             inputs,
-            priority: options.priority,
+            priority: self.policy.levels.map_or(options.priority, |l| l.is_priority(options.priority_level)),
             deadline: None,
             stream: chunk,
             tenant: None,
@@ -577,6 +586,7 @@ mod tests {
         ])
         .unwrap();
         assert!(o.priority);
+        assert_eq!(o.priority_level, 1);
         assert_eq!(o.timeout, Some(Duration::from_micros(2500)));
         assert_eq!(o.sequence, Some(Sequence { id: SequenceId::Int(7), start: true, end: false }));
         let o =

@@ -154,6 +154,21 @@ fn plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
     );
     std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
     model_with(repo, "reshaped", &model("plus_one"), &reshaped_config("4"));
+    model_with(repo, "optional", &model("scaled_add"), &optional_config("SCALE"));
+}
+
+/// scaled_add.onnx's config with input `name` optional (SCALE has a default in the model, X none).
+fn optional_config(name: &str) -> String {
+    let tensor = |n: &str, dims: u32| {
+        let optional = if n == name { " optional: true" } else { "" };
+        format!("{{ name: \"{n}\" data_type: TYPE_FP32 dims: [ {dims} ]{optional} }}")
+    };
+    format!(
+        "max_batch_size: 4\ninput [ {}, {} ]\noutput [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         dynamic_batching {{ max_queue_delay_microseconds: 2000 }}\n",
+        tensor("X", 4),
+        tensor("SCALE", 1)
+    )
 }
 
 /// A config whose input `X` has dims [2, 2] and reshape `shape` (the model's [4] is right), output likewise.
@@ -193,6 +208,7 @@ fn bad_plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
     model_with(repo, "bad_field", &plus_one, text);
     let text = "max_batch_size: 4\nbatch_input [ { kind: BATCH_ELEMENT_COUNT } ]\n";
     model_with(repo, "bad_unsupported", &plus_one, text);
+    model_with(repo, "bad_optional", &model("scaled_add"), &optional_config("X"));
 }
 
 /// Each bad model, the start of its error (file, line, field) and what the error must hold.
@@ -215,6 +231,7 @@ fn bad_models(repo: &Path) -> Vec<(&'static str, String, &'static str)> {
         ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),
         ("bad_field", file("bad_field", ":2: column"), "max_queue_delay_microsecond"),
         ("bad_unsupported", file("bad_unsupported", ":2: field `batch_input`"), "not supported"),
+        ("bad_optional", file("bad_optional", ":2: field `input[0].optional`"), "input `X` has no default in"),
         (
             "bad_seq_control",
             file("bad_seq_control", ":"),
