@@ -5,6 +5,8 @@ Made with onnx's helper API, opset 17, IR version 8, deterministic. Names and si
 contract with server/tests/triton_repository.rs and server/tests/python/test_triton.py:
 - add_sub_int32.onnx, add_sub_int8.onnx: INPUT0, INPUT1 [N, 16] -> OUTPUT0 = INPUT0 + INPUT1,
   OUTPUT1 = INPUT0 - INPUT1 (the int8 one computes in int32 and casts back, wrapping).
+- add_sub_string.onnx: the same over STRING (BYTES) tensors holding decimal integers (Cast to INT32,
+  add/sub, Cast back to STRING), as Triton's simple_string example.
 - add_sub_fp32.onnx: the same over [N, 4] FP32 (the last step of the test ensemble).
 - scale_fixed.onnx: X [4] FP32 -> Y = 2 X (no batch dim: a model for max_batch_size 0).
 - plus_one.onnx, plus_two.onnx: X [N, 4] FP32 -> Y = X + 1 / X + 2 (versions 1 and 2 of one model).
@@ -92,6 +94,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     add_sub(outdir, "add_sub_int32", TensorProto.INT32)
     add_sub(outdir, "add_sub_int8", TensorProto.INT8)
+    add_sub(outdir, "add_sub_string", TensorProto.STRING)
     add_sub(outdir, "add_sub_fp32", TensorProto.FLOAT, width=4)
     scale_fixed(outdir)
     plus(outdir, "plus_one", 1.0)

@@ -1,6 +1,6 @@
 //! A Triton model repository served unchanged: a repository built here from the
 //! models scripts/make_triton_models.py makes with onnx's helper API (add/sub in
-//! INT32 and INT8, a model without a batch dim, versions 1 and 2 of one model)
+//! INT32, INT8 and BYTES, a model without a batch dim, versions 1 and 2 of one model)
 //! and the shipped models/mlp.onnx, with a TOML pipeline beside them and five
 //! bad models. The server starts with the good ones serving and each bad one
 //! UNAVAILABLE with one error naming its file and field; server/tests/python/
@@ -138,6 +138,7 @@ fn model_with(repo: &Path, name: &str, file: &Path, text: &str) {
 fn plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
     model_with(repo, "simple", &model("add_sub_int32"), &add_sub_config("simple", "TYPE_INT32"));
     model_with(repo, "simple_int8", &model("add_sub_int8"), &add_sub_config("simple_int8", "TYPE_INT8"));
+    model_with(repo, "simple_string", &model("add_sub_string"), &add_sub_config("simple_string", "TYPE_STRING"));
     version(repo, "auto_int8", 1, &model("add_sub_int8")); // no config.pbtxt: completed
     let nobatch = "max_batch_size: 0\ninput [ { name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
                    output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";

@@ -58,6 +58,20 @@ i8 = lambda rows: rng.integers(-128, 128, (rows, 16), dtype=np.int8)
 same_as_ort("simple", repo_model("simple"), {"INPUT0": i32(3), "INPUT1": i32(3)})
 same_as_ort("simple_int8", repo_model("simple_int8"), {"INPUT0": i8(2), "INPUT1": i8(2)})
 same_as_ort("auto_int8", repo_model("auto_int8"), {"INPUT0": i8(4), "INPUT1": i8(4)})
+# BYTES: strings of decimal integers, as JSON and binary over HTTP and as bytes over gRPC.
+text = lambda rows: np.array([[str(v) for v in r] for r in i32(rows)], dtype=object)
+s0, s1 = text(3), text(3)
+swant = reference(repo_model("simple_string"), {"INPUT0": s0, "INPUT1": s1})
+for mod, client, binary in ((httpclient, http, False), (httpclient, http, True), (grpcclient, grpc, True)):
+    inputs = []
+    for name, value in (("INPUT0", s0), ("INPUT1", s1)):
+        i = mod.InferInput(name, list(value.shape), "BYTES")
+        i.set_data_from_numpy(value, **({"binary_data": binary} if mod is httpclient else {}))
+        inputs.append(i)
+    got = client.infer("simple_string", inputs)
+    for name in ("OUTPUT0", "OUTPUT1"):
+        g = [[v.decode() for v in r] for r in got.as_numpy(name)]
+        check(g == swant[name].tolist(), f"simple_string {name} over {mod.__name__} binary={binary}: {g} != {swant[name]}")
 same_as_ort("nobatch", repo_model("nobatch"), {"X": rng.standard_normal(4).astype(np.float32)})
 same_as_ort("mlp", repo_model("mlp"), {"input": rng.standard_normal((4, 256)).astype(np.float32)})
 x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -152,7 +166,7 @@ raises(lambda: infer(httpclient, http, "auto_int8", {"INPUT0": i8(5), "INPUT1": 
 # The index: every version of every good model READY; every bad model UNAVAILABLE with why.
 index = http.get_model_repository_index()
 rows = {(m["name"], m.get("version", "")): (m["state"], m.get("reason", "")) for m in index}
-for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
+for name in ("simple", "simple_int8", "simple_string", "optional", "auto_int8", "nobatch", "mlp", "tomlmlp"):
     check(rows.get((name, "1")) == ("READY", ""), f"{name} in the index: {index}")
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
