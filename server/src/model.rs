@@ -520,15 +520,16 @@ impl Model {
             };
             inputs.extend(sequencing.control_tensors(chunk, &sequence.id).map_err(ServeError::bad)?);
         }
+        for r in self.policy.reshape.iter().filter(|r| r.input) {
+            if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
+                *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
+            }
+        }
+        // Optional inputs left out: their defaults, in the model's shape (after reshaping).
         for d in &self.policy.defaults {
             if !inputs.iter().any(|(name, _)| *name == d.name) {
                 let rows = self.rows(&inputs) as usize;
                 inputs.push((d.name.clone(), d.fill(rows).map_err(ServeError::bad)?));
-            }
-        }
-        for r in self.policy.reshape.iter().filter(|r| r.input) {
-            if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
-                *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
             }
         }
         let mut request = Request {

@@ -118,7 +118,9 @@ pub fn defaults(config: &tpb::ModelConfig, model: &Path, source: Source) -> Resu
         };
         let default =
             tensor(init).map_err(|why| source.error(&at, format!("the default of `{}`: {why}", input.name)))?;
-        let default = if batched { one_row(default, &input.dims) } else { Ok(default) }
+        // The model's shape: the default goes in after the request's inputs are reshaped.
+        let dims = input.reshape.as_ref().map_or(&input.dims, |r| &r.shape);
+        let default = if batched { one_row(default, dims) } else { Ok(default) }
             .map_err(|why| source.error(&at, format!("the default of `{}`: {why}", input.name)))?;
         out.push(Defaulted { name: input.name.clone(), default, batched });
     }
