@@ -263,6 +263,7 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     let (onnx, repo): (PathBuf, PathBuf) = (scratch.join("onnx"), scratch.join("repo"));
     make_models(&onnx);
     let bad = build(&repo, &onnx);
+    the_engine_takes_inputs_with_defaults_when_asked(&onnx);
     let config = ServerConfig { max_body_bytes: 4_000_000, ..ServerConfig::ephemeral() };
     let server = TestServer::start_with_repository(&[], Some(&repo), config);
     let index = server.models().index().unwrap();
@@ -285,6 +286,20 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     an_idle_sequence_is_ended(&server);
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The onnx engine's `overridable_inputs`: a graph input with a default joins the
+/// signature after the required inputs; an initializer that is no graph input does not.
+fn the_engine_takes_inputs_with_defaults_when_asked(onnx: &Path) {
+    let engines = baton_engines::standard_registry();
+    let names = |s: &baton::ModelSignature| s.inputs.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    let scaled = onnx.join("scaled_add.onnx");
+    let plain = baton_server::triton::signature(&engines, &scaled).unwrap();
+    assert_eq!(names(&plain), ["X"], "without the param the default stays inside");
+    let with = baton_server::triton::signature_with(&engines, &scaled, &["SCALE".into()]).unwrap();
+    assert_eq!(names(&with), ["X", "SCALE"]);
+    let e = baton_server::triton::signature_with(&engines, &onnx.join("plus_one.onnx"), &["c".into()]).unwrap_err();
+    assert!(e.contains("`c` is not a graph input with a default") && e.contains("(it has: none)"), "{e}");
 }
 
 /// `max_sequence_idle_microseconds` (200 ms on `seq_idle`) ends a sequence that
