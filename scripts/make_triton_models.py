@@ -5,6 +5,8 @@ Made with onnx's helper API, opset 17, IR version 8, deterministic. Names and si
 contract with server/tests/triton_repository.rs and server/tests/python/test_triton.py:
 - add_sub_int32.onnx, add_sub_int8.onnx: INPUT0, INPUT1 [N, 16] -> OUTPUT0 = INPUT0 + INPUT1,
   OUTPUT1 = INPUT0 - INPUT1 (the int8 one computes in int32 and casts back, wrapping).
+- add_sub_string.onnx: the same over STRING (BYTES) tensors holding decimal integers (Cast to INT32,
+  add/sub, Cast back to STRING), as Triton's simple_string example.
 - add_sub_fp32.onnx: the same over [N, 4] FP32 (the last step of the test ensemble).
 - scale_fixed.onnx: X [4] FP32 -> Y = 2 X (no batch dim: a model for max_batch_size 0).
 - plus_one.onnx, plus_two.onnx: X [N, 4] FP32 -> Y = X + 1 / X + 2 (versions 1 and 2 of one model).
@@ -12,6 +14,9 @@ contract with server/tests/triton_repository.rs and server/tests/python/test_tri
   INT32, END FP32, READY BOOL, CORRID INT64, implicit state STATE_IN INT32 ->
   acc = READY ? (START ? INPUT : STATE_IN + INPUT) : STATE_IN; OUTPUT = STATE_OUT = acc,
   CORRID_OUT = CORRID, END_OUT = END (echoed so a test sees what the server filled).
+- sequence_acc_str.onnx: the same with CORRID and CORRID_OUT STRING (string correlation ids).
+- scaled_add.onnx: X [N, 4] FP32, SCALE [N, 1] FP32 with a default (an initializer of the same
+  name, [[2]]) -> Y = X * SCALE + 1 (an optional input: left out, ONNX Runtime uses the default).
 """
 import os
 import sys
@@ -59,9 +64,9 @@ def scale_fixed(outdir):
     save(outdir, "scale_fixed", [helper.make_node("Mul", ["X", "c"], ["Y"])], [io("X")], [io("Y")], [c])
 
 
-def sequence_acc(outdir):
+def sequence_acc(outdir, name="sequence_acc", corrid=TensorProto.INT64):
     t = lambda n, ty: helper.make_tensor_value_info(n, ty, ["N", 1])
-    I32, F32, B, I64 = TensorProto.INT32, TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+    I32, F32, B, I64 = TensorProto.INT32, TensorProto.FLOAT, TensorProto.BOOL, corrid
     nodes = [helper.make_node("Cast", ["START"], ["start_b"], to=B),
              helper.make_node("Add", ["STATE_IN", "INPUT"], ["sum"]),
              helper.make_node("Where", ["start_b", "INPUT", "sum"], ["acc0"]),
@@ -71,7 +76,17 @@ def sequence_acc(outdir):
              helper.make_node("Identity", ["END"], ["END_OUT"])]
     inputs = [t("INPUT", I32), t("START", I32), t("END", F32), t("READY", B), t("CORRID", I64), t("STATE_IN", I32)]
     outputs = [t("OUTPUT", I32), t("STATE_OUT", I32), t("CORRID_OUT", I64), t("END_OUT", F32)]
-    save(outdir, "sequence_acc", nodes, inputs, outputs)
+    save(outdir, name, nodes, inputs, outputs)
+
+
+def scaled_add(outdir):
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])
+    scale = helper.make_tensor_value_info("SCALE", TensorProto.FLOAT, ["N", 1])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])
+    inits = [numpy_helper.from_array(np.array([[2.0]], np.float32), "SCALE"),
+             numpy_helper.from_array(np.array([1.0], np.float32), "one")]
+    nodes = [helper.make_node("Mul", ["X", "SCALE"], ["scaled"]), helper.make_node("Add", ["scaled", "one"], ["Y"])]
+    save(outdir, "scaled_add", nodes, [x, scale], [y], inits)
 
 
 def main():
@@ -79,11 +94,14 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     add_sub(outdir, "add_sub_int32", TensorProto.INT32)
     add_sub(outdir, "add_sub_int8", TensorProto.INT8)
+    add_sub(outdir, "add_sub_string", TensorProto.STRING)
     add_sub(outdir, "add_sub_fp32", TensorProto.FLOAT, width=4)
     scale_fixed(outdir)
     plus(outdir, "plus_one", 1.0)
     plus(outdir, "plus_two", 2.0)
     sequence_acc(outdir)
+    sequence_acc(outdir, "sequence_acc_str", TensorProto.STRING)
+    scaled_add(outdir)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 //! Generates the gRPC service (tonic + prost) from proto/grpc_service.proto
 //! with protox, a pure-Rust protobuf compiler: no `protoc` needed; and the
 //! messages of Triton's model configuration (proto/triton_model_config.proto),
-//! with their descriptors for the text-format parser of `config.pbtxt`.
+//! with their descriptors for the text-format parser of `config.pbtxt`; the
+//! service answers ModelConfig with those messages encoded (one definition).
 
 use prost::Message;
 

@@ -7,7 +7,8 @@
 //! The model batches (`max_batch_size` > 0) when every input and output has a
 //! dynamic first dimension (the rows the scheduler stitches); its
 //! `max_batch_size` is then the smallest `max_batch` of the pipeline's nodes.
-//! A node with write-back state makes it a sequence model (`sequence_batching`,
+//! A node with write-back state makes it a sequence model (`sequence_batching`
+//! instead of `dynamic_batching`, Triton's scheduling being one of them;
 //! direct strategy: each sequence keeps its state), with the pipeline's stream
 //! idle timeout.
 
@@ -15,7 +16,7 @@ use baton::{Dim, PipelineSpec, TensorSpec};
 use serde_json::{json, Value};
 
 use crate::model::PLATFORM;
-use crate::pb;
+use crate::triton::tpb;
 
 /// One input or output as the config shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,51 +101,74 @@ impl ModelConfig {
             "input": tensors(&self.inputs),
             "output": tensors(&self.outputs),
         });
-        if let Some(delay) = self.max_queue_delay_us {
-            config["dynamic_batching"] = json!({ "max_queue_delay_microseconds": delay, "priority_levels": 2 });
-        }
-        if let Some(idle) = self.sequence_idle_us {
-            config["sequence_batching"] = json!({ "max_sequence_idle_microseconds": idle, "direct": {} });
+        // Triton's scheduling is one of: a sequence model's batching holds its queue delay.
+        match (self.sequence_idle_us, self.max_queue_delay_us) {
+            (Some(idle), delay) => {
+                let direct = json!({ "max_queue_delay_microseconds": delay.unwrap_or(0) });
+                config["sequence_batching"] = json!({ "max_sequence_idle_microseconds": idle, "direct": direct });
+            }
+            (None, Some(delay)) => {
+                config["dynamic_batching"] = json!({ "max_queue_delay_microseconds": delay, "priority_levels": 2 });
+            }
+            (None, None) => {}
         }
         config
     }
 
-    /// As gRPC's ModelConfig answers it.
-    pub fn to_pb(&self) -> pb::ModelConfig {
-        let data_type = |name: &str| pb::DataType::from_str_name(name).unwrap_or(pb::DataType::TypeInvalid) as i32;
-        pb::ModelConfig {
+    /// As gRPC's ModelConfig answers it (Triton's full schema, the fields a pipeline has).
+    pub fn to_pb(&self) -> tpb::ModelConfig {
+        use tpb::model_config::SchedulingChoice;
+        let data_type = |name: &str| tpb::DataType::from_str_name(name).unwrap_or(tpb::DataType::TypeInvalid) as i32;
+        let input = self
+            .inputs
+            .iter()
+            .map(|t| tpb::ModelInput {
+                name: t.name.clone(),
+                data_type: data_type(t.data_type),
+                dims: t.dims.clone(),
+                optional: t.optional,
+                ..Default::default()
+            })
+            .collect();
+        let output = self
+            .outputs
+            .iter()
+            .map(|t| tpb::ModelOutput {
+                name: t.name.clone(),
+                data_type: data_type(t.data_type),
+                dims: t.dims.clone(),
+                ..Default::default()
+            })
+            .collect();
+        // Triton's scheduling is one of: a sequence model's batching holds its queue delay.
+        let scheduling = match (self.sequence_idle_us, self.max_queue_delay_us) {
+            (Some(idle), delay) => {
+                let direct = tpb::model_sequence_batching::StrategyDirect {
+                    max_queue_delay_microseconds: delay.unwrap_or(0),
+                    ..Default::default()
+                };
+                Some(SchedulingChoice::SequenceBatching(tpb::ModelSequenceBatching {
+                    max_sequence_idle_microseconds: idle,
+                    strategy_choice: Some(tpb::model_sequence_batching::StrategyChoice::Direct(direct)),
+                    ..Default::default()
+                }))
+            }
+            (None, Some(delay)) => Some(SchedulingChoice::DynamicBatching(tpb::ModelDynamicBatching {
+                max_queue_delay_microseconds: delay,
+                priority_levels: 2,
+                ..Default::default()
+            })),
+            (None, None) => None,
+        };
+        tpb::ModelConfig {
             name: self.name.clone(),
             platform: PLATFORM.into(),
             backend: PLATFORM.into(),
             max_batch_size: self.max_batch_size as i32,
-            input: self
-                .inputs
-                .iter()
-                .map(|t| pb::ModelInput {
-                    name: t.name.clone(),
-                    data_type: data_type(t.data_type),
-                    dims: t.dims.clone(),
-                    optional: t.optional,
-                })
-                .collect(),
-            output: self
-                .outputs
-                .iter()
-                .map(|t| pb::ModelOutput {
-                    name: t.name.clone(),
-                    data_type: data_type(t.data_type),
-                    dims: t.dims.clone(),
-                })
-                .collect(),
-            dynamic_batching: self.max_queue_delay_us.map(|delay| pb::ModelDynamicBatching {
-                max_queue_delay_microseconds: delay,
-                priority_levels: 2,
-                ..Default::default()
-            }),
-            sequence_batching: self.sequence_idle_us.map(|idle| pb::ModelSequenceBatching {
-                max_sequence_idle_microseconds: idle,
-                strategy_choice: Some(pb::model_sequence_batching::StrategyChoice::Direct(Default::default())),
-            }),
+            input,
+            output,
+            scheduling_choice: scheduling,
+            ..Default::default()
         }
     }
 }

@@ -12,7 +12,7 @@
 //!
 //! ModelStreamInfer's protocol: one reader task takes the stream's requests
 //! in arrival order and starts a task per request, so requests run
-//! concurrently; a request of a sequence (`sequence_id`) first waits until
+//! concurrently; a request of a sequence (`sequence_id`, an integer or a string) first waits until
 //! the previous request of its sequence has been answered on the stream, so
 //! each sequence's requests reach the runtime, and their answers the client,
 //! in the order sent. Every request gets exactly one answer on the stream
@@ -534,9 +534,9 @@ impl GrpcInferenceService for Service {
 }
 
 /// The `sequence_id` of a request, when it has a non-zero one, and whether it ends its sequence.
-fn sequence_of(request: &pb::ModelInferRequest) -> Option<(u64, bool)> {
+fn sequence_of(request: &pb::ModelInferRequest) -> Option<(crate::sequence_ids::SequenceId, bool)> {
     let options = CallOptions::from_params(params(request)).ok()?;
-    options.sequence.map(|chunk| (chunk.id, chunk.end))
+    options.sequence.map(|s| (s.id, s.end))
 }
 
 type StreamAnswers = tokio::sync::mpsc::Sender<Result<pb::ModelStreamInferResponse, Status>>;
@@ -564,7 +564,7 @@ impl Service {
     /// ModelStreamInfer's reader (see the module docs for the protocol).
     async fn serve_stream(self, mut inbound: tonic::Streaming<pb::ModelInferRequest>, answers: StreamAnswers) {
         // Per open sequence: resolves once its latest request has been answered.
-        let mut previous: HashMap<u64, tokio::sync::oneshot::Receiver<()>> = HashMap::new();
+        let mut previous: HashMap<crate::sequence_ids::SequenceId, tokio::sync::oneshot::Receiver<()>> = HashMap::new();
         loop {
             let request = match inbound.message().await {
                 Ok(Some(request)) => request,

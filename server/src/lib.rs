@@ -49,6 +49,7 @@ mod json;
 pub mod metrics;
 pub mod model;
 pub mod models;
+pub mod sequence_ids;
 pub mod serve;
 pub mod stats;
 pub mod tls;

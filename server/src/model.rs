@@ -9,6 +9,7 @@ use baton::request::StreamChunk;
 use baton::{DType, Dim, Outputs, Request, RequestError, Runtime, Tensor, TensorSpec};
 
 use crate::flow::PickedOutput;
+use crate::sequence_ids::{IdKind, Lease, Sequence, SequenceId, StringIds, STRING_KEYS};
 
 /// What kind of failure a request met; each protocol maps it to its status
 /// ([`ErrorKind::http_status`], [`ErrorKind::grpc_code`]).
@@ -120,10 +121,13 @@ impl Param {
 pub struct CallOptions {
     /// `priority` non-zero: a priority task.
     pub priority: bool,
+    /// `priority` as a level (Triton's: 1 the most urgent, 0 the default level).
+    pub priority_level: u64,
     /// `timeout`, µs (0: none): the request's deadline, from arrival.
     pub timeout: Option<Duration>,
-    /// `sequence_id` (non-zero) with `sequence_start` / `sequence_end`: a chunk of a stream.
-    pub sequence: Option<StreamChunk>,
+    /// `sequence_id` (a non-zero integer, or a non-empty string) with
+    /// `sequence_start` / `sequence_end`: a chunk of a stream.
+    pub sequence: Option<Sequence>,
     /// `binary_data_output` (HTTP's binary tensor extension): all outputs as binary.
     pub binary_output: bool,
 }
@@ -146,22 +150,22 @@ impl CallOptions {
         for (name, value) in params {
             match name {
                 "priority" => {
-                    options.priority = match value {
-                        Param::Bool(b) => b,
-                        other => other.as_u64(name)? != 0,
-                    }
+                    options.priority_level = match value {
+                        Param::Bool(b) => u64::from(b),
+                        other => other.as_u64(name)?,
+                    };
+                    options.priority = options.priority_level != 0;
                 }
                 "timeout" => {
                     let us = value.as_u64(name)?;
                     options.timeout = (us > 0).then(|| Duration::from_micros(us));
                 }
                 "sequence_id" => {
-                    if let Param::Str(s) = &value {
-                        return Err(ServeError::bad(format!(
-                            "sequence_id {s:?} is a string: Baton takes unsigned integer sequence ids only"
-                        )));
-                    }
-                    id = Some(value.as_u64(name)?);
+                    id = Some(match value {
+                        Param::Str(s) if s.is_empty() => SequenceId::Int(0),
+                        Param::Str(s) => SequenceId::Str(s),
+                        other => SequenceId::Int(other.as_u64(name)?),
+                    })
                 }
                 "sequence_start" => start = value.as_bool(name)?,
                 "sequence_end" => end = value.as_bool(name)?,
@@ -170,16 +174,7 @@ impl CallOptions {
             }
         }
         if let Some(value) = header {
-            let from_header = std::str::from_utf8(value)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|&v| v != 0)
-                .ok_or_else(|| {
-                    ServeError::bad(format!(
-                        "header {SEQUENCE_ID_HEADER} must be a non-zero unsigned integer, got {:?}",
-                        String::from_utf8_lossy(value)
-                    ))
-                })?;
+            let from_header = header_id(value)?;
             match id {
                 Some(param) if param != from_header => {
                     return Err(ServeError::bad(format!(
@@ -190,14 +185,29 @@ impl CallOptions {
             }
         }
         match id {
-            Some(id) if id != 0 => options.sequence = Some(StreamChunk { id, start, end }),
-            _ if start || end => {
-                return Err(ServeError::bad("sequence_start / sequence_end need a non-zero sequence_id"));
+            Some(SequenceId::Int(0)) | None if start || end => {
+                Err(ServeError::bad("sequence_start / sequence_end need a non-zero sequence_id"))
             }
-            _ => {}
+            Some(SequenceId::Int(0)) | None => Ok(options),
+            Some(id) => {
+                options.sequence = Some(Sequence { id, start, end });
+                Ok(options)
+            }
         }
-        Ok(options)
     }
+}
+
+/// The sequence id a [`SEQUENCE_ID_HEADER`] value gives: an unsigned integer
+/// when it reads as one, else the (trimmed, non-empty UTF-8) string.
+fn header_id(value: &[u8]) -> Result<SequenceId, ServeError> {
+    let text = std::str::from_utf8(value).map(str::trim).ok().filter(|v| !v.is_empty() && *v != "0");
+    let text = text.ok_or_else(|| {
+        ServeError::bad(format!(
+            "header {SEQUENCE_ID_HEADER} must be a non-zero unsigned integer or a non-empty string, got {:?}",
+            String::from_utf8_lossy(value)
+        ))
+    })?;
+    Ok(text.parse::<u64>().map_or_else(|_| SequenceId::Str(text.to_string()), SequenceId::Int))
 }
 
 /// One model tensor as the protocol's metadata shows it.
@@ -292,6 +302,9 @@ pub struct Model {
     /// A Triton model's queue policy (default deadline); none for a pipeline.
     pub policy: crate::triton::RequestPolicy,
     runtime: Runtime,
+    /// The sequence ids it takes, and the stream keys of its string ids.
+    id_kind: IdKind,
+    string_ids: StringIds,
     /// The files a load call sent, removed when the last version holding them goes
     /// (declared after `runtime`: dropped after it, once its engines let go).
     sent: Option<std::sync::Arc<crate::fence::SentFiles>>,
@@ -310,6 +323,8 @@ impl Model {
             versions: vec![VERSION.to_string()],
             triton: None,
             policy: crate::triton::RequestPolicy::default(),
+            id_kind: IdKind::Any,
+            string_ids: StringIds::new(IdKind::Any, Duration::from_millis(spec.streams.idle_timeout_ms)),
             runtime,
             sent: None,
         }
@@ -337,6 +352,9 @@ impl Model {
         // Control inputs are the server's to fill: metadata leaves them out and a client's are refused.
         if let Some(sequencing) = &policy.sequence {
             model.inputs.retain(|i| !sequencing.is_control(&i.name));
+            model.id_kind = sequencing.id_kind();
+            let idle = Duration::from_millis(model.runtime.spec().streams.idle_timeout_ms);
+            model.string_ids = StringIds::new(model.id_kind, idle);
         }
         // A reshaped tensor shows (and is checked against) the config's dims, not the model's shape.
         for r in &policy.reshape {
@@ -444,41 +462,100 @@ impl Model {
         Ok(picked)
     }
 
+    /// The stream chunk of `sequence` (its key: the integer id, or a string id's
+    /// key, leased while the request runs; see [`crate::sequence_ids`]).
+    fn stream_chunk(&self, sequence: &Sequence) -> Result<(StreamChunk, Option<Lease<'_>>), ServeError> {
+        let Sequence { id, start, end } = sequence;
+        let mismatch = |got: &str| {
+            let takes = if self.id_kind == IdKind::Str { "string" } else { "unsigned integer" };
+            let corrid = self.policy.sequence.as_ref().and_then(|s| s.corrid()).unwrap_or_default();
+            ServeError::bad(format!(
+                "model `{}` takes {takes} sequence ids (its CORRID control input {corrid}); sequence_id {id} is {got}",
+                self.name
+            ))
+        };
+        match id {
+            SequenceId::Int(_) if self.id_kind == IdKind::Str => Err(mismatch("an integer")),
+            SequenceId::Str(_) if self.id_kind == IdKind::Int => Err(mismatch("a string")),
+            SequenceId::Int(key) if self.id_kind == IdKind::Any && *key >= STRING_KEYS => {
+                Err(ServeError::bad(format!(
+                    "sequence_id {key}: model `{}` keeps integer sequence ids below {STRING_KEYS} (those above key \
+                     its string sequence ids)",
+                    self.name
+                )))
+            }
+            SequenceId::Int(key) => Ok((StreamChunk { id: *key, start: *start, end: *end }, None)),
+            SequenceId::Str(name) => {
+                let lease = self.string_ids.lease(name, *start, *end, std::time::Instant::now()).ok_or_else(|| {
+                    ServeError::bad(format!(
+                        "unknown sequence {id}: this server holds no state for it; restart it from its first chunk \
+                         (sequence_start)"
+                    ))
+                })?;
+                Ok((StreamChunk { id: lease.key, start: *start, end: *end }, Some(lease)))
+            }
+        }
+    }
+
+    /// The string ids of open sequences this model holds (see [`crate::sequence_ids`]).
+    pub fn string_sequences(&self) -> usize {
+        self.string_ids.len()
+    }
+
     /// Runs one request. Awaiting the answer; dropping the future cancels the request.
     pub async fn infer(&self, mut inputs: Vec<(String, Tensor)>, options: &CallOptions) -> Result<Outputs, ServeError> {
+        let (chunk, _lease) = match &options.sequence {
+            Some(sequence) => {
+                let (chunk, lease) = self.stream_chunk(sequence)?;
+                (Some(chunk), lease)
+            }
+            None => (None, None),
+        };
         if let Some(sequencing) = &self.policy.sequence {
-            let Some(chunk) = options.sequence else {
+            let (Some(chunk), Some(sequence)) = (chunk, &options.sequence) else {
                 return Err(ServeError::bad(format!(
                     "model `{}` is a sequence model: the request needs a non-zero sequence_id",
                     self.name
                 )));
             };
-            inputs.extend(sequencing.control_tensors(chunk).map_err(ServeError::bad)?);
+            inputs.extend(sequencing.control_tensors(chunk, &sequence.id).map_err(ServeError::bad)?);
         }
         for r in self.policy.reshape.iter().filter(|r| r.input) {
             if let Some((_, tensor)) = inputs.iter_mut().find(|(name, _)| *name == r.name) {
                 *tensor = r.apply(tensor).map_err(|e| ServeError::bad(format!("input {e}")))?;
             }
         }
+        // Optional inputs left out: their defaults, in the model's shape (after reshaping).
+        for d in &self.policy.defaults {
+            if !inputs.iter().any(|(name, _)| *name == d.name) {
+                let rows = self.rows(&inputs) as usize;
+                inputs.push((d.name.clone(), d.fill(rows).map_err(ServeError::bad)?));
+            }
+        }
         let mut request = Request {
             inputs,
-            priority: options.priority,
+            priority: self.policy.levels.map_or(options.priority, |l| l.is_priority(options.priority_level)),
             deadline: None,
-            stream: options.sequence,
+            stream: chunk,
             tenant: None,
             worker_kind: None,
         };
         if let Some(timeout) = self.policy.timeout(options.timeout) {
             request = request.timeout(timeout);
         }
-        self.runtime.submit(request).await.map_err(|error| match (error, options.sequence) {
+        self.runtime.submit(request).await.map_err(|error| match (error, &options.sequence) {
             // A later chunk whose stream this server does not hold (never opened here,
             // ended, expired, or opened on a replica that is gone): its state is lost.
-            (error @ RequestError::Stream { .. }, Some(chunk)) if !chunk.start => ServeError::bad(format!(
-                "unknown stream {}: this server holds no state for it; restart it from its first chunk \
-                 (sequence_start) ({error})",
-                chunk.id
-            )),
+            (error @ RequestError::Stream { .. }, Some(sequence)) if !sequence.start => {
+                let what = match &sequence.id {
+                    SequenceId::Int(id) => format!("stream {id}"),
+                    id @ SequenceId::Str(_) => format!("sequence {id}"),
+                };
+                ServeError::bad(format!(
+                    "unknown {what}: this server holds no state for it; restart it from its first chunk \
+                     (sequence_start) ({error})"
+                ))
+            }
             (error, _) => error.into(),
         })
     }
@@ -510,10 +587,14 @@ mod tests {
         ])
         .unwrap();
         assert!(o.priority);
+        assert_eq!(o.priority_level, 1);
         assert_eq!(o.timeout, Some(Duration::from_micros(2500)));
-        assert_eq!(o.sequence, Some(StreamChunk { id: 7, start: true, end: false }));
-        let e = CallOptions::from_params([("sequence_id", Param::Str("abc".into()))]).unwrap_err();
-        assert!(e.message.contains("string"), "{}", e.message);
+        assert_eq!(o.sequence, Some(Sequence { id: SequenceId::Int(7), start: true, end: false }));
+        let o =
+            CallOptions::from_params([("sequence_id", Param::Str("abc".into())), ("sequence_end", Param::Bool(true))])
+                .unwrap();
+        assert_eq!(o.sequence, Some(Sequence { id: SequenceId::Str("abc".into()), start: false, end: true }));
+        assert_eq!(CallOptions::from_params([("sequence_id", Param::Str(String::new()))]).unwrap().sequence, None);
         assert!(CallOptions::from_params([("sequence_end", Param::Bool(true))]).is_err());
         assert!(CallOptions::from_params([("timeout", Param::Int(-1))]).is_err());
         assert_eq!(CallOptions::from_params([("priority", Param::Int(0))]).unwrap(), CallOptions::default());
@@ -525,12 +606,16 @@ mod tests {
             CallOptions::from_params_and_header(params, Some(value.as_bytes()))
         };
         let o = header(vec![("sequence_start", Param::Bool(true))], "42").unwrap();
-        assert_eq!(o.sequence, Some(StreamChunk { id: 42, start: true, end: false }));
+        assert_eq!(o.sequence, Some(Sequence { id: SequenceId::Int(42), start: true, end: false }));
         let o = header(vec![("sequence_id", Param::UInt(42))], " 42 ").unwrap();
-        assert_eq!(o.sequence, Some(StreamChunk { id: 42, start: false, end: false }));
+        assert_eq!(o.sequence, Some(Sequence { id: SequenceId::Int(42), start: false, end: false }));
         let e = header(vec![("sequence_id", Param::UInt(7))], "42").unwrap_err();
         assert!(e.message.contains("(42) and parameter sequence_id (7) disagree"), "{}", e.message);
-        for bad in ["0", "-1", "abc", ""] {
+        let o = header(vec![("sequence_id", Param::Str("abc".into()))], "abc").unwrap();
+        assert_eq!(o.sequence.map(|s| s.id), Some(SequenceId::Str("abc".into())));
+        let e = header(vec![("sequence_id", Param::Str("abc".into()))], "42").unwrap_err();
+        assert!(e.message.contains("(42) and parameter sequence_id (\"abc\") disagree"), "{}", e.message);
+        for bad in ["0", " ", ""] {
             let e = header(vec![], bad).unwrap_err();
             assert!(e.message.contains(SEQUENCE_ID_HEADER), "{}", e.message);
         }

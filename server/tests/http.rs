@@ -272,14 +272,24 @@ fn request_error_cases(good: &Value) -> Vec<ErrorCase> {
         ("not an object", "/v2/models/mlp/infer", b"[1, 2]".to_vec(), 400, "malformed JSON"),
         ("too large", "/v2/models/mlp/infer", vec![b' '; 200_000], 413, "over the server's limit of 100000 bytes"),
         (
-            "string sequence id",
+            "a string sequence id never started",
             "/v2/models/stateful/infer",
-            json!({"parameters": {"sequence_id": "abc", "sequence_start": true},
+            json!({"parameters": {"sequence_id": "abc"},
                    "inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": vec![0.0f32; 8]}]})
             .to_string()
             .into(),
             400,
-            "sequence_id \"abc\" is a string",
+            "unknown sequence \"abc\"",
+        ),
+        (
+            "an integer sequence id in the string ids' keys",
+            "/v2/models/stateful/infer",
+            json!({"parameters": {"sequence_id": 1u64 << 63, "sequence_start": true},
+                   "inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": vec![0.0f32; 8]}]})
+            .to_string()
+            .into(),
+            400,
+            "keeps integer sequence ids below 9223372036854775808",
         ),
         (
             "no sequence for a stateful model",

@@ -1,6 +1,6 @@
 //! A Triton model repository served unchanged: a repository built here from the
 //! models scripts/make_triton_models.py makes with onnx's helper API (add/sub in
-//! INT32 and INT8, a model without a batch dim, versions 1 and 2 of one model)
+//! INT32, INT8 and BYTES, a model without a batch dim, versions 1 and 2 of one model)
 //! and the shipped models/mlp.onnx, with a TOML pipeline beside them and five
 //! bad models. The server starts with the good ones serving and each bad one
 //! UNAVAILABLE with one error naming its file and field; server/tests/python/
@@ -106,111 +106,121 @@ fn add_sub_config(name: &str, ty: &str) -> String {
     )
 }
 
-/// A sequence config over sequence_acc.onnx: `strategy` (`direct { ... }` or
-/// `oldest { ... }`), its idle timeout, Triton's four control inputs and the implicit state.
-fn sequence_config(name: &str, strategy: &str, idle_us: u64) -> String {
+/// A sequence config over sequence_acc.onnx (`corrid` TYPE_INT64) or
+/// sequence_acc_str.onnx (TYPE_STRING): `strategy` (`direct { ... }` or `oldest
+/// { ... }`), its idle timeout, Triton's four control inputs and the implicit state.
+fn sequence_config(name: &str, strategy: &str, idle_us: u64, corrid: &str) -> String {
     format!(
         "name: \"{name}\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n\
          input [ {{ name: \"INPUT\" data_type: TYPE_INT32 dims: [ 1 ] }} ]\n\
          output [ {{ name: \"OUTPUT\" data_type: TYPE_INT32 dims: [ 1 ] }},\n\
-         {{ name: \"CORRID_OUT\" data_type: TYPE_INT64 dims: [ 1 ] }},\n\
+         {{ name: \"CORRID_OUT\" data_type: {corrid} dims: [ 1 ] }},\n\
          {{ name: \"END_OUT\" data_type: TYPE_FP32 dims: [ 1 ] }} ]\n\
          sequence_batching {{\n  max_sequence_idle_microseconds: {idle_us}\n  {strategy}\n  control_input [\n\
          {{ name: \"START\" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] }} ] }},\n\
          {{ name: \"END\" control [ {{ kind: CONTROL_SEQUENCE_END fp32_false_true: [ 0, 1 ] }} ] }},\n\
          {{ name: \"READY\" control [ {{ kind: CONTROL_SEQUENCE_READY bool_false_true: [ false, true ] }} ] }},\n\
-         {{ name: \"CORRID\" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64 }} ] }}\n  ]\n\
+         {{ name: \"CORRID\" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: {corrid} }} ] }}\n  ]\n\
          state [ {{ input_name: \"STATE_IN\" output_name: \"STATE_OUT\" data_type: TYPE_INT32 dims: [ 1 ]\n\
          initial_state {{ data_type: TYPE_INT32 dims: [ 1 ] zero_data: true name: \"zeros\" }} }} ]\n}}\n"
     )
 }
 
-/// The repository: good models, a TOML pipeline, and the bad ones with the
-/// file and field each one's error must name.
-fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> {
-    let model = |n: &str| onnx.join(format!("{n}.onnx"));
-    version(repo, "simple", 1, &model("add_sub_int32"));
-    config(repo, "simple", &add_sub_config("simple", "TYPE_INT32"));
-    version(repo, "simple_int8", 1, &model("add_sub_int8"));
-    config(repo, "simple_int8", &add_sub_config("simple_int8", "TYPE_INT8"));
+/// A model of one version from `file` with config `text`.
+fn model_with(repo: &Path, name: &str, file: &Path, text: &str) {
+    version(repo, name, 1, file);
+    config(repo, name, text);
+}
+
+/// The good models besides ensembles and sequences: add/sub in INT32 and INT8,
+/// one completed without a config, one without a batch dim, two versions, the
+/// shipped MLP, a reshaped one, and a TOML pipeline beside them.
+fn plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
+    model_with(repo, "simple", &model("add_sub_int32"), &add_sub_config("simple", "TYPE_INT32"));
+    model_with(repo, "simple_int8", &model("add_sub_int8"), &add_sub_config("simple_int8", "TYPE_INT8"));
+    model_with(repo, "simple_string", &model("add_sub_string"), &add_sub_config("simple_string", "TYPE_STRING"));
     version(repo, "auto_int8", 1, &model("add_sub_int8")); // no config.pbtxt: completed
-    version(repo, "nobatch", 1, &model("scale_fixed"));
-    config(
-        repo,
-        "nobatch",
-        "max_batch_size: 0\ninput [ { name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
-         output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n",
-    );
+    let nobatch = "max_batch_size: 0\ninput [ { name: \"X\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n\
+                   output [ { name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
+    model_with(repo, "nobatch", &model("scale_fixed"), nobatch);
     version(repo, "versioned", 1, &model("plus_one"));
     version(repo, "versioned", 2, &model("plus_two"));
     config(repo, "versioned", "version_policy: { all { } }\n");
-    version(repo, "mlp", 1, &repo_root().join("models/mlp.onnx"));
     let mlp = repo_root().join("models/mlp.onnx");
+    version(repo, "mlp", 1, &mlp);
     let toml = format!(
         "[pipeline]\nname = \"tomlmlp\"\n[inputs.input]\nto = [\"m.input\"]\n[outputs.output]\nfrom = \"m.output\"\n\
          [nodes.m]\nstages = [{{ model = {:?} }}]\n",
         mlp.display().to_string()
     );
     std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
+    model_with(repo, "reshaped", &model("plus_one"), &reshaped_config("4"));
+    model_with(repo, "optional", &model("scaled_add"), &optional_config("SCALE"));
+}
 
-    ensemble(repo, &model);
-    version(repo, "seq_direct", 1, &model("sequence_acc"));
-    config(
-        repo,
-        "seq_direct",
-        &sequence_config("seq_direct", "direct { max_queue_delay_microseconds: 100 }", 60_000_000),
-    );
-    version(repo, "seq_oldest", 1, &model("sequence_acc"));
-    let oldest = "oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 100 }";
-    config(repo, "seq_oldest", &sequence_config("seq_oldest", oldest, 60_000_000));
-    version(repo, "seq_idle", 1, &model("sequence_acc"));
-    config(repo, "seq_idle", &sequence_config("seq_idle", "direct { }", 200_000));
-    version(repo, "bad_seq_control", 1, &model("sequence_acc"));
-    let text = sequence_config("bad_seq_control", "direct { }", 1_000_000).replace("\"READY\"", "\"READY_X\"");
-    config(repo, "bad_seq_control", &text);
-    version(repo, "bad_seq_corrid", 1, &model("sequence_acc"));
-    let text = sequence_config("bad_seq_corrid", "direct { }", 1_000_000).replace("TYPE_INT64 }", "TYPE_UINT64 }");
-    config(repo, "bad_seq_corrid", &text);
-
-    // reshape: the client's [2, 2] is the model's [4], both ways; a reshape holding other elements is refused.
-    let reshaped = |r: &str| {
-        format!(
-            "max_batch_size: 4\ninput [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ {r} ] }} }} ]\n\
-             output [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ 4 ] }} }} ]\n"
-        )
+/// scaled_add.onnx's config with input `name` optional (SCALE has a default in the model, X none).
+fn optional_config(name: &str) -> String {
+    let tensor = |n: &str, dims: u32| {
+        let optional = if n == name { " optional: true" } else { "" };
+        format!("{{ name: \"{n}\" data_type: TYPE_FP32 dims: [ {dims} ]{optional} }}")
     };
-    version(repo, "reshaped", 1, &model("plus_one"));
-    config(repo, "reshaped", &reshaped("4"));
-    version(repo, "bad_reshape", 1, &model("plus_one"));
-    config(repo, "bad_reshape", &reshaped("5"));
-    version(repo, "bad_missing_file", 1, &model("plus_one"));
-    config(repo, "bad_missing_file", "default_model_filename: \"missing.onnx\"\n");
+    format!(
+        "max_batch_size: 4\ninput [ {}, {} ]\noutput [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         dynamic_batching {{ max_queue_delay_microseconds: 2000 }}\n",
+        tensor("X", 4),
+        tensor("SCALE", 1)
+    )
+}
+
+/// A config whose input `X` has dims [2, 2] and reshape `shape` (the model's [4] is right), output likewise.
+fn reshaped_config(shape: &str) -> String {
+    format!(
+        "max_batch_size: 4\ninput [ {{ name: \"X\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ {shape} ] }} }} ]\n\
+         output [ {{ name: \"Y\" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape {{ shape: [ 4 ] }} }} ]\n"
+    )
+}
+
+/// The sequence models: `direct` and `oldest` with integer ids, one with string
+/// ids, one with a short idle timeout, and two bad ones (their errors: [`bad_models`]).
+fn sequence_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
+    let (acc, acc_str) = (model("sequence_acc"), model("sequence_acc_str"));
+    let direct = "direct { max_queue_delay_microseconds: 100 }";
+    let oldest = "oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 100 }";
+    model_with(repo, "seq_direct", &acc, &sequence_config("seq_direct", direct, 60_000_000, "TYPE_INT64"));
+    model_with(repo, "seq_oldest", &acc, &sequence_config("seq_oldest", oldest, 60_000_000, "TYPE_INT64"));
+    model_with(repo, "seq_string", &acc_str, &sequence_config("seq_string", direct, 60_000_000, "TYPE_STRING"));
+    model_with(repo, "seq_idle", &acc, &sequence_config("seq_idle", "direct { }", 200_000, "TYPE_INT64"));
+    let text = sequence_config("bad_seq_control", "direct { }", 1_000_000, "TYPE_INT64");
+    model_with(repo, "bad_seq_control", &acc, &text.replace("\"READY\"", "\"READY_X\""));
+    let text = sequence_config("bad_seq_corrid", "direct { }", 1_000_000, "TYPE_INT64");
+    model_with(repo, "bad_seq_corrid", &acc, &text.replace("TYPE_INT64 }", "TYPE_UINT64 }"));
+}
+
+/// The bad models that are not ensembles or sequences.
+fn bad_plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
+    let plus_one = model("plus_one");
+    model_with(repo, "bad_reshape", &plus_one, &reshaped_config("5"));
+    model_with(repo, "bad_missing_file", &plus_one, "default_model_filename: \"missing.onnx\"\n");
     std::fs::create_dir_all(repo.join("bad_no_model/1")).unwrap();
     config(repo, "bad_no_model", "max_batch_size: 4\n");
-    version(repo, "bad_type", 1, &model("add_sub_int32"));
-    config(repo, "bad_type", &add_sub_config("bad_type", "TYPE_INT32").replacen("TYPE_INT32", "TYPE_FP32", 1));
-    version(repo, "bad_field", 1, &model("plus_one"));
-    config(repo, "bad_field", "max_batch_size: 4\ndynamic_batching { max_queue_delay_microsecond: 100 }\n");
-    version(repo, "bad_unsupported", 1, &model("plus_one"));
-    config(repo, "bad_unsupported", "max_batch_size: 4\nbatch_input [ { kind: BATCH_ELEMENT_COUNT } ]\n");
+    let text = add_sub_config("bad_type", "TYPE_INT32").replacen("TYPE_INT32", "TYPE_FP32", 1);
+    model_with(repo, "bad_type", &model("add_sub_int32"), &text);
+    let text = "max_batch_size: 4\ndynamic_batching { max_queue_delay_microsecond: 100 }\n";
+    model_with(repo, "bad_field", &plus_one, text);
+    let text = "max_batch_size: 4\nbatch_input [ { kind: BATCH_ELEMENT_COUNT } ]\n";
+    model_with(repo, "bad_unsupported", &plus_one, text);
+    model_with(repo, "bad_optional", &model("scaled_add"), &optional_config("X"));
+}
+
+/// Each bad model, the start of its error (file, line, field) and what the error must hold.
+fn bad_models(repo: &Path) -> Vec<(&'static str, String, &'static str)> {
     let file = |n: &str, tail: &str| format!("{}{tail}", repo.join(n).join("config.pbtxt").display());
+    let step0 = ":8: field `ensemble_scheduling.step[0].model_name`";
     vec![
-        (
-            "bad_ens_model",
-            file("bad_ens_model", ":8: field `ensemble_scheduling.step[0].model_name`"),
-            "`nope` is not a model",
-        ),
+        ("bad_ens_model", file("bad_ens_model", step0), "`nope` is not a model"),
         ("bad_ens_tensor", file("bad_ens_tensor", ":6: field `ensemble_scheduling`"), "tensor `zzz`"),
-        (
-            "bad_ens_cycle_a",
-            file("bad_ens_cycle_a", ":8: field `ensemble_scheduling.step[0].model_name`"),
-            "is an ensemble",
-        ),
-        (
-            "bad_ens_cycle_b",
-            file("bad_ens_cycle_b", ":8: field `ensemble_scheduling.step[0].model_name`"),
-            "is an ensemble",
-        ),
+        ("bad_ens_cycle_a", file("bad_ens_cycle_a", step0), "is an ensemble"),
+        ("bad_ens_cycle_b", file("bad_ens_cycle_b", step0), "is an ensemble"),
         (
             "bad_ens_policy",
             file("bad_ens_policy", ":13: field `parameters[baton_scheduler_policy]`"),
@@ -222,6 +232,7 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
         ("bad_type", file("bad_type", ":5: field `input[0].data_type`"), "is TYPE_FP32 but the model's input"),
         ("bad_field", file("bad_field", ":2: column"), "max_queue_delay_microsecond"),
         ("bad_unsupported", file("bad_unsupported", ":2: field `batch_input`"), "not supported"),
+        ("bad_optional", file("bad_optional", ":2: field `input[0].optional`"), "input `X` has no default in"),
         (
             "bad_seq_control",
             file("bad_seq_control", ":"),
@@ -235,12 +246,24 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
     ]
 }
 
+/// The repository: good models, a TOML pipeline, and the bad ones with the
+/// file and field each one's error must name.
+fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> {
+    let model = |n: &str| onnx.join(format!("{n}.onnx"));
+    plain_models(repo, &model);
+    ensemble(repo, &model);
+    sequence_models(repo, &model);
+    bad_plain_models(repo, &model);
+    bad_models(repo)
+}
+
 #[test]
 fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail_alone() {
     let scratch = scratch_dir("triton-repository");
     let (onnx, repo): (PathBuf, PathBuf) = (scratch.join("onnx"), scratch.join("repo"));
     make_models(&onnx);
     let bad = build(&repo, &onnx);
+    the_engine_takes_inputs_with_defaults_when_asked(&onnx);
     let config = ServerConfig { max_body_bytes: 4_000_000, ..ServerConfig::ephemeral() };
     let server = TestServer::start_with_repository(&[], Some(&repo), config);
     let index = server.models().index().unwrap();
@@ -257,9 +280,26 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     let left: Vec<_> = std::fs::read_dir(&sent).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
     assert!(left.is_empty(), "sent files outlive their models: {left:?}");
     run_client_script("test_triton_sequence.py", &server, &extra, Duration::from_secs(120));
+    // Every string sequence the script opened was ended: the table of string ids is empty again.
+    let strings = server.models().get("seq_string").expect("seq_string serves");
+    assert_eq!(strings.string_sequences(), 0, "string ids outlive their sequences");
     an_idle_sequence_is_ended(&server);
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The onnx engine's `overridable_inputs`: a graph input with a default joins the
+/// signature after the required inputs; an initializer that is no graph input does not.
+fn the_engine_takes_inputs_with_defaults_when_asked(onnx: &Path) {
+    let engines = baton_engines::standard_registry();
+    let names = |s: &baton::ModelSignature| s.inputs.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    let scaled = onnx.join("scaled_add.onnx");
+    let plain = baton_server::triton::signature(&engines, &scaled).unwrap();
+    assert_eq!(names(&plain), ["X"], "without the param the default stays inside");
+    let with = baton_server::triton::signature_with(&engines, &scaled, &["SCALE".into()]).unwrap();
+    assert_eq!(names(&with), ["X", "SCALE"]);
+    let e = baton_server::triton::signature_with(&engines, &onnx.join("plus_one.onnx"), &["c".into()]).unwrap_err();
+    assert!(e.contains("`c` is not a graph input with a default") && e.contains("(it has: none)"), "{e}");
 }
 
 /// `max_sequence_idle_microseconds` (200 ms on `seq_idle`) ends a sequence that

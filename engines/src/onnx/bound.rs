@@ -285,9 +285,14 @@ impl BoundRuns {
                 t.to_host().map_err(|e| e.to_string())
             })
             .collect::<Result<_, _>>()?;
-        let values = host.iter().map(super::input_view).collect::<Result<Vec<SessionInputValue<'_>>, String>>()?;
-        let results =
-            session.run_with_options(values.as_slice(), options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
+        // By name: the signature's inputs may include overridable initializers, which are
+        // not among the session's (positional) inputs.
+        let values = host
+            .iter()
+            .zip(&self.input_names)
+            .map(|(t, name)| Ok((name.to_str().map_err(|e| e.to_string())?, super::input_view(t)?)))
+            .collect::<Result<Vec<(&str, SessionInputValue<'_>)>, String>>()?;
+        let results = session.run_with_options(values, options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
         let mut shapes = Vec::with_capacity(self.output_dtypes.len());
         for (j, &dtype) in self.output_dtypes.iter().enumerate() {
             let tensor = match dtype {

@@ -50,8 +50,8 @@ use crate::ort_library;
 /// `params` as [`OnnxParams`] says.
 #[derive(Default)]
 pub struct OnnxProvider {
-    /// Signatures by canonical model path, so inspecting a model twice loads it once.
-    signatures: Mutex<HashMap<PathBuf, ModelSignature>>,
+    /// Signatures by canonical model path and overridable inputs taken, so inspecting a model twice loads it once.
+    signatures: Mutex<HashMap<(PathBuf, Vec<String>), ModelSignature>>,
 }
 
 impl OnnxProvider {
@@ -61,10 +61,16 @@ impl OnnxProvider {
     }
 }
 
-/// The onnx engine's `params`. None yet: any key is an error naming it.
+/// The onnx engine's `params`; any other key is an error naming it.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OnnxParams {}
+pub struct OnnxParams {
+    /// Graph inputs that have a default value (an initializer of the same name:
+    /// ONNX Runtime's overridable initializers) the stage takes as inputs, after
+    /// the model's required inputs, in this order. Without it they keep their defaults.
+    #[serde(default)]
+    pub overridable_inputs: Vec<String>,
+}
 
 impl EngineProvider for OnnxProvider {
     /// A CUDA node: the GPU, ONNX Runtime's GPU build and the CUDA libraries must be
@@ -80,16 +86,16 @@ impl EngineProvider for OnnxProvider {
     }
 
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
-        let _: OnnxParams = stage.params()?;
-        let path = model_path(stage)?;
-        if let Some(sig) = self.signatures.lock().get(&path) {
+        let params: OnnxParams = stage.params()?;
+        let key = (model_path(stage)?, params.overridable_inputs);
+        if let Some(sig) = self.signatures.lock().get(&key) {
             return Ok(sig.clone());
         }
         // Load outside the lock; only the signature is needed, so skip graph optimizations.
         // On the CPU even for a CUDA node: the signature does not depend on the provider.
-        let session = load_session(stage, &path, &Execution::Cpu, GraphOptimizationLevel::Disable, 1, 1)?;
-        let sig = signature(&session, stage, &path)?;
-        self.signatures.lock().insert(path, sig.clone());
+        let session = load_session(stage, &key.0, &Execution::Cpu, GraphOptimizationLevel::Disable, 1, 1)?;
+        let sig = signature(&session, stage, &key.0)?;
+        self.signatures.lock().insert(key, sig.clone());
         Ok(sig)
     }
 
@@ -388,8 +394,36 @@ fn model_path(stage: &StageRequest) -> Result<PathBuf, EngineError> {
     model.canonicalize().map_err(|e| setting(format!("model file {}: {e}", model.display())))
 }
 
-/// The session's inputs and outputs as Baton specs, in session order.
+/// The session's inputs and outputs as Baton specs, in session order; the
+/// overridable initializers the stage's `overridable_inputs` names follow the inputs.
 fn signature(session: &Session, stage: &StageRequest, path: &Path) -> Result<ModelSignature, EngineError> {
+    let params: OnnxParams = stage.params()?;
+    let mut sig = required_signature(session, stage, path)?;
+    let overridable = session.overridable_initializers();
+    for name in &params.overridable_inputs {
+        let Some(o) = overridable.iter().find(|o| o.name() == name) else {
+            let has: Vec<&str> = overridable.iter().map(|o| o.name()).collect();
+            return Err(stage.params_error(
+                "overridable_inputs",
+                format!(
+                    "`{name}` is not a graph input with a default (an initializer) in {} (it has: {})",
+                    path.display(),
+                    if has.is_empty() { "none".to_string() } else { has.join(", ") }
+                ),
+            ));
+        };
+        let spec = tensor_spec(o.name(), o.dtype()).map_err(|reason| EngineError::Load {
+            location: stage.location.clone(),
+            model: path.to_path_buf(),
+            reason,
+        })?;
+        sig.inputs.push(spec);
+    }
+    Ok(sig)
+}
+
+/// The session's required inputs and its outputs as Baton specs, in session order.
+fn required_signature(session: &Session, stage: &StageRequest, path: &Path) -> Result<ModelSignature, EngineError> {
     let specs = |outlets: &[Outlet]| {
         outlets
             .iter()

@@ -224,6 +224,12 @@ fn step_model(
             format!("`{model}` reshapes `{}`: reshaping step models in an ensemble is not supported", r.name),
         ));
     }
+    if let Some(t) = prepared.config.input.iter().find(|t| t.optional) {
+        return Err(fail(
+            &at("model_name"),
+            format!("`{model}` has optional input `{}`: step models with optional inputs are not supported", t.name),
+        ));
+    }
     if super::sequence::batching(&prepared.config).is_some() {
         return Err(fail(
             &at("model_name"),

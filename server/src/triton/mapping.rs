@@ -169,12 +169,6 @@ pub fn check_tensors(config: &tpb::ModelConfig, signature: &ModelSignature, sour
     }
     check_list("input", &inputs, &signature.inputs, &implicit_in, batched, source)?;
     check_list("output", &outputs, &signature.outputs, &implicit_out, batched, source)?;
-    if let Some(i) = config.input.iter().position(|t| t.optional) {
-        return Err(source.error(
-            &format!("input[{i}].optional"),
-            "optional inputs of a Triton model are not supported (Baton would skip the model when one is left out)",
-        ));
-    }
     Ok(())
 }
 
@@ -272,12 +266,46 @@ pub struct RequestPolicy {
     pub sequence: Option<super::sequence::Sequencing>,
     /// Inputs and outputs whose `reshape` differs from their `dims`.
     pub reshape: Vec<super::reshape::Reshape>,
+    /// `dynamic_batching.priority_levels` > 1: how a request's `priority` level maps.
+    pub levels: Option<PriorityLevels>,
+    /// Optional inputs and the value a request that leaves one out gets.
+    pub defaults: Vec<super::optional::Defaulted>,
+}
+
+/// Triton's priority levels (1 the most urgent) on Baton's two: a request whose
+/// level is more urgent than the default level is a priority task (its batch runs
+/// first); the default level and every level after it run as ordinary tasks. A
+/// `priority` of 0 or above `levels` is the default level, as in Triton.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PriorityLevels {
+    pub levels: u64,
+    pub default: u64,
+}
+
+impl PriorityLevels {
+    /// Whether a request asking for level `priority` runs as a priority task.
+    pub fn is_priority(&self, priority: u64) -> bool {
+        let level = if priority == 0 || priority > self.levels { self.default } else { priority };
+        level < self.default
+    }
+
+    /// Whether the mapping keeps Triton's order exactly: two levels, the default the second.
+    pub fn exact(&self) -> bool {
+        self.levels == 2 && self.default == 2
+    }
 }
 
 impl Default for RequestPolicy {
     /// A pipeline's: the request's own timeout, if any.
     fn default() -> Self {
-        RequestPolicy { default_timeout: None, timeout_override: true, sequence: None, reshape: Vec::new() }
+        RequestPolicy {
+            default_timeout: None,
+            timeout_override: true,
+            sequence: None,
+            reshape: Vec::new(),
+            levels: None,
+            defaults: Vec::new(),
+        }
     }
 }
 
@@ -299,7 +327,13 @@ pub fn pipeline(
     warnings: &mut Vec<String>,
 ) -> Result<(PipelineConfig, RequestPolicy), ConfigError> {
     let mut node = Map::new();
-    node.insert("stages".into(), json!([{ "model": model.display().to_string() }]));
+    let defaults = super::optional::defaults(config, model, source)?;
+    let mut stage = json!({ "model": model.display().to_string() });
+    if !defaults.is_empty() {
+        let names: Vec<&str> = defaults.iter().map(|d| d.name.as_str()).collect();
+        stage["params"] = json!({ "overridable_inputs": names });
+    }
+    node.insert("stages".into(), json!([stage]));
     let mut inputs = Map::new();
     let (scheduler, streams, policy) = match super::sequence::batching(config) {
         Some(s) => {
@@ -347,6 +381,7 @@ pub fn pipeline(
         .map_err(|e| ConfigError::file(source.file, format!("the pipeline made from the config is invalid: {e}")))?;
     let mut policy = policy;
     policy.reshape = reshapes(config);
+    policy.defaults = defaults;
     Ok((pipeline, policy))
 }
 
@@ -394,18 +429,9 @@ fn scheduling(
     if config.max_batch_size == 0 {
         return Err(source.error("dynamic_batching", "needs max_batch_size > 0 (a model that batches)"));
     }
-    let mut scheduler = json!({ "policy": "dynamic", "max_queue_delay_us": d.max_queue_delay_microseconds });
-    if d.priority_levels > 1 {
-        scheduler = json!({ "policy": "priority_fifo", "max_queue_delay_us": d.max_queue_delay_microseconds });
-        warnings.push(format!(
-            "{}: field `dynamic_batching.priority_levels` ({}): Baton has two levels: a request's `priority` other than 0 \
-             or default_priority_level ({}) runs first",
-            source.file.display(),
-            d.priority_levels,
-            d.default_priority_level
-        ));
-    }
-    let mut policy = RequestPolicy::default();
+    let mut policy = RequestPolicy { levels: priority_levels(d, source, warnings)?, ..Default::default() };
+    let name = if policy.levels.is_some() { "priority_fifo" } else { "dynamic" };
+    let scheduler = json!({ "policy": name, "max_queue_delay_us": d.max_queue_delay_microseconds });
     if let Some(q) = &d.default_queue_policy {
         if q.timeout_action == tpb::model_queue_policy::TimeoutAction::Delay as i32 {
             return Err(source.error(
@@ -421,6 +447,45 @@ fn scheduling(
         }
     }
     Ok((scheduler, policy))
+}
+
+/// `priority_levels` and `default_priority_level` (see [`PriorityLevels`]): none
+/// below 2 levels; a default outside the levels is refused; a mapping that
+/// serves some levels out of Triton's order is warned about, naming them.
+fn priority_levels(
+    d: &tpb::ModelDynamicBatching,
+    source: Source,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PriorityLevels>, ConfigError> {
+    if d.priority_levels < 2 {
+        if d.default_priority_level > d.priority_levels {
+            return Err(source.error("dynamic_batching.default_priority_level", "is above priority_levels"));
+        }
+        return Ok(None);
+    }
+    let levels = PriorityLevels { levels: d.priority_levels, default: d.default_priority_level };
+    if levels.default == 0 || levels.default > levels.levels {
+        return Err(source.error(
+            "dynamic_batching.default_priority_level",
+            format!("{} is not a level of 1..={}", levels.default, levels.levels),
+        ));
+    }
+    if !levels.exact() {
+        let first = if levels.default > 1 {
+            format!("levels 1..={} first, in arrival order", levels.default - 1)
+        } else {
+            "no level first".to_string()
+        };
+        warnings.push(format!(
+            "{}: field `dynamic_batching.priority_levels` ({}): Baton orders two levels: it serves {first}, then \
+             levels {}..={} together in arrival order (Triton serves each level before the next)",
+            source.file.display(),
+            levels.levels,
+            levels.default,
+            levels.levels
+        ));
+    }
+    Ok(Some(levels))
 }
 
 /// `instance_group`: the counts add up to the node's workers; all groups CPU
@@ -527,4 +592,44 @@ fn accelerators(config: &tpb::ModelConfig, node: &mut Map<String, Json>, source:
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn levels(text: &str) -> (Result<Option<PriorityLevels>, ConfigError>, Vec<String>) {
+        let file = Path::new("m/config.pbtxt");
+        let config =
+            super::super::pbtxt::typed(file, super::super::pbtxt::parse(file, text).unwrap().message).unwrap().config;
+        let Some(SchedulingChoice::DynamicBatching(d)) = &config.scheduling_choice else {
+            panic!("no dynamic_batching")
+        };
+        let mut warnings = Vec::new();
+        (priority_levels(d, Source { file, text: Some(text) }, &mut warnings), warnings)
+    }
+
+    #[test]
+    fn priority_levels_above_the_default_run_first_and_inexact_mappings_are_warned() {
+        let (two, warnings) = levels("dynamic_batching { priority_levels: 2 default_priority_level: 2 }");
+        let two = two.unwrap().unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(two.is_priority(1));
+        assert!(!two.is_priority(2) && !two.is_priority(0) && !two.is_priority(3), "default, 0 and beyond: ordinary");
+        let (five, warnings) = levels("dynamic_batching { priority_levels: 5 default_priority_level: 3 }");
+        let five = five.unwrap().unwrap();
+        assert_eq!((1..=6).map(|l| five.is_priority(l)).collect::<Vec<_>>(), [true, true, false, false, false, false]);
+        assert!(five.is_priority(2) && !five.is_priority(0), "0 is the default level");
+        assert!(
+            warnings[0].contains("serves levels 1..=2 first, in arrival order, then levels 3..=5 together"),
+            "{warnings:?}"
+        );
+        let (none, _) = levels("dynamic_batching { }");
+        assert_eq!(none.unwrap(), None);
+        let (bad, _) = levels("dynamic_batching { priority_levels: 3 default_priority_level: 4 }");
+        let e = bad.unwrap_err().to_string();
+        assert!(e.contains("field `dynamic_batching.default_priority_level`: 4 is not a level of 1..=3"), "{e}");
+        let (bad, _) = levels("dynamic_batching { priority_levels: 3 }");
+        assert!(bad.unwrap_err().to_string().contains("0 is not a level"));
+    }
 }

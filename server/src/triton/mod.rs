@@ -8,12 +8,14 @@
 //! - [`layout`]: version folders, the version policy, the model file.
 //! - [`mapping`]: completion from the ONNX model, checks, the one-node pipeline.
 //! - [`reshape`]: inputs and outputs whose `reshape` differs from their `dims`.
+//! - [`optional`]: optional inputs, served with the ONNX model's defaults when left out.
 //! - [`sequence`]: `sequence_batching` → streams, state and control inputs.
 //! - [`ensemble`]: `ensemble_scheduling` → one pipeline over the repository's models.
 
 pub mod ensemble;
 pub mod layout;
 pub mod mapping;
+pub mod optional;
 pub mod pbtxt;
 pub mod reshape;
 pub mod rules;
@@ -51,24 +53,34 @@ impl ShownConfig {
 pub struct Version {
     pub version: u64,
     pub runtime: Runtime,
+    pub policy: RequestPolicy,
 }
 
-/// A loaded Triton model: its versions (highest first), config and request policy.
+/// A loaded Triton model: its versions (highest first), config and warnings.
 pub struct Loaded {
     pub name: String,
     pub versions: Vec<Version>,
     pub shown: Arc<ShownConfig>,
-    pub policy: RequestPolicy,
     pub warnings: Vec<String>,
 }
 
 /// Reads the ONNX model's signature (inputs and outputs) with the `onnx` engine.
 pub fn signature(engines: &EngineRegistry, model: &Path) -> Result<ModelSignature, String> {
+    signature_with(engines, model, &[])
+}
+
+/// [`signature`], with the graph inputs `overridable` (inputs with a default) taken as inputs too.
+pub fn signature_with(
+    engines: &EngineRegistry,
+    model: &Path,
+    overridable: &[String],
+) -> Result<ModelSignature, String> {
     let provider = engines.get("onnx").ok_or("the `onnx` engine is not registered")?;
+    let params = format!("overridable_inputs = {overridable:?}").parse().map_err(|e| format!("{e}"))?;
     let stage = StageRequest {
         location: model.display().to_string(),
         model: Some(model.to_path_buf()),
-        params: Default::default(),
+        params,
         intra_threads: 1,
         inter_threads: 1,
         execution: Default::default(),
@@ -131,7 +143,11 @@ pub fn prepare_dir(
         .map(|&v| layout::model_file(dir, &config_file, source_text, v, &config.default_model_filename))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let signatures = files.iter().map(|f| signature(engines, f)).collect::<Result<Vec<_>, _>>()?;
+    let optional: Vec<String> = config.input.iter().filter(|t| t.optional).map(|t| t.name.clone()).collect();
+    for file in &files {
+        optional::defaults(&config, file, source).map_err(|e| e.to_string())?;
+    }
+    let signatures = files.iter().map(|f| signature_with(engines, f, &optional)).collect::<Result<Vec<_>, _>>()?;
     mapping::complete(&mut config, name, &signatures[0], source).map_err(|e| e.to_string())?;
     for signature in &signatures {
         mapping::check_tensors(&config, signature, source).map_err(|e| e.to_string())?;
@@ -153,7 +169,6 @@ pub fn load_dir(
         prepare_dir(dir, name, engines, override_json)?;
     let source = mapping::Source { file: &config_file, text: text.as_deref() };
     let mut started = Vec::new();
-    let mut policy = RequestPolicy::default();
     for (version, file) in versions {
         let (pipeline, p) = if ensemble::is_ensemble(&config) {
             let repository = dir.parent().unwrap_or(dir);
@@ -161,19 +176,12 @@ pub fn load_dir(
         } else {
             mapping::pipeline(&config, &file, source, &mut warnings).map_err(|e| e.to_string())?
         };
-        policy = p;
         let runtime = Runtime::from_config(&pipeline, Some(&config_file), engines)
             .map_err(|e| format!("{}: version {version}: {e}", config_file.display()))?;
-        started.push(Version { version, runtime });
+        started.push(Version { version, runtime, policy: p });
     }
     warnings.dedup();
-    Ok(Loaded {
-        name: name.to_string(),
-        versions: started,
-        shown: Arc::new(ShownConfig::new(config)),
-        policy,
-        warnings,
-    })
+    Ok(Loaded { name: name.to_string(), versions: started, shown: Arc::new(ShownConfig::new(config)), warnings })
 }
 
 /// A load call's JSON config (Triton's repository API): JSON of `ModelConfig` with
@@ -243,9 +251,8 @@ pub fn load_file(file: &Path, engines: &EngineRegistry) -> Result<Loaded, String
         Runtime::from_config(&pipeline, Some(file), engines).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(Loaded {
         name,
-        versions: vec![Version { version: 1, runtime }],
+        versions: vec![Version { version: 1, runtime, policy }],
         shown: Arc::new(ShownConfig::new(config)),
-        policy,
         warnings,
     })
 }
@@ -260,8 +267,6 @@ pub fn into_models(loaded: Loaded) -> Vec<crate::Model> {
     loaded
         .versions
         .into_iter()
-        .map(|v| {
-            crate::Model::triton(v.runtime, v.version, names.clone(), Arc::clone(&loaded.shown), loaded.policy.clone())
-        })
+        .map(|v| crate::Model::triton(v.runtime, v.version, names.clone(), Arc::clone(&loaded.shown), v.policy))
         .collect()
 }

@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value as Json};
 use super::mapping::{self, Source};
 use super::pbtxt::ConfigError;
 use super::tpb;
+use crate::sequence_ids::{IdKind, SequenceId};
 use tpb::model_sequence_batching::control::Kind;
 use tpb::model_sequence_batching::StrategyChoice;
 
@@ -56,8 +57,10 @@ impl Control {
         }
     }
 
-    /// The tensor for request `chunk`: one element, `[1, 1]` when the model batches, else `[1]`.
-    fn tensor(&self, chunk: StreamChunk, batched: bool) -> Result<Tensor, String> {
+    /// The tensor for request `chunk` of sequence `id`: one element, `[1, 1]` when
+    /// the model batches, else `[1]`. A CORRID carries `id` itself (the model's
+    /// [`IdKind`] has refused an id of the other kind before).
+    fn tensor(&self, chunk: StreamChunk, id: &SequenceId, batched: bool) -> Result<Tensor, String> {
         let shape = if batched { vec![1, 1] } else { vec![1] };
         let flag = match self.kind {
             Kind::ControlSequenceStart => chunk.start,
@@ -68,15 +71,32 @@ impl Control {
             Value::Int32(f, t) => Tensor::from_vec(shape, vec![if flag { t } else { f }]),
             Value::Fp32(f, t) => Tensor::from_vec(shape, vec![if flag { t } else { f }]),
             Value::Bool(f, t) => Tensor::from_vec(shape, vec![if flag { t } else { f }]),
-            Value::CorrId(DType::I64) => Tensor::from_vec(shape, vec![chunk.id as i64]),
-            Value::CorrId(_) => {
-                let id = i32::try_from(chunk.id).map_err(|_| {
-                    format!("sequence_id {} does not fit control input `{}` (TYPE_INT32)", chunk.id, self.name)
-                })?;
-                Tensor::from_vec(shape, vec![id])
-            }
+            Value::CorrId(dtype) => return self.corrid(id, dtype, shape),
         };
         tensor.map_err(|e| format!("control input `{}`: {e}", self.name))
+    }
+}
+
+impl Control {
+    /// The CORRID tensor of sequence `id`, of the control's `dtype`.
+    fn corrid(&self, id: &SequenceId, dtype: DType, shape: Vec<usize>) -> Result<Tensor, String> {
+        let tensor = match (id, dtype) {
+            (SequenceId::Str(s), DType::Bytes) => Tensor::from_strings(shape, [s.as_bytes()]),
+            (SequenceId::Int(n), DType::I64) => {
+                let n = i64::try_from(*n).map_err(|_| self.too_large(id, "TYPE_INT64"))?;
+                Tensor::from_vec(shape, vec![n])
+            }
+            (SequenceId::Int(n), DType::I32) => {
+                let n = i32::try_from(*n).map_err(|_| self.too_large(id, "TYPE_INT32"))?;
+                Tensor::from_vec(shape, vec![n])
+            }
+            _ => return Err(format!("sequence_id {id} does not match control input `{}` ({dtype})", self.name)),
+        };
+        tensor.map_err(|e| format!("control input `{}`: {e}", self.name))
+    }
+
+    fn too_large(&self, id: &SequenceId, ty: &str) -> String {
+        format!("sequence_id {id} does not fit control input `{}` ({ty})", self.name)
     }
 }
 
@@ -88,9 +108,26 @@ pub struct Sequencing {
 }
 
 impl Sequencing {
-    /// The control tensors of request `chunk`, to add to its inputs.
-    pub fn control_tensors(&self, chunk: StreamChunk) -> Result<Vec<(String, Tensor)>, String> {
-        self.controls.iter().map(|c| Ok((c.name.clone(), c.tensor(chunk, self.batched)?))).collect()
+    /// The control tensors of request `chunk` of sequence `id`, to add to its inputs.
+    pub fn control_tensors(&self, chunk: StreamChunk, id: &SequenceId) -> Result<Vec<(String, Tensor)>, String> {
+        self.controls.iter().map(|c| Ok((c.name.clone(), c.tensor(chunk, id, self.batched)?))).collect()
+    }
+
+    /// The sequence ids the model takes: those of its CORRID control's type, or any without one.
+    pub fn id_kind(&self) -> IdKind {
+        match self.controls.iter().find_map(|c| if let Value::CorrId(d) = c.value { Some(d) } else { None }) {
+            Some(DType::Bytes) => IdKind::Str,
+            Some(_) => IdKind::Int,
+            None => IdKind::Any,
+        }
+    }
+
+    /// The CORRID control input, as an error names it (`` `CORRID` (TYPE_STRING) ``).
+    pub fn corrid(&self) -> Option<String> {
+        self.controls
+            .iter()
+            .find(|c| c.kind == Kind::ControlSequenceCorrid)
+            .map(|c| format!("`{}` is {}", c.name, mapping::data_type(c.dtype()).as_str_name()))
     }
 
     /// Whether `name` is a control input (filled by the server, never sent by a client).
@@ -198,12 +235,13 @@ fn control(
         match tpb::DataType::try_from(c.data_type) {
             Ok(tpb::DataType::TypeInt64) => Value::CorrId(DType::I64),
             Ok(tpb::DataType::TypeInt32) => Value::CorrId(DType::I32),
+            Ok(tpb::DataType::TypeString) => Value::CorrId(DType::Bytes),
             Ok(other) => {
                 return Err(source.error(
                     &at("control[0].data_type"),
                     format!(
-                        "{}: Baton fills a correlation id as TYPE_INT64 or TYPE_INT32 (its runtime has no unsigned \
-                         32/64-bit tensors, and sequence ids are integers)",
+                        "{}: Baton fills a correlation id as TYPE_INT64, TYPE_INT32 or TYPE_STRING (its runtime has \
+                         no unsigned 32/64-bit tensors)",
                         other.as_str_name()
                     ),
                 ))

@@ -1,7 +1,8 @@
 """A stateful sequence (configs/stateful.toml: models/stateful.onnx with its
 new_state written back as state) over sequence_id / sequence_start /
 sequence_end, from tritonclient over HTTP and gRPC, interleaved with other
-sequences; answers must equal running the model step by step with onnxruntime."""
+sequences, with integer and string sequence ids; answers must equal running the
+model step by step with onnxruntime."""
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -53,10 +54,19 @@ raises(lambda: http.infer("stateful", [i], sequence_id=102), "400", "not open", 
 gi = grpcclient.InferInput("x", [1, 8], "FP32")
 gi.set_data_from_numpy(x)
 raises(lambda: grpc.infer("stateful", [gi], sequence_id=104), "StatusCode.INVALID_ARGUMENT", "not open", "gRPC closed sequence")
-# String sequence ids are refused clearly; a stateful model needs a sequence.
-raises(lambda: http.infer("stateful", [i], sequence_id="abc", sequence_start=True), "400",
-       "Baton takes unsigned integer sequence ids only", "HTTP string sequence id")
-raises(lambda: grpc.infer("stateful", [gi], sequence_id="abc", sequence_start=True), "StatusCode.INVALID_ARGUMENT",
-       "Baton takes unsigned integer sequence ids only", "gRPC string sequence id")
+# String sequence ids name sequences too, each its own state: "101" (a string) is not the integer 101.
+strings = {"101": "http", "s-b": "grpc"}
+sequences.update(strings)
+state.update({sid: np.zeros((1, 16), np.float32) for sid in strings})
+xs.update({sid: xs[101] for sid in strings})
+for k in range(STEPS):
+    for sid in strings:
+        y_ref, state[sid] = ref.run(["y", "new_state"], {"x": xs[sid][k], "state": state[sid]})
+        close(step(sid, k, xs[sid][k]), y_ref, f"string sequence {sid!r} ({sequences[sid]}) step {k}")
+raises(lambda: grpc.infer("stateful", [gi], sequence_id="s-b"), "StatusCode.INVALID_ARGUMENT",
+       'unknown sequence "s-b"', "gRPC chunk of a closed string sequence")
+# Integer ids from 2**63 key string ids on a model taking both; a stateful model needs a sequence.
+raises(lambda: http.infer("stateful", [i], sequence_id=2**63, sequence_start=True), "400",
+       "keeps integer sequence ids below 9223372036854775808", "an integer id in the string ids' range")
 raises(lambda: http.infer("stateful", [i]), "400", "keeps per-stream state", "no sequence")
 print("ok: sequences over HTTP and gRPC equal onnxruntime step by step")

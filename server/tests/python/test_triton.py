@@ -1,7 +1,7 @@
 """A Triton model repository served unchanged (run by server/tests/triton_repository.rs):
 every model's answers through tritonclient over HTTP and gRPC equal onnxruntime's on the
 same ONNX file; configs (written and completed) at both config endpoints; versions 1 and 2
-of one model; a load with a JSON config override; unload and load; bad models listed
+of one model; an optional input left out or sent; a load with a JSON config override; unload and load; bad models listed
 UNAVAILABLE with their error while the others serve.
 
 --repo: the repository; --onnx: the folder of scripts/make_triton_models.py's models."""
@@ -18,6 +18,7 @@ from common import MODELS, args, check, close, raises
 a = args()
 http = httpclient.InferenceServerClient(a.http)
 grpc = grpcclient.InferenceServerClient(a.grpc)
+http_async = httpclient.InferenceServerClient(a.http, concurrency=8)
 rng = np.random.default_rng(7)
 
 
@@ -57,6 +58,20 @@ i8 = lambda rows: rng.integers(-128, 128, (rows, 16), dtype=np.int8)
 same_as_ort("simple", repo_model("simple"), {"INPUT0": i32(3), "INPUT1": i32(3)})
 same_as_ort("simple_int8", repo_model("simple_int8"), {"INPUT0": i8(2), "INPUT1": i8(2)})
 same_as_ort("auto_int8", repo_model("auto_int8"), {"INPUT0": i8(4), "INPUT1": i8(4)})
+# BYTES: strings of decimal integers, as JSON and binary over HTTP and as bytes over gRPC.
+text = lambda rows: np.array([[str(v) for v in r] for r in i32(rows)], dtype=object)
+s0, s1 = text(3), text(3)
+swant = reference(repo_model("simple_string"), {"INPUT0": s0, "INPUT1": s1})
+for mod, client, binary in ((httpclient, http, False), (httpclient, http, True), (grpcclient, grpc, True)):
+    inputs = []
+    for name, value in (("INPUT0", s0), ("INPUT1", s1)):
+        i = mod.InferInput(name, list(value.shape), "BYTES")
+        i.set_data_from_numpy(value, **({"binary_data": binary} if mod is httpclient else {}))
+        inputs.append(i)
+    got = client.infer("simple_string", inputs)
+    for name in ("OUTPUT0", "OUTPUT1"):
+        g = [[v.decode() for v in r] for r in got.as_numpy(name)]
+        check(g == swant[name].tolist(), f"simple_string {name} over {mod.__name__} binary={binary}: {g} != {swant[name]}")
 same_as_ort("nobatch", repo_model("nobatch"), {"X": rng.standard_normal(4).astype(np.float32)})
 same_as_ort("mlp", repo_model("mlp"), {"input": rng.standard_normal((4, 256)).astype(np.float32)})
 x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -78,6 +93,28 @@ check(rmeta["inputs"][0]["shape"] == [-1, 2, 2] and rmeta["outputs"][0]["shape"]
 i = httpclient.InferInput("X", [3, 4], "FP32")
 i.set_data_from_numpy(xr.reshape(3, 4))
 raises(lambda: http.infer("reshaped", [i]), "400", "has shape [3, 4]", "the model's own shape is not the client's")
+
+# An optional input (SCALE, with a default in scaled_add.onnx): left out, the answer is onnxruntime's with
+# the default; sent, onnxruntime's with the value sent. Requests of both kinds in flight together batch together.
+xo = rng.standard_normal((2, 4)).astype(np.float32)
+scale = np.array([[3.0], [-0.5]], np.float32)
+same_as_ort("optional", repo_model("optional"), {"X": xo})
+same_as_ort("optional", repo_model("optional"), {"X": xo, "SCALE": scale})
+pending = []
+for k in range(8):
+    feeds = {"X": rng.standard_normal((1 + k % 2, 4)).astype(np.float32)}
+    if k % 2:
+        feeds["SCALE"] = rng.standard_normal((2, 1)).astype(np.float32)
+    inputs = []
+    for name, value in feeds.items():
+        i = httpclient.InferInput(name, list(value.shape), "FP32")
+        i.set_data_from_numpy(value)
+        inputs.append(i)
+    pending.append((feeds, http_async.async_infer("optional", inputs)))
+for feeds, p in pending:
+    close(p.get_result().as_numpy("Y"), reference(repo_model("optional"), feeds)["Y"], f"optional, sent {list(feeds)}")
+ocfg = http.get_model_config("optional")
+check(ocfg["input"][1].get("optional") is True, f"optional config: {ocfg['input']}")
 
 # The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
 xe = rng.standard_normal((3, 4)).astype(np.float32)
@@ -129,13 +166,13 @@ raises(lambda: infer(httpclient, http, "auto_int8", {"INPUT0": i8(5), "INPUT1": 
 # The index: every version of every good model READY; every bad model UNAVAILABLE with why.
 index = http.get_model_repository_index()
 rows = {(m["name"], m.get("version", "")): (m["state"], m.get("reason", "")) for m in index}
-for name in ("simple", "simple_int8", "auto_int8", "nobatch", "mlp", "tomlmlp"):
+for name in ("simple", "simple_int8", "simple_string", "optional", "auto_int8", "nobatch", "mlp", "tomlmlp"):
     check(rows.get((name, "1")) == ("READY", ""), f"{name} in the index: {index}")
 check(rows.get(("versioned", "2")) == ("READY", "") and rows.get(("versioned", "1")) == ("READY", ""), f"index: {index}")
 bad = {m["name"]: m.get("reason", "") for m in index if m["state"] != "READY"}
 check(set(bad) == {"bad_missing_file", "bad_no_model", "bad_type", "bad_field", "bad_unsupported", "bad_ens_model",
                    "bad_ens_tensor", "bad_ens_cycle_a", "bad_ens_cycle_b", "bad_seq_control", "bad_seq_corrid",
-                   "bad_ens_policy", "bad_reshape"},
+                   "bad_ens_policy", "bad_reshape", "bad_optional"},
       f"bad ones: {bad}")
 gindex = {m.name: m.reason for m in grpc.get_model_repository_index().models if m.state != "READY"}
 check(gindex == bad, f"gRPC index {gindex} != HTTP {bad}")

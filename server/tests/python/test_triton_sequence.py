@@ -1,8 +1,10 @@
 """Triton sequence models served unchanged (run by server/tests/triton_repository.rs):
 seq_direct and seq_oldest (sequence_acc.onnx with START/END/READY/CORRID control inputs
 and an implicit state) driven by tritonclient over HTTP, gRPC and gRPC streaming with
-correlation ids, sequences interleaved and batched together; every answer equal to
+integer correlation ids, and seq_string (sequence_acc_str.onnx, CORRID TYPE_STRING) with
+string ones; sequences interleaved and batched together; every answer equal to
 onnxruntime run step by step on the same file with the controls Triton would fill.
+A correlation id of the other type than the model's CORRID is refused, naming both.
 
 --repo: the repository."""
 import os
@@ -23,17 +25,26 @@ stream_client = grpcclient.InferenceServerClient(a.grpc)
 rng = np.random.default_rng(5)
 so = ort.SessionOptions()
 so.intra_op_num_threads = 1
-ref = ort.InferenceSession(os.path.join(a.repo, "seq_direct", "1", "model.onnx"), so,
-                           providers=["CPUExecutionProvider"])
+refs = {m: ort.InferenceSession(os.path.join(a.repo, m, "1", "model.onnx"), so, providers=["CPUExecutionProvider"])
+        for m in ("seq_direct", "seq_string")}
 STEPS = 5
 
 
-def reference(sid, start, end, x, state):
+def reference(model, sid, start, end, x, state):
     """One step in onnxruntime with the controls the server must fill: (OUTPUT, CORRID_OUT, END_OUT, new state)."""
+    corrid = np.array([[sid]], object) if isinstance(sid, str) else np.array([[sid]], np.int64)
     feeds = {"INPUT": x, "START": np.array([[int(start)]], np.int32), "END": np.array([[float(end)]], np.float32),
-             "READY": np.array([[True]]), "CORRID": np.array([[sid]], np.int64), "STATE_IN": state}
+             "READY": np.array([[True]]), "CORRID": corrid, "STATE_IN": state}
+    ref = refs["seq_string" if model == "seq_string" else "seq_direct"]
     out, corrid, end_out, new_state = ref.run(["OUTPUT", "CORRID_OUT", "END_OUT", "STATE_OUT"], feeds)
     return out, corrid, end_out, new_state
+
+
+def same_corrid(got, want):
+    """CORRID_OUT as tritonclient gives it (bytes for strings) against onnxruntime's (str for strings)."""
+    if want.dtype == object:
+        return got.shape == want.shape and [g.decode() for g in got.ravel()] == list(want.ravel())
+    return np.array_equal(got, want)
 
 
 def request(mod, x):
@@ -64,11 +75,11 @@ def send_all(model, chunk):
         else:
             stream_client.async_stream_infer(model, request(grpcclient, x), request_id=str(sid), **flags)
             pending[sid] = None
-    streamed = [sid for sid, p in pending.items() if p is None]
+    streamed = {str(sid): sid for sid, p in pending.items() if p is None}
     for _ in streamed:
         result, error = answers.get(timeout=60)
         check(error is None, f"{model} stream: {error}")
-        got[int(result.get_response().id)] = result
+        got[streamed[result.get_response().id]] = result
     for sid, p in pending.items():
         if isinstance(p, queue.Queue):
             result, error = p.get(timeout=60)
@@ -79,26 +90,52 @@ def send_all(model, chunk):
     return got
 
 
-def run_sequences(model):
-    # Six sequences, two per path (HTTP, gRPC, gRPC streaming), one chunk of each per round, sent together.
-    protos = {11: "http", 12: "http", 21: "grpc", 22: "grpc", 31: "stream", 32: "stream"}
+# Six sequences, two per path (HTTP, gRPC, gRPC streaming), one chunk of each per round, sent together.
+INT_IDS = {11: "http", 12: "http", 21: "grpc", 22: "grpc", 31: "stream", 32: "stream"}
+# String ids: "12" is a string here, not the integer 12; ids differ only in their last character.
+STR_IDS = {"seq-a": "http", "seq-b": "http", "12": "grpc", "séq-é": "grpc", "stream/1": "stream", "stream/2": "stream"}
+
+
+def run_sequences(model, protos):
     state = {sid: np.zeros((1, 1), np.int32) for sid in protos}
     for k in range(STEPS):
         chunk = {sid: (p, rng.integers(-50, 50, (1, 1), dtype=np.int32), k == 0, k == STEPS - 1)
                  for sid, p in protos.items()}
         got = send_all(model, chunk)
         for sid, (p, x, start, end) in chunk.items():
-            want, corrid, end_out, state[sid] = reference(sid, start, end, x, state[sid])
+            want, corrid, end_out, state[sid] = reference(model, sid, start, end, x, state[sid])
             r = got[sid]
-            check(np.array_equal(r.as_numpy("OUTPUT"), want), f"{model} {p} sequence {sid} step {k}: "
+            check(np.array_equal(r.as_numpy("OUTPUT"), want), f"{model} {p} sequence {sid!r} step {k}: "
                   f"{r.as_numpy('OUTPUT')} != {want}")
-            check(np.array_equal(r.as_numpy("CORRID_OUT"), corrid), f"{model} {sid} step {k}: CORRID {r.as_numpy('CORRID_OUT')}")
-            check(np.array_equal(r.as_numpy("END_OUT"), end_out), f"{model} {sid} step {k}: END {r.as_numpy('END_OUT')}")
-    return protos
+            check(same_corrid(r.as_numpy("CORRID_OUT"), corrid), f"{model} {sid!r} step {k}: CORRID {r.as_numpy('CORRID_OUT')}")
+            check(np.array_equal(r.as_numpy("END_OUT"), end_out), f"{model} {sid!r} step {k}: END {r.as_numpy('END_OUT')}")
+
+
+def string_ids():
+    """seq_string: interleaved string sequences keep independent accumulators; ids of the wrong type are refused."""
+    run_sequences("seq_string", STR_IDS)
+    x = np.array([[3]], np.int32)
+    raises(lambda: http.infer("seq_string", request(httpclient, x), sequence_id="seq-a"), "400",
+           'unknown sequence "seq-a"', "seq_string ended")
+    raises(lambda: grpc.infer("seq_string", request(grpcclient, x), sequence_id="never"), "StatusCode.INVALID_ARGUMENT",
+           'unknown sequence "never"', "seq_string never opened over gRPC")
+    raises(lambda: http.infer("seq_string", request(httpclient, x), sequence_id=5, sequence_start=True), "400",
+           "takes string sequence ids (its CORRID control input `CORRID` is TYPE_STRING); sequence_id 5 is an integer",
+           "an integer id on seq_string")
+    raises(lambda: grpc.infer("seq_direct", request(grpcclient, x), sequence_id="abc", sequence_start=True),
+           "StatusCode.INVALID_ARGUMENT", "takes unsigned integer sequence ids (its CORRID control input `CORRID` is "
+           'TYPE_INT64); sequence_id "abc" is a string', "a string id on seq_direct over gRPC")
+    # A one-chunk sequence (start and end together), and a restart under the same string.
+    r = http.infer("seq_string", request(httpclient, x), sequence_id="once", sequence_start=True, sequence_end=True)
+    check(r.as_numpy("OUTPUT")[0, 0] == 3 and r.as_numpy("CORRID_OUT")[0, 0] == b"once", f"one chunk: {r.get_response()}")
+    http.infer("seq_string", request(httpclient, x), sequence_id="again", sequence_start=True)
+    http.infer("seq_string", request(httpclient, x), sequence_id="again")
+    r = http.infer("seq_string", request(httpclient, x), sequence_id="again", sequence_start=True, sequence_end=True)
+    check(r.as_numpy("OUTPUT")[0, 0] == 3, f"restarted string sequence: {r.as_numpy('OUTPUT')}")
 
 
 for model in ("seq_direct", "seq_oldest"):
-    run_sequences(model)
+    run_sequences(model, INT_IDS)
     x = np.array([[3]], np.int32)
     # Ended sequences: a chunk without start is refused, over each protocol.
     raises(lambda: http.infer(model, request(httpclient, x), sequence_id=11), "400", "unknown stream 11", f"{model} ended")
@@ -120,6 +157,8 @@ for model in ("seq_direct", "seq_oldest"):
     check(("direct" if model == "seq_direct" else "oldest") in sb, f"{model} strategy: {sb}")
     g = grpc.get_model_config(model).config
     check(g.sequence_batching.state[0].input_name == "STATE_IN", f"{model} gRPC config: {g.sequence_batching}")
+
+string_ids()
 
 # A restarted sequence (start again) begins from its first value; an error on the stream comes back on it.
 x = np.array([[7]], np.int32)
