@@ -117,6 +117,7 @@ fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
         wake_us: 0.0,
         hop_us: 0.0,
         cores: None,
+        sessions: None,
     }
 }
 

@@ -34,7 +34,9 @@ use rand::{Rng, SeedableRng};
 
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask};
-use crate::load::{is_priority, Arrivals, InterArrival};
+use super::sessions::Send;
+use super::streams::{Entry, StreamEvent, Streams};
+use crate::load::{open_loop_sender, Arrivals, InterArrival, LoadShape};
 use crate::measure::{Recorder, Tally, Window};
 
 /// The measured costs the model adds to the profile's batch times.
@@ -91,10 +93,12 @@ enum Ev {
 }
 
 struct Req {
-    sent_ns: u64,
-    priority: bool,
+    /// What was sent: its kind, chunk, priority, when, whether it is reported.
+    send: Send,
     outputs_left: usize,
     client: Option<usize>,
+    /// Answered with an error (a refused chunk): its other work is dropped, its slot never reused.
+    failed: bool,
 }
 
 /// A batch in flight.
@@ -143,6 +147,8 @@ pub struct Sim<'a> {
     /// The last batch version given (see [`Ev::Done`]).
     versions: u64,
     take_buffer: Vec<SimTask>,
+    streams: Streams,
+    sends: Vec<Send>,
 }
 
 impl<'a> Sim<'a> {
@@ -219,7 +225,21 @@ impl<'a> Sim<'a> {
             last_due: u64::MAX,
             versions: 0,
             take_buffer: Vec::new(),
+            streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
+            sends: Vec::new(),
         }
+    }
+
+    /// Sends requests as `streams` plans them (stream chunks, a mixed load).
+    pub fn with_streams(mut self, streams: Streams) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Runs the point; also returns the streams' trace (kept if `with_streams` asked for it).
+    pub fn run_traced(mut self) -> (Window, Vec<StreamEvent>) {
+        let window = self.run_loop();
+        (window, self.streams.take_trace())
     }
 
     /// Every node's totals, as the runtime's node statistics.
@@ -234,6 +254,10 @@ impl<'a> Sim<'a> {
 
     /// Runs the point: warm-up, then the measured interval; returns its window.
     pub fn run(mut self) -> Window {
+        self.run_loop()
+    }
+
+    fn run_loop(&mut self) -> Window {
         match self.setup.load {
             SimLoad::Closed(c) => {
                 for client in 0..c.max(1) {
@@ -279,24 +303,53 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A request arrives: its inputs go to their nodes.
+    /// A client sends (a closed-loop client's next request, a session's next chunk),
+    /// or the open loop's next request or session starts: the requests' inputs go to
+    /// their nodes.
     fn arrive(&mut self, client: Option<usize>) {
-        let i = match client {
-            Some(c) => self.client_i(c),
+        let mut sends = std::mem::take(&mut self.sends);
+        let now = self.now;
+        let client = match client {
+            Some(c) => {
+                match self.streams.sessions() {
+                    Some(sessions) => sessions.send_chunk(c, now, &mut sends),
+                    None => {
+                        let (sender, n, i) = self.client_i(c);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                    }
+                }
+                Some(c)
+            }
             None => {
                 let i = self.open_i;
                 self.open_i += 1;
                 let gap = self.gaps.as_mut().expect("open loop").next_gap();
-                self.at(self.now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
-                i
+                self.at(now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
+                match self.streams.sessions() {
+                    Some(sessions) => Some(sessions.open(now, &mut sends)),
+                    None => {
+                        let (sender, n) = open_loop_sender(i);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                        None
+                    }
+                }
             }
         };
-        let req = Req {
-            sent_ns: self.now,
-            priority: is_priority(i, self.setup.priority_fraction),
-            outputs_left: self.spec.outputs.len(),
-            client,
-        };
+        let mut wants = false;
+        for send in sends.drain(..) {
+            wants |= self.submit(send, client);
+        }
+        self.sends = sends;
+        if wants {
+            self.decide();
+        }
+    }
+
+    /// A request enters: its inputs go to their nodes. Whether an arrival wants a decision.
+    fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
+        let reach = self.streams.reach(send.reach);
+        let req = Req { send, outputs_left: reach.outputs, client, failed: false };
+        let carried = reach.inputs.clone();
         let id = match self.free.pop() {
             Some(id) => {
                 self.requests[id] = Some(req);
@@ -308,22 +361,21 @@ impl<'a> Sim<'a> {
             }
         };
         let mut wants = false;
-        for input in 0..self.spec.inputs.len() {
+        for input in (0..self.spec.inputs.len()).filter(|&k| carried[k]) {
             for t in 0..self.spec.inputs[input].targets.len() {
                 wants |= self.send(id, self.spec.inputs[input].targets[t]);
             }
         }
-        if wants {
-            self.decide();
-        }
+        wants
     }
 
-    /// Closed loop: the priority pattern's `i` of client `c`'s next request (as
-    /// `baton bench` counts: client `c` starts at `c × 7919`).
-    fn client_i(&mut self, c: usize) -> u64 {
+    /// Closed loop: client `c`'s sender number, its request count and the priority
+    /// pattern's `i` of its next request (as `baton bench` counts: client `c`'s `i`
+    /// starts at `c × 7919`).
+    fn client_i(&mut self, c: usize) -> (u64, u64, u64) {
         let i = self.client_next[c];
         self.client_next[c] = i.wrapping_add(1);
-        i
+        (c as u64, i.wrapping_sub((c as u64).wrapping_mul(7919)), i)
     }
 
     /// Sends one output (or input) of `request` to `target`; whether the arrival wants a decision.
@@ -339,30 +391,78 @@ impl<'a> Sim<'a> {
     }
 
     fn deliver(&mut self, node: usize, slot: usize, request: usize) -> bool {
+        // Answered already (its outputs came before this route's): nothing runs for it.
+        let Some(req) = self.requests[request].as_ref() else { return false };
+        let (priority, stream) = (req.send.priority, req.send.stream);
+        if req.failed || !self.streams.reach(req.send.reach).runs[node] {
+            return false;
+        }
         let n = &mut self.nodes[node];
         if n.full_mask != 0 && !n.join(request, slot) {
             return false;
         }
-        let req = self.requests[request].as_ref().expect("a live request");
-        let priority = req.priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
-        n.push(SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now });
-        priority || (self.decide_on_arrival && n.busy < self.spec.nodes[node].workers)
+        let priority = priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
+        let mut task = SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now };
+        if self.streams.gated(node) {
+            match stream.map(|chunk| self.streams.enter(node, chunk, task)) {
+                Some(Entry::Now(t)) => task = t,
+                Some(Entry::Later) => return false,
+                Some(Entry::Refused) | None => {
+                    self.fail(request);
+                    return false;
+                }
+            }
+        }
+        self.nodes[node].push(task);
+        priority || (self.decide_on_arrival && self.nodes[node].busy < self.spec.nodes[node].workers)
+    }
+
+    /// Answers `request` with an error (a chunk its stateful node refused).
+    fn fail(&mut self, request: usize) {
+        let req = self.requests[request].as_mut().expect("a live request");
+        if std::mem::replace(&mut req.failed, true) {
+            return;
+        }
+        let (send, client) = (req.send, req.client);
+        if self.measuring && send.recorded {
+            self.recorder.record(0, (self.now - send.sent_ns) / 1000, send.priority, false);
+        }
+        if let Some(c) = client {
+            self.follow(c, send);
+        }
+    }
+
+    /// Client `client`'s request `sent` was answered: a closed-loop client sends its
+    /// next at once, a session its next chunk when due (an event: the answering
+    /// batch's other outputs are handed on first).
+    fn follow(&mut self, client: usize, sent: Send) {
+        let now = self.now;
+        let next = match self.streams.sessions() {
+            None => Some(now),
+            Some(sessions) => sessions.answered(client, &sent, now),
+        };
+        if let Some(at) = next {
+            self.at(at, Ev::Arrive { client: Some(client) });
+        }
     }
 
     /// One pipeline output of `request` is ready; the last answers it.
     fn output(&mut self, request: usize) {
         let req = self.requests[request].as_mut().expect("a live request");
+        if req.failed {
+            return;
+        }
         req.outputs_left -= 1;
         if req.outputs_left > 0 {
             return;
         }
         let req = self.requests[request].take().expect("a live request");
         self.free.push(request);
-        if self.measuring {
-            self.recorder.record(0, (self.now - req.sent_ns) / 1000, req.priority, true);
+        if self.measuring && req.send.recorded {
+            self.recorder.record(0, (self.now - req.send.sent_ns) / 1000, req.send.priority, true);
         }
         if let Some(c) = req.client {
-            self.at(self.now, Ev::Arrive { client: Some(c) });
+            self.follow(c, req.send);
         }
     }
 
@@ -408,6 +508,12 @@ impl<'a> Sim<'a> {
             self.nodes[node].busy -= 1;
             self.decide();
             return;
+        }
+        if self.streams.gated(node) {
+            for t in &tasks {
+                let chunk = self.requests[t.request].as_ref().and_then(|r| r.send.stream).expect("a chunk");
+                self.streams.started(node, chunk, self.now);
+            }
         }
         let rows: usize = tasks.iter().map(|t| t.rows).sum();
         let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
@@ -492,6 +598,9 @@ impl<'a> Sim<'a> {
         let node = batch.node;
         let spec = self.spec;
         for task in &batch.tasks {
+            if self.streams.gated(node) {
+                self.write_back(node, task.request);
+            }
             for route in &spec.nodes[node].routes {
                 for &target in &route.targets {
                     self.send(task.request, target);
@@ -500,5 +609,19 @@ impl<'a> Sim<'a> {
         }
         self.nodes[node].busy -= 1;
         self.decide();
+    }
+
+    /// `request`'s chunk ran at stateful node `node`: its state is written back (before
+    /// its outputs are handed on, as the runtime commits before answering); the
+    /// stream's next chunk enters the buffer, chunks behind a final one are refused.
+    fn write_back(&mut self, node: usize, request: usize) {
+        let chunk = self.requests[request].as_ref().and_then(|r| r.send.stream).expect("a chunk");
+        let (next, refused) = self.streams.release(node, chunk, self.now);
+        if let Some(task) = next {
+            self.nodes[node].push(task);
+        }
+        for r in refused {
+            self.fail(r);
+        }
     }
 }
