@@ -20,7 +20,8 @@
 //!
 //! Cores: running batches share `cores` processors (each batch wants one);
 //! with more running than cores, each runs at `cores / running` speed
-//! (processor sharing), so a batch's end moves whenever another starts or
+//! (processor sharing), or as the collaborative rule's thread classes share
+//! them ([`super::cores`]), so a batch's end moves whenever another starts or
 //! ends. A `Done` event carries the batch's version; a stale one is ignored.
 
 use std::cmp::Reverse;
@@ -32,6 +33,7 @@ use baton::{NodeStats, PipelineSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::cores::{speeds, Class, Classes};
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask};
 use super::sessions::Send;
@@ -111,6 +113,8 @@ struct Batch {
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
     version: u64,
+    /// Its thread class (how it shares the cores).
+    class: Class,
 }
 
 /// The simulation of one point.
@@ -149,6 +153,9 @@ pub struct Sim<'a> {
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
+    classes: Classes,
+    /// Each running batch's speed (in `running`'s order) since the last reschedule.
+    speeds: Vec<f64>,
 }
 
 impl<'a> Sim<'a> {
@@ -227,6 +234,8 @@ impl<'a> Sim<'a> {
             take_buffer: Vec::new(),
             streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
             sends: Vec::new(),
+            classes: Classes::new(spec),
+            speeds: Vec::new(),
         }
     }
 
@@ -520,7 +529,9 @@ impl<'a> Sim<'a> {
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
-        let batch = Batch { node, tasks: tasks.clone(), rows, left: work as f64, started_ns: self.now, version: 0 };
+        let class = self.classes.of(node, tasks.iter().any(|t| t.priority), !self.nodes[node].priority.is_empty());
+        let batch =
+            Batch { node, tasks: tasks.clone(), rows, left: work as f64, started_ns: self.now, version: 0, class };
         tasks.clear();
         self.take_buffer = tasks;
         let id = match self.free_batches.pop() {
@@ -540,31 +551,22 @@ impl<'a> Sim<'a> {
 
     /// Brings the running batches' work left up to now at the speed they ran at.
     fn share(&mut self) {
-        let speed = self.speed();
         let elapsed = (self.now - self.shared_at) as f64;
-        for &id in &self.running {
+        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             b.left = (b.left - elapsed * speed).max(0.0);
         }
         self.shared_at = self.now;
     }
 
-    /// Each running batch's speed: 1, or `cores / running` with more running than cores.
-    fn speed(&self) -> f64 {
-        let n = self.running.len() as f64;
-        if n <= self.terms.cores {
-            1.0
-        } else {
-            self.terms.cores / n
-        }
-    }
-
-    /// Schedules every running batch's end at the current speed (older ends go stale).
+    /// Schedules every running batch's end at its speed now (older ends go stale).
     fn reschedule(&mut self) {
-        let speed = self.speed();
+        let classes: Vec<Class> =
+            self.running.iter().map(|&id| self.batches[id].as_ref().expect("a running batch").class).collect();
+        speeds(self.terms.cores, &classes, &mut self.speeds);
         let now = self.now;
         let mut ends = Vec::with_capacity(self.running.len());
-        for &id in &self.running {
+        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
             self.versions += 1;

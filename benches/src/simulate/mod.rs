@@ -5,12 +5,14 @@
 //! `baton bench`'s tables, CSV, JSON and plot. Deterministic: the same options
 //! and seed give the same bytes.
 //!
-//! Modules: [`durations`] (the profile, draws), [`nodes`] (buffers, joins,
+//! Modules: [`durations`] (the profile, draws), [`cores`] (how running
+//! batches share the cores, thread classes included), [`nodes`] (buffers, joins,
 //! totals), [`streams`] (what each request carries, per-stream order at
 //! stateful nodes), [`sessions`] (the collab example's sessions as a load),
 //! [`engine`] (the event loop of one point). docs/simulate.md says
 //! what it models, what it does not, and how close it comes to real runs.
 
+pub mod cores;
 pub mod durations;
 pub mod engine;
 pub mod nodes;
