@@ -88,6 +88,11 @@ pub fn speeds(cores: f64, classes: &[Class], out: &mut Vec<f64>) {
     let normal = classes.len() as f64 - realtime;
     let realtime_cores = if normal > 0.0 { realtime.min(cores * 0.95) } else { realtime.min(cores) };
     let mut left = cores - realtime_cores;
+    if realtime == 0.0 && classes.windows(2).all(|w| w[0].weight == w[1].weight) {
+        // Equal weights: `cores / running` each, at most one core.
+        out.fill((cores / classes.len() as f64).min(1.0));
+        return;
+    }
     let mut open: Vec<usize> = Vec::with_capacity(classes.len());
     for (k, c) in classes.iter().enumerate() {
         if c.realtime {

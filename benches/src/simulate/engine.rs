@@ -156,6 +156,8 @@ pub struct Sim<'a> {
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
     speeds: Vec<f64>,
+    /// Each running batch's class (in `running`'s order), rebuilt at each reschedule.
+    running_classes: Vec<Class>,
 }
 
 impl<'a> Sim<'a> {
@@ -236,6 +238,7 @@ impl<'a> Sim<'a> {
             sends: Vec::new(),
             classes: Classes::new(spec),
             speeds: Vec::new(),
+            running_classes: Vec::new(),
         }
     }
 
@@ -561,9 +564,11 @@ impl<'a> Sim<'a> {
 
     /// Schedules every running batch's end at its speed now (older ends go stale).
     fn reschedule(&mut self) {
-        let classes: Vec<Class> =
-            self.running.iter().map(|&id| self.batches[id].as_ref().expect("a running batch").class).collect();
-        speeds(self.terms.cores, &classes, &mut self.speeds);
+        self.running_classes.clear();
+        for &id in &self.running {
+            self.running_classes.push(self.batches[id].as_ref().expect("a running batch").class);
+        }
+        speeds(self.terms.cores, &self.running_classes, &mut self.speeds);
         let now = self.now;
         let mut ends = Vec::with_capacity(self.running.len());
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
