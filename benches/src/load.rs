@@ -88,30 +88,25 @@ impl RequestPool {
     }
 
     /// The request a sender sends as its `n`-th: a pooled request (`i` picks it), and
-    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks` (id
-    /// `(sender + 1) << 40 | n / chunks`). In a mixed load, the sender's plain
-    /// requests are left out of `n` first. Returns
-    /// whether it is a priority task (a stream's final chunk, or by the priority pattern).
+    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks` (see
+    /// [`LoadShape::plan`]). Returns whether it is a priority task (a stream's final
+    /// chunk, or by the priority pattern).
     pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, bool) {
-        let mut n = n;
-        if let Some(plain) = &self.plain {
-            if !is_priority(n, plain.stream_fraction) {
-                let priority = is_priority(i, self.priority_fraction);
-                let request = plain.requests[(i % plain.requests.len() as u64) as usize].clone();
-                return (request.priority(priority), priority);
-            }
-            // The sender's requests before this one that were stream chunks.
-            n = (n as f64 * plain.stream_fraction).floor() as u64;
+        let shape = LoadShape {
+            stream_chunks: self.stream_chunks as u64,
+            stream_fraction: self.plain.as_ref().map(|p| p.stream_fraction),
+            priority_fraction: self.priority_fraction,
+        };
+        let plan = shape.plan(sender, n, i);
+        let pool = match (&self.plain, plan.plain) {
+            (Some(plain), true) => &plain.requests,
+            _ => &self.requests,
+        };
+        let request = pool[(i % pool.len() as u64) as usize].clone().priority(is_priority(i, self.priority_fraction));
+        match plan.stream {
+            Some(c) => (request.stream(c.id, c.start, c.end), plan.priority),
+            None => (request, plan.priority),
         }
-        let (request, priority) = self.get(i);
-        if self.stream_chunks == 0 {
-            return (request, priority);
-        }
-        let chunks = self.stream_chunks as u64;
-        // Ids start at 1 << 40: never 0, which the protocol reads as "no stream".
-        let (stream, k) = (((sender + 1) << 40) | (n / chunks), n % chunks);
-        let last = k == chunks - 1;
-        (request.stream(stream, k == 0, last), priority || last)
     }
 
     /// Request number `i` (of some sender's sequence): a clone of a pooled request,
@@ -121,6 +116,74 @@ impl RequestPool {
         let request = self.requests[(i % self.requests.len() as u64) as usize].clone().priority(priority);
         (request, priority)
     }
+}
+
+/// The shape of a load's requests, without their tensors: which are stream chunks
+/// and which plain requests, and which are priority (what [`RequestPool::next`]
+/// sends, and what `baton simulate` simulates).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadShape {
+    /// Chunks per stream (0: requests are not chunks of streams).
+    pub stream_chunks: u64,
+    /// A mixed load: the fraction of each sender's requests that are stream chunks.
+    pub stream_fraction: Option<f64>,
+    pub priority_fraction: f64,
+}
+
+/// A chunk of a stream: the stream's id, its number in the stream, first, last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub id: u64,
+    pub k: u64,
+    pub start: bool,
+    pub end: bool,
+}
+
+/// What one request of a load is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// A mixed load's plain request (carries the inputs streams do not).
+    pub plain: bool,
+    pub stream: Option<Chunk>,
+    pub priority: bool,
+}
+
+impl LoadShape {
+    /// Plain requests (no streams), priority by the pattern of `priority_fraction`.
+    pub fn plain(priority_fraction: f64) -> LoadShape {
+        LoadShape { stream_chunks: 0, stream_fraction: None, priority_fraction }
+    }
+
+    /// A sender's `n`-th request (`i`: its number for the priority pattern). In a
+    /// mixed load, `stream_fraction` of the sender's requests (spread evenly) are
+    /// chunks and the others plain requests, which are left out of `n` first. A
+    /// chunk is chunk `n % chunks` of the sender's stream `n / chunks` (id
+    /// `(sender + 1) << 40 | n / chunks`); its final chunk is a priority task.
+    pub fn plan(&self, sender: u64, n: u64, i: u64) -> Planned {
+        let priority = is_priority(i, self.priority_fraction);
+        let mut n = n;
+        if let Some(fraction) = self.stream_fraction {
+            if !is_priority(n, fraction) {
+                return Planned { plain: true, stream: None, priority };
+            }
+            // The sender's requests before this one that were stream chunks.
+            n = (n as f64 * fraction).floor() as u64;
+        }
+        if self.stream_chunks == 0 {
+            return Planned { plain: false, stream: None, priority };
+        }
+        let chunks = self.stream_chunks;
+        // Ids start at 1 << 40: never 0, which the protocol reads as "no stream".
+        let (id, k) = (((sender + 1) << 40) | (n / chunks), n % chunks);
+        let end = k == chunks - 1;
+        Planned { plain: false, stream: Some(Chunk { id, k, start: k == 0, end }), priority: priority || end }
+    }
+}
+
+/// Open loop: the sender and its request number of the generator's `i`-th request
+/// (requests go round-robin to [`OPEN_LOOP_STREAMS`] streams open at once).
+pub fn open_loop_sender(i: u64) -> (u64, u64) {
+    (i % OPEN_LOOP_STREAMS, i / OPEN_LOOP_STREAMS)
 }
 
 /// Whether request `i` of a sequence is a priority one, so that exactly
@@ -319,7 +382,8 @@ pub fn open_loop<'scope, 'env: 'scope>(
                     recorder.late_send(i as usize);
                 }
                 // Streams interleave: request i is chunk i / 64 of stream i % 64 (as a sender's).
-                let (request, priority) = pool.next(i % OPEN_LOOP_STREAMS, i / OPEN_LOOP_STREAMS, i);
+                let (sender, n) = open_loop_sender(i);
+                let (request, priority) = pool.next(sender, n, i);
                 let rec = Arc::clone(recorder);
                 let key = i as usize;
                 target.call_then(

@@ -1,20 +1,17 @@
 //! `baton simulate` end to end on cost-model pipelines (no ONNX Runtime needed):
 //! its arithmetic on a case worked by hand, determinism, and its refusals.
 
+mod common;
+
+use common::{engines, folder, options, profile, Batches};
+
+const SUITE: &str = "simulate";
+
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use baton::BatchingPolicy;
 use baton_bench::simulate::cpu::CpuUs;
-use baton_bench::simulate::{simulate, SimOptions};
-use baton_bench::BenchOptions;
-
-/// A fresh folder for one test's files.
-fn folder(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-simulate-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use baton_bench::simulate::simulate;
 
 /// A cost-model node `name` taking `input`, giving `output` ([N, 4] f32).
 fn node(name: &str, input: &str, output: &str, max_batch: usize) -> String {
@@ -77,59 +74,9 @@ to = "d.q"
     path
 }
 
-/// A node's measured batch sizes, each with its samples (µs).
-type Batches<'a> = &'a [(usize, &'a [f64])];
-
-/// A profile: per node, per batch size, its samples (µs).
-fn profile(dir: &Path, nodes: &[(&str, Batches)]) -> PathBuf {
-    let nodes: serde_json::Map<String, serde_json::Value> = nodes
-        .iter()
-        .map(|(name, batches)| {
-            let batches: Vec<serde_json::Value> = batches
-                .iter()
-                .map(|(b, s)| {
-                    let mut sorted = s.to_vec();
-                    sorted.sort_by(f64::total_cmp);
-                    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
-                    serde_json::json!({"batch": b, "runs": s.len(), "median_us": q(0.5), "p10_us": q(0.1),
-                        "p90_us": q(0.9), "min_us": sorted[0], "max_us": sorted[sorted.len() - 1], "samples_us": s})
-                })
-                .collect();
-            (
-                name.to_string(),
-                serde_json::json!({"provider": "cpu", "batches": batches, "memory_bytes": 0, "model_bytes": 0}),
-            )
-        })
-        .collect();
-    let path = dir.join("profile.json");
-    std::fs::write(&path, serde_json::json!({"pipeline": "p.toml", "cores": 2, "nodes": nodes}).to_string()).unwrap();
-    path
-}
-
-fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
-    SimOptions {
-        bench: BenchOptions {
-            pipeline: Some(pipeline),
-            warmup: Duration::from_millis(500),
-            duration: Duration::from_secs(1),
-            ..BenchOptions::default()
-        },
-        profile,
-        wake_us: 0.0,
-        hop_us: 0.0,
-        cores: None,
-        cpu: CpuUs::default(),
-        outlier_fence: None,
-    }
-}
-
-fn engines() -> baton::EngineRegistry {
-    baton_engines::standard_registry()
-}
-
 #[test]
 fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration() {
-    let dir = folder("hand");
+    let dir = folder(SUITE, "hand");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
     o.bench.concurrency = vec![1];
     let report = simulate(&o, &engines()).unwrap();
@@ -143,7 +90,7 @@ fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration(
 
 #[test]
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
-    let dir = folder("terms");
+    let dir = folder(SUITE, "terms");
     // c=2 on one node with two workers and one core: both batches run at half speed.
     let text =
         std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
@@ -164,7 +111,7 @@ fn measured_terms_add_to_each_hop_and_cores_are_shared() {
 
 #[test]
 fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
-    let dir = folder("cpu_latency");
+    let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
     o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0 };
@@ -176,7 +123,7 @@ fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
 
 #[test]
 fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
-    let dir = folder("cpu_share");
+    let dir = folder(SUITE, "cpu_share");
     // Two workers, one core, always a backlog: the core never idles, so each
     // request costs the core its batch (800 µs) and its hand-on (150 + 50 µs):
     // 1000 requests a second, where the batches alone would give 1250.
@@ -197,7 +144,7 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
 
 #[test]
 fn an_outlier_fence_drops_the_profiles_far_tail() {
-    let dir = folder("fence");
+    let dir = folder(SUITE, "fence");
     let mut samples = vec![1000.0; 19];
     samples.push(9000.0);
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &samples)])]));
@@ -213,7 +160,7 @@ fn an_outlier_fence_drops_the_profiles_far_tail() {
 
 #[test]
 fn the_same_seed_gives_byte_identical_output() {
-    let dir = folder("determinism");
+    let dir = folder(SUITE, "determinism");
     let samples: &[f64] = &[90.0, 100.0, 110.0, 150.0, 400.0];
     let batches: Batches = &[(1, samples), (8, &[300.0, 320.0, 500.0])];
     let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
@@ -243,7 +190,7 @@ fn the_same_seed_gives_byte_identical_output() {
 
 #[test]
 fn a_profile_missing_a_node_or_of_another_pipeline_is_refused() {
-    let dir = folder("refusals");
+    let dir = folder(SUITE, "refusals");
     let one: Batches = &[(1, &[100.0]), (8, &[300.0])];
     let o = options(diamond(&dir), profile(&dir, &[("a", one), ("b", one), ("c", one)]));
     let e = simulate(&o, &engines()).unwrap_err();
@@ -275,7 +222,7 @@ fn chain(dir: &Path, n: usize) -> PathBuf {
 
 #[test]
 fn eight_nodes_sharing_one_core_all_run_and_answer() {
-    let dir = folder("shared");
+    let dir = folder(SUITE, "shared");
     let samples: &[f64] = &[5.0, 50.0, 100.0, 3000.0];
     let batches: Batches = &[(1, samples), (8, samples)];
     let names: Vec<String> = (0..8).map(|k| format!("n{k}")).collect();

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use baton_bench::simulate::SimOptions;
+use baton_bench::simulate::{SessionLoad, SimOptions};
 
 use crate::bench_args::BenchArgs;
 
@@ -18,6 +18,14 @@ pub struct SimulateArgs {
     pub profile: PathBuf,
     #[command(flatten)]
     pub terms: ModelTerms,
+    /// Send sessions as `examples/collab --image-first` does (image first, paced
+    /// chunks, the final chunk with the image's text features), from this session
+    /// file (data/sessions.json); --rate and --sweep count sessions per second.
+    #[arg(long)]
+    pub sessions: Option<PathBuf>,
+    /// With --sessions: from one chunk of a session to the next, ms.
+    #[arg(long, default_value_t = 32.0)]
+    pub pace_ms: f64,
 }
 
 /// The simulator's measured terms, shared by `baton simulate` and `baton tune`.
@@ -67,6 +75,7 @@ impl SimulateArgs {
             cores: self.terms.cores,
             cpu: self.terms.cpu(),
             outlier_fence: self.terms.outlier_fence,
+            sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
         }
     }
 }

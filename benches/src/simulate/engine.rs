@@ -24,7 +24,8 @@
 //!
 //! Cores: running batches share `cores` processors (each batch wants one);
 //! with more running than cores, each runs at `cores / running` speed
-//! (processor sharing), so a batch's end moves whenever another starts or
+//! (processor sharing), or as the collaborative rule's thread classes share
+//! them ([`super::cores`]), so a batch's end moves whenever another starts or
 //! ends. A `Done` event carries the batch's version; a stale one is ignored.
 
 use std::cmp::Reverse;
@@ -36,10 +37,13 @@ use baton::{NodeStats, PipelineSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::cores::{speeds, Class, Classes};
 use super::cpu::{CpuCosts, Job};
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask};
-use crate::load::{is_priority, Arrivals, InterArrival};
+use super::sessions::Send;
+use super::streams::{Entry, StreamEvent, Streams};
+use crate::load::{open_loop_sender, Arrivals, InterArrival, LoadShape};
 use crate::measure::{Recorder, Tally, Window};
 
 /// The measured costs the model adds to the profile's batch times.
@@ -100,10 +104,12 @@ enum Ev {
 }
 
 struct Req {
-    sent_ns: u64,
-    priority: bool,
+    /// What was sent: its kind, chunk, priority, when, whether it is reported.
+    send: Send,
     outputs_left: usize,
     client: Option<usize>,
+    /// Answered with an error (a refused chunk): its other work is dropped, its slot never reused.
+    failed: bool,
 }
 
 /// A job in flight on the cores: a node's batch, or the runtime's own work.
@@ -117,12 +123,24 @@ struct Batch {
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
     version: u64,
+    /// Its thread class (how it shares the cores).
+    class: Class,
 }
 
 impl Batch {
-    /// A job of the runtime's own work of `work` ns (no node, no tasks).
-    fn runtime(job: Job, work: u64, now: u64) -> Batch {
-        Batch { job, node: usize::MAX, tasks: Vec::new(), rows: 0, left: work as f64, started_ns: now, version: 0 }
+    /// A job of the runtime's own work of `work` ns (no node, no tasks), run by a
+    /// thread of class `class`.
+    fn runtime(job: Job, work: u64, now: u64, class: Class) -> Batch {
+        Batch {
+            job,
+            node: usize::MAX,
+            tasks: Vec::new(),
+            rows: 0,
+            left: work as f64,
+            started_ns: now,
+            version: 0,
+            class,
+        }
     }
 }
 
@@ -160,6 +178,13 @@ pub struct Sim<'a> {
     /// The last batch version given (see [`Ev::Done`]).
     versions: u64,
     take_buffer: Vec<SimTask>,
+    streams: Streams,
+    sends: Vec<Send>,
+    classes: Classes,
+    /// Each running batch's speed (in `running`'s order) since the last reschedule.
+    speeds: Vec<f64>,
+    /// Each running batch's class (in `running`'s order), rebuilt at each reschedule.
+    running_classes: Vec<Class>,
 }
 
 impl<'a> Sim<'a> {
@@ -236,7 +261,24 @@ impl<'a> Sim<'a> {
             last_due: u64::MAX,
             versions: 0,
             take_buffer: Vec::new(),
+            streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
+            sends: Vec::new(),
+            classes: Classes::new(spec),
+            speeds: Vec::new(),
+            running_classes: Vec::new(),
         }
+    }
+
+    /// Sends requests as `streams` plans them (stream chunks, a mixed load).
+    pub fn with_streams(mut self, streams: Streams) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Runs the point; also returns the streams' trace (kept if `with_streams` asked for it).
+    pub fn run_traced(mut self) -> (Window, Vec<StreamEvent>) {
+        let window = self.run_loop();
+        (window, self.streams.take_trace())
     }
 
     /// Every node's totals, as the runtime's node statistics.
@@ -251,6 +293,10 @@ impl<'a> Sim<'a> {
 
     /// Runs the point: warm-up, then the measured interval; returns its window.
     pub fn run(mut self) -> Window {
+        self.run_loop()
+    }
+
+    fn run_loop(&mut self) -> Window {
         match self.setup.load {
             SimLoad::Closed(c) => {
                 for client in 0..c.max(1) {
@@ -296,24 +342,53 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A request arrives: its inputs go to their nodes.
+    /// A client sends (a closed-loop client's next request, a session's next chunk),
+    /// or the open loop's next request or session starts: the requests' inputs go to
+    /// their nodes.
     fn arrive(&mut self, client: Option<usize>) {
-        let i = match client {
-            Some(c) => self.client_i(c),
+        let mut sends = std::mem::take(&mut self.sends);
+        let now = self.now;
+        let client = match client {
+            Some(c) => {
+                match self.streams.sessions() {
+                    Some(sessions) => sessions.send_chunk(c, now, &mut sends),
+                    None => {
+                        let (sender, n, i) = self.client_i(c);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                    }
+                }
+                Some(c)
+            }
             None => {
                 let i = self.open_i;
                 self.open_i += 1;
                 let gap = self.gaps.as_mut().expect("open loop").next_gap();
-                self.at(self.now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
-                i
+                self.at(now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
+                match self.streams.sessions() {
+                    Some(sessions) => Some(sessions.open(now, &mut sends)),
+                    None => {
+                        let (sender, n) = open_loop_sender(i);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                        None
+                    }
+                }
             }
         };
-        let req = Req {
-            sent_ns: self.now,
-            priority: is_priority(i, self.setup.priority_fraction),
-            outputs_left: self.spec.outputs.len(),
-            client,
-        };
+        let mut wants = false;
+        for send in sends.drain(..) {
+            wants |= self.submit(send, client);
+        }
+        self.sends = sends;
+        if wants {
+            self.decide();
+        }
+    }
+
+    /// A request arrives: its entry work runs on the cores (when the model has a
+    /// cost for it), then its inputs go to their nodes. Whether it wants a decision now.
+    fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
+        let reach = self.streams.reach(send.reach);
+        let req = Req { send, outputs_left: reach.outputs, client, failed: false };
         let id = match self.free.pop() {
             Some(id) => {
                 self.requests[id] = Some(req);
@@ -326,29 +401,33 @@ impl<'a> Sim<'a> {
         };
         match self.terms.cpu.enter_ns() {
             0 => self.enter(id),
-            work => self.run_job(Batch::runtime(Job::Enter { request: id }, work, self.now)),
+            work => {
+                self.run_job(Batch::runtime(Job::Enter { request: id }, work, self.now, Class::PLAIN));
+                false
+            }
         }
     }
 
-    /// A request's inputs go to their nodes; a decision if an arrival wants one.
-    fn enter(&mut self, id: usize) {
+    /// A request's inputs go to their nodes. Whether an arrival wants a decision.
+    fn enter(&mut self, id: usize) -> bool {
+        let reach = self.requests[id].as_ref().expect("a live request").send.reach;
+        let carried = self.streams.reach(reach).inputs.clone();
         let mut wants = false;
-        for input in 0..self.spec.inputs.len() {
+        for input in (0..self.spec.inputs.len()).filter(|&k| carried[k]) {
             for t in 0..self.spec.inputs[input].targets.len() {
                 wants |= self.send(id, self.spec.inputs[input].targets[t]);
             }
         }
-        if wants {
-            self.decide();
-        }
+        wants
     }
 
-    /// Closed loop: the priority pattern's `i` of client `c`'s next request (as
-    /// `baton bench` counts: client `c` starts at `c × 7919`).
-    fn client_i(&mut self, c: usize) -> u64 {
+    /// Closed loop: client `c`'s sender number, its request count and the priority
+    /// pattern's `i` of its next request (as `baton bench` counts: client `c`'s `i`
+    /// starts at `c × 7919`).
+    fn client_i(&mut self, c: usize) -> (u64, u64, u64) {
         let i = self.client_next[c];
         self.client_next[c] = i.wrapping_add(1);
-        i
+        (c as u64, i.wrapping_sub((c as u64).wrapping_mul(7919)), i)
     }
 
     /// Sends one output (or input) of `request` to `target`; whether the arrival wants a decision.
@@ -364,30 +443,78 @@ impl<'a> Sim<'a> {
     }
 
     fn deliver(&mut self, node: usize, slot: usize, request: usize) -> bool {
+        // Answered already (its outputs came before this route's): nothing runs for it.
+        let Some(req) = self.requests[request].as_ref() else { return false };
+        let (priority, stream) = (req.send.priority, req.send.stream);
+        if req.failed || !self.streams.reach(req.send.reach).runs[node] {
+            return false;
+        }
         let n = &mut self.nodes[node];
         if n.full_mask != 0 && !n.join(request, slot) {
             return false;
         }
-        let req = self.requests[request].as_ref().expect("a live request");
-        let priority = req.priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
-        n.push(SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now });
-        priority || (self.decide_on_arrival && n.busy < self.spec.nodes[node].workers)
+        let priority = priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
+        let mut task = SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now };
+        if self.streams.gated(node) {
+            match stream.map(|chunk| self.streams.enter(node, chunk, task)) {
+                Some(Entry::Now(t)) => task = t,
+                Some(Entry::Later) => return false,
+                Some(Entry::Refused) | None => {
+                    self.fail(request);
+                    return false;
+                }
+            }
+        }
+        self.nodes[node].push(task);
+        priority || (self.decide_on_arrival && self.nodes[node].busy < self.spec.nodes[node].workers)
+    }
+
+    /// Answers `request` with an error (a chunk its stateful node refused).
+    fn fail(&mut self, request: usize) {
+        let req = self.requests[request].as_mut().expect("a live request");
+        if std::mem::replace(&mut req.failed, true) {
+            return;
+        }
+        let (send, client) = (req.send, req.client);
+        if self.measuring && send.recorded {
+            self.recorder.record(0, (self.now - send.sent_ns) / 1000, send.priority, false);
+        }
+        if let Some(c) = client {
+            self.follow(c, send);
+        }
+    }
+
+    /// Client `client`'s request `sent` was answered: a closed-loop client sends its
+    /// next at once, a session its next chunk when due (an event: the answering
+    /// batch's other outputs are handed on first).
+    fn follow(&mut self, client: usize, sent: Send) {
+        let now = self.now;
+        let next = match self.streams.sessions() {
+            None => Some(now),
+            Some(sessions) => sessions.answered(client, &sent, now),
+        };
+        if let Some(at) = next {
+            self.at(at, Ev::Arrive { client: Some(client) });
+        }
     }
 
     /// One pipeline output of `request` is ready; the last answers it.
     fn output(&mut self, request: usize) {
         let req = self.requests[request].as_mut().expect("a live request");
+        if req.failed {
+            return;
+        }
         req.outputs_left -= 1;
         if req.outputs_left > 0 {
             return;
         }
         let req = self.requests[request].take().expect("a live request");
         self.free.push(request);
-        if self.measuring {
-            self.recorder.record(0, (self.now - req.sent_ns) / 1000, req.priority, true);
+        if self.measuring && req.send.recorded {
+            self.recorder.record(0, (self.now - req.send.sent_ns) / 1000, req.send.priority, true);
         }
         if let Some(c) = req.client {
-            self.at(self.now, Ev::Arrive { client: Some(c) });
+            self.follow(c, req.send);
         }
     }
 
@@ -434,11 +561,18 @@ impl<'a> Sim<'a> {
             self.decide();
             return;
         }
+        if self.streams.gated(node) {
+            for t in &tasks {
+                let chunk = self.requests[t.request].as_ref().and_then(|r| r.send.stream).expect("a chunk");
+                self.streams.started(node, chunk, self.now);
+            }
+        }
         let rows: usize = tasks.iter().map(|t| t.rows).sum();
         let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
+        let class = self.classes.of(node, tasks.iter().any(|t| t.priority), !self.nodes[node].priority.is_empty());
         let batch = Batch {
             job: Job::Compute,
             node,
@@ -447,6 +581,7 @@ impl<'a> Sim<'a> {
             left: work as f64,
             started_ns: self.now,
             version: 0,
+            class,
         };
         tasks.clear();
         self.take_buffer = tasks;
@@ -472,31 +607,24 @@ impl<'a> Sim<'a> {
 
     /// Brings the running batches' work left up to now at the speed they ran at.
     fn share(&mut self) {
-        let speed = self.speed();
         let elapsed = (self.now - self.shared_at) as f64;
-        for &id in &self.running {
+        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             b.left = (b.left - elapsed * speed).max(0.0);
         }
         self.shared_at = self.now;
     }
 
-    /// Each running batch's speed: 1, or `cores / running` with more running than cores.
-    fn speed(&self) -> f64 {
-        let n = self.running.len() as f64;
-        if n <= self.terms.cores {
-            1.0
-        } else {
-            self.terms.cores / n
-        }
-    }
-
-    /// Schedules every running batch's end at the current speed (older ends go stale).
+    /// Schedules every running batch's end at its speed now (older ends go stale).
     fn reschedule(&mut self) {
-        let speed = self.speed();
+        self.running_classes.clear();
+        for &id in &self.running {
+            self.running_classes.push(self.batches[id].as_ref().expect("a running batch").class);
+        }
+        speeds(self.terms.cores, &self.running_classes, &mut self.speeds);
         let now = self.now;
         let mut ends = Vec::with_capacity(self.running.len());
-        for &id in &self.running {
+        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
             self.versions += 1;
@@ -521,16 +649,20 @@ impl<'a> Sim<'a> {
         match b.job {
             Job::Compute => {
                 let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
+                let class = b.class;
                 self.nodes[node].record_batch(rows, tasks, took);
+                // The hand-on runs on the batch's worker thread, in its class.
                 match self.terms.cpu.hand_on_ns(tasks) {
                     0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),
-                    work => self.run_job(Batch::runtime(Job::HandOn { batch: id }, work, self.now)),
+                    work => self.run_job(Batch::runtime(Job::HandOn { batch: id }, work, self.now, class)),
                 }
             }
             Job::Enter { request } => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                self.enter(request);
+                if self.enter(request) {
+                    self.decide();
+                }
             }
             Job::HandOn { batch } => {
                 self.batches[id] = None;
@@ -548,6 +680,9 @@ impl<'a> Sim<'a> {
         let node = batch.node;
         let spec = self.spec;
         for task in &batch.tasks {
+            if self.streams.gated(node) {
+                self.write_back(node, task.request);
+            }
             for route in &spec.nodes[node].routes {
                 for &target in &route.targets {
                     self.send(task.request, target);
@@ -556,5 +691,19 @@ impl<'a> Sim<'a> {
         }
         self.nodes[node].busy -= 1;
         self.decide();
+    }
+
+    /// `request`'s chunk ran at stateful node `node`: its state is written back (before
+    /// its outputs are handed on, as the runtime commits before answering); the
+    /// stream's next chunk enters the buffer, chunks behind a final one are refused.
+    fn write_back(&mut self, node: usize, request: usize) {
+        let chunk = self.requests[request].as_ref().and_then(|r| r.send.stream).expect("a chunk");
+        let (next, refused) = self.streams.release(node, chunk, self.now);
+        if let Some(task) = next {
+            self.nodes[node].push(task);
+        }
+        for r in refused {
+            self.fail(r);
+        }
     }
 }

@@ -6,16 +6,22 @@
 //! and seed give the same bytes.
 //!
 //! Modules: [`durations`] (the profile, draws), [`outliers`] (dropping a
-//! profile's far tail), [`nodes`] (buffers, joins, totals), [`cpu`] (the
-//! runtime's own CPU as work on the cores), [`engine`] (the event loop of one
-//! point). docs/simulate.md says
-//! what it models, what it does not, and how close it comes to real runs.
+//! profile's far tail), [`cores`] (how running batches share the cores,
+//! thread classes included), [`cpu`] (the runtime's own CPU as work on the
+//! cores), [`nodes`] (buffers, joins, totals), [`streams`] (what each request
+//! carries, per-stream order at stateful nodes), [`sessions`] (the collab
+//! example's sessions as a load), [`engine`] (the event loop of one point).
+//! docs/simulate.md says what it models, what it does not, and how close it
+//! comes to real runs.
 
+pub mod cores;
 pub mod cpu;
 pub mod durations;
 pub mod engine;
 pub mod nodes;
 pub mod outliers;
+pub mod sessions;
+pub mod streams;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,11 +31,13 @@ use baton::config::FairnessKind;
 use baton::spec::Resource;
 use baton::{BatchingPolicy, PipelineConfig, PipelineSpec};
 
+use crate::load::LoadShape;
 use crate::measure::{point_result, PointResult};
 use crate::report::{self, BenchReport};
 use crate::{BenchOptions, Load};
 use durations::Durations;
 use engine::{PointSetup, Sim, SimLoad, Terms};
+use streams::Streams;
 
 /// What `baton simulate` runs: `baton bench`'s load options, the profile, and the model's measured terms.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +55,18 @@ pub struct SimOptions {
     pub cpu: cpu::CpuUs,
     /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
     pub outlier_fence: Option<f64>,
+    /// Send sessions as the collab example does, instead of `baton bench`'s requests.
+    pub sessions: Option<SessionLoad>,
+}
+
+/// Sessions as the collab example sends them ([`sessions`]): `--rate` and `--sweep`
+/// count sessions per second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionLoad {
+    /// The session file (`data/sessions.json`): each session's chunk count comes from its WAV.
+    pub file: PathBuf,
+    /// From one chunk to the next, ms (32: real time for 512 samples at 16 kHz).
+    pub pace_ms: f64,
 }
 
 /// Runs `baton simulate`: exit 0, or 2 with the error.
@@ -60,12 +80,14 @@ pub fn run(options: SimOptions, engines: &baton::EngineRegistry) -> ExitCode {
     }
 }
 
-/// What the simulator does not model, for `spec` under `options`: the first one found.
-pub(crate) fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String> {
+/// What the simulator does not model, for `spec` under a load that sends streams
+/// (`streams`) or not: the first one found.
+pub(crate) fn unmodelled(spec: &PipelineSpec, streams: bool) -> Option<String> {
     let s = &spec.scheduler;
+    let selector = baton::scheduler::decision::Decider::new(spec);
     let node_feature = spec.nodes.iter().find_map(|n| {
-        let what = if n.keeps_streams() {
-            "keeps per-stream state (streams and write-back)"
+        let what = if n.keeps_streams() && !streams {
+            "keeps per-stream state: the load must send streams (--stream-chunks N)"
         } else if !n.groups.is_empty() {
             "has worker groups"
         } else if matches!(n.resource, Resource::Remote { .. }) {
@@ -74,8 +96,8 @@ pub(crate) fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String
             "injects faults"
         } else if n.max_queue.is_some() {
             "refuses requests past max_queue"
-        } else if !n.pad.is_empty() {
-            "pads inputs of different shapes (ragged batches)"
+        } else if !n.pad.is_empty() && selector.selector().batch_rows(n.max_batch) > 1 {
+            "pads inputs of different shapes (ragged batches of more than one row)"
         } else {
             return None;
         };
@@ -85,8 +107,6 @@ pub(crate) fn unmodelled(spec: &PipelineSpec, b: &BenchOptions) -> Option<String
         Some("[scheduler] preempt_before (stopping young batches)")
     } else if spec.fairness.order != FairnessKind::Fifo {
         Some("[fairness] order (tenant orders other than fifo)")
-    } else if b.stream_chunks > 0 || !b.stream_inputs.is_empty() {
-        Some("--stream-chunks / --stream-inputs (streams)")
     } else {
         None
     };
@@ -108,7 +128,22 @@ fn check(options: &SimOptions) -> Result<(), String> {
         return Err("--cores must be positive".into());
     }
     options.cpu.costs()?;
-    outliers::check(options.outlier_fence)
+    outliers::check(options.outlier_fence)?;
+    if let Some(s) = &options.sessions {
+        if !(s.pace_ms.is_finite() && s.pace_ms >= 0.0) {
+            return Err("--pace-ms must be non-negative".into());
+        }
+        if !b.concurrency.is_empty() || (b.rate.is_empty() && b.sweep.is_empty()) {
+            return Err("--sessions starts sessions at --rate (sessions/s) or --sweep: not --concurrency".into());
+        }
+        if b.stream_chunks > 0 || !b.stream_inputs.is_empty() {
+            return Err("--sessions sends its own streams: leave out --stream-chunks and --stream-inputs".into());
+        }
+        if !b.sweep.is_empty() && b.capacity_rate.is_none() {
+            return Err("--sessions with --sweep needs --capacity-rate (sessions/s at 100%)".into());
+        }
+    }
+    Ok(())
 }
 
 /// The spec of `config` under `policy` (with `--max-queue-delay-us`), and its durations.
@@ -125,7 +160,8 @@ fn policy_spec(
         cfg.scheduler.max_queue_delay_us = delay;
     }
     let spec = PipelineSpec::build(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))?;
-    if let Some(what) = unmodelled(&spec, &options.bench) {
+    let streams = options.bench.stream_chunks > 0 || options.sessions.is_some();
+    if let Some(what) = unmodelled(&spec, streams) {
         return Err(format!("the simulator does not model this yet: {what} (docs/simulate.md)"));
     }
     Ok(spec)
@@ -157,14 +193,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
     let b = &options.bench;
     let file = b.pipeline.as_ref().ok_or("give the pipeline file")?;
     let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
-    let profile_cores = profile_cores(&options.profile)?;
-    let terms = Terms {
-        wake_ns: (options.wake_us * 1000.0).round() as u64,
-        hop_ns: (options.hop_us * 1000.0).round() as u64,
-        cores: options.cores.unwrap_or(profile_cores),
-        cpu: options.cpu.costs()?,
-        fence: options.outlier_fence,
-    };
+    let terms = terms(options)?;
     // Only the simulation counts toward the speed figure (not reading models or the profile).
     let mut took = 0.0;
     let mut simulated_ns = 0u64;
@@ -179,12 +208,13 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         }
         let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows), terms.fence)?;
         let loads = sim_loads(options, &spec, &durations, terms)?;
+        let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
             let setup = setup(b, load, k);
             simulated_ns += setup.warmup_ns + setup.duration_ns;
             let started = Instant::now();
-            let window = Sim::new(&spec, &durations, terms, setup).run();
+            let window = sim(&spec, &durations, terms, setup, options, counts.as_deref())?.run();
             took += started.elapsed().as_secs_f64();
             last_end = window.nodes_end.clone();
             let (mode, value) = match load {
@@ -215,6 +245,41 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
     };
     crate::write_files(b, &report, &node_names)?;
     Ok(report)
+}
+
+/// The model's measured terms of `options`.
+fn terms(options: &SimOptions) -> Result<Terms, String> {
+    Ok(Terms {
+        wake_ns: (options.wake_us * 1000.0).round() as u64,
+        hop_ns: (options.hop_us * 1000.0).round() as u64,
+        cores: match options.cores {
+            Some(cores) => cores,
+            None => profile_cores(&options.profile)?,
+        },
+        cpu: options.cpu.costs()?,
+        fence: options.outlier_fence,
+    })
+}
+
+/// One point (`load`) of `options`' first policy with the streams' trace kept
+/// (every chunk's parking, start and write-back at stateful nodes), in time order.
+pub fn trace_point(
+    options: &SimOptions,
+    engines: &baton::EngineRegistry,
+    load: SimLoad,
+) -> Result<(crate::measure::Window, Vec<streams::StreamEvent>), String> {
+    check(options)?;
+    options.bench.check()?;
+    let b = &options.bench;
+    let file = b.pipeline.as_ref().ok_or("give the pipeline file")?;
+    let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
+    let policy = *b.policy.first().ok_or("give a policy")?;
+    let spec = policy_spec(&config, policy, options, file, engines)?;
+    let terms = terms(options)?;
+    let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows), terms.fence)?;
+    let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
+    let sim = Sim::new(&spec, &durations, terms, setup(b, load, 0));
+    Ok(sim.with_streams(point_streams(&spec, options, counts.as_deref(), true)?).run_traced())
 }
 
 fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_sizes: &[report::PolicyBatches]) {
@@ -251,6 +316,58 @@ pub(crate) fn profile_cores(path: &Path) -> Result<f64, String> {
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a profile: {e}", path.display()))?;
     Ok(value["cores"].as_u64().filter(|&c| c > 0).unwrap_or(1) as f64)
+}
+
+/// The simulation of one point, sending requests as `baton bench` would (streams, a mixed load).
+fn sim<'a>(
+    spec: &'a PipelineSpec,
+    durations: &'a Durations,
+    terms: Terms,
+    setup: PointSetup,
+    options: &SimOptions,
+    sessions: Option<&[u64]>,
+) -> Result<Sim<'a>, String> {
+    Ok(Sim::new(spec, durations, terms, setup).with_streams(point_streams(spec, options, sessions, false)?))
+}
+
+/// The load's requests: sessions (`sessions`: chunks per session) or `baton bench`'s.
+fn point_streams(
+    spec: &PipelineSpec,
+    options: &SimOptions,
+    sessions: Option<&[u64]>,
+    trace: bool,
+) -> Result<Streams, String> {
+    match (&options.sessions, sessions) {
+        (Some(load), Some(counts)) => {
+            let pace_ns = (load.pace_ms * 1e6).round() as u64;
+            Streams::with_sessions(spec, sessions::Sessions::new(counts.to_vec(), pace_ns), trace)
+        }
+        _ => load_streams(spec, &options.bench, trace),
+    }
+}
+
+/// The load's request kinds as `baton bench` sends them (its `request_pool`), checked
+/// as it checks them; `trace` keeps every chunk's start and write-back at stateful nodes.
+pub fn load_streams(spec: &PipelineSpec, b: &BenchOptions, trace: bool) -> Result<Streams, String> {
+    let names: Vec<&str> = spec.inputs.iter().map(|i| i.spec.name.as_str()).collect();
+    if let Some(name) = b.stream_inputs.iter().find(|n| !names.contains(&n.as_str())) {
+        return Err(format!("--stream-inputs: the pipeline has no input `{name}`"));
+    }
+    if !b.stream_inputs.is_empty() && b.stream_chunks == 0 {
+        return Err("--stream-inputs needs --stream-chunks N".into());
+    }
+    if !b.stream_inputs.is_empty() && names.iter().all(|n| b.stream_inputs.iter().any(|s| s == n)) {
+        return Err("--stream-inputs names every input: a mixed load needs inputs for its plain requests".into());
+    }
+    if let Some(node) = spec.nodes.iter().find(|n| n.keeps_streams()).filter(|_| b.rows != 1) {
+        return Err(format!("node `{}` keeps one row of state per stream: give --rows 1 (not {})", node.name, b.rows));
+    }
+    let shape = LoadShape {
+        stream_chunks: b.stream_chunks as u64,
+        stream_fraction: (!b.stream_inputs.is_empty()).then_some(b.stream_fraction),
+        priority_fraction: b.priority_fraction,
+    };
+    Ok(Streams::new(spec, shape, &b.stream_inputs, trace))
 }
 
 /// The point's setup: the bench's warm-up and duration, a seed per point.
@@ -290,7 +407,7 @@ fn sim_loads(
         Some(rate) => rate,
         None => {
             let setup = setup(b, SimLoad::Closed(b.capacity_concurrency), usize::MAX);
-            let window = Sim::new(spec, durations, terms, setup).run();
+            let window = sim(spec, durations, terms, setup, options, None)?.run();
             let rate = window.throughput();
             if rate <= 0.0 {
                 return Err("the capacity point answered no request: lengthen --duration".into());

@@ -22,7 +22,6 @@ use crate::measure::{point_result, PointResult};
 use crate::simulate::durations::Durations;
 use crate::simulate::engine::{PointSetup, Sim, SimLoad, Terms};
 use crate::simulate::{formable, unmodelled};
-use crate::BenchOptions;
 
 /// The service-level objective: p99 bounds per class, µs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +91,7 @@ impl Evaluator<'_> {
         let text = toml::to_string(table).map_err(|e| format!("cannot write the candidate: {e}"))?;
         let config = PipelineConfig::parse(&text).map_err(|e| e.to_string())?;
         let spec = PipelineSpec::build(&config, Some(&self.file), self.engines).map_err(|e| e.to_string())?;
-        if let Some(what) = unmodelled(&spec, &BenchOptions::default()) {
+        if let Some(what) = unmodelled(&spec, false) {
             return Err(format!("the simulator does not model this yet: {what} (docs/simulate.md)"));
         }
         if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < self.load.rows) {

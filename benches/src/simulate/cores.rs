@@ -1,0 +1,153 @@
+//! How running batches share the cores: as the OS shares the workers' threads
+//! under the thread classes the collaborative rule sets
+//! (`runtime/src/node/niceness.rs`, `ThreadClasses::of` and `set_for_batch`).
+//!
+//! Under the collaborative rule, a batch is *foreground* when it holds a
+//! priority task, when priority work waits at its node as it starts, or (with
+//! `background_scope = "node"`) when a priority task has reached its node
+//! before; the others are *background*. Foreground batches run at the real-time
+//! policy with `foreground_realtime` and at the thread's own nice otherwise;
+//! background batches at the normal policy with `background_nice` added to
+//! their nice. The baselines leave every thread alone: all share equally.
+//!
+//! The sharing: real-time batches first, a core each (with more of them than
+//! cores, an equal share of 95% of the cores: the kernel's real-time throttling
+//! leaves the rest to normal threads); the cores left go to the normal batches
+//! in proportion to their nice weights (CFS: 1024 / 1.25^nice), none faster
+//! than one core. With no classes set, every batch runs at `cores / running`
+//! (at most 1), the plain processor sharing.
+//!
+//! Not modelled: a background worker lifted to the foreground while its batch
+//! runs (when a priority task reaches its node), `foreground_slice_us`, and
+//! the other threads of the process (the load generator, hand-offs).
+
+use baton::config::BackgroundScope;
+use baton::{BatchingPolicy, PipelineSpec};
+
+/// A running batch's thread class.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Class {
+    pub realtime: bool,
+    /// Its CFS weight (1024 at nice 0).
+    pub weight: f64,
+}
+
+impl Class {
+    pub const PLAIN: Class = Class { realtime: false, weight: 1024.0 };
+}
+
+/// The pipeline's thread classes.
+#[derive(Clone, Debug)]
+pub struct Classes {
+    on: bool,
+    realtime: bool,
+    background_weight: f64,
+    by_node: bool,
+    /// Per node: a priority task ran there (`background_scope = "node"`).
+    seen_priority: Vec<bool>,
+}
+
+/// The CFS weight of `nice` (1024 at 0, each step about 1.25 ×).
+fn weight(nice: i32) -> f64 {
+    1024.0 / 1.25f64.powi(nice)
+}
+
+impl Classes {
+    pub fn new(spec: &PipelineSpec) -> Classes {
+        let s = &spec.scheduler;
+        let collaborative = s.policy == BatchingPolicy::Collaborative;
+        Classes {
+            on: collaborative && (s.foreground_realtime || s.background_nice > 0),
+            realtime: s.foreground_realtime,
+            background_weight: weight(s.background_nice.min(19)),
+            by_node: s.background_scope == BackgroundScope::Node,
+            seen_priority: vec![false; spec.nodes.len()],
+        }
+    }
+
+    /// The class of a batch starting at `node`: whether it holds a priority task, and
+    /// whether priority work still waits at the node.
+    pub fn of(&mut self, node: usize, holds_priority: bool, priority_waits: bool) -> Class {
+        if !self.on {
+            return Class::PLAIN;
+        }
+        self.seen_priority[node] |= holds_priority;
+        if holds_priority || priority_waits || (self.by_node && self.seen_priority[node]) {
+            Class { realtime: self.realtime, weight: 1024.0 }
+        } else {
+            Class { realtime: false, weight: self.background_weight }
+        }
+    }
+}
+
+/// Each running batch's speed (the cores it gets, at most 1) on `cores` cores; see the module docs.
+pub fn speeds(cores: f64, classes: &[Class], out: &mut Vec<f64>) {
+    out.clear();
+    out.resize(classes.len(), 0.0);
+    let realtime = classes.iter().filter(|c| c.realtime).count() as f64;
+    let normal = classes.len() as f64 - realtime;
+    let realtime_cores = if normal > 0.0 { realtime.min(cores * 0.95) } else { realtime.min(cores) };
+    let mut left = cores - realtime_cores;
+    if realtime == 0.0 && classes.windows(2).all(|w| w[0].weight == w[1].weight) {
+        // Equal weights: `cores / running` each, at most one core.
+        out.fill((cores / classes.len() as f64).min(1.0));
+        return;
+    }
+    let mut open: Vec<usize> = Vec::with_capacity(classes.len());
+    for (k, c) in classes.iter().enumerate() {
+        if c.realtime {
+            out[k] = realtime_cores / realtime;
+        } else {
+            open.push(k);
+        }
+    }
+    // Water-filling: shares by weight, none above one core; what a capped batch leaves goes to the others.
+    while !open.is_empty() {
+        let total: f64 = open.iter().map(|&k| classes[k].weight).sum();
+        let capped: Vec<usize> = open.iter().copied().filter(|&k| left * classes[k].weight / total >= 1.0).collect();
+        if capped.is_empty() {
+            for &k in &open {
+                out[k] = left * classes[k].weight / total;
+            }
+            return;
+        }
+        for &k in &capped {
+            out[k] = 1.0;
+            left -= 1.0;
+        }
+        open.retain(|k| !capped.contains(k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BG: Class = Class { realtime: false, weight: 110.0 };
+    const RT: Class = Class { realtime: true, weight: 1024.0 };
+
+    fn run(cores: f64, classes: &[Class]) -> Vec<f64> {
+        let mut out = Vec::new();
+        speeds(cores, classes, &mut out);
+        out
+    }
+
+    #[test]
+    fn plain_batches_share_the_cores_equally_and_none_runs_faster_than_one_core() {
+        assert_eq!(run(2.0, &[Class::PLAIN; 4]), [0.5; 4]);
+        assert_eq!(run(2.0, &[Class::PLAIN; 1]), [1.0]);
+    }
+
+    #[test]
+    fn real_time_batches_take_their_cores_first_and_nice_weights_split_the_rest() {
+        assert_eq!(run(2.0, &[RT, Class::PLAIN, Class::PLAIN]), [1.0, 0.5, 0.5]);
+        // Nice 0 against nice 10 (weights 1024 and 110) on one core.
+        let s = run(1.0, &[Class::PLAIN, BG]);
+        assert!((s[0] - 1024.0 / 1134.0).abs() < 1e-9 && (s[1] - 110.0 / 1134.0).abs() < 1e-9, "{s:?}");
+        // On two cores the nice-0 batch is capped at one core, the other gets the rest.
+        assert_eq!(run(2.0, &[Class::PLAIN, BG]), [1.0, 1.0]);
+        // Three real-time batches on two cores leave 5% to the normal one.
+        let s = run(2.0, &[RT, RT, RT, Class::PLAIN]);
+        assert!((s[0] - 1.9 / 3.0).abs() < 1e-9 && (s[3] - 0.1).abs() < 1e-9, "{s:?}");
+    }
+}
