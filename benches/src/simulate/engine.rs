@@ -123,6 +123,8 @@ struct Batch {
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
     version: u64,
+    /// The speed its pending end was scheduled at (NaN before the first).
+    speed: f64,
     /// Its thread class (how it shares the cores).
     class: Class,
 }
@@ -139,6 +141,7 @@ impl Batch {
             left: work as f64,
             started_ns: now,
             version: 0,
+            speed: f64::NAN,
             class,
         }
     }
@@ -156,6 +159,9 @@ pub struct Sim<'a> {
     entry: Vec<bool>,
     decide_on_arrival: bool,
     tick_ns: u64,
+    /// The time of the last tick, when no tick is scheduled because no task
+    /// waited then ([`Sim::queue`] schedules the next one).
+    tick_parked: Option<u64>,
     now: u64,
     seq: u64,
     events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
@@ -239,6 +245,7 @@ impl<'a> Sim<'a> {
             entry,
             decide_on_arrival,
             tick_ns: spec.scheduler.tick_us.max(1) * 1000,
+            tick_parked: None,
             now: 0,
             seq: 0,
             events: BinaryHeap::new(),
@@ -320,9 +327,11 @@ impl<'a> Sim<'a> {
                 Ev::Done { batch, version } => self.done(batch, version),
                 Ev::Handoff { batch } => self.handoff(batch),
                 Ev::Tick => {
-                    self.at(time + self.tick_ns, Ev::Tick);
                     if self.nodes.iter().any(|n| n.pending() > 0) {
+                        self.at(time + self.tick_ns, Ev::Tick);
                         self.decide();
+                    } else {
+                        self.tick_parked = Some(time);
                     }
                 }
                 Ev::Due => self.decide(),
@@ -465,8 +474,20 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.nodes[node].push(task);
+        self.queue(node, task);
         priority || (self.decide_on_arrival && self.nodes[node].busy < self.spec.nodes[node].workers)
+    }
+
+    /// Puts `task` in `node`'s buffer. The ticks, parked while no task waited (a
+    /// tick then decides nothing), resume on their grid: at the next multiple
+    /// of the period after the parked one (now, if now is on the grid).
+    fn queue(&mut self, node: usize, task: SimTask) {
+        self.nodes[node].push(task);
+        if let Some(parked) = self.tick_parked.take() {
+            let tick = self.tick_ns;
+            let next = if self.now > parked && self.now % tick == 0 { self.now } else { (self.now / tick + 1) * tick };
+            self.at(next, Ev::Tick);
+        }
     }
 
     /// Answers `request` with an error (a chunk its stateful node refused).
@@ -581,6 +602,7 @@ impl<'a> Sim<'a> {
             left: work as f64,
             started_ns: self.now,
             version: 0,
+            speed: f64::NAN,
             class,
         };
         tasks.clear();
@@ -615,7 +637,9 @@ impl<'a> Sim<'a> {
         self.shared_at = self.now;
     }
 
-    /// Schedules every running batch's end at its speed now (older ends go stale).
+    /// Schedules every running batch's end at its speed now, where that speed
+    /// differs from the one its pending end was scheduled at (that end goes
+    /// stale); an end scheduled at the same speed still holds.
     fn reschedule(&mut self) {
         self.running_classes.clear();
         for &id in &self.running {
@@ -626,9 +650,13 @@ impl<'a> Sim<'a> {
         let mut ends = Vec::with_capacity(self.running.len());
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
+            if b.speed == speed {
+                continue;
+            }
             // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
             self.versions += 1;
             b.version = self.versions;
+            b.speed = speed;
             ends.push((now + (b.left / speed).round() as u64, id, b.version));
         }
         for (time, batch, version) in ends {
@@ -700,7 +728,7 @@ impl<'a> Sim<'a> {
         let chunk = self.requests[request].as_ref().and_then(|r| r.send.stream).expect("a chunk");
         let (next, refused) = self.streams.release(node, chunk, self.now);
         if let Some(task) = next {
-            self.nodes[node].push(task);
+            self.queue(node, task);
         }
         for r in refused {
             self.fail(r);
