@@ -485,7 +485,11 @@ impl<'a> Sim<'a> {
         self.nodes[node].push(task);
         if let Some(parked) = self.tick_parked.take() {
             let tick = self.tick_ns;
-            let next = if self.now > parked && self.now % tick == 0 { self.now } else { (self.now / tick + 1) * tick };
+            let next = if self.now > parked && self.now.is_multiple_of(tick) {
+                self.now
+            } else {
+                (self.now / tick + 1) * tick
+            };
             self.at(next, Ev::Tick);
         }
     }
