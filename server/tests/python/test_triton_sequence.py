@@ -44,10 +44,10 @@ def reference(model, sid, start, end, x, state):
 
 
 def same_corrid(got, want):
-    """CORRID_OUT as tritonclient gives it (bytes for strings) against onnxruntime's (str for strings)."""
+    """CORRID_OUT as tritonclient gives it (bytes for strings) against onnxruntime's (str for strings), types included."""
     if want.dtype == object:
         return got.shape == want.shape and [g.decode() for g in got.ravel()] == list(want.ravel())
-    return np.array_equal(got, want)
+    return got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def request(mod, x):
