@@ -14,7 +14,11 @@ contract with server/tests/triton_repository.rs and server/tests/python/test_tri
   INT32, END FP32, READY BOOL, CORRID INT64, implicit state STATE_IN INT32 ->
   acc = READY ? (START ? INPUT : STATE_IN + INPUT) : STATE_IN; OUTPUT = STATE_OUT = acc,
   CORRID_OUT = CORRID, END_OUT = END (echoed so a test sees what the server filled).
-- sequence_acc_str.onnx: the same with CORRID and CORRID_OUT STRING (string correlation ids).
+- sequence_acc_str.onnx, sequence_acc_u64.onnx, sequence_acc_u32.onnx: the same with CORRID and
+  CORRID_OUT STRING (string correlation ids), UINT64 and UINT32.
+- identity_uint16.onnx, identity_uint32.onnx, identity_uint64.onnx, identity_bfloat16.onnx: X [N, 4]
+  of the type -> Y = X (Identity, the type's full range) and F = X as FP32 (Cast), one per element
+  type that ONNX Runtime's CPU kernels take for Identity and Cast but not all for Add.
 - scaled_add.onnx: X [N, 4] FP32, SCALE [N, 1] FP32 with a default (an initializer of the same
   name, [[2]]) -> Y = X * SCALE + 1 (an optional input: left out, ONNX Runtime uses the default).
 """
@@ -89,6 +93,14 @@ def scaled_add(outdir):
     save(outdir, "scaled_add", nodes, [x, scale], [y], inits)
 
 
+def identity(outdir, name, dtype):
+    x = helper.make_tensor_value_info("X", dtype, ["N", 4])
+    y = helper.make_tensor_value_info("Y", dtype, ["N", 4])
+    f = helper.make_tensor_value_info("F", TensorProto.FLOAT, ["N", 4])
+    nodes = [helper.make_node("Identity", ["X"], ["Y"]), helper.make_node("Cast", ["X"], ["F"], to=TensorProto.FLOAT)]
+    save(outdir, name, nodes, [x], [y, f])
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -101,7 +113,11 @@ def main():
     plus(outdir, "plus_two", 2.0)
     sequence_acc(outdir)
     sequence_acc(outdir, "sequence_acc_str", TensorProto.STRING)
+    sequence_acc(outdir, "sequence_acc_u64", TensorProto.UINT64)
+    sequence_acc(outdir, "sequence_acc_u32", TensorProto.UINT32)
     scaled_add(outdir)
+    for ty in ("uint16", "uint32", "uint64", "bfloat16"):
+        identity(outdir, "identity_" + ty, getattr(TensorProto, ty.upper()))
 
 
 if __name__ == "__main__":

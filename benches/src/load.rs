@@ -215,7 +215,7 @@ pub fn generate(spec: &TensorSpec, rows: usize, rng: &mut StdRng) -> Result<Tens
     // Floats in -1..1, integers in 0..100, bools half true.
     let values: Vec<f64> = (0..len)
         .map(|_| match spec.dtype {
-            DType::F32 | DType::F64 | DType::F16 => rng.random_range(-1.0f64..1.0),
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => rng.random_range(-1.0f64..1.0),
             DType::Bool => f64::from(u8::from(rng.random_bool(0.5))),
             _ => f64::from(rng.random_range(0u8..100)),
         })

@@ -102,7 +102,9 @@ pub fn tensor_to_json(tensor: &Tensor) -> Value {
             strings.iter().map(|s| Value::from(String::from_utf8_lossy(s).into_owned())).collect()
         }
         DType::Bool => tensor.to_f64_vec().into_iter().map(|x| Value::Bool(x != 0.0)).collect(),
-        DType::F32 | DType::F64 | DType::F16 => tensor.to_f64_vec().into_iter().map(Value::from).collect(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+            tensor.to_f64_vec().into_iter().map(Value::from).collect()
+        }
         _ => tensor.to_f64_vec().into_iter().map(|x| Value::from(x as i64)).collect(),
     };
     serde_json::json!({ "dtype": tensor.dtype().name(), "shape": tensor.shape(), "data": data })

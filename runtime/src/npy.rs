@@ -29,6 +29,9 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
         "<i2" => DType::I16,
         "|i1" => DType::I8,
         "|u1" => DType::U8,
+        "<u2" => DType::U16,
+        "<u4" => DType::U32,
+        "<u8" => DType::U64,
         "|b1" => DType::Bool,
         other => return Err(format!("unsupported .npy dtype '{other}'")),
     };

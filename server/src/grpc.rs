@@ -109,10 +109,12 @@ fn from_contents(
         DType::F64 => (c.fp64_contents.len(), "fp64_contents"),
         DType::I64 => (c.int64_contents.len(), "int64_contents"),
         DType::I32 | DType::I16 | DType::I8 => (c.int_contents.len(), "int_contents"),
-        DType::U8 => (c.uint_contents.len(), "uint_contents"),
+        DType::U8 | DType::U16 | DType::U32 => (c.uint_contents.len(), "uint_contents"),
+        DType::U64 => (c.uint64_contents.len(), "uint64_contents"),
         DType::Bool => (c.bool_contents.len(), "bool_contents"),
         DType::Bytes => (c.bytes_contents.len(), "bytes_contents"),
         DType::F16 => return Err("FP16 tensors must come as raw_input_contents (typed contents have no FP16)".into()),
+        DType::BF16 => return Err("BF16 tensors must come as raw_input_contents (typed contents have no BF16)".into()),
     };
     if len != elements {
         return Err(format!("the shape holds {elements} elements but {field} has {len}"));
@@ -125,9 +127,12 @@ fn from_contents(
         DType::I16 => return narrow::<i32, i16>(shape, &c.int_contents),
         DType::I8 => return narrow::<i32, i8>(shape, &c.int_contents),
         DType::U8 => return narrow::<u32, u8>(shape, &c.uint_contents),
+        DType::U16 => return narrow::<u32, u16>(shape, &c.uint_contents),
+        DType::U32 => Tensor::from_slice(shape, &c.uint_contents),
+        DType::U64 => Tensor::from_slice(shape, &c.uint64_contents),
         DType::Bool => Tensor::from_slice(shape, &c.bool_contents),
         DType::Bytes => Tensor::from_strings(shape, &c.bytes_contents),
-        DType::F16 => unreachable!("refused above"),
+        DType::F16 | DType::BF16 => unreachable!("refused above"),
     };
     result.map_err(|e| e.to_string())
 }
@@ -604,5 +609,41 @@ impl Service {
                 drop(answered);
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contents(f: impl FnOnce(&mut pb::InferTensorContents)) -> pb::InferTensorContents {
+        let mut c = pb::InferTensorContents::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn unsigned_contents_become_typed_tensors() {
+        let c = contents(|c| c.uint_contents = vec![0, 65535]);
+        let t = from_contents(DType::U16, vec![2], 2, &c).unwrap();
+        assert_eq!(t.as_slice::<u16>().unwrap(), &[0, 65535]);
+        let c = contents(|c| c.uint_contents = vec![u32::MAX, 3]);
+        let t = from_contents(DType::U32, vec![2], 2, &c).unwrap();
+        assert_eq!(t.as_slice::<u32>().unwrap(), &[u32::MAX, 3]);
+        let c = contents(|c| c.uint64_contents = vec![u64::MAX]);
+        let t = from_contents(DType::U64, vec![1], 1, &c).unwrap();
+        assert_eq!(t.as_slice::<u64>().unwrap(), &[u64::MAX]);
+    }
+
+    #[test]
+    fn unsigned_contents_out_of_range_or_in_the_wrong_field_are_named() {
+        let c = contents(|c| c.uint_contents = vec![1, 65536]);
+        let e = from_contents(DType::U16, vec![2], 2, &c).unwrap_err();
+        assert_eq!(e, "element 1 (65536) is out of the datatype's range");
+        let c = contents(|c| c.uint_contents = vec![1]);
+        let e = from_contents(DType::U64, vec![1], 1, &c).unwrap_err();
+        assert_eq!(e, "the shape holds 1 elements but uint64_contents has 0");
+        let e = from_contents(DType::BF16, vec![1], 1, &contents(|c| c.fp32_contents = vec![1.0])).unwrap_err();
+        assert!(e.contains("BF16 tensors must come as raw_input_contents"), "{e}");
     }
 }

@@ -240,11 +240,15 @@ pub fn tensor_from_scalars(dtype: DType, shape: Vec<usize>, data: &[Scalar]) -> 
         DType::F32 => floats(shape, data, dtype, |v| Some(v as f32).filter(|f| f.is_finite())),
         DType::F64 => floats(shape, data, dtype, Some),
         DType::F16 => floats(shape, data, dtype, |v| Some(half::f16::from_f64(v)).filter(|f| f.is_finite())),
+        DType::BF16 => floats(shape, data, dtype, |v| Some(half::bf16::from_f64(v)).filter(|f| f.is_finite())),
         DType::I64 => ints::<i64>(shape, data, dtype),
         DType::I32 => ints::<i32>(shape, data, dtype),
         DType::I16 => ints::<i16>(shape, data, dtype),
         DType::I8 => ints::<i8>(shape, data, dtype),
         DType::U8 => ints::<u8>(shape, data, dtype),
+        DType::U16 => ints::<u16>(shape, data, dtype),
+        DType::U32 => ints::<u32>(shape, data, dtype),
+        DType::U64 => ints::<u64>(shape, data, dtype),
         DType::Bool => {
             let values = data
                 .iter()
@@ -283,11 +287,17 @@ impl Serialize for TensorData<'_> {
             DType::F32 => serializer.collect_seq(t.as_slice::<f32>().expect(CHECKED)),
             DType::F64 => serializer.collect_seq(t.as_slice::<f64>().expect(CHECKED)),
             DType::F16 => serializer.collect_seq(t.as_slice::<half::f16>().expect(CHECKED).iter().map(|v| v.to_f32())),
+            DType::BF16 => {
+                serializer.collect_seq(t.as_slice::<half::bf16>().expect(CHECKED).iter().map(|v| v.to_f32()))
+            }
             DType::I64 => serializer.collect_seq(t.as_slice::<i64>().expect(CHECKED)),
             DType::I32 => serializer.collect_seq(t.as_slice::<i32>().expect(CHECKED)),
             DType::I16 => serializer.collect_seq(t.as_slice::<i16>().expect(CHECKED)),
             DType::I8 => serializer.collect_seq(t.as_slice::<i8>().expect(CHECKED)),
             DType::U8 => serializer.collect_seq(t.as_slice::<u8>().expect(CHECKED)),
+            DType::U16 => serializer.collect_seq(t.as_slice::<u16>().expect(CHECKED)),
+            DType::U32 => serializer.collect_seq(t.as_slice::<u32>().expect(CHECKED)),
+            DType::U64 => serializer.collect_seq(t.as_slice::<u64>().expect(CHECKED)),
             DType::Bool => serializer.collect_seq(t.as_slice::<bool>().expect(CHECKED)),
             DType::Bytes => serializer.collect_seq(t.as_strings().expect(CHECKED).iter().map(String::from_utf8_lossy)),
         }
@@ -373,5 +383,42 @@ mod tests {
         assert!(tensor_from_scalars(DType::F16, vec![1], &[Scalar::Float(70000.0)]).is_err());
         let t = tensor_from_scalars(DType::Bool, vec![2], &[Scalar::Bool(true), Scalar::Bool(false)]).unwrap();
         assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[true,false]");
+    }
+
+    #[test]
+    fn unsigned_and_bf16_elements_round_trip_through_json() {
+        let data: FlatData = serde_json::from_str("[0, 65535]").unwrap();
+        let t = tensor_from_data(DType::U16, vec![2], &data).unwrap();
+        assert_eq!(t.as_slice::<u16>().unwrap(), &[0, 65535]);
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[0,65535]");
+        let data: FlatData = serde_json::from_str("[4294967295, 7.0]").unwrap();
+        let t = tensor_from_data(DType::U32, vec![2], &data).unwrap();
+        assert_eq!(t.as_slice::<u32>().unwrap(), &[u32::MAX, 7]);
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[4294967295,7]");
+        let data: FlatData = serde_json::from_str("[18446744073709551615, 1]").unwrap();
+        let t = tensor_from_data(DType::U64, vec![2], &data).unwrap();
+        assert_eq!(t.as_slice::<u64>().unwrap(), &[u64::MAX, 1]);
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[18446744073709551615,1]");
+        let data: FlatData = serde_json::from_str("[1.5, -2, 0.25]").unwrap();
+        let t = tensor_from_data(DType::BF16, vec![3], &data).unwrap();
+        let expected: Vec<half::bf16> = [1.5, -2.0, 0.25].map(half::bf16::from_f64).to_vec();
+        assert_eq!(t.as_slice::<half::bf16>().unwrap(), expected.as_slice());
+        assert_eq!(serde_json::to_string(&TensorData(&t)).unwrap(), "[1.5,-2.0,0.25]");
+    }
+
+    #[test]
+    fn unsigned_and_bf16_elements_out_of_range_are_named() {
+        let e = tensor_from_scalars(DType::U16, vec![2], &[Scalar::UInt(1), Scalar::UInt(65536)]).unwrap_err();
+        assert_eq!(e, "element 1 (65536) is not a UINT16 value");
+        let e = tensor_from_scalars(DType::U32, vec![1], &[Scalar::UInt(1 << 32)]).unwrap_err();
+        assert_eq!(e, "element 0 (4294967296) is not a UINT32 value");
+        let e = tensor_from_scalars(DType::U64, vec![1], &[Scalar::Int(-1)]).unwrap_err();
+        assert_eq!(e, "element 0 (-1) is not a UINT64 value");
+        let e = tensor_from_scalars(DType::BF16, vec![1], &[Scalar::Float(1e39)]).unwrap_err();
+        assert!(e.contains("element 0 (") && e.contains("is out of the BF16 range"), "{e}");
+        assert!(
+            tensor_from_scalars(DType::BF16, vec![1], &[Scalar::Float(3.0e38)]).is_ok(),
+            "BF16 reaches f32's range"
+        );
     }
 }

@@ -573,7 +573,9 @@ mod tests {
             assert_eq!(parse_datatype(datatype_name(d)), Some(d));
         }
         assert_eq!(parse_datatype("BYTES"), Some(DType::Bytes));
-        assert_eq!(parse_datatype("UINT16"), None);
+        assert_eq!(parse_datatype("UINT16"), Some(DType::U16));
+        assert_eq!(parse_datatype("BF16"), Some(DType::BF16));
+        assert_eq!(parse_datatype("FP8"), None);
     }
 
     #[test]

@@ -229,7 +229,7 @@ fn tensor_error_cases(good: &Value) -> Vec<ErrorCase> {
         (
             "unsupported dtype",
             "/v2/models/mlp/infer",
-            input("input", json!([1, 256]), "UINT16", json!(x)).to_string().into(),
+            input("input", json!([1, 256]), "FP8", json!(x)).to_string().into(),
             400,
             "not a datatype Baton supports",
         ),

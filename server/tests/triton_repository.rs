@@ -1,6 +1,6 @@
 //! A Triton model repository served unchanged: a repository built here from the
 //! models scripts/make_triton_models.py makes with onnx's helper API (add/sub in
-//! INT32, INT8 and BYTES, a model without a batch dim, versions 1 and 2 of one model)
+//! INT32, INT8 and BYTES, identities in UINT16, UINT32, UINT64 and BF16, a model without a batch dim, versions 1 and 2 of one model)
 //! and the shipped models/mlp.onnx, with a TOML pipeline beside them and five
 //! bad models. The server starts with the good ones serving and each bad one
 //! UNAVAILABLE with one error naming its file and field; server/tests/python/
@@ -156,6 +156,19 @@ fn plain_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
     std::fs::write(repo.join("tomlmlp.toml"), toml).unwrap();
     model_with(repo, "reshaped", &model("plus_one"), &reshaped_config("4"));
     model_with(repo, "optional", &model("scaled_add"), &optional_config("SCALE"));
+    for (ty, triton) in [("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"), ("bfloat16", "BF16")] {
+        let name = format!("identity_{ty}");
+        model_with(repo, &name, &model(&name), &identity_config(triton));
+    }
+}
+
+/// identity_<type>.onnx's config: X and Y of Triton type `ty`, F FP32, all [4] rows.
+fn identity_config(ty: &str) -> String {
+    format!(
+        "max_batch_size: 8\ninput [ {{ name: \"X\" data_type: TYPE_{ty} dims: [ 4 ] }} ]\n\
+         output [ {{ name: \"Y\" data_type: TYPE_{ty} dims: [ 4 ] }}, {{ name: \"F\" data_type: TYPE_FP32 dims: [ 4 ] }} ]\n\
+         dynamic_batching {{ max_queue_delay_microseconds: 100 }}\n"
+    )
 }
 
 /// scaled_add.onnx's config with input `name` optional (SCALE has a default in the model, X none).
@@ -181,19 +194,22 @@ fn reshaped_config(shape: &str) -> String {
 }
 
 /// The sequence models: `direct` and `oldest` with integer ids, one with string
-/// ids, one with a short idle timeout, and two bad ones (their errors: [`bad_models`]).
+/// ids, two with unsigned ones (CORRID TYPE_UINT64, TYPE_UINT32), one with a short idle timeout, and two bad ones (their errors: [`bad_models`]).
 fn sequence_models(repo: &Path, model: &dyn Fn(&str) -> PathBuf) {
     let (acc, acc_str) = (model("sequence_acc"), model("sequence_acc_str"));
+    let (acc_u64, acc_u32) = (model("sequence_acc_u64"), model("sequence_acc_u32"));
     let direct = "direct { max_queue_delay_microseconds: 100 }";
     let oldest = "oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 100 }";
     model_with(repo, "seq_direct", &acc, &sequence_config("seq_direct", direct, 60_000_000, "TYPE_INT64"));
     model_with(repo, "seq_oldest", &acc, &sequence_config("seq_oldest", oldest, 60_000_000, "TYPE_INT64"));
     model_with(repo, "seq_string", &acc_str, &sequence_config("seq_string", direct, 60_000_000, "TYPE_STRING"));
+    model_with(repo, "seq_u64", &acc_u64, &sequence_config("seq_u64", direct, 60_000_000, "TYPE_UINT64"));
+    model_with(repo, "seq_u32", &acc_u32, &sequence_config("seq_u32", oldest, 60_000_000, "TYPE_UINT32"));
     model_with(repo, "seq_idle", &acc, &sequence_config("seq_idle", "direct { }", 200_000, "TYPE_INT64"));
     let text = sequence_config("bad_seq_control", "direct { }", 1_000_000, "TYPE_INT64");
     model_with(repo, "bad_seq_control", &acc, &text.replace("\"READY\"", "\"READY_X\""));
     let text = sequence_config("bad_seq_corrid", "direct { }", 1_000_000, "TYPE_INT64");
-    model_with(repo, "bad_seq_corrid", &acc, &text.replace("TYPE_INT64 }", "TYPE_UINT64 }"));
+    model_with(repo, "bad_seq_corrid", &acc, &text.replace("TYPE_INT64 }", "TYPE_FP32 }"));
 }
 
 /// The bad models that are not ensembles or sequences.
@@ -241,7 +257,7 @@ fn bad_models(repo: &Path) -> Vec<(&'static str, String, &'static str)> {
         (
             "bad_seq_corrid",
             file("bad_seq_corrid", ":"),
-            "field `sequence_batching.control_input[3].control[0].data_type`: TYPE_UINT64",
+            "field `sequence_batching.control_input[3].control[0].data_type`: TYPE_FP32: a correlation id is",
         ),
     ]
 }

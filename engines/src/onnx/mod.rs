@@ -467,12 +467,16 @@ pub fn map_dtype(ty: TensorElementType) -> Option<DType> {
     Some(match ty {
         TensorElementType::Float32 => DType::F32,
         TensorElementType::Float16 => DType::F16,
+        TensorElementType::Bfloat16 => DType::BF16,
         TensorElementType::Float64 => DType::F64,
         TensorElementType::Int64 => DType::I64,
         TensorElementType::Int32 => DType::I32,
         TensorElementType::Int16 => DType::I16,
         TensorElementType::Int8 => DType::I8,
         TensorElementType::Uint8 => DType::U8,
+        TensorElementType::Uint16 => DType::U16,
+        TensorElementType::Uint32 => DType::U32,
+        TensorElementType::Uint64 => DType::U64,
         TensorElementType::Bool => DType::Bool,
         TensorElementType::String => DType::Bytes,
         _ => return None,
@@ -498,19 +502,23 @@ mod tests {
         let pairs = [
             (TensorElementType::Float32, DType::F32),
             (TensorElementType::Float16, DType::F16),
+            (TensorElementType::Bfloat16, DType::BF16),
             (TensorElementType::Float64, DType::F64),
             (TensorElementType::Int64, DType::I64),
             (TensorElementType::Int32, DType::I32),
             (TensorElementType::Int16, DType::I16),
             (TensorElementType::Int8, DType::I8),
             (TensorElementType::Uint8, DType::U8),
+            (TensorElementType::Uint16, DType::U16),
+            (TensorElementType::Uint32, DType::U32),
+            (TensorElementType::Uint64, DType::U64),
             (TensorElementType::Bool, DType::Bool),
             (TensorElementType::String, DType::Bytes),
         ];
         for (ty, dtype) in pairs {
             assert_eq!(map_dtype(ty), Some(dtype), "{ty}");
         }
-        for ty in [TensorElementType::Uint16, TensorElementType::Bfloat16] {
+        for ty in [TensorElementType::Complex64, TensorElementType::Float8E4M3FN] {
             assert_eq!(map_dtype(ty), None, "{ty}");
         }
     }
@@ -525,8 +533,8 @@ mod tests {
 
     #[test]
     fn unsupported_element_types_are_rejected_naming_the_tensor_and_type() {
-        let err = tensor_spec("t", &tensor_type(TensorElementType::Uint16, &[-1], &["N"])).unwrap_err();
-        assert!(err.contains("`t`") && err.contains("u16"), "{err}");
+        let err = tensor_spec("t", &tensor_type(TensorElementType::Complex64, &[-1], &["N"])).unwrap_err();
+        assert!(err.contains("`t`") && err.contains("c64"), "{err}");
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub(super) fn check_stitch<'a>(parts: &[&'a Tensor]) -> Result<&'a Tensor, Tenso
 }
 
 /// Calls `$body` with `$t` bound to the Rust element type of a Baton dtype
-/// (`half::f16` for `F16`), for code generic over element types:
+/// (`half::f16` for `F16`, `half::bf16` for `BF16`), for code generic over element types:
 /// `baton::with_element_type!(tensor.dtype(), T => tensor.as_slice::<T>().map(|s| s.len()))`.
 #[macro_export]
 macro_rules! with_element_type {
@@ -59,6 +59,10 @@ macro_rules! with_element_type {
             }
             $crate::DType::F16 => {
                 type $t = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $t = $crate::half::bf16;
                 $body
             }
             $crate::DType::I64 => {
@@ -81,6 +85,18 @@ macro_rules! with_element_type {
                 type $t = u8;
                 $body
             }
+            $crate::DType::U16 => {
+                type $t = u16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $t = u64;
+                $body
+            }
             $crate::DType::Bool => {
                 type $t = bool;
                 $body
@@ -96,11 +112,15 @@ fn element_bytes(dtype: DType, value: f64) -> Vec<u8> {
         DType::F32 => (value as f32).to_le_bytes().to_vec(),
         DType::F64 => value.to_le_bytes().to_vec(),
         DType::F16 => half::f16::from_f64(value).to_le_bytes().to_vec(),
+        DType::BF16 => half::bf16::from_f64(value).to_le_bytes().to_vec(),
         DType::I64 => (value as i64).to_le_bytes().to_vec(),
         DType::I32 => (value as i32).to_le_bytes().to_vec(),
         DType::I16 => (value as i16).to_le_bytes().to_vec(),
         DType::I8 => (value as i8).to_le_bytes().to_vec(),
         DType::U8 => vec![value as u8],
+        DType::U16 => (value as u16).to_le_bytes().to_vec(),
+        DType::U32 => (value as u32).to_le_bytes().to_vec(),
+        DType::U64 => (value as u64).to_le_bytes().to_vec(),
         DType::Bool => vec![u8::from(value != 0.0)],
         DType::Bytes => vec![0; DType::Bytes.size()],
     }

@@ -58,6 +58,8 @@ struct TensorProto {
     raw_data: Vec<u8>,
     #[prost(double, repeated, tag = "10")]
     double_data: Vec<f64>,
+    #[prost(uint64, repeated, tag = "11")]
+    uint64_data: Vec<u64>,
     #[prost(int32, tag = "14")]
     data_location: i32,
 }
@@ -148,12 +150,16 @@ fn tensor(t: &TensorProto) -> Result<Tensor, String> {
         1 => DType::F32,
         2 => DType::U8,
         3 => DType::I8,
+        4 => DType::U16,
         5 => DType::I16,
         6 => DType::I32,
         7 => DType::I64,
         9 => DType::Bool,
         10 => DType::F16,
         11 => DType::F64,
+        12 => DType::U32,
+        13 => DType::U64,
+        16 => DType::BF16,
         other => return Err(format!("ONNX element type {other} is not supported for a default")),
     };
     let shape = t.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
@@ -165,7 +171,9 @@ fn tensor(t: &TensorProto) -> Result<Tensor, String> {
             DType::F64 => t.double_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
             DType::I64 => t.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
             DType::I32 => t.int32_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            // Narrower types sit in int32_data, one element each (f16 as its bits).
+            DType::U64 => t.uint64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            DType::U32 => t.uint64_data.iter().flat_map(|v| (*v as u32).to_le_bytes()).collect(),
+            // Narrower types sit in int32_data, one element each (f16 and bf16 as their bits).
             _ => {
                 let width = dtype.size();
                 t.int32_data.iter().flat_map(|v| v.to_le_bytes()[..width].to_vec()).collect()

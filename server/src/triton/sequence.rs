@@ -90,6 +90,11 @@ impl Control {
                 let n = i32::try_from(*n).map_err(|_| self.too_large(id, "TYPE_INT32"))?;
                 Tensor::from_vec(shape, vec![n])
             }
+            (SequenceId::Int(n), DType::U64) => Tensor::from_vec(shape, vec![*n]),
+            (SequenceId::Int(n), DType::U32) => {
+                let n = u32::try_from(*n).map_err(|_| self.too_large(id, "TYPE_UINT32"))?;
+                Tensor::from_vec(shape, vec![n])
+            }
             _ => return Err(format!("sequence_id {id} does not match control input `{}` ({dtype})", self.name)),
         };
         tensor.map_err(|e| format!("control input `{}`: {e}", self.name))
@@ -235,13 +240,14 @@ fn control(
         match tpb::DataType::try_from(c.data_type) {
             Ok(tpb::DataType::TypeInt64) => Value::CorrId(DType::I64),
             Ok(tpb::DataType::TypeInt32) => Value::CorrId(DType::I32),
+            Ok(tpb::DataType::TypeUint64) => Value::CorrId(DType::U64),
+            Ok(tpb::DataType::TypeUint32) => Value::CorrId(DType::U32),
             Ok(tpb::DataType::TypeString) => Value::CorrId(DType::Bytes),
             Ok(other) => {
                 return Err(source.error(
                     &at("control[0].data_type"),
                     format!(
-                        "{}: Baton fills a correlation id as TYPE_INT64, TYPE_INT32 or TYPE_STRING (its runtime has \
-                         no unsigned 32/64-bit tensors)",
+                        "{}: a correlation id is TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING",
                         other.as_str_name()
                     ),
                 ))
@@ -368,4 +374,33 @@ pub fn check_against(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corrid(dtype: DType) -> Control {
+        Control { name: "CORRID".into(), kind: Kind::ControlSequenceCorrid, value: Value::CorrId(dtype) }
+    }
+
+    const CHUNK: StreamChunk = StreamChunk { id: 0, start: true, end: false };
+
+    #[test]
+    fn unsigned_corrids_carry_the_integer_id() {
+        let big = SequenceId::Int(u64::MAX);
+        let t = corrid(DType::U64).tensor(CHUNK, &big, true).unwrap();
+        assert_eq!((t.shape(), t.as_slice::<u64>().unwrap()), (&[1, 1][..], &[u64::MAX][..]));
+        let t = corrid(DType::U32).tensor(CHUNK, &SequenceId::Int(u64::from(u32::MAX)), false).unwrap();
+        assert_eq!((t.shape(), t.as_slice::<u32>().unwrap()), (&[1][..], &[u32::MAX][..]));
+    }
+
+    #[test]
+    fn an_id_past_a_uint32_corrid_is_refused_naming_input_and_type() {
+        let id = SequenceId::Int(u64::from(u32::MAX) + 1);
+        let e = corrid(DType::U32).tensor(CHUNK, &id, true).unwrap_err();
+        assert_eq!(e, "sequence_id 4294967296 does not fit control input `CORRID` (TYPE_UINT32)");
+        let e = corrid(DType::U64).tensor(CHUNK, &SequenceId::Str("a".into()), true).unwrap_err();
+        assert!(e.contains("does not match control input `CORRID` (u64)"), "{e}");
+    }
 }

@@ -1,13 +1,16 @@
 """A Triton model repository served unchanged (run by server/tests/triton_repository.rs):
 every model's answers through tritonclient over HTTP and gRPC equal onnxruntime's on the
 same ONNX file; configs (written and completed) at both config endpoints; versions 1 and 2
-of one model; an optional input left out or sent; a load with a JSON config override; unload and load; bad models listed
+of one model; UINT16, UINT32, UINT64 and BF16 tensors (JSON, binary, gRPC); an optional input left out or sent; a load with a JSON config override; unload and load; bad models listed
 UNAVAILABLE with their error while the others serve.
 
 --repo: the repository; --onnx: the folder of scripts/make_triton_models.py's models."""
 import json
 import os
+import urllib.error
+import urllib.request
 
+import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 import tritonclient.grpc as grpcclient
@@ -115,6 +118,66 @@ for feeds, p in pending:
     close(p.get_result().as_numpy("Y"), reference(repo_model("optional"), feeds)["Y"], f"optional, sent {list(feeds)}")
 ocfg = http.get_model_config("optional")
 check(ocfg["input"][1].get("optional") is True, f"optional config: {ocfg['input']}")
+
+# Unsigned and BF16 tensors (identity_<type>.onnx: Y = X, F = X as FP32) over HTTP JSON, HTTP binary and gRPC,
+# each answer equal to onnxruntime's. numpy has no bfloat16 of its own: onnxruntime takes BF16 as an OrtValue of
+# its bits and gives back F (exact: every BF16 value is an FP32 value); tritonclient uses ml_dtypes.bfloat16.
+def unsigned_and_bf16():
+    top = {np.uint16: 2**16 - 1, np.uint32: 2**32 - 1, np.uint64: 2**64 - 1}
+    for ty, triton in ((np.uint16, "UINT16"), (np.uint32, "UINT32"), (np.uint64, "UINT64")):
+        name = "identity_" + np.dtype(ty).name
+        x = np.array([[0, 1, top[ty], top[ty] - 7], [2**15, 3, 4, 5]], ty)
+        want = reference(repo_model(name), {"X": x})
+        for mod, client, binary in ((httpclient, http, False), (httpclient, http, True), (grpcclient, grpc, True)):
+            i = mod.InferInput("X", list(x.shape), triton)
+            i.set_data_from_numpy(x, **({"binary_data": binary} if mod is httpclient else {}))
+            got = client.infer(name, [i])
+            for out in ("Y", "F"):
+                g = got.as_numpy(out)
+                check(g.dtype == want[out].dtype and np.array_equal(g, want[out]),
+                      f"{name} {out} over {mod.__name__} binary={binary}: {g} != {want[out]}")
+            y = got.get_output("Y")
+            datatype = y["datatype"] if mod is httpclient else y.datatype
+            check(datatype == triton, f"{name} over {mod.__name__}: Y's datatype {datatype}")
+    name = "identity_bfloat16"
+    x = np.array([[1.5, -2.0, 3.0e38, 2.0**-130], [0.1, 257.0, -0.0, 7.0]], np.float32).astype(ml_dtypes.bfloat16)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(repo_model(name), so, providers=["CPUExecutionProvider"])
+    bits = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(x.view(np.uint16), onnx_element_type=16)
+    want = s.run_with_ort_values(["F"], {"X": bits})[0].numpy()
+    for mod, client in ((httpclient, http), (grpcclient, grpc)):
+        i = mod.InferInput("X", list(x.shape), "BF16")
+        i.set_data_from_numpy(x, **({"binary_data": True} if mod is httpclient else {}))
+        got = client.infer(name, [i])
+        y = got.as_numpy("Y")
+        check(y.dtype == ml_dtypes.bfloat16 and np.array_equal(y.astype(np.float32), want),
+              f"{name} Y over {mod.__name__}: {y} != {want}")
+        check(np.array_equal(got.as_numpy("F"), want), f"{name} F over {mod.__name__}: {got.as_numpy('F')}")
+    # BF16 as JSON numbers (Triton's HTTP JSON form), rounded to the nearest BF16.
+    status, answer = post_json(name, "BF16", [1.5, 257.0, -2.0, 0.1])
+    y = next(o for o in answer["outputs"] if o["name"] == "Y")
+    want_json = np.array([1.5, 257.0, -2.0, 0.1], np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    check(status == 200 and y["datatype"] == "BF16" and np.array_equal(np.array(y["data"], np.float32), want_json),
+          f"{name} Y as JSON: {y} != {want_json}")
+    # Past the datatype's range: refused, naming the element and datatype.
+    status, answer = post_json("identity_uint16", "UINT16", [1, 2, 65536, 4])
+    check(status == 400 and "element 2 (65536) is not a UINT16 value" in answer.get("error", ""),
+          f"a UINT16 element past its range: {status} {answer}")
+
+
+def post_json(model, datatype, data):
+    """POSTs input X [1, len(data)] as JSON: (status, the JSON answer)."""
+    body = {"inputs": [{"name": "X", "shape": [1, len(data)], "datatype": datatype, "data": data}]}
+    req = urllib.request.Request(f"http://{a.http}/v2/models/{model}/infer", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+unsigned_and_bf16()
 
 # The ensemble of three models: one Baton pipeline, equal to running the three in onnxruntime; priority marked.
 xe = rng.standard_normal((3, 4)).astype(np.float32)

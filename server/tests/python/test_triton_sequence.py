@@ -2,9 +2,11 @@
 seq_direct and seq_oldest (sequence_acc.onnx with START/END/READY/CORRID control inputs
 and an implicit state) driven by tritonclient over HTTP, gRPC and gRPC streaming with
 integer correlation ids, and seq_string (sequence_acc_str.onnx, CORRID TYPE_STRING) with
-string ones; sequences interleaved and batched together; every answer equal to
+string ones, and seq_u64 / seq_u32 (CORRID TYPE_UINT64 / TYPE_UINT32) with ids past
+INT64 / up to UINT32's top; sequences interleaved and batched together; every answer equal to
 onnxruntime run step by step on the same file with the controls Triton would fill.
-A correlation id of the other type than the model's CORRID is refused, naming both.
+A correlation id of the other type than the model's CORRID is refused, naming both, and one
+past a TYPE_UINT32 CORRID's range is refused naming the input and type.
 
 --repo: the repository."""
 import os
@@ -26,25 +28,26 @@ rng = np.random.default_rng(5)
 so = ort.SessionOptions()
 so.intra_op_num_threads = 1
 refs = {m: ort.InferenceSession(os.path.join(a.repo, m, "1", "model.onnx"), so, providers=["CPUExecutionProvider"])
-        for m in ("seq_direct", "seq_string")}
+        for m in ("seq_direct", "seq_string", "seq_u64", "seq_u32")}
+CORRID_TYPES = {"seq_u64": np.uint64, "seq_u32": np.uint32}
 STEPS = 5
 
 
 def reference(model, sid, start, end, x, state):
     """One step in onnxruntime with the controls the server must fill: (OUTPUT, CORRID_OUT, END_OUT, new state)."""
-    corrid = np.array([[sid]], object) if isinstance(sid, str) else np.array([[sid]], np.int64)
+    corrid = np.array([[sid]], object) if isinstance(sid, str) else np.array([[sid]], CORRID_TYPES.get(model, np.int64))
     feeds = {"INPUT": x, "START": np.array([[int(start)]], np.int32), "END": np.array([[float(end)]], np.float32),
              "READY": np.array([[True]]), "CORRID": corrid, "STATE_IN": state}
-    ref = refs["seq_string" if model == "seq_string" else "seq_direct"]
+    ref = refs[model if model in refs else "seq_direct"]
     out, corrid, end_out, new_state = ref.run(["OUTPUT", "CORRID_OUT", "END_OUT", "STATE_OUT"], feeds)
     return out, corrid, end_out, new_state
 
 
 def same_corrid(got, want):
-    """CORRID_OUT as tritonclient gives it (bytes for strings) against onnxruntime's (str for strings)."""
+    """CORRID_OUT as tritonclient gives it (bytes for strings) against onnxruntime's (str for strings), types included."""
     if want.dtype == object:
         return got.shape == want.shape and [g.decode() for g in got.ravel()] == list(want.ravel())
-    return np.array_equal(got, want)
+    return got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def request(mod, x):
@@ -159,6 +162,23 @@ for model in ("seq_direct", "seq_oldest"):
     check(g.sequence_batching.state[0].input_name == "STATE_IN", f"{model} gRPC config: {g.sequence_batching}")
 
 string_ids()
+
+
+def unsigned_ids():
+    """seq_u64 and seq_u32: CORRID filled with the integer id in the model's unsigned type."""
+    # HTTP carries ids past INT64 (JSON numbers); tritonclient's gRPC sends ids as int64_param.
+    u64 = {2**64 - 1: "http", 2**63 + 5: "http", 2**62: "grpc", 2**40 + 1: "grpc", 2**33: "stream", 7: "stream"}
+    run_sequences("seq_u64", u64)
+    u32 = {2**32 - 1: "http", 1: "http", 2**31: "grpc", 3: "grpc", 2**32 - 2: "stream", 9: "stream"}
+    run_sequences("seq_u32", u32)
+    x = np.array([[3]], np.int32)
+    for mod, client, code in ((httpclient, http, "400"), (grpcclient, grpc, "StatusCode.INVALID_ARGUMENT")):
+        raises(lambda: client.infer("seq_u32", request(mod, x), sequence_id=2**32, sequence_start=True), code,
+               "sequence_id 4294967296 does not fit control input `CORRID` (TYPE_UINT32)",
+               f"an id past UINT32 on seq_u32 over {mod.__name__}")
+
+
+unsigned_ids()
 
 # A restarted sequence (start again) begins from its first value; an error on the stream comes back on it.
 x = np.array([[7]], np.int32)
