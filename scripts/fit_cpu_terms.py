@@ -17,14 +17,17 @@ import json
 import sys
 
 
+def point(p):
+    """(batches per request, runtime µs per request) of one bench point, or None without a usable reading."""
+    c = p.get("cpu")
+    if c and c["runtime_us_per_request"] > 0:
+        return (c["batches_per_request"], c["runtime_us_per_request"])
+    return None
+
+
 def points(files):
-    out = []
-    for f in files:
-        for p in json.load(open(f))["points"]:
-            c = p.get("cpu")
-            if c and c["runtime_us_per_request"] > 0:
-                out.append((c["batches_per_request"], c["runtime_us_per_request"]))
-    return out
+    out = (point(p) for f in files for p in json.load(open(f))["points"])
+    return [x for x in out if x is not None]
 
 
 def fit(pts):

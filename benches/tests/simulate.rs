@@ -89,6 +89,22 @@ fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration(
 }
 
 #[test]
+fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes() {
+    let dir = folder(SUITE, "scale");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.compute_scale = vec!["a=1.5".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1500, 1500));
+    assert_eq!(p.nodes[0].mean_compute_us, 1500.0);
+    o.compute_scale = vec!["z=2".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--compute-scale") && e.contains("`z`"), "{e}");
+    o.compute_scale = vec!["a=-1".into()];
+    assert!(simulate(&o, &engines()).unwrap_err().contains("`a=-1`"));
+}
+
+#[test]
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let dir = folder(SUITE, "terms");
     // c=2 on one node with two workers and one core: both batches run at half speed.
@@ -114,11 +130,36 @@ fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
     let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
-    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0 };
+    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: false };
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // Alone on the cores: 100 µs entering, 800 µs of batch, 150 + 50 µs handing on.
     assert_eq!((p.latency.min_us, p.latency.max_us), (1100, 1100));
     assert_eq!(p.nodes[0].mean_compute_us, 800.0);
+}
+
+#[test]
+fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores() {
+    let dir = folder(SUITE, "cpu_beside");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
+    o.bench.concurrency = vec![1];
+    o.cores = Some(3.0);
+    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    // A request's entering, its batch and the previous batch's handing-on each have a
+    // core: nothing delays the request, 800 µs each.
+    assert_eq!((p.latency.min_us, p.latency.max_us), (800, 800));
+    // Two workers on one core with a backlog: each request still costs the core 800 + 200 µs.
+    let text =
+        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
+    let pipeline = dir.join("two_workers.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    o.bench.pipeline = Some(pipeline);
+    o.bench.concurrency = vec![8];
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    o.cores = Some(1.0);
+    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    let rate = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
+    assert!((999.0..=1001.0).contains(&rate), "{rate}");
 }
 
 #[test]
@@ -136,7 +177,7 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
     o.bench.policy = vec![BatchingPolicy::Greedy];
     o.cores = Some(1.0);
     let without = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
-    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0 };
+    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: false };
     let with = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
     assert!((1249.0..=1251.0).contains(&without), "{without}");
     assert!((999.0..=1001.0).contains(&with), "{with}");
@@ -182,7 +223,7 @@ fn the_same_seed_gives_byte_identical_output() {
     };
     let (first, second) = (run("first", CpuUs::default()), run("second", CpuUs::default()));
     assert_eq!(first, second);
-    let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0 };
+    let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0, off_path: false };
     assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms");
     let text = String::from_utf8(first.0).unwrap();
     assert!(text.contains("\"policy\": \"greedy\""), "the report holds every policy");

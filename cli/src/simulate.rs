@@ -26,6 +26,10 @@ pub struct SimulateArgs {
     /// With --sessions: from one chunk of a session to the next, ms.
     #[arg(long, default_value_t = 32.0)]
     pub pace_ms: f64,
+    /// Measured term: NODE=FACTOR scales the node's profiled batch times (its
+    /// runtime compute at concurrency 1 under the load ÷ the profile's), e.g. `speech=2.3`.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
+    pub compute_scale: Vec<String>,
 }
 
 /// The simulator's measured terms, shared by `baton simulate` and `baton tune`.
@@ -49,6 +53,10 @@ pub struct ModelTerms {
     /// Measured term: the runtime's own CPU per task of a batch (handing its outputs on), µs.
     #[arg(long, default_value_t = 0.0)]
     pub task_cpu_us: f64,
+    /// The runtime CPU terms take their share of the cores without delaying requests or
+    /// workers (CPU beside the requests' way: idle workers spinning, the client).
+    #[arg(long)]
+    pub cpu_off_path: bool,
     /// Drop each batch size's profile samples above q3 + K × (q3 − q1) (default: keep all).
     #[arg(long, value_name = "K")]
     pub outlier_fence: Option<f64>,
@@ -61,6 +69,7 @@ impl ModelTerms {
             request_us: self.request_cpu_us,
             batch_us: self.batch_cpu_us,
             task_us: self.task_cpu_us,
+            off_path: self.cpu_off_path,
         }
     }
 }
@@ -76,6 +85,7 @@ impl SimulateArgs {
             cpu: self.terms.cpu(),
             outlier_fence: self.terms.outlier_fence,
             sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
+            compute_scale: self.compute_scale,
         }
     }
 }

@@ -15,6 +15,12 @@
 //!   worker stays busy until then, as the runtime's worker routes its own
 //!   outputs.
 //!
+//! With `off_path` the same jobs compete for the cores but delay nothing: the
+//! request's inputs go to their nodes at its arrival and a batch's outputs go
+//! on (after the `hop` delay) at its end, its worker free. That is CPU spent
+//! beside the requests' way (idle workers spinning before they sleep, the
+//! client), whose on-path part the `wake` and `hop` terms hold.
+//!
 //! The costs are measured: `baton bench` reports the process's CPU per
 //! request less the nodes' compute (`benches/src/cpu.rs`); docs/simulate.md
 //! ("Measured terms") says how the three costs are fitted from it.
@@ -28,6 +34,8 @@ pub struct CpuCosts {
     pub batch_ns: u64,
     /// Per task of a batch, at its end.
     pub task_ns: u64,
+    /// The jobs take their share of the cores without delaying requests or workers.
+    pub off_path: bool,
 }
 
 /// The costs as the command line gives them (`--request-cpu-us`, `--batch-cpu-us`, `--task-cpu-us`), µs.
@@ -36,12 +44,14 @@ pub struct CpuUs {
     pub request_us: f64,
     pub batch_us: f64,
     pub task_us: f64,
+    /// `--cpu-off-path`: see [`CpuCosts::off_path`].
+    pub off_path: bool,
 }
 
 impl CpuUs {
     /// In ns; each must be finite and non-negative (else an error naming the option).
     pub fn costs(&self) -> Result<CpuCosts, String> {
-        CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)
+        Ok(CpuCosts { off_path: self.off_path, ..CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)? })
     }
 }
 
@@ -59,6 +69,7 @@ impl CpuCosts {
             request_ns: ns("--request-cpu-us", request_us)?,
             batch_ns: ns("--batch-cpu-us", batch_us)?,
             task_ns: ns("--task-cpu-us", task_us)?,
+            off_path: false,
         })
     }
 
@@ -82,6 +93,8 @@ pub enum Job {
     Enter { request: usize },
     /// A batch's hand-on work: its end hands the batch's outputs on (after the hop delay).
     HandOn { batch: usize },
+    /// Runtime CPU off the requests' way: its end only frees its share of the cores.
+    Beside,
 }
 
 #[cfg(test)]
@@ -91,7 +104,7 @@ mod tests {
     #[test]
     fn costs_convert_from_us_and_refuse_bad_values_by_name() {
         let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
-        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250 });
+        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, off_path: false });
         assert_eq!(c.enter_ns(), 10_000);
         assert_eq!(c.hand_on_ns(4), 3_500);
         assert!(CpuCosts::from_us(-1.0, 0.0, 0.0).unwrap_err().contains("--request-cpu-us"));

@@ -160,10 +160,35 @@ impl Durations {
         (us.max(0.0) * 1000.0).round() as u64
     }
 
+    /// Multiplies every duration of `node` by `factor`.
+    pub fn scale(&mut self, node: usize, factor: f64) {
+        for q in &mut self.nodes[node] {
+            for point in &mut q.points {
+                point.1 *= factor;
+            }
+        }
+    }
+
     /// The median duration, µs, of a batch of `batch` rows at `node`.
     pub fn median_us(&self, node: usize, batch: usize) -> f64 {
         self.draw_ns(node, batch, 0.5) as f64 / 1000.0
     }
+}
+
+/// `--compute-scale`'s `NODE=FACTOR` items, each factor positive and finite.
+pub fn parse_scales(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    items
+        .iter()
+        .map(|item| {
+            let bad = || format!("--compute-scale: `{item}` is not NODE=FACTOR with a positive FACTOR");
+            let (node, factor) = item.split_once('=').ok_or_else(bad)?;
+            let factor: f64 = factor.trim().parse().map_err(|_| bad())?;
+            if !(factor.is_finite() && factor > 0.0) {
+                return Err(bad());
+            }
+            Ok((node.trim().to_string(), factor))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -410,6 +410,10 @@ impl<'a> Sim<'a> {
         };
         match self.terms.cpu.enter_ns() {
             0 => self.enter(id),
+            work if self.terms.cpu.off_path => {
+                self.run_job(Batch::runtime(Job::Beside, work, self.now, Class::PLAIN));
+                self.enter(id)
+            }
             work => {
                 self.run_job(Batch::runtime(Job::Enter { request: id }, work, self.now, Class::PLAIN));
                 false
@@ -686,6 +690,10 @@ impl<'a> Sim<'a> {
                 // The hand-on runs on the batch's worker thread, in its class.
                 match self.terms.cpu.hand_on_ns(tasks) {
                     0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),
+                    work if self.terms.cpu.off_path => {
+                        self.run_job(Batch::runtime(Job::Beside, work, self.now, class));
+                        self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id });
+                    }
                     work => self.run_job(Batch::runtime(Job::HandOn { batch: id }, work, self.now, class)),
                 }
             }
@@ -700,6 +708,10 @@ impl<'a> Sim<'a> {
                 self.batches[id] = None;
                 self.free_batches.push(id);
                 self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch });
+            }
+            Job::Beside => {
+                self.batches[id] = None;
+                self.free_batches.push(id);
             }
         }
     }

@@ -57,6 +57,8 @@ pub struct SimOptions {
     pub outlier_fence: Option<f64>,
     /// Send sessions as the collab example does, instead of `baton bench`'s requests.
     pub sessions: Option<SessionLoad>,
+    /// `NODE=FACTOR`: the node's profiled batch times are multiplied by FACTOR.
+    pub compute_scale: Vec<String>,
 }
 
 /// Sessions as the collab example sends them ([`sessions`]): `--rate` and `--sweep`
@@ -206,7 +208,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < b.rows) {
             return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
         }
-        let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows), terms.fence)?;
+        let durations = durations(options, &spec, terms)?;
         let loads = sim_loads(options, &spec, &durations, terms)?;
         let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
         let mut last_end = Vec::new();
@@ -248,6 +250,20 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
 }
 
 /// The model's measured terms of `options`.
+/// The profile's batch times for `spec`, fenced and scaled as the options say.
+fn durations(options: &SimOptions, spec: &PipelineSpec, terms: Terms) -> Result<Durations, String> {
+    let nodes = formable(spec, options.bench.rows);
+    let mut durations = Durations::load(&options.profile, &spec.name, &nodes, terms.fence)?;
+    for (node, factor) in durations::parse_scales(&options.compute_scale)? {
+        let index = nodes
+            .iter()
+            .position(|(name, _)| *name == node)
+            .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
+        durations.scale(index, factor);
+    }
+    Ok(durations)
+}
+
 fn terms(options: &SimOptions) -> Result<Terms, String> {
     Ok(Terms {
         wake_ns: (options.wake_us * 1000.0).round() as u64,
@@ -276,7 +292,7 @@ pub fn trace_point(
     let policy = *b.policy.first().ok_or("give a policy")?;
     let spec = policy_spec(&config, policy, options, file, engines)?;
     let terms = terms(options)?;
-    let durations = Durations::load(&options.profile, &spec.name, &formable(&spec, b.rows), terms.fence)?;
+    let durations = durations(options, &spec, terms)?;
     let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
     let sim = Sim::new(&spec, &durations, terms, setup(b, load, 0));
     Ok(sim.with_streams(point_streams(&spec, options, counts.as_deref(), true)?).run_traced())
@@ -307,6 +323,7 @@ fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
     s["batch_cpu_us"] = serde_json::json!(options.cpu.batch_us);
     s["task_cpu_us"] = serde_json::json!(options.cpu.task_us);
     s["outlier_fence"] = serde_json::json!(options.outlier_fence);
+    s["compute_scale"] = serde_json::json!(options.compute_scale);
     s
 }
 

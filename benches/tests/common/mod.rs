@@ -61,6 +61,7 @@ pub fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
         cpu: CpuUs::default(),
         outlier_fence: None,
         sessions: None,
+        compute_scale: Vec::new(),
     }
 }
 

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `baton simulate`'s fidelity against real runs (docs/simulate.md, "Fidelity"), in one command:
+# for each pipeline, a profile, its closed-loop capacity, real open-loop runs at 30, 50 and 70%
+# of it (ROUNDS seeds each), the model's measured terms from those runs, and the simulation of
+# the same loads; then the table of simulated ÷ real against the bars. The wake-up and hand-off
+# terms are what a simulation at concurrency 1 leaves out of the real concurrency-1 runs.
+#
+#   scripts/fidelity.sh DIR [PIPELINES]     PIPELINES: any of mlp,diamond,many_nodes,mixed_streams,collab_early
+#
+# Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log).
+# BATON_BIN names the binary (default: this checkout's release build). ROUNDS (default 5) real
+# runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
+# keeps DIR's measurements and simulates them again (after a change to the model).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
+PIPELINES=${2:-mlp,diamond,many_nodes,mixed_streams,collab_early}
+BATON=${BATON_BIN:-target/release/baton}
+ROUNDS=${ROUNDS:-5}
+LOADS=${LOADS:-30,50,70}
+mkdir -p "$DIR"
+
+load_flags() { # PIPELINE: the load options its real and simulated runs share
+    case $1 in
+    many_nodes) echo "--rows 4 --priority-fraction 0.1" ;;
+    mixed_streams | collab_early) echo "--stream-chunks 16 --stream-inputs chunk --stream-fraction 0.2" ;;
+    *) echo "" ;;
+    esac
+}
+capacity_concurrency() { case $1 in mixed_streams | collab_early) echo 16 ;; *) echo 32 ;; esac }
+bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a failed run is logged, not fatal
+    local name=$1
+    shift
+    "$BATON" bench "$@" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
+}
+logged() { # NAME: appends the load average to load.log
+    echo "$(date -u +%T) $1 $(cut -d' ' -f1-3 /proc/loadavg)" >>"$DIR/load.log"
+}
+
+measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capacity runs, the real runs
+    local p=$1 cfg=$2 c=$3
+    shift 3
+    logged "$p profile"
+    "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" >"$DIR/$p.profile.log" 2>&1
+    for k in 1 2 3; do
+        logged "$p capacity $k"
+        bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"
+    done
+    local rates
+    rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
+    for k in $(seq 1 "$ROUNDS"); do
+        logged "$p real $k"
+        bench "real_${p}_$k" "$cfg" "$@" --rate "$rates" --duration 4s --warmup 1s --seed "$k"
+    done
+}
+
+for p in ${PIPELINES//,/ }; do
+    cfg=configs/$p.toml
+    # shellcheck disable=SC2046 # the load flags are words
+    set -- $(load_flags "$p")
+    [[ -n ${SIMULATE_ONLY:-} ]] || measure "$p" "$cfg" "$(capacity_concurrency "$p")" "$@"
+    rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
+    # shellcheck disable=SC2046 # the terms are flags
+    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency 1 --duration 20s --warmup 1s \
+        --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
+    # shellcheck disable=SC2046 # the terms are flags
+    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
+        --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") \
+        --json "$DIR/sim_$p.json" >"$DIR/sim_$p.txt" 2>&1
+done
+logged end
+python3 scripts/fidelity_terms.py table "$DIR" "$PIPELINES" | tee "$DIR/table.md"

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""The arithmetic of scripts/fidelity.sh: loads, the model's measured terms, the table.
+
+    fidelity_terms.py rates DIR PIPELINE PERCENTS   the open-loop rates: PERCENTS of the capacity
+    fidelity_terms.py base DIR PIPELINE             the terms measured without the model: CPU, compute scales
+    fidelity_terms.py terms DIR PIPELINE CONFIG     every term flag (needs sim1_PIPELINE.json)
+    fidelity_terms.py table DIR PIPELINES           simulated ÷ real, against the bars (markdown)
+
+DIR holds `baton bench` JSON: cap_P_K.json (closed loop at concurrency 1 and the capacity's) and
+real_P_K.json (the open-loop runs), sim1_P.json (`baton simulate` at concurrency 1 with the
+base terms and no wake or hop) and sim_P.json (the simulated loads). The capacity is the median
+closed-loop throughput at the largest concurrency. The terms (docs/simulate.md, "Measured
+terms"):
+
+- CPU terms: the line fitted by scripts/fit_cpu_terms.py through the real open-loop points
+  and the capacity's closed-loop points above concurrency 1 (each term clamped at 0). The
+  concurrency-1 points are left out: there the process keeps about two cores busy while one
+  batch runs (idle workers and the waiting client spin, yielding to any runnable thread), CPU
+  that does not compete with the batches;
+- at concurrency 1, the mean latency the model leaves out (real less simulated, not below 0)
+  is split between the two per-hop terms: --wake-us takes the queue time per task the model
+  leaves out (real less simulated, tasks-weighted over nodes, median over runs), up to that
+  latency per hop; --hop-us the rest per hop. The hops: per connected part of the pipeline
+  the longest path, each node weighted by the share of requests that visit it; the parts
+  summed. (Where the real workers wait for a core the model slows their batches instead:
+  the latency, not the queue alone, says what is missing);
+- --compute-scale: per node that ran at concurrency 1, its mean compute per batch there ÷ the
+  profile's median at that mean batch size (median over runs). A node runs alone in the
+  profile, with its weights in the caches; under the load other nodes' batches run between
+  its own (on the mixed loads a 5 MB MLP between two speech batches: 2-2.4x).
+
+CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
+what concurrency 1 shows of it).
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+import tomllib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fit_cpu_terms  # noqa: E402
+
+BARS = {"throughput": 0.05, "mean": 0.15, "p50": 0.15, "p99": 0.30}
+
+
+def load_points(pattern):
+    out = []
+    for f in sorted(glob.glob(pattern)):
+        out.extend(json.load(open(f))["points"])
+    return out
+
+
+def capacity(d, p):
+    pts = [q for q in load_points(f"{d}/cap_{p}_*.json") if q["mode"] == "closed"]
+    top = max(q["load"] for q in pts)
+    return statistics.median(q["throughput_rps"] for q in pts if q["load"] == top)
+
+
+def rates(d, p, percents):
+    cap = capacity(d, p)
+    return ",".join(str(round(cap * int(x) / 100)) for x in percents.split(","))
+
+
+def node_graph(config):
+    """Each node's successors, and the nodes the pipeline's inputs reach."""
+    spec = tomllib.load(open(config, "rb"))
+    succ = {n: set() for n in spec["nodes"]}
+    for e in spec.get("edges", []):
+        succ[e["from"].split(".")[0]].add(e["to"].split(".")[0])
+    entries = {t.split(".")[0] for i in spec["inputs"].values() for t in i["to"]}
+    return succ, entries
+
+
+def components(succ):
+    undirected = {n: set(s) for n, s in succ.items()}
+    for n, s in succ.items():
+        for m in s:
+            undirected[m].add(n)
+    seen, parts = set(), []
+    for n in succ:
+        if n in seen:
+            continue
+        part, todo = set(), [n]
+        while todo:
+            m = todo.pop()
+            if m not in part:
+                part.add(m)
+                todo.extend(undirected[m])
+        seen |= part
+        parts.append(part)
+    return parts
+
+
+def longest_path(succ, starts, cost, hops):
+    """(cost, hops) of the costliest path from any start, by memoised depth-first search."""
+    memo = {}
+
+    def best(n):
+        if n not in memo:
+            tail = max((best(m) for m in succ[n]), default=(0.0, 0.0))
+            memo[n] = (cost[n] + tail[0], hops[n] + tail[1])
+        return memo[n]
+
+    return max((best(n) for n in starts), default=(0.0, 0.0))
+
+
+def concurrency_one(d, p):
+    return [q for q in load_points(f"{d}/cap_{p}_*.json") if q["mode"] == "closed" and q["load"] == 1]
+
+
+def hops_on_way(point, succ, entries):
+    """The nodes a request meets on its way (see the module's docs), at least a tiny positive count."""
+    served = point["requests"]
+    cost, hops = {}, {}
+    for n in point["nodes"]:
+        visits = n["tasks"] / served if served else 0.0
+        cost[n["name"]] = (n["mean_queue_us"] + n["mean_compute_us"]) * visits
+        hops[n["name"]] = visits
+    return max(sum(longest_path(succ, entries & part, cost, hops)[1] for part in components(succ)), 1e-9)
+
+
+def profile_median(profile, node, batch):
+    """The profile's median µs at `batch` rows (linear between measured sizes)."""
+    sizes = sorted((t["batch"], t["median_us"]) for t in profile["nodes"][node]["batches"])
+    for (b0, m0), (b1, m1) in zip(sizes, sizes[1:]):
+        if b0 <= batch <= b1:
+            return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
+    return sizes[0][1] if batch < sizes[0][0] else sizes[-1][1]
+
+
+def compute_scales(d, p):
+    profile = json.load(open(f"{d}/{p}.profile.json"))
+    ones = concurrency_one(d, p)
+    scales = {}
+    for i, node in enumerate(ones[0]["nodes"]):
+        ran = [q["nodes"][i] for q in ones if q["nodes"][i]["executions"] > 0]
+        if ran:
+            batch = statistics.median(n["mean_batch"] for n in ran)
+            compute = statistics.median(n["mean_compute_us"] for n in ran)
+            scales[node["name"]] = compute / profile_median(profile, node["name"], batch)
+    return scales
+
+
+def base_terms(d, p):
+    if os.environ.get("CPU_TERMS") == "0":
+        return {}, compute_scales(d, p)
+    pts = [
+        fit_cpu_terms.point(q)
+        for q in load_points(f"{d}/real_{p}_*.json") + load_points(f"{d}/cap_{p}_*.json")
+        if q["load"] != 1 or q["mode"] == "open"
+    ]
+    pts = [x for x in pts if x is not None]
+    request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
+    return {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}, compute_scales(d, p)
+
+
+def flags_text(flags, scales):
+    text = " ".join(f"{k} {v:.1f}" for k, v in flags.items())
+    text += " --cpu-off-path" if "--request-cpu-us" in flags else ""
+    return text + (" --compute-scale " + ",".join(f"{n}={f:.2f}" for n, f in scales.items()) if scales else "")
+
+
+def queue_per_task(point):
+    nodes = point["nodes"]
+    return sum(n["mean_queue_us"] * n["tasks"] for n in nodes) / max(sum(n["tasks"] for n in nodes), 1)
+
+
+def terms(d, p, config):
+    flags, scales = base_terms(d, p)
+    ones = concurrency_one(d, p)
+    sim = json.load(open(f"{d}/sim1_{p}.json"))["points"][0]
+    succ, entries = node_graph(config)
+    hop_count = statistics.median(hops_on_way(q, succ, entries) for q in ones)
+    missing = max(statistics.median(q["latency"]["mean_us"] for q in ones) - sim["latency"]["mean_us"], 0.0)
+    queued = statistics.median(queue_per_task(q) for q in ones) - queue_per_task(sim)
+    wake = min(max(queued, 0.0), missing / hop_count)
+    hop = (missing - wake * hop_count) / hop_count
+    flags = {"--wake-us": wake, "--hop-us": hop, **flags}
+    json.dump({**flags, "--compute-scale": scales}, open(f"{d}/terms_{p}.json", "w"), indent=1)
+    return flags_text(flags, scales)
+
+
+def real_medians(d, p):
+    by_load = {}
+    for q in load_points(f"{d}/real_{p}_*.json"):
+        by_load.setdefault(q["load"], []).append(q)
+    return {load: figures_median(qs) for load, qs in sorted(by_load.items())}
+
+
+def figures(q):
+    lat = q["latency"]
+    return {"throughput": q["throughput_rps"], "mean": lat["mean_us"], "p50": lat["p50_us"], "p99": lat["p99_us"]}
+
+
+def figures_median(qs):
+    fs = [figures(q) for q in qs]
+    out = {k: statistics.median(f[k] for f in fs) for k in BARS}
+    out["errors"] = "/".join(str(q["errors"]) for q in qs)
+    return out
+
+
+def within(ratio, key):
+    return abs(ratio - 1.0) <= BARS[key]
+
+
+def table(d, pipelines):
+    lines, met, total = [], 0, 0
+    for p in pipelines.split(","):
+        if not os.path.exists(f"{d}/sim_{p}.json"):
+            continue
+        sim = {q["load"]: figures(q) for q in json.load(open(f"{d}/sim_{p}.json"))["points"]}
+        flags = json.load(open(f"{d}/terms_{p}.json"))
+        scales = flags.pop("--compute-scale", {})
+        lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
+                  + " ".join(f"`{k} {v:.1f}`" for k, v in flags.items())
+                  + (" `--compute-scale " + ",".join(f"{n}={f:.2f}" for n, f in scales.items()) + "`" if scales else "")
+                  + ")\n",
+                  "| load | | req/s | mean µs | p50 µs | p99 µs | errors |", "|---|---|---|---|---|---|---|"]
+        for load, real in real_medians(d, p).items():
+            s = sim[load]
+            lines.append(f"| {load:.0f}/s | real | " + " | ".join(f"{real[k]:.0f}" for k in BARS) + f" | {real['errors']} |")
+            lines.append(f"| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in BARS) + " | |")
+            cells = []
+            for k in BARS:
+                r = s[k] / real[k] if real[k] else float("inf")
+                ok = within(r, k)
+                met, total = met + ok, total + 1
+                cells.append(f"{r:.2f}" if ok else f"**{r:.2f}**")
+            lines.append("| | sim ÷ real | " + " | ".join(cells) + " | |")
+    lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "rates":
+        print(rates(*args))
+    elif cmd == "base":
+        print(flags_text(*base_terms(*args)))
+    elif cmd == "terms":
+        print(terms(*args))
+    elif cmd == "table":
+        print(table(*args))
+    else:
+        raise SystemExit(__doc__)
