@@ -95,6 +95,9 @@ pub struct BenchOptions {
     pub stream_inputs: Vec<String>,
     /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
     pub stream_fraction: f64,
+    /// Requests name these tenants, in these shares of the requests (spread evenly; see
+    /// [`load::LoadShape::tenant`]); each tenant's latencies are reported apart. Empty: none named.
+    pub tenants: Vec<load::TenantShare>,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     pub warmup: Duration,
     /// Measured time per point (without --stability).
@@ -163,6 +166,7 @@ impl Default for BenchOptions {
             stream_chunks: 0,
             stream_inputs: Vec::new(),
             stream_fraction: 0.25,
+            tenants: Vec::new(),
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(5),
             stability: false,
@@ -288,6 +292,14 @@ impl BenchOptions {
     }
 
     pub(crate) fn settings(&self) -> serde_json::Value {
+        let mut settings = self.load_settings();
+        if !self.tenants.is_empty() {
+            settings["tenants"] = json!(self.tenants);
+        }
+        settings
+    }
+
+    fn load_settings(&self) -> serde_json::Value {
         json!({
             "concurrency": self.loads().iter().filter_map(|l| match l { Load::Closed(c) => Some(*c), _ => None }).collect::<Vec<_>>(),
             "rate": self.rate,
@@ -364,6 +376,7 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
             return Err(format!("node `{}` keeps per-stream state: give --stream-chunks N", node.name));
         }
     }
+    load::tenant_indices(&args.tenants, &spec.fairness.tenants)?;
     let inputs: Vec<baton::TensorSpec> = spec.inputs.iter().map(|i| i.spec.clone()).collect();
     let pool = request_pool(args, &inputs)?;
     let loads = args.loads();
@@ -445,6 +458,7 @@ fn print_points(
             println!("p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only");
         }
     }
+    print!("{}", report::tenants_table(points));
     println!();
     print!("{}", report::nodes_table(points));
     println!();
@@ -541,6 +555,9 @@ fn bench_remote(args: &BenchOptions, url: &str) -> Result<BenchReport, String> {
     if args.raw {
         return Err("--raw measures the engine in this process: leave it out with --url".into());
     }
+    if !args.tenants.is_empty() {
+        return Err("--tenants: the KServe v2 protocol carries no tenant: leave it out with --url".into());
+    }
     let model = remote_model(args)?;
     let client = remote::ClientSettings { timeout: args.request_timeout, tls_ca: args.tls_ca.clone() };
     let remote = Remote::new(url, &model, args.client_threads, &args.client_cores, client)?;
@@ -581,7 +598,7 @@ fn request_pool(args: &BenchOptions, inputs: &[baton::TensorSpec]) -> Result<Req
         RequestPool::from_inputs(inputs, args.pool, args.rows, seed, args.priority_fraction)
     };
     if args.stream_inputs.is_empty() {
-        return Ok(generate(inputs, args.seed)?.with_streams(args.stream_chunks));
+        return Ok(generate(inputs, args.seed)?.with_streams(args.stream_chunks).with_tenants(args.tenants.clone()));
     }
     if let Some(name) = args.stream_inputs.iter().find(|n| !inputs.iter().any(|i| &i.name == *n)) {
         return Err(format!("--stream-inputs: the pipeline has no input `{name}`"));
@@ -595,7 +612,10 @@ fn request_pool(args: &BenchOptions, inputs: &[baton::TensorSpec]) -> Result<Req
         return Err("--stream-inputs names every input: a mixed load needs inputs for its plain requests".into());
     }
     let plain = generate(&plain, args.seed.wrapping_add(1))?;
-    Ok(generate(&streamed, args.seed)?.with_streams(args.stream_chunks).with_plain(plain, args.stream_fraction))
+    Ok(generate(&streamed, args.seed)?
+        .with_streams(args.stream_chunks)
+        .with_plain(plain, args.stream_fraction)
+        .with_tenants(args.tenants.clone()))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -645,7 +665,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         Load::Closed(c) => c,
         Load::Open(_) => 16,
     };
-    let recorder = Arc::new(Recorder::new(shards));
+    let recorder = Arc::new(Recorder::with_tenants(shards, pool.tenant_names()));
     let start = Instant::now();
     // The process's CPU time over the measured windows (read as the first starts and the last ends).
     let mut cpu_from = None;

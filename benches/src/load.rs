@@ -22,17 +22,10 @@ use crate::target::Target;
 /// Pre-generated requests, handed out in turn.
 pub struct RequestPool {
     requests: Vec<Request>,
-    priority_fraction: f64,
-    /// Chunks per stream (0: requests are not chunks of streams).
-    stream_chunks: usize,
+    /// Which request is what (priority, stream chunk, plain, tenant): see [`LoadShape::plan`].
+    shape: LoadShape,
     /// A mixed load: plain requests sent between the stream chunks (see [`RequestPool::with_plain`]).
-    plain: Option<Plain>,
-}
-
-/// The plain requests of a mixed load, and the fraction of each sender's requests that are stream chunks.
-struct Plain {
-    requests: Vec<Request>,
-    stream_fraction: f64,
+    plain: Option<Vec<Request>>,
 }
 
 /// Open loop: requests go round-robin to this many streams open at once.
@@ -70,12 +63,12 @@ impl RequestPool {
             }
             requests.push(request);
         }
-        Ok(RequestPool { requests, priority_fraction, stream_chunks: 0, plain: None })
+        Ok(RequestPool { requests, shape: LoadShape::plain(priority_fraction), plain: None })
     }
 
     /// Makes every request a chunk of a stream of `chunks` chunks (0: none).
     pub fn with_streams(mut self, chunks: usize) -> Self {
-        self.stream_chunks = chunks;
+        self.shape.stream_chunks = chunks as u64;
         self
     }
 
@@ -83,51 +76,108 @@ impl RequestPool {
     /// evenly, as [`is_priority`] spreads priority) are this pool's stream chunks and
     /// the others are `plain`'s requests (cloned in turn, not chunks of streams).
     pub fn with_plain(mut self, plain: RequestPool, stream_fraction: f64) -> Self {
-        self.plain = Some(Plain { requests: plain.requests, stream_fraction });
+        self.plain = Some(plain.requests);
+        self.shape.stream_fraction = Some(stream_fraction);
         self
     }
 
+    /// Makes each request name a tenant, in the shares given (see [`LoadShape::plan`]).
+    pub fn with_tenants(mut self, tenants: Vec<TenantShare>) -> Self {
+        self.shape.tenants = tenants;
+        self
+    }
+
+    /// The tenants' names, in the order [`Sent::tenant`] counts them (empty: none named).
+    pub fn tenant_names(&self) -> Vec<String> {
+        self.shape.tenants.iter().map(|t| t.name.clone()).collect()
+    }
+
     /// The request a sender sends as its `n`-th: a pooled request (`i` picks it), and
-    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks` (see
-    /// [`LoadShape::plan`]). Returns whether it is a priority task (a stream's final
-    /// chunk, or by the priority pattern).
-    pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, bool) {
-        let shape = LoadShape {
-            stream_chunks: self.stream_chunks as u64,
-            stream_fraction: self.plain.as_ref().map(|p| p.stream_fraction),
-            priority_fraction: self.priority_fraction,
-        };
-        let plan = shape.plan(sender, n, i);
+    /// with streams, chunk `n % chunks` of the sender's stream `n / chunks`, naming
+    /// its tenant (see [`LoadShape::plan`]). Also returns whether it is a priority task
+    /// (a stream's final chunk, or by the priority pattern) and its tenant.
+    pub fn next(&self, sender: u64, n: u64, i: u64) -> (Request, Sent) {
+        let plan = self.shape.plan(sender, n, i);
         let pool = match (&self.plain, plan.plain) {
-            (Some(plain), true) => &plain.requests,
+            (Some(plain), true) => plain,
             _ => &self.requests,
         };
-        let request = pool[(i % pool.len() as u64) as usize].clone().priority(is_priority(i, self.priority_fraction));
-        match plan.stream {
-            Some(c) => (request.stream(c.id, c.start, c.end), plan.priority),
-            None => (request, plan.priority),
+        let priority = is_priority(i, self.shape.priority_fraction);
+        let mut request = pool[(i % pool.len() as u64) as usize].clone().priority(priority);
+        if let Some(c) = plan.stream {
+            request = request.stream(c.id, c.start, c.end);
         }
+        if let Some(t) = plan.tenant {
+            request = request.tenant(self.shape.tenants[t].name.clone());
+        }
+        (request, Sent { priority: plan.priority, tenant: plan.tenant })
     }
 
     /// Request number `i` (of some sender's sequence): a clone of a pooled request,
     /// marked priority by the deterministic pattern of [`is_priority`].
     pub fn get(&self, i: u64) -> (Request, bool) {
-        let priority = is_priority(i, self.priority_fraction);
+        let priority = is_priority(i, self.shape.priority_fraction);
         let request = self.requests[(i % self.requests.len() as u64) as usize].clone().priority(priority);
         (request, priority)
     }
 }
 
+/// How a sent request is reported: apart when priority, and under its tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    pub priority: bool,
+    /// Its index in the load's tenants (`--tenants`), if the load names tenants.
+    pub tenant: Option<usize>,
+}
+
+/// One tenant of a load and its share of the requests (`--tenants alice=1,bob=3`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TenantShare {
+    pub name: String,
+    /// Relative request count: a tenant of share 3 sends 3 requests for each 1 of a tenant of share 1.
+    pub share: u64,
+}
+
+/// Parses `--tenants NAME=SHARE,...`: names unique and not empty, shares whole numbers from 1.
+pub fn parse_tenants(text: &str) -> Result<Vec<TenantShare>, String> {
+    let mut tenants: Vec<TenantShare> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let (name, share) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--tenants: `{item}` is not NAME=SHARE (e.g. alice=1,bob=3)"))?;
+        let (name, share) = (name.trim(), share.trim());
+        if name.is_empty() {
+            return Err(format!("--tenants: `{item}` has no tenant name"));
+        }
+        let share: u64 = share.parse().ok().filter(|s| (1..=1 << 20).contains(s)).ok_or_else(|| {
+            format!("--tenants: tenant `{name}`'s share `{share}` is not a whole number from 1 to 1048576")
+        })?;
+        if tenants.iter().any(|t| t.name == name) {
+            return Err(format!("--tenants: tenant `{name}` is named twice"));
+        }
+        tenants.push(TenantShare { name: name.to_string(), share });
+    }
+    Ok(tenants)
+}
+
+/// Each load tenant's index in the pipeline's `[fairness]` tenants, or an error naming
+/// the first the pipeline lacks (as the runtime would refuse its requests).
+pub fn tenant_indices(tenants: &[TenantShare], pipeline: &baton::fairness::Tenants) -> Result<Vec<usize>, String> {
+    tenants.iter().map(|t| pipeline.index(Some(&t.name)).map_err(|e| format!("--tenants: {e}"))).collect()
+}
+
 /// The shape of a load's requests, without their tensors: which are stream chunks
-/// and which plain requests, and which are priority (what [`RequestPool::next`]
+/// and which plain requests, which are priority, and whose (what [`RequestPool::next`]
 /// sends, and what `baton simulate` simulates).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoadShape {
     /// Chunks per stream (0: requests are not chunks of streams).
     pub stream_chunks: u64,
     /// A mixed load: the fraction of each sender's requests that are stream chunks.
     pub stream_fraction: Option<f64>,
     pub priority_fraction: f64,
+    /// The tenants requests name, with their shares (empty: none named).
+    pub tenants: Vec<TenantShare>,
 }
 
 /// A chunk of a stream: the stream's id, its number in the stream, first, last.
@@ -146,12 +196,14 @@ pub struct Planned {
     pub plain: bool,
     pub stream: Option<Chunk>,
     pub priority: bool,
+    /// Its tenant's index in [`LoadShape::tenants`] (`None` when the load names none).
+    pub tenant: Option<usize>,
 }
 
 impl LoadShape {
-    /// Plain requests (no streams), priority by the pattern of `priority_fraction`.
+    /// Plain requests (no streams, no tenants), priority by the pattern of `priority_fraction`.
     pub fn plain(priority_fraction: f64) -> LoadShape {
-        LoadShape { stream_chunks: 0, stream_fraction: None, priority_fraction }
+        LoadShape { stream_chunks: 0, stream_fraction: None, priority_fraction, tenants: Vec::new() }
     }
 
     /// A sender's `n`-th request (`i`: its number for the priority pattern). In a
@@ -159,24 +211,56 @@ impl LoadShape {
     /// chunks and the others plain requests, which are left out of `n` first. A
     /// chunk is chunk `n % chunks` of the sender's stream `n / chunks` (id
     /// `(sender + 1) << 40 | n / chunks`); its final chunk is a priority task.
+    /// Its tenant: see [`LoadShape::tenant`].
     pub fn plan(&self, sender: u64, n: u64, i: u64) -> Planned {
         let priority = is_priority(i, self.priority_fraction);
+        let tenant = self.tenant(i);
         let mut n = n;
         if let Some(fraction) = self.stream_fraction {
             if !is_priority(n, fraction) {
-                return Planned { plain: true, stream: None, priority };
+                return Planned { plain: true, stream: None, priority, tenant };
             }
             // The sender's requests before this one that were stream chunks.
             n = (n as f64 * fraction).floor() as u64;
         }
         if self.stream_chunks == 0 {
-            return Planned { plain: false, stream: None, priority };
+            return Planned { plain: false, stream: None, priority, tenant };
         }
         let chunks = self.stream_chunks;
         // Ids start at 1 << 40: never 0, which the protocol reads as "no stream".
         let (id, k) = (((sender + 1) << 40) | (n / chunks), n % chunks);
         let end = k == chunks - 1;
-        Planned { plain: false, stream: Some(Chunk { id, k, start: k == 0, end }), priority: priority || end }
+        Planned { plain: false, stream: Some(Chunk { id, k, start: k == 0, end }), priority: priority || end, tenant }
+    }
+
+    /// The tenant of request `i` (`i` as the priority pattern counts): the priority
+    /// pattern's requests and the others are each split among the tenants by their
+    /// shares, so that each class holds each tenant's share (a priority fraction of
+    /// 0.1 and tenants 9:1 do not make every priority request the first tenant's).
+    /// Within a class, the `j`-th request goes to the first tenant when
+    /// [`is_priority`]`(j, its share of all)`, else, counted among the requests the
+    /// first tenant did not take, to the second by its share of the rest, and so
+    /// on: exactly `floor(m × share / total)` of the first tenant's in the class's
+    /// first `m`, spread evenly, and the others likewise among what is left.
+    pub fn tenant(&self, i: u64) -> Option<usize> {
+        if self.tenants.is_empty() {
+            return None;
+        }
+        // Priority requests before `i` (the pattern marks floor(i × fraction) of the first i).
+        let before =
+            if self.priority_fraction >= 1.0 { i } else { (i as f64 * self.priority_fraction.max(0.0)).floor() as u64 };
+        let mut j = if is_priority(i, self.priority_fraction) { before } else { i - before };
+        let mut left: u64 = self.tenants.iter().map(|t| t.share).sum();
+        let last = self.tenants.len() - 1;
+        for (t, tenant) in self.tenants[..last].iter().enumerate() {
+            let fraction = tenant.share as f64 / left as f64;
+            if is_priority(j, fraction) {
+                return Some(t);
+            }
+            j -= (j as f64 * fraction).floor() as u64;
+            left -= tenant.share;
+        }
+        Some(last)
     }
 }
 
@@ -313,11 +397,11 @@ pub fn closed_loop<'scope, 'env: 'scope>(
                     let mut i = (client as u64).wrapping_mul(7919);
                     let mut n = 0u64;
                     while !stop.load(Ordering::Acquire) {
-                        let (request, priority) = pool.next(client as u64, n, i);
+                        let (request, what) = pool.next(client as u64, n, i);
                         n += 1;
                         let sent = Instant::now();
                         let ok = target.call(request);
-                        recorder.record(client, sent.elapsed().as_micros() as u64, priority, ok);
+                        recorder.record_sent(client, sent.elapsed().as_micros() as u64, what, ok);
                         i = i.wrapping_add(1);
                     }
                 })
@@ -383,12 +467,12 @@ pub fn open_loop<'scope, 'env: 'scope>(
                 }
                 // Streams interleave: request i is chunk i / 64 of stream i % 64 (as a sender's).
                 let (sender, n) = open_loop_sender(i);
-                let (request, priority) = pool.next(sender, n, i);
+                let (request, what) = pool.next(sender, n, i);
                 let rec = Arc::clone(recorder);
                 let key = i as usize;
                 target.call_then(
                     request,
-                    Box::new(move |ok| rec.record(key, sent.elapsed().as_micros() as u64, priority, ok)),
+                    Box::new(move |ok| rec.record_sent(key, sent.elapsed().as_micros() as u64, what, ok)),
                 );
                 i += 1;
                 due += gaps.next_gap();
@@ -443,7 +527,7 @@ mod tests {
     #[test]
     fn stream_chunks_number_streams_per_sender_and_mark_final_chunks_priority() {
         let pool =
-            RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 3, plain: None };
+            RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None }.with_streams(3);
         let chunks: Vec<_> = (0..6).map(|n| pool.next(5, n, n)).collect();
         let ids: Vec<(u64, bool, bool)> =
             chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
@@ -459,20 +543,17 @@ mod tests {
                 (base + 1, false, true)
             ]
         );
-        let priority: Vec<bool> = chunks.iter().map(|(_, p)| *p).collect();
+        let priority: Vec<bool> = chunks.iter().map(|(_, p)| p.priority).collect();
         assert_eq!(priority, vec![false, false, true, false, false, true]);
-        let plain =
-            RequestPool { requests: vec![Request::new()], priority_fraction: 0.0, stream_chunks: 0, plain: None };
+        let plain = RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None };
         assert!(plain.next(5, 0, 0).0.stream.is_none());
     }
 
     #[test]
     fn a_mixed_load_sends_plain_requests_between_whole_streams() {
-        let pool = |stream_chunks| RequestPool {
-            requests: vec![Request::new()],
-            priority_fraction: 0.0,
-            stream_chunks,
-            plain: None,
+        let pool = |stream_chunks| {
+            RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None }
+                .with_streams(stream_chunks)
         };
         // A quarter of each sender's requests are chunks of 2-chunk streams.
         let mixed = pool(2).with_plain(pool(0), 0.25);
@@ -483,7 +564,68 @@ mod tests {
             .filter_map(|(n, (r, _))| r.stream.map(|s| (n as u64, s.id & 0xff, s.start, s.end)))
             .collect();
         assert_eq!(chunks, vec![(3, 0, true, false), (7, 0, false, true), (11, 1, true, false), (15, 1, false, true)]);
-        let priority: Vec<u64> = (0..16).filter(|&n| sent[n as usize].1).collect();
+        let priority: Vec<u64> = (0..16).filter(|&n| sent[n as usize].1.priority).collect();
         assert_eq!(priority, vec![7, 15], "only the streams' final chunks are priority");
+    }
+
+    fn shares(list: &[(&str, u64)]) -> Vec<TenantShare> {
+        list.iter().map(|&(name, share)| TenantShare { name: name.into(), share }).collect()
+    }
+
+    #[test]
+    fn tenants_take_their_shares_exactly_and_evenly_spread() {
+        let shape = LoadShape { tenants: shares(&[("a", 1), ("b", 3)]), ..LoadShape::plain(0.0) };
+        let first: Vec<usize> = (0..8).map(|i| shape.tenant(i).unwrap()).collect();
+        assert_eq!(first, [1, 1, 1, 0, 1, 1, 1, 0], "a quarter are a's, one in every four");
+        let shape = LoadShape { tenants: shares(&[("a", 2), ("b", 3), ("c", 5)]), ..LoadShape::plain(0.0) };
+        let mut counts = [0usize; 3];
+        for i in 0..1000 {
+            counts[shape.tenant(i).unwrap()] += 1;
+            // Within two requests of the share at every prefix (the first two
+            // tenants' counts are floors, each less than one request short).
+            let n = (i + 1) as f64;
+            for (t, share) in [0.2, 0.3, 0.5].iter().enumerate() {
+                assert!((counts[t] as f64 - n * share).abs() < 2.0, "prefix {n}: {counts:?}");
+            }
+        }
+        assert_eq!(counts, [200, 300, 500]);
+        assert_eq!(LoadShape::plain(0.0).tenant(3), None, "no tenants named: none");
+    }
+
+    #[test]
+    fn priority_requests_and_the_others_each_hold_every_tenants_share() {
+        let shape = LoadShape { tenants: shares(&[("flood", 9), ("light", 1)]), ..LoadShape::plain(0.1) };
+        let (mut priority, mut others) = ([0usize; 2], [0usize; 2]);
+        for i in 0..10_000 {
+            let t = shape.tenant(i).unwrap();
+            if is_priority(i, 0.1) {
+                priority[t] += 1;
+            } else {
+                others[t] += 1;
+            }
+        }
+        assert_eq!(priority, [900, 100]);
+        assert_eq!(others, [8100, 900]);
+    }
+
+    #[test]
+    fn requests_name_their_tenant_and_report_it() {
+        let pool = RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None }
+            .with_tenants(shares(&[("alice", 1), ("bob", 1)]));
+        let (request, sent) = pool.next(0, 0, 0);
+        assert_eq!((request.tenant.as_deref(), sent.tenant), (Some("bob"), Some(1)));
+        let (request, sent) = pool.next(0, 1, 1);
+        assert_eq!((request.tenant.as_deref(), sent.tenant), (Some("alice"), Some(0)));
+        assert_eq!(pool.tenant_names(), ["alice", "bob"]);
+    }
+
+    #[test]
+    fn tenant_lists_parse_and_bad_ones_are_refused_by_name() {
+        assert_eq!(parse_tenants("alice=1, bob=3").unwrap(), shares(&[("alice", 1), ("bob", 3)]));
+        assert!(parse_tenants("alice").unwrap_err().contains("`alice` is not NAME=SHARE"));
+        assert!(parse_tenants("alice=0").unwrap_err().contains("tenant `alice`'s share `0`"));
+        assert!(parse_tenants("alice=1.5").unwrap_err().contains("`1.5`"));
+        assert!(parse_tenants("=2").unwrap_err().contains("no tenant name"));
+        assert!(parse_tenants("a=1,a=2").unwrap_err().contains("`a` is named twice"));
     }
 }

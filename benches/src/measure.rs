@@ -36,6 +36,9 @@ pub struct Tally {
     pub errors: u64,
     /// Open loop: sends that left more than [`LATE_SEND_US`] after their scheduled time.
     pub late_sends: u64,
+    /// Per tenant of the load (`--tenants`, in its order): its name and the latencies
+    /// of its successful requests, µs (also in `all`). Empty when the load names none.
+    pub tenants: Vec<(String, Histogram<u64>)>,
 }
 
 /// An open-loop send this late (µs) after its scheduled time counts as late.
@@ -43,11 +46,23 @@ pub const LATE_SEND_US: u64 = 1000;
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { all: new_histogram(), priority: new_histogram(), others: new_histogram(), errors: 0, late_sends: 0 }
+        Tally::with_tenants(&[])
     }
 }
 
 impl Tally {
+    /// An empty tally keeping latencies apart for each of `tenants`.
+    pub fn with_tenants(tenants: &[String]) -> Tally {
+        Tally {
+            all: new_histogram(),
+            priority: new_histogram(),
+            others: new_histogram(),
+            errors: 0,
+            late_sends: 0,
+            tenants: tenants.iter().map(|t| (t.clone(), new_histogram())).collect(),
+        }
+    }
+
     /// Requests that succeeded.
     pub fn ok(&self) -> u64 {
         self.all.len()
@@ -60,12 +75,19 @@ impl Tally {
         self.others.add(&other.others).expect("histograms with the same bounds");
         self.errors += other.errors;
         self.late_sends += other.late_sends;
+        for (k, (name, h)) in other.tenants.iter().enumerate() {
+            if k == self.tenants.len() {
+                self.tenants.push((name.clone(), new_histogram()));
+            }
+            self.tenants[k].1.add(h).expect("histograms with the same bounds");
+        }
     }
 
     fn reset(&mut self) {
         self.all.reset();
         self.priority.reset();
         self.others.reset();
+        self.tenants.iter_mut().for_each(|(_, h)| h.reset());
         self.errors = 0;
         self.late_sends = 0;
     }
@@ -75,24 +97,39 @@ impl Tally {
 /// the runtime) and the controller that drains it at window boundaries.
 pub struct Recorder {
     shards: Vec<Mutex<Tally>>,
+    tenants: Vec<String>,
 }
 
 impl Recorder {
     /// A recorder with `shards` shards (at least one).
     pub fn new(shards: usize) -> Recorder {
-        Recorder { shards: (0..shards.max(1)).map(|_| Mutex::new(Tally::default())).collect() }
+        Recorder::with_tenants(shards, Vec::new())
+    }
+
+    /// A recorder with `shards` shards that also keeps each of `tenants`' latencies apart.
+    pub fn with_tenants(shards: usize, tenants: Vec<String>) -> Recorder {
+        let shards = (0..shards.max(1)).map(|_| Mutex::new(Tally::with_tenants(&tenants))).collect();
+        Recorder { shards, tenants }
     }
 
     /// Records one answer into shard `key % shards`: its latency when it succeeded, else an error.
     pub fn record(&self, key: usize, latency_us: u64, priority: bool, ok: bool) {
+        self.record_sent(key, latency_us, crate::load::Sent { priority, tenant: None }, ok);
+    }
+
+    /// [`Recorder::record`] of a request sent as `sent` says (priority, its tenant's index).
+    pub fn record_sent(&self, key: usize, latency_us: u64, sent: crate::load::Sent, ok: bool) {
         let mut shard = self.shards[key % self.shards.len()].lock();
         if ok {
             let us = latency_us.clamp(1, MAX_LATENCY_US);
             shard.all.saturating_record(us);
-            if priority {
+            if sent.priority {
                 shard.priority.saturating_record(us);
             } else {
                 shard.others.saturating_record(us);
+            }
+            if let Some((_, h)) = sent.tenant.and_then(|t| shard.tenants.get_mut(t)) {
+                h.saturating_record(us);
             }
         } else {
             shard.errors += 1;
@@ -106,7 +143,7 @@ impl Recorder {
 
     /// Everything recorded since the last call, merged; the shards start again empty.
     pub fn take(&self) -> Tally {
-        let mut total = Tally::default();
+        let mut total = Tally::with_tenants(&self.tenants);
         for shard in &self.shards {
             let mut shard = shard.lock();
             total.merge(&shard);
@@ -278,6 +315,18 @@ pub struct PointResult {
     /// The process's CPU over the measured interval, per request (a real run of
     /// an in-process pipeline with a fixed `--duration`; `None` otherwise).
     pub cpu: Option<crate::cpu::RuntimeCpu>,
+    /// Per tenant of the load (`--tenants`): its successful requests' latencies (left
+    /// out of the JSON when the load names no tenants).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantLatency>,
+}
+
+/// One tenant's latencies at a point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TenantLatency {
+    pub tenant: String,
+    #[serde(flatten)]
+    pub latency: Latency,
 }
 
 /// Builds a point's result from its windows: the last `reported` ones are merged.
@@ -330,6 +379,11 @@ pub fn point_result(
         p50_minus_raw_us: None,
         host_device_bytes_per_request,
         cpu: None,
+        tenants: tally
+            .tenants
+            .iter()
+            .map(|(tenant, h)| TenantLatency { tenant: tenant.clone(), latency: Latency::of(h) })
+            .collect(),
     }
 }
 
@@ -397,6 +451,28 @@ mod tests {
         assert_eq!(t.all.min(), 100);
         let t = r.take();
         assert_eq!((t.ok(), t.errors), (0, 0));
+    }
+
+    #[test]
+    fn tenants_latencies_are_kept_apart_and_reported_per_point() {
+        let r = Recorder::with_tenants(3, vec!["alice".into(), "bob".into()]);
+        for i in 0..40u64 {
+            let tenant = Some(usize::from(i % 4 == 0));
+            r.record_sent(i as usize, 100 + i, crate::load::Sent { priority: false, tenant }, true);
+        }
+        r.record_sent(0, 7, crate::load::Sent { priority: false, tenant: Some(1) }, false);
+        let window =
+            Window { elapsed: Duration::from_secs(1), tally: r.take(), nodes_start: vec![], nodes_end: vec![] };
+        let p = point_result("collaborative", "open", 40.0, 1, &[window], 1, None);
+        let names: Vec<&str> = p.tenants.iter().map(|t| t.tenant.as_str()).collect();
+        assert_eq!(names, ["alice", "bob"]);
+        assert_eq!((p.tenants[0].latency.count, p.tenants[1].latency.count), (30, 10), "errors are not latencies");
+        assert_eq!((p.tenants[1].latency.min_us, p.tenants[1].latency.max_us), (100, 136));
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["tenants"][1]["tenant"], "bob");
+        assert_eq!(json["tenants"][1]["count"], 10);
+        let plain = point_result("collaborative", "open", 40.0, 1, &[], 1, None);
+        assert!(serde_json::to_value(&plain).unwrap().get("tenants").is_none(), "no tenants: no key");
     }
 
     #[test]

@@ -229,6 +229,26 @@ pub fn raw_table(raw: &RawReport, seconds: f64) -> String {
     out
 }
 
+/// Per point, each tenant's answered requests and latencies (µs), below the points'
+/// rows: empty when no point has tenants.
+pub fn tenants_table(points: &[PointResult]) -> String {
+    if points.iter().all(|p| p.tenants.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from("per tenant (µs): policy, load, tenant: count, mean, p50, p99\n");
+    for p in points {
+        for t in &p.tenants {
+            let l = &t.latency;
+            let _ = writeln!(
+                out,
+                "  {} {} {}: {} {} {:.1} {} {}",
+                p.policy, p.mode, p.load, t.tenant, l.count, l.mean_us, l.p50_us, l.p99_us
+            );
+        }
+    }
+    out
+}
+
 /// One row per point: throughput, latency percentiles, errors, priority latency, ratios.
 pub fn points_table(points: &[PointResult]) -> String {
     let has_priority = points.iter().any(|p| p.priority_latency.count > 0);
@@ -477,7 +497,20 @@ mod tests {
             p50_minus_raw_us: None,
             host_device_bytes_per_request: 0.0,
             cpu: None,
+            tenants: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_tenants_block_lists_each_tenant_of_each_point() {
+        assert_eq!(tenants_table(&[point()]), "", "no tenants: no block");
+        let mut p = point();
+        let latency = Latency { count: 30, mean_us: 120.25, p50_us: 110, p99_us: 300, ..Latency::default() };
+        p.tenants = vec![crate::measure::TenantLatency { tenant: "bob".into(), latency }];
+        assert_eq!(
+            tenants_table(&[p]),
+            "per tenant (µs): policy, load, tenant: count, mean, p50, p99\n  collaborative closed 4: bob 30 120.2 110 300\n"
+        );
     }
 
     #[test]

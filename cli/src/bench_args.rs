@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
     #[arg(long, default_value_t = 0.25)]
     pub stream_fraction: f64,
+    /// Requests name these tenants of the pipeline's [fairness] table, in these shares of the
+    /// requests (relative counts, spread evenly; a flood: alice=9,bob=1); each tenant's
+    /// latencies are reported apart.
+    #[arg(long, value_name = "NAME=SHARE,..", value_parser = tenants_parser)]
+    pub tenants: Option<TenantList>,
     /// Warm-up before each point's measurement (e.g. 1s, 500ms).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
@@ -157,6 +162,7 @@ impl BenchArgs {
             stream_chunks: self.stream_chunks,
             stream_inputs: self.stream_inputs,
             stream_fraction: self.stream_fraction,
+            tenants: self.tenants.map(|t| t.0).unwrap_or_default(),
             warmup: self.warmup,
             duration: self.duration,
             stability: self.stability,
@@ -217,6 +223,14 @@ impl FairnessArgs {
 }
 
 /// `--policy` values: the names [`BatchingPolicy::name`] gives.
+/// `--tenants`' value: the load's tenants and shares.
+#[derive(Clone, Debug)]
+pub struct TenantList(pub Vec<baton_bench::load::TenantShare>);
+
+fn tenants_parser(text: &str) -> Result<TenantList, String> {
+    baton_bench::load::parse_tenants(text).map(TenantList)
+}
+
 fn policy_parser() -> impl TypedValueParser<Value = BatchingPolicy> {
     PossibleValuesParser::new(BatchingPolicy::ALL.map(BatchingPolicy::name))
         .map(|name| BatchingPolicy::from_name(&name).expect("one of the possible values"))
@@ -283,5 +297,14 @@ mod tests {
         let options = args.options();
         assert_eq!((options.raw_io, options.raw_loops), (RawIo::Plain, 4));
         assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--raw-io", "mmap"]).is_err());
+    }
+
+    #[test]
+    fn tenants_parse_into_shares_and_bad_lists_are_refused() {
+        let Cli::Bench(args) = parse(&["bench", "p.toml", "--tenants", "alice=1,bob=3"]) else { panic!("bench") };
+        let names: Vec<(String, u64)> = args.options().tenants.into_iter().map(|t| (t.name, t.share)).collect();
+        assert_eq!(names, [("alice".to_string(), 1), ("bob".to_string(), 3)]);
+        let e = Cli::try_parse_from(["baton", "bench", "p.toml", "--tenants", "alice=0"]).err().unwrap().to_string();
+        assert!(e.contains("tenant `alice`'s share"), "{e}");
     }
 }

@@ -40,10 +40,10 @@ use rand::{Rng, SeedableRng};
 use super::cores::{speeds, Class, Classes};
 use super::cpu::{CpuCosts, Job};
 use super::durations::Durations;
-use super::nodes::{SimNode, SimTask};
+use super::nodes::{SimNode, SimTask, TenantQueues};
 use super::sessions::Send;
 use super::streams::{Entry, StreamEvent, Streams};
-use crate::load::{open_loop_sender, Arrivals, InterArrival, LoadShape};
+use crate::load::{open_loop_sender, Arrivals, InterArrival, LoadShape, Sent};
 use crate::measure::{Recorder, Tally, Window};
 
 /// The measured costs the model adds to the profile's batch times.
@@ -210,6 +210,7 @@ impl<'a> Sim<'a> {
                     priority_alone: collaborative && spec.scheduler.separate_priority_batches,
                     waiting: vec![0; n.inputs.len()],
                     full_mask: if slots > 1 { (1u64 << n.inputs.len()) - 1 } else { 0 },
+                    fair: TenantQueues::new(&spec.fairness),
                     ..SimNode::default()
                 }
             })
@@ -276,8 +277,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Sends requests as `streams` plans them (stream chunks, a mixed load).
+    /// Sends requests as `streams` plans them (stream chunks, a mixed load, tenants).
     pub fn with_streams(mut self, streams: Streams) -> Self {
+        self.recorder = Recorder::with_tenants(1, streams.tenant_names());
         self.streams = streams;
         self
     }
@@ -459,6 +461,7 @@ impl<'a> Sim<'a> {
         // Answered already (its outputs came before this route's): nothing runs for it.
         let Some(req) = self.requests[request].as_ref() else { return false };
         let (priority, stream) = (req.send.priority, req.send.stream);
+        let tenant = self.streams.pipeline_tenant(req.send.tenant);
         if req.failed || !self.streams.reach(req.send.reach).runs[node] {
             return false;
         }
@@ -467,7 +470,7 @@ impl<'a> Sim<'a> {
             return false;
         }
         let priority = priority && (self.spec.scheduler.priority_follows_dag || self.entry[node]);
-        let mut task = SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now };
+        let mut task = SimTask { request, rows: self.setup.rows, priority, enqueued_ns: self.now, tenant };
         if self.streams.gated(node) {
             match stream.map(|chunk| self.streams.enter(node, chunk, task)) {
                 Some(Entry::Now(t)) => task = t,
@@ -506,7 +509,8 @@ impl<'a> Sim<'a> {
         }
         let (send, client) = (req.send, req.client);
         if self.measuring && send.recorded {
-            self.recorder.record(0, (self.now - send.sent_ns) / 1000, send.priority, false);
+            let sent = Sent { priority: send.priority, tenant: send.tenant };
+            self.recorder.record_sent(0, (self.now - send.sent_ns) / 1000, sent, false);
         }
         if let Some(c) = client {
             self.follow(c, send);
@@ -540,7 +544,8 @@ impl<'a> Sim<'a> {
         let req = self.requests[request].take().expect("a live request");
         self.free.push(request);
         if self.measuring && req.send.recorded {
-            self.recorder.record(0, (self.now - req.send.sent_ns) / 1000, req.send.priority, true);
+            let sent = Sent { priority: req.send.priority, tenant: req.send.tenant };
+            self.recorder.record_sent(0, (self.now - req.send.sent_ns) / 1000, sent, true);
         }
         if let Some(c) = req.client {
             self.follow(c, req.send);

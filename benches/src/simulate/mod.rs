@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use baton::config::FairnessKind;
 use baton::spec::Resource;
 use baton::{BatchingPolicy, PipelineConfig, PipelineSpec};
 
@@ -107,8 +106,6 @@ pub(crate) fn unmodelled(spec: &PipelineSpec, streams: bool) -> Option<String> {
     });
     let scheduler_feature = if s.preempt_before.is_some() && s.policy == BatchingPolicy::Collaborative {
         Some("[scheduler] preempt_before (stopping young batches)")
-    } else if spec.fairness.order != FairnessKind::Fifo {
-        Some("[fairness] order (tenant orders other than fifo)")
     } else {
         None
     };
@@ -140,6 +137,9 @@ fn check(options: &SimOptions) -> Result<(), String> {
         }
         if b.stream_chunks > 0 || !b.stream_inputs.is_empty() {
             return Err("--sessions sends its own streams: leave out --stream-chunks and --stream-inputs".into());
+        }
+        if !b.tenants.is_empty() {
+            return Err("--sessions names no tenants: leave out --tenants".into());
         }
         if !b.sweep.is_empty() && b.capacity_rate.is_none() {
             return Err("--sessions with --sweep needs --capacity-rate (sessions/s at 100%)".into());
@@ -306,6 +306,7 @@ fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_
         options.bench.seed
     );
     print!("{}", report::points_table(points));
+    print!("{}", report::tenants_table(points));
     println!();
     print!("{}", report::nodes_table(points));
     println!();
@@ -379,10 +380,12 @@ pub fn load_streams(spec: &PipelineSpec, b: &BenchOptions, trace: bool) -> Resul
     if let Some(node) = spec.nodes.iter().find(|n| n.keeps_streams()).filter(|_| b.rows != 1) {
         return Err(format!("node `{}` keeps one row of state per stream: give --rows 1 (not {})", node.name, b.rows));
     }
+    crate::load::tenant_indices(&b.tenants, &spec.fairness.tenants)?;
     let shape = LoadShape {
         stream_chunks: b.stream_chunks as u64,
         stream_fraction: (!b.stream_inputs.is_empty()).then_some(b.stream_fraction),
         priority_fraction: b.priority_fraction,
+        tenants: b.tenants.clone(),
     };
     Ok(Streams::new(spec, shape, &b.stream_inputs, trace))
 }

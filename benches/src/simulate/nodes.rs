@@ -7,11 +7,19 @@
 //! priority tasks takes no others. Tasks of one request have equal shapes, so
 //! no take stops at a shape change.
 //!
+//! Under a tenant order other than fifo (`[fairness] order`), the non-priority
+//! tasks wait in one queue per tenant instead ([`TenantQueues`], after the
+//! runtime's `TenantQueues`), and each task taken into a batch is one round of
+//! the runtime's own [`TenantOrder`]: it names the tenant, the buffer takes
+//! that tenant's oldest task. Under fifo the single queue is kept and no order
+//! is asked, as in the runtime.
+//!
 //! The join table holds, per request, the input slots arrived so far, and per
 //! slot how many requests wait for it (what the join boost reads).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use baton::fairness::{FairnessKind, FairnessSpec, TenantOrder};
 use baton::stats::BatchSizeStats;
 use baton::NodeStats;
 
@@ -23,6 +31,57 @@ pub struct SimTask {
     pub priority: bool,
     /// When it entered the buffer, virtual ns.
     pub enqueued_ns: u64,
+    /// Its request's tenant: the index in the pipeline's `[fairness]` tenants (0: `default`).
+    pub tenant: usize,
+}
+
+/// Non-priority tasks by tenant, and the tenant order that chooses among them.
+pub struct TenantQueues {
+    queues: Vec<VecDeque<SimTask>>,
+    order: Box<dyn TenantOrder>,
+}
+
+impl std::fmt::Debug for TenantQueues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantQueues").field("queues", &self.queues).finish_non_exhaustive()
+    }
+}
+
+impl TenantQueues {
+    /// A node's tenant queues under `fairness` (its order built by the runtime's
+    /// [`FairnessKind::build`] from the tenants' weights); `None` under fifo.
+    pub fn new(fairness: &FairnessSpec) -> Option<TenantQueues> {
+        (fairness.order != FairnessKind::Fifo).then(|| TenantQueues {
+            queues: fairness.tenants.weights.iter().map(|_| VecDeque::new()).collect(),
+            order: fairness.order.build(&fairness.tenants.weights),
+        })
+    }
+
+    fn push(&mut self, task: SimTask) {
+        self.order.enqueue(task.tenant);
+        self.queues[task.tenant].push_back(task);
+    }
+
+    fn len(&self) -> usize {
+        self.order.pending()
+    }
+
+    fn oldest_ns(&self) -> u64 {
+        self.queues.iter().filter_map(|q| q.front()).map(|t| t.enqueued_ns).min().unwrap_or(u64::MAX)
+    }
+
+    /// Takes tasks tenant by tenant as the order chooses, while they fit (the runtime's `TenantQueues::take`).
+    fn take(&mut self, max_rows: usize, rows: &mut usize, out: &mut Vec<SimTask>) {
+        while let Some(tenant) = self.order.choose() {
+            let task = self.queues[tenant].front().expect("the order counts the queue's tasks");
+            if !out.is_empty() && *rows + task.rows > max_rows {
+                break;
+            }
+            *rows += task.rows;
+            out.push(self.queues[tenant].pop_front().expect("front exists"));
+            self.order.served(tenant);
+        }
+    }
 }
 
 /// A node's state in virtual time.
@@ -30,6 +89,8 @@ pub struct SimTask {
 pub struct SimNode {
     pub priority: VecDeque<SimTask>,
     pub normal: VecDeque<SimTask>,
+    /// Per-tenant queues under a tenant order other than fifo (`normal` stays empty then).
+    pub fair: Option<TenantQueues>,
     /// Workers told to run and not finished.
     pub busy: usize,
     /// Most rows per batch (the selector's batch rows).
@@ -61,13 +122,14 @@ pub struct Totals {
 
 impl SimNode {
     pub fn pending(&self) -> usize {
-        self.priority.len() + self.normal.len()
+        self.priority.len() + self.normal.len() + self.fair.as_ref().map_or(0, TenantQueues::len)
     }
 
     /// When the oldest waiting task arrived, or `u64::MAX`.
     pub fn oldest_ns(&self) -> u64 {
         let front = |q: &VecDeque<SimTask>| q.front().map_or(u64::MAX, |t| t.enqueued_ns);
-        front(&self.priority).min(front(&self.normal))
+        let tenants = self.fair.as_ref().map_or(u64::MAX, TenantQueues::oldest_ns);
+        front(&self.priority).min(front(&self.normal)).min(tenants)
     }
 
     /// Input `slot` of `request` arrived: `true` when every slot has (the task may run).
@@ -95,6 +157,8 @@ impl SimNode {
     pub fn push(&mut self, task: SimTask) {
         if task.priority {
             self.priority.push_back(task);
+        } else if let Some(fair) = &mut self.fair {
+            fair.push(task);
         } else {
             self.normal.push_back(task);
         }
@@ -119,6 +183,10 @@ impl SimNode {
             if rows >= max_rows || (self.priority_alone && taken_priority) {
                 break;
             }
+        }
+        let room = rows < max_rows && !(self.priority_alone && taken_priority);
+        if let Some(fair) = self.fair.as_mut().filter(|_| room) {
+            fair.take(max_rows, &mut rows, out);
         }
     }
 
@@ -162,7 +230,63 @@ mod tests {
     use super::*;
 
     fn task(request: usize, priority: bool) -> SimTask {
-        SimTask { request, rows: 1, priority, enqueued_ns: request as u64 }
+        SimTask { request, rows: 1, priority, enqueued_ns: request as u64, tenant: 0 }
+    }
+
+    /// `[fairness]` of `order` over tenants `default` (weight 1), `a` and `b` of these weights.
+    fn fairness(order: FairnessKind, a: u32, b: u32) -> FairnessSpec {
+        let tenants =
+            baton::fairness::Tenants { names: vec!["default".into(), "a".into(), "b".into()], weights: vec![1, a, b] };
+        FairnessSpec { order, tenants, granule: None }
+    }
+
+    #[test]
+    fn backlogged_tenants_are_served_as_the_runtimes_order_steps() {
+        for order in [FairnessKind::Weighted, FairnessKind::Stride] {
+            let spec = fairness(order, 1, 3);
+            let mut n =
+                SimNode { batch_rows: 8, priority_rows: 8, fair: TenantQueues::new(&spec), ..SimNode::default() };
+            // The same order, stepped by hand over the same arrivals.
+            let mut by_hand = order.build(&spec.tenants.weights);
+            // 200 tasks each: both stay backlogged through the 160 taken.
+            for r in 0..400 {
+                let tenant = 1 + r % 2;
+                n.push(SimTask { tenant, ..task(r, false) });
+                by_hand.enqueue(tenant);
+            }
+            assert_eq!(n.pending(), 400);
+            let (mut served, mut expected, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..20 {
+                n.take(&mut out);
+                assert_eq!(out.len(), 8, "{order:?}: full batches while both are backlogged");
+                served.extend(out.iter().map(|t| t.tenant));
+                expected.extend((0..8).map(|_| by_hand.step().unwrap()));
+            }
+            assert_eq!(served, expected, "{order:?}");
+            let b = served.iter().filter(|&&t| t == 2).count();
+            assert!(b.abs_diff(120) <= 1, "{order:?}: weights 1:3 give b three in four of 160: {b}");
+            // Within a tenant, first come first served.
+            let a: Vec<usize> = out.iter().filter(|t| t.tenant == 1).map(|t| t.request).collect();
+            assert!(a.windows(2).all(|w| w[0] < w[1]), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn priority_tasks_go_first_outside_the_tenant_order() {
+        let spec = fairness(FairnessKind::Weighted, 1, 3);
+        let mut n = SimNode { batch_rows: 3, priority_rows: 3, fair: TenantQueues::new(&spec), ..SimNode::default() };
+        n.push(SimTask { tenant: 1, ..task(0, false) });
+        n.push(SimTask { tenant: 2, ..task(1, true) });
+        assert_eq!(n.oldest_ns(), 0, "the tenant queues' oldest counts");
+        let mut out = Vec::new();
+        n.take(&mut out);
+        assert_eq!(out.iter().map(|t| t.request).collect::<Vec<_>>(), [1, 0]);
+        assert_eq!(n.pending(), 0);
+    }
+
+    #[test]
+    fn fifo_keeps_the_single_queue() {
+        assert!(TenantQueues::new(&fairness(FairnessKind::Fifo, 1, 3)).is_none());
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct Send {
     pub sent_ns: u64,
     /// Whether its latency is reported.
     pub recorded: bool,
+    /// Its tenant's index in the load's tenants (`--tenants`; sessions name none).
+    pub tenant: Option<usize>,
 }
 
 struct Live {
@@ -85,7 +87,14 @@ impl Sessions {
                 self.live.len() - 1
             }
         };
-        out.push(Send { reach: REACH_IMAGE, stream: None, priority: false, sent_ns: now, recorded: false });
+        out.push(Send {
+            reach: REACH_IMAGE,
+            stream: None,
+            priority: false,
+            sent_ns: now,
+            recorded: false,
+            tenant: None,
+        });
         self.send_chunk(client, now, out);
         client
     }
@@ -104,7 +113,7 @@ impl Sessions {
         let chunk = Chunk { id: s.id, k, start: k == 0, end };
         let reach = if end { REACH_FINAL } else { REACH_CHUNK };
         let sent_ns = s.final_due.take().unwrap_or(now);
-        out.push(Send { reach, stream: Some(chunk), priority: end, sent_ns, recorded: true });
+        out.push(Send { reach, stream: Some(chunk), priority: end, sent_ns, recorded: true, tenant: None });
     }
 
     /// Session `client`'s request `sent` was answered at `now` (or refused): when it
@@ -194,7 +203,8 @@ mod tests {
         assert_eq!(s.answered(c, &chunk1, 170), Some(170));
         s.send_chunk(c, 170, &mut out);
         assert!(out.is_empty(), "the final chunk waits for the image's answer");
-        let image = Send { reach: REACH_IMAGE, stream: None, priority: false, sent_ns: 100, recorded: false };
+        let image =
+            Send { reach: REACH_IMAGE, stream: None, priority: false, sent_ns: 100, recorded: false, tenant: None };
         assert_eq!(s.answered(c, &image, 250), Some(250), "the final chunk goes when the image is answered");
         s.send_chunk(c, 250, &mut out);
         let last = out.pop().unwrap();

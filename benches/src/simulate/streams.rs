@@ -86,6 +86,8 @@ pub struct Streams {
     /// Per node: `Some` (its open streams) where the node keeps per-stream state.
     gates: Vec<Option<HashMap<u64, Turn>>>,
     trace: Option<Vec<StreamEvent>>,
+    /// Per tenant of the load: its index in the pipeline's `[fairness]` tenants.
+    tenants: Vec<usize>,
 }
 
 /// What became of a chunk offered to a stateful node.
@@ -100,7 +102,11 @@ pub enum Entry {
 
 impl Streams {
     /// `stream_inputs`: the inputs chunks carry in a mixed load (empty: every input).
+    /// The load's tenants are the pipeline's (checked by `load_streams`, as `baton
+    /// bench` checks them; a name it lacks would count as `default`).
     pub fn new(spec: &PipelineSpec, shape: LoadShape, stream_inputs: &[String], trace: bool) -> Streams {
+        let pipeline = &spec.fairness.tenants;
+        let tenants = shape.tenants.iter().map(|t| pipeline.index(Some(&t.name)).unwrap_or(0)).collect();
         let all = vec![true; spec.inputs.len()];
         let (chunk_inputs, plain_inputs) = if stream_inputs.is_empty() {
             (all.clone(), all)
@@ -115,6 +121,7 @@ impl Streams {
             sessions: None,
             gates: Self::gates(spec),
             trace: trace.then(Vec::new),
+            tenants,
         }
     }
 
@@ -136,6 +143,7 @@ impl Streams {
             sessions: Some(sessions),
             gates: Self::gates(spec),
             trace: trace.then(Vec::new),
+            tenants: Vec::new(),
         })
     }
 
@@ -152,7 +160,18 @@ impl Streams {
             priority: plan.priority,
             sent_ns: now,
             recorded: true,
+            tenant: plan.tenant,
         }
+    }
+
+    /// The load's tenants' names (`--tenants`, in its order; empty when it names none).
+    pub fn tenant_names(&self) -> Vec<String> {
+        self.shape.tenants.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// The pipeline's tenant (its `[fairness]` index) of a request of the load's tenant `tenant`.
+    pub fn pipeline_tenant(&self, tenant: Option<usize>) -> usize {
+        tenant.map_or(0, |t| self.tenants[t])
     }
 
     /// What a kind of request reaches.
@@ -230,12 +249,13 @@ mod tests {
     }
 
     fn gate() -> Streams {
-        let shape = LoadShape { stream_chunks: 3, stream_fraction: None, priority_fraction: 0.0 };
-        Streams { shape, reaches: Vec::new(), sessions: None, gates: vec![Some(HashMap::new())], trace: None }
+        let shape = LoadShape { stream_chunks: 3, ..LoadShape::plain(0.0) };
+        let gates = vec![Some(HashMap::new())];
+        Streams { shape, reaches: Vec::new(), sessions: None, gates, trace: None, tenants: Vec::new() }
     }
 
     fn task(request: usize) -> SimTask {
-        SimTask { request, rows: 1, priority: false, enqueued_ns: 0 }
+        SimTask { request, rows: 1, priority: false, enqueued_ns: 0, tenant: 0 }
     }
 
     #[test]
