@@ -4,8 +4,6 @@
 //! session file once; [`Traffic::sim`] sets up each point's simulation with
 //! them (the one place either command builds a point's [`Sim`]).
 
-use std::path::PathBuf;
-
 use baton::PipelineSpec;
 
 use super::durations::Durations;
@@ -50,7 +48,6 @@ impl Default for StreamLoad {
 /// The sessions of a session file, ready to send.
 #[derive(Clone, Debug, PartialEq)]
 struct SessionPlan {
-    file: PathBuf,
     pace_ms: f64,
     /// Chunks per session, taken in turn.
     counts: Vec<u64>,
@@ -79,7 +76,7 @@ impl Traffic {
             return Err("--sessions sends its own streams: leave out --stream-chunks and --stream-inputs".into());
         }
         let counts = sessions::session_chunks(&load.file)?;
-        Ok(Traffic { streams, sessions: Some(SessionPlan { file: load.file.clone(), pace_ms: load.pace_ms, counts }) })
+        Ok(Traffic { streams, sessions: Some(SessionPlan { pace_ms: load.pace_ms, counts }) })
     }
 
     /// Whether the load sends streams (chunks or sessions): what a stateful node needs.
