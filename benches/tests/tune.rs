@@ -75,6 +75,8 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
         profile: profile(dir),
         slo: Slo { priority_p99_us: 5_000, others_p99_us: 10_000 },
         load,
+        streams: Default::default(),
+        sessions: None,
         budget: Budget::Evaluations(25),
         top: 3,
         write: Some(dir.join(write)),
@@ -126,6 +128,7 @@ fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found
         load: o.load,
         slo: o.slo,
         terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None },
+        traffic: Default::default(),
     };
     assert_eq!(evaluator.evaluate(&tuned), best.score);
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use baton_bench::load::Arrivals;
 use baton_bench::parse_duration;
+use baton_bench::simulate::traffic::StreamLoad;
+use baton_bench::simulate::SessionLoad;
 use baton_bench::tune::goodput::{Slo, TuneLoad};
 use baton_bench::tune::search::Budget;
 use baton_bench::tune::TuneOptions;
@@ -41,9 +43,28 @@ pub struct TuneArgs {
     /// Simulated measured time per point.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Closed-loop clients of the capacity point (the rates tried are 10% to 150% of its throughput).
-    #[arg(long, default_value_t = 32)]
-    pub capacity_concurrency: usize,
+    /// Closed-loop clients of the capacity point (the rates tried are 10% to 150% of its
+    /// throughput) [default: 32]; not with --sessions (see docs/simulate.md).
+    #[arg(long)]
+    pub capacity_concurrency: Option<usize>,
+    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
+    /// per-stream state); each stream's final chunk is a priority task, reported apart.
+    #[arg(long, default_value_t = 0)]
+    pub stream_chunks: usize,
+    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
+    /// chunks carry the other inputs.
+    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
+    pub stream_inputs: Vec<String>,
+    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
+    #[arg(long, default_value_t = 0.25)]
+    pub stream_fraction: f64,
+    /// Send sessions as `examples/collab --image-first` does, from this session file
+    /// (data/sessions.json), as `baton simulate --sessions` does; the goodput is in sessions/s.
+    #[arg(long)]
+    pub sessions: Option<PathBuf>,
+    /// With --sessions: from one chunk of a session to the next, ms.
+    #[arg(long, default_value_t = 32.0)]
+    pub pace_ms: f64,
     /// The search's budget: candidates scored (`300`, deterministic) or time (`90s`, `5m`).
     #[arg(long, default_value = "200")]
     pub budget: Budget,
@@ -70,8 +91,15 @@ impl TuneArgs {
                 seed: self.seed,
                 warmup_ns: self.warmup.as_nanos() as u64,
                 duration_ns: self.duration.as_nanos() as u64,
-                capacity_concurrency: self.capacity_concurrency.max(1),
+                capacity_concurrency: self.capacity_concurrency.map(|c| c.max(1)),
             },
+            streams: StreamLoad {
+                chunks: self.stream_chunks,
+                inputs: self.stream_inputs,
+                fraction: self.stream_fraction,
+                tenants: Vec::new(),
+            },
+            sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
             budget: self.budget,
             top: self.top,
             write: self.write,
@@ -103,6 +131,15 @@ mod tests {
         assert_eq!(options.load, baton_bench::tune::default_load());
         assert_eq!(options.slo, Slo { priority_p99_us: 2000, others_p99_us: 9000 });
         assert_eq!(options.budget, Budget::Evaluations(200));
+        assert_eq!((options.streams, options.sessions), (StreamLoad::default(), None));
+        let streamed = ["--stream-chunks", "16", "--stream-inputs", "chunk", "--sessions", "s.json", "--pace-ms", "8"];
+        let Cli::Tune(tune) = Cli::try_parse_from(args.iter().copied().chain(streamed)).unwrap();
+        let options = tune.options();
+        assert_eq!(
+            options.streams,
+            StreamLoad { chunks: 16, inputs: vec!["chunk".into()], fraction: 0.25, tenants: Vec::new() }
+        );
+        assert_eq!(options.sessions, Some(SessionLoad { file: "s.json".into(), pace_ms: 8.0 }));
         let timed = ["baton", "tune", "p.toml", "--profile", "q.json", "--slo", "priority_p99=1,others_p99=1"];
         let Cli::Tune(tune) = Cli::try_parse_from(timed.iter().copied().chain(["--budget", "2m"])).unwrap();
         assert_eq!(tune.options().budget, Budget::Time(Duration::from_secs(120)));

@@ -71,8 +71,14 @@ fn status_of(headers: &HeaderMap) -> Option<String> {
 /// Sends one call and reads its whole answer; its status.
 async fn exchange(sender: &mut SendRequest<Bytes>, call: &Call) -> Result<String, h2::Error> {
     let (answer, mut body) = sender.send_request(call.head(), false)?;
-    body.send_data(call.frame.clone(), true)?;
-    let (head, mut received) = answer.await?.into_parts();
+    // A server that refuses from the headers alone (a trailers-only RESOURCE_EXHAUSTED) may
+    // close the stream before the body is sent: its answer still counts, so a failed send
+    // is the call's outcome only when no answer came.
+    let sent = body.send_data(call.frame.clone(), true);
+    let (head, mut received) = match answer.await {
+        Ok(answer) => answer.into_parts(),
+        Err(e) => return Err(sent.err().unwrap_or(e)),
+    };
     if head.status != http::StatusCode::OK {
         return Ok(format!("HTTP {}", head.status.as_u16()));
     }

@@ -10,7 +10,8 @@
 //! thread classes included), [`cpu`] (the runtime's own CPU as work on the
 //! cores), [`nodes`] (buffers, joins, totals), [`streams`] (what each request
 //! carries, per-stream order at stateful nodes), [`sessions`] (the collab
-//! example's sessions as a load), [`engine`] (the event loop of one point).
+//! example's sessions as a load), [`traffic`] (what a point sends: the options
+//! checked, each point's simulation set up), [`engine`] (the event loop of one point).
 //! docs/simulate.md says what it models, what it does not, and how close it
 //! comes to real runs.
 
@@ -22,6 +23,7 @@ pub mod nodes;
 pub mod outliers;
 pub mod sessions;
 pub mod streams;
+pub mod traffic;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,13 +32,12 @@ use std::time::Instant;
 use baton::spec::Resource;
 use baton::{BatchingPolicy, PipelineConfig, PipelineSpec};
 
-use crate::load::LoadShape;
 use crate::measure::{point_result, PointResult};
 use crate::report::{self, BenchReport};
 use crate::{BenchOptions, Load};
 use durations::Durations;
-use engine::{PointSetup, Sim, SimLoad, Terms};
-use streams::Streams;
+use engine::{PointSetup, SimLoad, Terms};
+use traffic::{StreamLoad, Traffic};
 
 /// What `baton simulate` runs: `baton bench`'s load options, the profile, and the model's measured terms.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,15 +129,9 @@ fn check(options: &SimOptions) -> Result<(), String> {
     }
     options.cpu.costs()?;
     outliers::check(options.outlier_fence)?;
-    if let Some(s) = &options.sessions {
-        if !(s.pace_ms.is_finite() && s.pace_ms >= 0.0) {
-            return Err("--pace-ms must be non-negative".into());
-        }
+    if options.sessions.is_some() {
         if !b.concurrency.is_empty() || (b.rate.is_empty() && b.sweep.is_empty()) {
             return Err("--sessions starts sessions at --rate (sessions/s) or --sweep: not --concurrency".into());
-        }
-        if b.stream_chunks > 0 || !b.stream_inputs.is_empty() {
-            return Err("--sessions sends its own streams: leave out --stream-chunks and --stream-inputs".into());
         }
         if !b.tenants.is_empty() {
             return Err("--sessions names no tenants: leave out --tenants".into());
@@ -196,6 +191,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
     let file = b.pipeline.as_ref().ok_or("give the pipeline file")?;
     let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
     let terms = terms(options)?;
+    let traffic = traffic(options)?;
     // Only the simulation counts toward the speed figure (not reading models or the profile).
     let mut took = 0.0;
     let mut simulated_ns = 0u64;
@@ -209,14 +205,13 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
             return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
         }
         let durations = durations(options, &spec, terms)?;
-        let loads = sim_loads(options, &spec, &durations, terms)?;
-        let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
+        let loads = sim_loads(options, &spec, &durations, terms, &traffic)?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
             let setup = setup(b, load, k);
             simulated_ns += setup.warmup_ns + setup.duration_ns;
             let started = Instant::now();
-            let window = sim(&spec, &durations, terms, setup, options, counts.as_deref())?.run();
+            let window = traffic.sim(&spec, &durations, terms, setup, false)?.run();
             took += started.elapsed().as_secs_f64();
             last_end = window.nodes_end.clone();
             let (mode, value) = match load {
@@ -293,9 +288,7 @@ pub fn trace_point(
     let spec = policy_spec(&config, policy, options, file, engines)?;
     let terms = terms(options)?;
     let durations = durations(options, &spec, terms)?;
-    let counts = options.sessions.as_ref().map(|s| sessions::session_chunks(&s.file)).transpose()?;
-    let sim = Sim::new(&spec, &durations, terms, setup(b, load, 0));
-    Ok(sim.with_streams(point_streams(&spec, options, counts.as_deref(), true)?).run_traced())
+    Ok(traffic(options)?.sim(&spec, &durations, terms, setup(b, load, 0), true)?.run_traced())
 }
 
 fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_sizes: &[report::PolicyBatches]) {
@@ -336,58 +329,16 @@ pub(crate) fn profile_cores(path: &Path) -> Result<f64, String> {
     Ok(value["cores"].as_u64().filter(|&c| c > 0).unwrap_or(1) as f64)
 }
 
-/// The simulation of one point, sending requests as `baton bench` would (streams, a mixed load).
-fn sim<'a>(
-    spec: &'a PipelineSpec,
-    durations: &'a Durations,
-    terms: Terms,
-    setup: PointSetup,
-    options: &SimOptions,
-    sessions: Option<&[u64]>,
-) -> Result<Sim<'a>, String> {
-    Ok(Sim::new(spec, durations, terms, setup).with_streams(point_streams(spec, options, sessions, false)?))
-}
-
-/// The load's requests: sessions (`sessions`: chunks per session) or `baton bench`'s.
-fn point_streams(
-    spec: &PipelineSpec,
-    options: &SimOptions,
-    sessions: Option<&[u64]>,
-    trace: bool,
-) -> Result<Streams, String> {
-    match (&options.sessions, sessions) {
-        (Some(load), Some(counts)) => {
-            let pace_ns = (load.pace_ms * 1e6).round() as u64;
-            Streams::with_sessions(spec, sessions::Sessions::new(counts.to_vec(), pace_ns), trace)
-        }
-        _ => load_streams(spec, &options.bench, trace),
-    }
-}
-
-/// The load's request kinds as `baton bench` sends them (its `request_pool`), checked
-/// as it checks them; `trace` keeps every chunk's start and write-back at stateful nodes.
-pub fn load_streams(spec: &PipelineSpec, b: &BenchOptions, trace: bool) -> Result<Streams, String> {
-    let names: Vec<&str> = spec.inputs.iter().map(|i| i.spec.name.as_str()).collect();
-    if let Some(name) = b.stream_inputs.iter().find(|n| !names.contains(&n.as_str())) {
-        return Err(format!("--stream-inputs: the pipeline has no input `{name}`"));
-    }
-    if !b.stream_inputs.is_empty() && b.stream_chunks == 0 {
-        return Err("--stream-inputs needs --stream-chunks N".into());
-    }
-    if !b.stream_inputs.is_empty() && names.iter().all(|n| b.stream_inputs.iter().any(|s| s == n)) {
-        return Err("--stream-inputs names every input: a mixed load needs inputs for its plain requests".into());
-    }
-    if let Some(node) = spec.nodes.iter().find(|n| n.keeps_streams()).filter(|_| b.rows != 1) {
-        return Err(format!("node `{}` keeps one row of state per stream: give --rows 1 (not {})", node.name, b.rows));
-    }
-    crate::load::tenant_indices(&b.tenants, &spec.fairness.tenants)?;
-    let shape = LoadShape {
-        stream_chunks: b.stream_chunks as u64,
-        stream_fraction: (!b.stream_inputs.is_empty()).then_some(b.stream_fraction),
-        priority_fraction: b.priority_fraction,
+/// What each point sends: `baton bench`'s requests (streams, a mixed load) or sessions.
+fn traffic(options: &SimOptions) -> Result<Traffic, String> {
+    let b = &options.bench;
+    let streams = StreamLoad {
+        chunks: b.stream_chunks,
+        inputs: b.stream_inputs.clone(),
+        fraction: b.stream_fraction,
         tenants: b.tenants.clone(),
     };
-    Ok(Streams::new(spec, shape, &b.stream_inputs, trace))
+    Traffic::new(streams, options.sessions.as_ref())
 }
 
 /// The point's setup: the bench's warm-up and duration, a seed per point.
@@ -411,6 +362,7 @@ fn sim_loads(
     spec: &PipelineSpec,
     durations: &Durations,
     terms: Terms,
+    traffic: &Traffic,
 ) -> Result<Vec<SimLoad>, String> {
     let b = &options.bench;
     if b.sweep.is_empty() {
@@ -427,7 +379,7 @@ fn sim_loads(
         Some(rate) => rate,
         None => {
             let setup = setup(b, SimLoad::Closed(b.capacity_concurrency), usize::MAX);
-            let window = sim(spec, durations, terms, setup, options, None)?.run();
+            let window = traffic.sim(spec, durations, terms, setup, false)?.run();
             let rate = window.throughput();
             if rate <= 0.0 {
                 return Err("the capacity point answered no request: lengthen --duration".into());

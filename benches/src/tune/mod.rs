@@ -4,7 +4,8 @@
 //! sizes, the compute budget, the rule's options, `max_queue_delay_us` under the
 //! dynamic policy) for the highest request rate that meets the SLO in
 //! `baton simulate`'s model, prints the best candidates and writes the best as
-//! a pipeline file.
+//! a pipeline file. The load is `baton simulate`'s: plain requests, chunks of
+//! streams (a mixed load) or the collab example's sessions (rates in sessions/s).
 //!
 //! Modules: [`knobs`] (what may change, applying a candidate), [`goodput`]
 //! (a candidate's goodput: a scan down a grid of rates, then bisection), [`search`] (coordinate
@@ -25,6 +26,8 @@ use toml::Table;
 
 use crate::load::Arrivals;
 use crate::simulate::engine::Terms;
+use crate::simulate::traffic::{StreamLoad, Traffic};
+use crate::simulate::SessionLoad;
 use goodput::{Evaluator, Slo, TuneLoad};
 use knobs::Knob;
 use search::{Budget, Found, Search};
@@ -36,6 +39,10 @@ pub struct TuneOptions {
     pub profile: PathBuf,
     pub slo: Slo,
     pub load: TuneLoad,
+    /// `--stream-chunks`, `--stream-inputs`, `--stream-fraction`, as `baton simulate` reads them.
+    pub streams: StreamLoad,
+    /// Send the collab example's sessions (rates count sessions per second).
+    pub sessions: Option<SessionLoad>,
     pub budget: Budget,
     /// Candidates printed.
     pub top: usize,
@@ -81,6 +88,7 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
     if !(0.0..=1.0).contains(&options.load.priority_fraction) {
         return Err("--priority-fraction must be within 0 and 1".into());
     }
+    let traffic = traffic(options)?;
     let cores = options.cores.unwrap_or(crate::simulate::profile_cores(&options.profile)?);
     let terms = Terms {
         wake_ns: (options.wake_us.max(0.0) * 1000.0).round() as u64,
@@ -97,6 +105,7 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
         load: options.load,
         slo: options.slo,
         terms,
+        traffic,
     };
     // The shipped file must simulate: its errors are the user's to fix, not a candidate's.
     evaluator.spec(&table)?;
@@ -104,7 +113,7 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
     let knobs = knobs::knobs(&table, config.scheduler.policy, options.load.rows, cores, &profiled);
     let on_scored = |n: usize, f: &Found| {
         if progress {
-            eprintln!("candidate {n}: goodput {:.1} requests/s", f.score.goodput);
+            eprintln!("candidate {n}: goodput {:.1} {}", f.score.goodput, unit(options));
         }
     };
     let search = Search {
@@ -127,6 +136,37 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
     Ok(result)
 }
 
+/// What each point sends, checked: `baton simulate`'s checks, and the closed
+/// loop of the capacity point is not one sessions have.
+fn traffic(options: &TuneOptions) -> Result<Traffic, String> {
+    if options.sessions.is_some() && options.load.capacity_concurrency.is_some() {
+        return Err("--sessions has no closed loop: leave out --capacity-concurrency (the rates scanned \
+                    start at the rate the profile's median work saturates the cores, docs/simulate.md)"
+            .into());
+    }
+    Traffic::new(options.streams.clone(), options.sessions.as_ref())
+}
+
+/// What the rates count.
+fn unit(options: &TuneOptions) -> &'static str {
+    if options.sessions.is_some() {
+        "sessions/s"
+    } else {
+        "requests/s"
+    }
+}
+
+/// The load, as the options that give it: rows, priority fraction, streams or sessions.
+fn load_line(options: &TuneOptions) -> String {
+    let l = &options.load;
+    let streams = options.streams.describe();
+    match &options.sessions {
+        Some(s) => format!("--sessions {} --pace-ms {} (rates in sessions/s)", s.file.display(), s.pace_ms),
+        None if streams.is_empty() => format!("--rows {} --priority-fraction {}", l.rows, l.priority_fraction),
+        None => format!("--rows {} --priority-fraction {} {streams}", l.rows, l.priority_fraction),
+    }
+}
+
 /// The pipeline file as a TOML table, and parsed.
 fn read(path: &Path) -> Result<(Table, PipelineConfig), String> {
     let config = PipelineConfig::read(path).map_err(|e| e.to_string())?;
@@ -142,19 +182,19 @@ pub fn report(options: &TuneOptions, result: &TuneResult) -> String {
     order.sort_by(|&a, &b| result.found[b].score.goodput.total_cmp(&result.found[a].score.goodput).then(a.cmp(&b)));
     let mut out = format!(
         "Baton tune (simulated): pipeline {}, profile {}, SLO priority p99 <= {} µs, others p99 <= {} µs, \
-         {} row(s), priority fraction {}, seed {}; {} candidates scored\n",
+         seed {}; {} candidates scored\nload: {}; goodput and capacity in {}\n",
         options.pipeline.display(),
         options.profile.display(),
         options.slo.priority_p99_us,
         options.slo.others_p99_us,
-        options.load.rows,
-        options.load.priority_fraction,
         options.load.seed,
-        result.found.len()
+        result.found.len(),
+        load_line(options),
+        unit(options)
     );
     out += &format!(
         "{:<5} {:>12} {:>9} {:>12} {:>12} {:>12}  {}\n",
-        "rank", "goodput/s", "x shipped", "capacity/s", "prio p99 µs", "other p99 µs", "changes from the shipped file"
+        "rank", "goodput", "x shipped", "capacity", "prio p99 µs", "other p99 µs", "changes from the shipped file"
     );
     // Candidates of equal goodput differ in knobs the model shows no effect of: the first scored stands for them.
     let mut shown = vec![result.found[0].score.goodput.to_bits()];
@@ -210,17 +250,18 @@ pub fn write(result: &TuneResult, options: &TuneOptions, path: &Path) -> Result<
     let f = &result.found[result.best];
     let body = toml::to_string(&table).map_err(|e| format!("cannot write the tuned file: {e}"))?;
     let text = format!(
-        "# Written by `baton tune` from {} (profile {}): simulated goodput {:.1} requests/s\n\
-         # (shipped {:.1}) at priority p99 <= {} µs, others p99 <= {} µs, {} row(s), priority fraction {}.\n\
+        "# Written by `baton tune` from {} (profile {}): simulated goodput {:.1} {}\n\
+         # (shipped {:.1}) at priority p99 <= {} µs, others p99 <= {} µs.\n\
+         # Load: {}.\n\
          # Changed: {}\n\n{body}",
         options.pipeline.display(),
         options.profile.display(),
         f.score.goodput,
+        unit(options),
         result.found[0].score.goodput,
         options.slo.priority_p99_us,
         options.slo.others_p99_us,
-        options.load.rows,
-        options.load.priority_fraction,
+        load_line(options),
         changes(&result.knobs, &f.choice, None)
     );
     std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
@@ -300,6 +341,6 @@ pub fn default_load() -> TuneLoad {
         seed: 1,
         warmup_ns: 500_000_000,
         duration_ns: 2_000_000_000,
-        capacity_concurrency: 32,
+        capacity_concurrency: None,
     }
 }

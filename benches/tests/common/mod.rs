@@ -1,6 +1,10 @@
 //! What the simulator's test files share: scratch folders, profiles written
 //! from samples, and the options of a plain run.
 
+// Pipelines with streams and sessions; a test file uses some of them, or none.
+#[allow(dead_code)]
+pub mod streams;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
