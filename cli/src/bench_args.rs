@@ -56,17 +56,8 @@ pub struct BenchArgs {
     /// Fraction of requests marked priority (evenly spread); their latency is also reported apart.
     #[arg(long, default_value_t = 0.0)]
     pub priority_fraction: f64,
-    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
-    /// per-stream state); each stream's final chunk is a priority task, reported apart.
-    #[arg(long, default_value_t = 0)]
-    pub stream_chunks: usize,
-    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
-    /// chunks carry the other inputs (a flood of plain requests beside the streams).
-    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
-    pub stream_inputs: Vec<String>,
-    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
-    #[arg(long, default_value_t = 0.25)]
-    pub stream_fraction: f64,
+    #[command(flatten)]
+    pub streams: StreamArgs,
     /// Requests name these tenants of the pipeline's [fairness] table, in these shares of the
     /// requests (relative counts, spread evenly; a flood: alice=9,bob=1); each tenant's
     /// latencies are reported apart.
@@ -159,9 +150,9 @@ impl BenchArgs {
             pool: self.pool,
             seed: self.seed,
             priority_fraction: self.priority_fraction,
-            stream_chunks: self.stream_chunks,
-            stream_inputs: self.stream_inputs,
-            stream_fraction: self.stream_fraction,
+            stream_chunks: self.streams.stream_chunks,
+            stream_inputs: self.streams.stream_inputs,
+            stream_fraction: self.streams.stream_fraction,
             tenants: self.tenants.map(|t| t.0).unwrap_or_default(),
             warmup: self.warmup,
             duration: self.duration,
@@ -246,6 +237,22 @@ fn raw_io_parser() -> impl TypedValueParser<Value = RawIo> {
 pub(crate) fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
     PossibleValuesParser::new(Arrivals::ALL.map(Arrivals::name))
         .map(|name| Arrivals::from_name(&name).expect("one of the possible values"))
+}
+
+/// The stream load's options, shared by `baton bench`, `baton simulate` and `baton tune`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct StreamArgs {
+    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
+    /// per-stream state); each stream's final chunk is a priority task, reported apart.
+    #[arg(long, default_value_t = 0)]
+    pub stream_chunks: usize,
+    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
+    /// chunks carry the other inputs (a flood of plain requests beside the streams).
+    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
+    pub stream_inputs: Vec<String>,
+    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
+    #[arg(long, default_value_t = 0.25)]
+    pub stream_fraction: f64,
 }
 
 #[cfg(test)]

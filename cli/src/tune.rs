@@ -14,6 +14,8 @@ use baton_bench::tune::goodput::{Slo, TuneLoad};
 use baton_bench::tune::search::Budget;
 use baton_bench::tune::TuneOptions;
 
+use crate::bench_args::StreamArgs;
+
 /// `baton tune` arguments: the pipeline, the profile, the SLO, the load and the search's budget.
 #[derive(Clone, Debug, clap::Args)]
 pub struct TuneArgs {
@@ -47,17 +49,8 @@ pub struct TuneArgs {
     /// throughput) [default: 32]; not with --sessions (see docs/simulate.md).
     #[arg(long)]
     pub capacity_concurrency: Option<usize>,
-    /// Send requests as chunks of streams of this many chunks (needed by pipelines that keep
-    /// per-stream state); each stream's final chunk is a priority task, reported apart.
-    #[arg(long, default_value_t = 0)]
-    pub stream_chunks: usize,
-    /// A mixed load: the pipeline inputs stream chunks carry; requests not sent as
-    /// chunks carry the other inputs.
-    #[arg(long, value_delimiter = ',', value_name = "INPUT,..")]
-    pub stream_inputs: Vec<String>,
-    /// A mixed load: the fraction of each sender's requests sent as stream chunks (spread evenly).
-    #[arg(long, default_value_t = 0.25)]
-    pub stream_fraction: f64,
+    #[command(flatten)]
+    pub streams: StreamArgs,
     /// Send sessions as `examples/collab --image-first` does, from this session file
     /// (data/sessions.json), as `baton simulate --sessions` does; the goodput is in sessions/s.
     #[arg(long)]
@@ -94,9 +87,9 @@ impl TuneArgs {
                 capacity_concurrency: self.capacity_concurrency.map(|c| c.max(1)),
             },
             streams: StreamLoad {
-                chunks: self.stream_chunks,
-                inputs: self.stream_inputs,
-                fraction: self.stream_fraction,
+                chunks: self.streams.stream_chunks,
+                inputs: self.streams.stream_inputs,
+                fraction: self.streams.stream_fraction,
                 tenants: Vec::new(),
             },
             sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
