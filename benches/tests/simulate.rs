@@ -105,6 +105,38 @@ fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes()
 }
 
 #[test]
+fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
+    let dir = folder(SUITE, "slice");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.cores = Some(1.0);
+    o.slice_us = 5000.0;
+    // One request at a time: its worker always finds the core free.
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1000, 1000));
+    // Two workers on one core, two clients: shared, every batch takes 2000 µs. A worker
+    // woken while the other runs waits up to a slice (1 ms) while the other has the core
+    // alone: some answers come sooner, some later, none more than a slice later, and the
+    // core's work is the same (a closed loop's mean stays 2 ms).
+    let text =
+        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
+    let pipeline = dir.join("two_workers.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    o.bench.pipeline = Some(pipeline);
+    o.bench.concurrency = vec![2];
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    o.slice_us = 0.0;
+    let shared = simulate(&o, &engines()).unwrap().points[0].latency.clone();
+    assert_eq!((shared.min_us, shared.max_us), (2000, 2000));
+    o.slice_us = 1000.0;
+    let sliced = simulate(&o, &engines()).unwrap().points[0].latency.clone();
+    assert!(sliced.min_us < 2000 && sliced.max_us > 2000 && sliced.max_us <= 3000, "{sliced:?}");
+    assert!((sliced.mean_us - 2000.0).abs() < 5.0, "{sliced:?}");
+    o.slice_us = -1.0;
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--slice-us"));
+}
+
+#[test]
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let dir = folder(SUITE, "terms");
     // c=2 on one node with two workers and one core: both batches run at half speed.

@@ -81,6 +81,7 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
         top: 3,
         write: Some(dir.join(write)),
         wake_us: 0.0,
+        slice_us: 0.0,
         hop_us: 0.0,
         cores: None,
         cpu: Default::default(),
@@ -127,7 +128,7 @@ fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found
         engines: &engines(),
         load: o.load,
         slo: o.slo,
-        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None },
+        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None, slice_ns: 0 },
         traffic: Default::default(),
     };
     assert_eq!(evaluator.evaluate(&tuned), best.score);

@@ -44,6 +44,7 @@ fn tune_options(pipeline: PathBuf, profile: PathBuf, write: PathBuf, budget: usi
         top: 3,
         write: Some(write),
         wake_us: 0.0,
+        slice_us: 0.0,
         hop_us: 0.0,
         cores: None,
         cpu: Default::default(),
@@ -59,7 +60,7 @@ fn evaluator<'a>(o: &TuneOptions, engines: &'a baton::EngineRegistry) -> Evaluat
         engines,
         load: o.load,
         slo: o.slo,
-        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None },
+        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None, slice_ns: 0 },
         traffic: Traffic::new(o.streams.clone(), o.sessions.as_ref()).unwrap(),
     }
 }

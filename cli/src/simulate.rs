@@ -38,6 +38,10 @@ pub struct ModelTerms {
     /// Measured term: from a scheduling decision to its worker's start, µs.
     #[arg(long, default_value_t = 0.0)]
     pub wake_us: f64,
+    /// Measured term: the OS's time slice, µs: a worker woken into the normal class while
+    /// every core is taken waits a uniform draw of up to this long (0: never).
+    #[arg(long, default_value_t = 0.0)]
+    pub slice_us: f64,
     /// Measured term: from a batch's end to its outputs at the next nodes or the client, µs.
     #[arg(long, default_value_t = 0.0)]
     pub hop_us: f64,
@@ -86,6 +90,7 @@ impl SimulateArgs {
             outlier_fence: self.terms.outlier_fence,
             sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
             compute_scale: self.compute_scale,
+            slice_us: self.terms.slice_us,
         }
     }
 }

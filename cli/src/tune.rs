@@ -97,6 +97,7 @@ impl TuneArgs {
             top: self.top,
             write: self.write,
             wake_us: self.terms.wake_us,
+            slice_us: self.terms.slice_us,
             hop_us: self.terms.hop_us,
             cores: self.terms.cores,
             cpu: self.terms.cpu(),

@@ -65,6 +65,12 @@ impl Classes {
         }
     }
 
+    /// Whether a batch starting at `node` would run at the real-time policy (`urgent`:
+    /// it would take a priority task).
+    pub fn is_realtime(&self, node: usize, urgent: bool) -> bool {
+        self.on && self.realtime && (urgent || (self.by_node && self.seen_priority[node]))
+    }
+
     /// The class of a batch starting at `node`: whether it holds a priority task, and
     /// whether priority work still waits at the node.
     pub fn of(&mut self, node: usize, holds_priority: bool, priority_waits: bool) -> Class {

@@ -59,6 +59,9 @@ pub struct Terms {
     pub cpu: CpuCosts,
     /// Profile samples above this Tukey fence are dropped ([`super::outliers`]).
     pub fence: Option<f64>,
+    /// The OS's time slice, ns: a worker woken into the normal class while every core is
+    /// taken waits a uniform draw of up to this long before its batch starts (0: never).
+    pub slice_ns: u64,
 }
 
 /// How requests arrive.
@@ -86,6 +89,10 @@ enum Ev {
         client: Option<usize>,
     },
     Start {
+        node: usize,
+    },
+    /// A worker that waited for a core (see [`Terms::slice_ns`]) takes its batch.
+    Woken {
         node: usize,
     },
     /// A batch's work ends (unless its version is stale: its end moved since).
@@ -326,6 +333,7 @@ impl<'a> Sim<'a> {
             match ev {
                 Ev::Arrive { client } => self.arrive(client),
                 Ev::Start { node } => self.start(node),
+                Ev::Woken { node } => self.take_and_run(node),
                 Ev::Done { batch, version } => self.done(batch, version),
                 Ev::Handoff { batch } => self.handoff(batch),
                 Ev::Tick => {
@@ -585,8 +593,30 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A told worker takes its batch and starts it (or, finding nothing, is idle again).
+    /// A told worker wakes: with every core taken, a worker of the normal class waits for
+    /// a running thread's slice to end (a uniform draw up to `slice_ns`); a real-time one
+    /// takes a core at once.
     fn start(&mut self, node: usize) {
+        let slice = self.terms.slice_ns;
+        if slice > 0
+            && self.running.len() as f64 >= self.terms.cores
+            && !self.classes.is_realtime(node, self.priority_waits(node))
+        {
+            let wait = (self.rng.random::<f64>() * slice as f64) as u64;
+            self.at(self.now + wait, Ev::Woken { node });
+            return;
+        }
+        self.take_and_run(node);
+    }
+
+    /// Whether priority work waits at `node`: in its buffer, or parked behind an earlier
+    /// chunk of its stream (as the runtime's worker asks before it sets its batch's class).
+    fn priority_waits(&self, node: usize) -> bool {
+        !self.nodes[node].priority.is_empty() || self.streams.priority_parked(node) > 0
+    }
+
+    /// A worker takes its batch and starts it (or, finding nothing, is idle again).
+    fn take_and_run(&mut self, node: usize) {
         let mut tasks = std::mem::take(&mut self.take_buffer);
         self.nodes[node].take(&mut tasks);
         if tasks.is_empty() {
@@ -606,7 +636,7 @@ impl<'a> Sim<'a> {
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
-        let class = self.classes.of(node, tasks.iter().any(|t| t.priority), !self.nodes[node].priority.is_empty());
+        let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
         let batch = Batch {
             job: Job::Compute,
             node,

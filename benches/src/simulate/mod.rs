@@ -57,6 +57,8 @@ pub struct SimOptions {
     pub outlier_fence: Option<f64>,
     /// Send sessions as the collab example does, instead of `baton bench`'s requests.
     pub sessions: Option<SessionLoad>,
+    /// The OS's time slice a woken normal-class worker may wait for a core, µs (0: none).
+    pub slice_us: f64,
     /// `NODE=FACTOR`: the node's profiled batch times are multiplied by FACTOR.
     pub compute_scale: Vec<String>,
 }
@@ -123,6 +125,9 @@ fn check(options: &SimOptions) -> Result<(), String> {
     }
     if !(options.wake_us >= 0.0 && options.hop_us >= 0.0 && options.wake_us.is_finite() && options.hop_us.is_finite()) {
         return Err("--wake-us and --hop-us must be non-negative".into());
+    }
+    if !(options.slice_us.is_finite() && options.slice_us >= 0.0) {
+        return Err("--slice-us must be a non-negative number of µs".into());
     }
     if options.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
         return Err("--cores must be positive".into());
@@ -269,6 +274,7 @@ fn terms(options: &SimOptions) -> Result<Terms, String> {
         },
         cpu: options.cpu.costs()?,
         fence: options.outlier_fence,
+        slice_ns: (options.slice_us * 1000.0).round() as u64,
     })
 }
 
@@ -318,6 +324,7 @@ fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
     s["task_cpu_us"] = serde_json::json!(options.cpu.task_us);
     s["outlier_fence"] = serde_json::json!(options.outlier_fence);
     s["compute_scale"] = serde_json::json!(options.compute_scale);
+    s["slice_us"] = serde_json::json!(options.slice_us);
     s
 }
 

@@ -88,6 +88,9 @@ pub struct Streams {
     trace: Option<Vec<StreamEvent>>,
     /// Per tenant of the load: its index in the pipeline's `[fairness]` tenants.
     tenants: Vec<usize>,
+    /// Per node: priority chunks parked behind an earlier chunk of their stream (the
+    /// runtime's `priority_parked`: the batch running that chunk goes to the foreground).
+    priority_parked: Vec<usize>,
 }
 
 /// What became of a chunk offered to a stateful node.
@@ -122,6 +125,7 @@ impl Streams {
             gates: Self::gates(spec),
             trace: trace.then(Vec::new),
             tenants,
+            priority_parked: vec![0; spec.nodes.len()],
         }
     }
 
@@ -144,6 +148,7 @@ impl Streams {
             gates: Self::gates(spec),
             trace: trace.then(Vec::new),
             tenants: Vec::new(),
+            priority_parked: vec![0; spec.nodes.len()],
         })
     }
 
@@ -198,6 +203,7 @@ impl Streams {
         }
         let turn = streams.entry(chunk.id).or_default();
         if turn.running {
+            self.priority_parked[node] += usize::from(task.priority);
             turn.waiting.push_back(task);
             self.log(now, node, chunk, Step::Parked);
             return Entry::Later;
@@ -216,11 +222,18 @@ impl Streams {
         turn.running = false;
         if chunk.end {
             let closed = streams.remove(&chunk.id).expect("present");
+            self.priority_parked[node] -= closed.waiting.iter().filter(|t| t.priority).count();
             return (None, closed.waiting.iter().map(|t| t.request).collect());
         }
         let next = turn.waiting.pop_front();
+        self.priority_parked[node] -= next.map_or(0, |t| usize::from(t.priority));
         turn.running = next.is_some();
         (next, Vec::new())
+    }
+
+    /// Priority chunks parked at `node` behind an earlier chunk of their stream.
+    pub fn priority_parked(&self, node: usize) -> usize {
+        self.priority_parked.get(node).copied().unwrap_or(0)
     }
 
     /// A batch holding `chunk` started at stateful node `node` (kept when tracing).
@@ -251,7 +264,8 @@ mod tests {
     fn gate() -> Streams {
         let shape = LoadShape { stream_chunks: 3, ..LoadShape::plain(0.0) };
         let gates = vec![Some(HashMap::new())];
-        Streams { shape, reaches: Vec::new(), sessions: None, gates, trace: None, tenants: Vec::new() }
+        let priority_parked = vec![0; gates.len()];
+        Streams { shape, reaches: Vec::new(), sessions: None, gates, trace: None, tenants: Vec::new(), priority_parked }
     }
 
     fn task(request: usize) -> SimTask {
@@ -273,6 +287,21 @@ mod tests {
         let (next, _) = s.release(0, chunk(9, 2, true), 30);
         assert!(next.is_none());
         assert!(!s.gates[0].as_ref().unwrap().contains_key(&9), "the final chunk closed the stream");
+    }
+
+    #[test]
+    fn a_final_chunk_parked_behind_its_stream_counts_as_parked_priority_until_it_enters() {
+        let mut s = gate();
+        let final_chunk = SimTask { priority: true, ..task(2) };
+        assert!(matches!(s.enter(0, chunk(9, 0, false), task(0)), Entry::Now(_)));
+        assert!(matches!(s.enter(0, chunk(9, 1, false), task(1)), Entry::Later));
+        assert!(matches!(s.enter(0, chunk(9, 2, true), final_chunk), Entry::Later));
+        assert_eq!(s.priority_parked(0), 1);
+        s.release(0, chunk(9, 0, false), 10);
+        assert_eq!(s.priority_parked(0), 1, "chunk 1 entered; the final chunk still waits");
+        let (next, _) = s.release(0, chunk(9, 1, false), 20);
+        assert!(next.is_some_and(|t| t.priority));
+        assert_eq!(s.priority_parked(0), 0, "in the buffer now, counted there");
     }
 
     #[test]

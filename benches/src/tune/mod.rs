@@ -49,6 +49,8 @@ pub struct TuneOptions {
     /// Where the best candidate is written as a pipeline file.
     pub write: Option<PathBuf>,
     pub wake_us: f64,
+    /// The OS's time slice a woken normal-class worker may wait for a core, µs.
+    pub slice_us: f64,
     pub hop_us: f64,
     /// Processors the batches share (default: the profile's `cores`).
     pub cores: Option<f64>,
@@ -96,6 +98,7 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
         cores,
         cpu: options.cpu.costs()?,
         fence: options.outlier_fence,
+        slice_ns: (options.slice_us.max(0.0) * 1000.0).round() as u64,
     };
     crate::simulate::outliers::check(options.outlier_fence)?;
     let evaluator = Evaluator {

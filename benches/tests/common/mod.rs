@@ -66,6 +66,7 @@ pub fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
         outlier_fence: None,
         sessions: None,
         compute_scale: Vec::new(),
+        slice_us: 0.0,
     }
 }
 
