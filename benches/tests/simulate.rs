@@ -74,6 +74,15 @@ to = "d.q"
     path
 }
 
+/// `one_node`'s pipeline (one row a batch) with two workers.
+fn two_workers(dir: &Path) -> PathBuf {
+    let text =
+        std::fs::read_to_string(one_node(dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
+    let pipeline = dir.join("two_workers.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    pipeline
+}
+
 #[test]
 fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration() {
     let dir = folder(SUITE, "hand");
@@ -118,10 +127,7 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     // woken while the other runs waits up to a slice (1 ms) while the other has the core
     // alone: some answers come sooner, some later, none more than a slice later, and the
     // core's work is the same (a closed loop's mean stays 2 ms).
-    let text =
-        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
-    let pipeline = dir.join("two_workers.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = two_workers(&dir);
     o.bench.pipeline = Some(pipeline);
     o.bench.concurrency = vec![2];
     o.bench.policy = vec![BatchingPolicy::Greedy];
@@ -140,10 +146,7 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let dir = folder(SUITE, "terms");
     // c=2 on one node with two workers and one core: both batches run at half speed.
-    let text =
-        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
-    let pipeline = dir.join("two_workers.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = two_workers(&dir);
     let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[900.0])])]));
     o.bench.concurrency = vec![2];
     o.cores = Some(1.0);
@@ -181,10 +184,7 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
     // core: nothing delays the request, 800 µs each.
     assert_eq!((p.latency.min_us, p.latency.max_us), (800, 800));
     // Two workers on one core with a backlog: each request still costs the core 800 + 200 µs.
-    let text =
-        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
-    let pipeline = dir.join("two_workers.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = two_workers(&dir);
     o.bench.pipeline = Some(pipeline);
     o.bench.concurrency = vec![8];
     o.bench.policy = vec![BatchingPolicy::Greedy];
@@ -200,10 +200,7 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
     // Two workers, one core, always a backlog: the core never idles, so each
     // request costs the core its batch (800 µs) and its hand-on (150 + 50 µs):
     // 1000 requests a second, where the batches alone would give 1250.
-    let text =
-        std::fs::read_to_string(one_node(&dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
-    let pipeline = dir.join("two_workers.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = two_workers(&dir);
     let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![8];
     o.bench.policy = vec![BatchingPolicy::Greedy];
