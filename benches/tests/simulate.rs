@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use baton::BatchingPolicy;
 use baton_bench::simulate::cpu::CpuUs;
-use baton_bench::simulate::simulate;
+use baton_bench::simulate::{simulate, SimOptions};
 
 /// A cost-model node `name` taking `input`, giving `output` ([N, 4] f32).
 fn node(name: &str, input: &str, output: &str, max_batch: usize) -> String {
@@ -102,15 +102,34 @@ fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes()
     let dir = folder(SUITE, "scale");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
     o.bench.concurrency = vec![1];
-    o.compute_scale = vec!["a=1.5".into()];
+    o.model.compute_scale = vec!["a=1.5".into()];
     let p = &simulate(&o, &engines()).unwrap().points[0];
     assert_eq!((p.latency.min_us, p.latency.max_us), (1500, 1500));
     assert_eq!(p.nodes[0].mean_compute_us, 1500.0);
-    o.compute_scale = vec!["z=2".into()];
+    o.model.compute_scale = vec!["z=2".into()];
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--compute-scale") && e.contains("`z`"), "{e}");
-    o.compute_scale = vec!["a=-1".into()];
+    o.model.compute_scale = vec!["a=-1".into()];
     assert!(simulate(&o, &engines()).unwrap_err().contains("`a=-1`"));
+}
+
+#[test]
+fn a_compute_scale_leaves_real_time_batches_at_the_profiles_times() {
+    let dir = folder(SUITE, "scale_rt");
+    let text = std::fs::read_to_string(one_node(&dir, 1))
+        .unwrap()
+        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
+    let pipeline = dir.join("realtime.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.compute_scale = vec!["a=1.5".into()];
+    let run = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].nodes[0].mean_compute_us;
+    assert_eq!(run(&o), 1500.0, "no priority task: every batch is in the normal class, scaled");
+    o.bench.priority_fraction = 1.0;
+    assert_eq!(run(&o), 1000.0, "every batch holds a priority task: real-time, the profile's times");
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    assert_eq!(run(&o), 1500.0, "greedy has no real-time class");
 }
 
 #[test]
@@ -118,8 +137,8 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     let dir = folder(SUITE, "slice");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
     o.bench.concurrency = vec![1];
-    o.cores = Some(1.0);
-    o.slice_us = 5000.0;
+    o.model.cores = Some(1.0);
+    o.model.slice_us = 5000.0;
     // One request at a time: its worker always finds the core free.
     let p = &simulate(&o, &engines()).unwrap().points[0];
     assert_eq!((p.latency.min_us, p.latency.max_us), (1000, 1000));
@@ -131,14 +150,14 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     o.bench.pipeline = Some(pipeline);
     o.bench.concurrency = vec![2];
     o.bench.policy = vec![BatchingPolicy::Greedy];
-    o.slice_us = 0.0;
+    o.model.slice_us = 0.0;
     let shared = simulate(&o, &engines()).unwrap().points[0].latency.clone();
     assert_eq!((shared.min_us, shared.max_us), (2000, 2000));
-    o.slice_us = 1000.0;
+    o.model.slice_us = 1000.0;
     let sliced = simulate(&o, &engines()).unwrap().points[0].latency.clone();
     assert!(sliced.min_us < 2000 && sliced.max_us > 2000 && sliced.max_us <= 3000, "{sliced:?}");
     assert!((sliced.mean_us - 2000.0).abs() < 5.0, "{sliced:?}");
-    o.slice_us = -1.0;
+    o.model.slice_us = -1.0;
     assert!(simulate(&o, &engines()).unwrap_err().contains("--slice-us"));
 }
 
@@ -149,9 +168,9 @@ fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let pipeline = two_workers(&dir);
     let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[900.0])])]));
     o.bench.concurrency = vec![2];
-    o.cores = Some(1.0);
-    o.wake_us = 100.0;
-    o.hop_us = 50.0;
+    o.model.cores = Some(1.0);
+    o.model.wake_us = 100.0;
+    o.model.hop_us = 50.0;
     o.bench.policy = vec![BatchingPolicy::Greedy];
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // Each request: 100 µs wake, 1800 µs of shared compute, 50 µs hand-off (under
@@ -165,7 +184,7 @@ fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
     let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
-    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: false };
+    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: false };
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // Alone on the cores: 100 µs entering, 800 µs of batch, 150 + 50 µs handing on.
     assert_eq!((p.latency.min_us, p.latency.max_us), (1100, 1100));
@@ -177,8 +196,8 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
     let dir = folder(SUITE, "cpu_beside");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
-    o.cores = Some(3.0);
-    o.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    o.model.cores = Some(3.0);
+    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: true };
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // A request's entering, its batch and the previous batch's handing-on each have a
     // core: nothing delays the request, 800 µs each.
@@ -188,8 +207,8 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
     o.bench.pipeline = Some(pipeline);
     o.bench.concurrency = vec![8];
     o.bench.policy = vec![BatchingPolicy::Greedy];
-    o.cores = Some(1.0);
-    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    o.model.cores = Some(1.0);
+    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: true };
     let rate = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
     assert!((999.0..=1001.0).contains(&rate), "{rate}");
 }
@@ -204,9 +223,9 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
     let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![8];
     o.bench.policy = vec![BatchingPolicy::Greedy];
-    o.cores = Some(1.0);
+    o.model.cores = Some(1.0);
     let without = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
-    o.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: false };
+    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: false };
     let with = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
     assert!((1249.0..=1251.0).contains(&without), "{without}");
     assert!((999.0..=1001.0).contains(&with), "{with}");
@@ -220,11 +239,11 @@ fn an_outlier_fence_drops_the_profiles_far_tail() {
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &samples)])]));
     o.bench.concurrency = vec![1];
     let kept = simulate(&o, &engines()).unwrap().points[0].latency.max_us;
-    o.outlier_fence = Some(3.0);
+    o.model.outlier_fence = Some(3.0);
     let dropped = simulate(&o, &engines()).unwrap().points[0].latency.max_us;
     assert!(kept > 1000, "the 9 ms sample is drawn without the fence: {kept}");
     assert_eq!(dropped, 1000);
-    o.outlier_fence = Some(-1.0);
+    o.model.outlier_fence = Some(-1.0);
     assert!(simulate(&o, &engines()).unwrap_err().contains("--outlier-fence"));
 }
 
@@ -236,7 +255,7 @@ fn the_same_seed_gives_byte_identical_output() {
     let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
     let run = |tag: &str, cpu: CpuUs| {
         let mut o = options(diamond(&dir), prof.clone());
-        o.cpu = cpu;
+        o.model.cpu = cpu;
         o.bench.rate = vec![3000.0];
         o.bench.concurrency = vec![8];
         o.bench.priority_fraction = 0.1;
@@ -305,7 +324,7 @@ fn eight_nodes_sharing_one_core_all_run_and_answer() {
         o.bench.rate = vec![2_000.0, 20_000.0];
         o.bench.policy = vec![BatchingPolicy::Greedy];
         o.bench.seed = seed;
-        o.cores = Some(1.0);
+        o.model.cores = Some(1.0);
         let report = simulate(&o, &engines()).unwrap();
         for p in &report.points {
             let tasks: Vec<u64> = p.nodes.iter().map(|n| n.tasks).collect();

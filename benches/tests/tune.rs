@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use baton::{PipelineConfig, PipelineSpec};
-use baton_bench::simulate::engine::Terms;
+use baton_bench::simulate::ModelTerms;
 use baton_bench::tune::goodput::{Evaluator, Slo};
 use baton_bench::tune::search::Budget;
 use baton_bench::tune::{default_load, knobs, report, tune, TuneOptions};
@@ -80,12 +80,7 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
         budget: Budget::Evaluations(25),
         top: 3,
         write: Some(dir.join(write)),
-        wake_us: 0.0,
-        slice_us: 0.0,
-        hop_us: 0.0,
-        cores: None,
-        cpu: Default::default(),
-        outlier_fence: None,
+        model: ModelTerms::default(),
     }
 }
 
@@ -122,15 +117,8 @@ fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found
     let best = &result.found[result.best];
     assert_eq!(tuned, knobs::apply(&shipped, &result.knobs, &best.choice));
     // Scoring the written file again gives the search's score.
-    let evaluator = Evaluator {
-        file: written.clone(),
-        profile: o.profile.clone(),
-        engines: &engines(),
-        load: o.load,
-        slo: o.slo,
-        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None, slice_ns: 0 },
-        traffic: Default::default(),
-    };
+    let engines = engines();
+    let evaluator = Evaluator::new(written.clone(), &o, &engines).unwrap();
     assert_eq!(evaluator.evaluate(&tuned), best.score);
 }
 

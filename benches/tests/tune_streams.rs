@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use baton::{PipelineConfig, PipelineSpec};
 use baton_bench::load::Arrivals;
-use baton_bench::simulate::engine::{SimLoad, Terms};
-use baton_bench::simulate::traffic::{StreamLoad, Traffic};
-use baton_bench::simulate::{simulate, SessionLoad};
+use baton_bench::simulate::engine::SimLoad;
+use baton_bench::simulate::traffic::StreamLoad;
+use baton_bench::simulate::{simulate, ModelTerms, SessionLoad};
 use baton_bench::tune::goodput::{Evaluator, Slo};
 use baton_bench::tune::search::Budget;
 use baton_bench::tune::{default_load, report, tune, TuneOptions};
@@ -43,26 +43,13 @@ fn tune_options(pipeline: PathBuf, profile: PathBuf, write: PathBuf, budget: usi
         budget: Budget::Evaluations(budget),
         top: 3,
         write: Some(write),
-        wake_us: 0.0,
-        slice_us: 0.0,
-        hop_us: 0.0,
-        cores: None,
-        cpu: Default::default(),
-        outlier_fence: None,
+        model: ModelTerms::default(),
     }
 }
 
 /// The evaluator `tune` builds for `o` (its traffic checked).
 fn evaluator<'a>(o: &TuneOptions, engines: &'a baton::EngineRegistry) -> Evaluator<'a> {
-    Evaluator {
-        file: o.pipeline.clone(),
-        profile: o.profile.clone(),
-        engines,
-        load: o.load,
-        slo: o.slo,
-        terms: Terms { wake_ns: 0, hop_ns: 0, cores: 2.0, cpu: Default::default(), fence: None, slice_ns: 0 },
-        traffic: Traffic::new(o.streams.clone(), o.sessions.as_ref()).unwrap(),
-    }
+    Evaluator::new(o.pipeline.clone(), o, engines).unwrap()
 }
 
 fn shipped_table(path: &Path) -> toml::Table {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use baton_bench::simulate::{SessionLoad, SimOptions};
+use baton_bench::simulate::{ModelTerms, SessionLoad, SimOptions};
 
 use crate::bench_args::BenchArgs;
 
@@ -17,7 +17,7 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub profile: PathBuf,
     #[command(flatten)]
-    pub terms: ModelTerms,
+    pub terms: ModelTermArgs,
     /// Send sessions as `examples/collab --image-first` does (image first, paced
     /// chunks, the final chunk with the image's text features), from this session
     /// file (data/sessions.json); --rate and --sweep count sessions per second.
@@ -26,15 +26,11 @@ pub struct SimulateArgs {
     /// With --sessions: from one chunk of a session to the next, ms.
     #[arg(long, default_value_t = 32.0)]
     pub pace_ms: f64,
-    /// Measured term: NODE=FACTOR scales the node's profiled batch times (its
-    /// runtime compute at concurrency 1 under the load ÷ the profile's), e.g. `speech=2.3`.
-    #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
-    pub compute_scale: Vec<String>,
 }
 
 /// The simulator's measured terms, shared by `baton simulate` and `baton tune`.
 #[derive(Clone, Debug, clap::Args)]
-pub struct ModelTerms {
+pub struct ModelTermArgs {
     /// Measured term: from a scheduling decision to its worker's start, µs.
     #[arg(long, default_value_t = 0.0)]
     pub wake_us: f64,
@@ -64,16 +60,29 @@ pub struct ModelTerms {
     /// Drop each batch size's profile samples above q3 + K × (q3 − q1) (default: keep all).
     #[arg(long, value_name = "K")]
     pub outlier_fence: Option<f64>,
+    /// Measured term: NODE=FACTOR scales the node's profiled batch times in the normal
+    /// thread class (its runtime compute at concurrency 1 under the load ÷ the
+    /// profile's), e.g. `speech=2.3`; batches in the real-time class keep the profile's.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
+    pub compute_scale: Vec<String>,
 }
 
-impl ModelTerms {
-    /// The runtime CPU terms.
-    pub fn cpu(&self) -> baton_bench::simulate::cpu::CpuUs {
-        baton_bench::simulate::cpu::CpuUs {
-            request_us: self.request_cpu_us,
-            batch_us: self.batch_cpu_us,
-            task_us: self.task_cpu_us,
-            off_path: self.cpu_off_path,
+impl ModelTermArgs {
+    /// The terms as the simulator takes them.
+    pub fn model(self) -> ModelTerms {
+        ModelTerms {
+            wake_us: self.wake_us,
+            hop_us: self.hop_us,
+            slice_us: self.slice_us,
+            cores: self.cores,
+            cpu: baton_bench::simulate::cpu::CpuUs {
+                request_us: self.request_cpu_us,
+                batch_us: self.batch_cpu_us,
+                task_us: self.task_cpu_us,
+                off_path: self.cpu_off_path,
+            },
+            outlier_fence: self.outlier_fence,
+            compute_scale: self.compute_scale,
         }
     }
 }
@@ -83,14 +92,8 @@ impl SimulateArgs {
         SimOptions {
             bench: self.bench.options(),
             profile: self.profile,
-            wake_us: self.terms.wake_us,
-            hop_us: self.terms.hop_us,
-            cores: self.terms.cores,
-            cpu: self.terms.cpu(),
-            outlier_fence: self.terms.outlier_fence,
+            model: self.terms.model(),
             sessions: self.sessions.map(|file| SessionLoad { file, pace_ms: self.pace_ms }),
-            compute_scale: self.compute_scale,
-            slice_us: self.terms.slice_us,
         }
     }
 }

@@ -68,7 +68,7 @@ pub struct TuneArgs {
     #[arg(long)]
     pub write: Option<PathBuf>,
     #[command(flatten)]
-    pub terms: crate::simulate::ModelTerms,
+    pub terms: crate::simulate::ModelTermArgs,
 }
 
 impl TuneArgs {
@@ -96,12 +96,7 @@ impl TuneArgs {
             budget: self.budget,
             top: self.top,
             write: self.write,
-            wake_us: self.terms.wake_us,
-            slice_us: self.terms.slice_us,
-            hop_us: self.terms.hop_us,
-            cores: self.terms.cores,
-            cpu: self.terms.cpu(),
-            outlier_fence: self.terms.outlier_fence,
+            model: self.terms.model(),
         }
     }
 }

@@ -10,6 +10,11 @@
 //! measured ones takes the same quantile at both and interpolates linearly in
 //! the batch size.
 //!
+//! A node's compute scale (`--compute-scale`, measured) multiplies its draws for
+//! batches in the normal thread class; a batch in the real-time class runs at
+//! the profile's times (its thread runs ahead of the runtime's and the
+//! client's other threads, which a normal batch shares its core with).
+//!
 //! Checks, each naming what is wrong: every node of the pipeline has an entry;
 //! every batch size the node can form (1 to its batch rows, or its fixed
 //! `batch_sizes` when it pads) lies within its measured sizes; and a profile
@@ -89,6 +94,8 @@ impl Quantiles {
 pub struct Durations {
     /// Per node: its measured batch sizes, ascending.
     nodes: Vec<Vec<Quantiles>>,
+    /// Per node: the factor on its normal-class batches (1: the profile's times).
+    scale: Vec<f64>,
 }
 
 impl Durations {
@@ -142,11 +149,13 @@ impl Durations {
             }
             out.push(sizes);
         }
-        Ok(Durations { nodes: out })
+        let scale = vec![1.0; out.len()];
+        Ok(Durations { nodes: out, scale })
     }
 
-    /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in [0, 1).
-    pub fn draw_ns(&self, node: usize, batch: usize, u: f64) -> u64 {
+    /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
+    /// [0, 1): the profile's, times the node's scale unless the batch is `realtime`.
+    pub fn draw_ns(&self, node: usize, batch: usize, u: f64, realtime: bool) -> u64 {
         let sizes = &self.nodes[node];
         let i = sizes.partition_point(|q| q.batch < batch).min(sizes.len() - 1);
         let hi = &sizes[i];
@@ -157,21 +166,18 @@ impl Durations {
             let f = (batch - lo.batch) as f64 / (hi.batch - lo.batch) as f64;
             lo.at(u) + (hi.at(u) - lo.at(u)) * f
         };
-        (us.max(0.0) * 1000.0).round() as u64
+        let scale = if realtime { 1.0 } else { self.scale[node] };
+        (us.max(0.0) * scale * 1000.0).round() as u64
     }
 
-    /// Multiplies every duration of `node` by `factor`.
+    /// Sets `node`'s scale: its normal-class batches take `factor` × the profile's times.
     pub fn scale(&mut self, node: usize, factor: f64) {
-        for q in &mut self.nodes[node] {
-            for point in &mut q.points {
-                point.1 *= factor;
-            }
-        }
+        self.scale[node] = factor;
     }
 
-    /// The median duration, µs, of a batch of `batch` rows at `node`.
+    /// The median duration, µs, of a normal-class batch of `batch` rows at `node`.
     pub fn median_us(&self, node: usize, batch: usize) -> f64 {
-        self.draw_ns(node, batch, 0.5) as f64 / 1000.0
+        self.draw_ns(node, batch, 0.5, false) as f64 / 1000.0
     }
 }
 
@@ -243,7 +249,7 @@ mod tests {
     #[test]
     fn sizes_between_measured_ones_interpolate_and_quantiles_follow_the_samples() {
         let d = Durations::check(file(&[("a", &[(1, 10.0), (5, 50.0)])]), "f", "p", &pipeline(&["a"], 5)).unwrap();
-        assert_eq!(d.draw_ns(0, 3, 0.3), 30_000);
+        assert_eq!(d.draw_ns(0, 3, 0.3, false), 30_000);
         let t = Timing {
             batch: 1,
             median_us: 0.0,
@@ -255,5 +261,17 @@ mod tests {
         };
         let q = Quantiles::of(&t);
         assert_eq!((q.at(0.0), q.at(0.25), q.at(0.5), q.at(1.0)), (10.0, 15.0, 20.0, 30.0));
+    }
+
+    #[test]
+    fn a_scale_multiplies_normal_class_batches_and_leaves_real_time_ones_at_the_profile() {
+        let mut d =
+            Durations::check(file(&[("a", &[(1, 10.0)]), ("b", &[(1, 10.0)])]), "f", "p", &pipeline(&["a", "b"], 1))
+                .unwrap();
+        d.scale(0, 2.5);
+        assert_eq!(d.draw_ns(0, 1, 0.5, false), 25_000, "normal class: scaled");
+        assert_eq!(d.draw_ns(0, 1, 0.5, true), 10_000, "real-time class: the profile's");
+        assert_eq!(d.draw_ns(1, 1, 0.5, false), 10_000, "another node: unscaled");
+        assert_eq!(d.median_us(0, 1), 25.0);
     }
 }

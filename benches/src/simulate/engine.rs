@@ -635,8 +635,8 @@ impl<'a> Sim<'a> {
         let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
-        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>());
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
+        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>(), class.realtime);
         let batch = Batch {
             job: Job::Compute,
             node,

@@ -19,6 +19,7 @@ pub mod cores;
 pub mod cpu;
 pub mod durations;
 pub mod engine;
+pub mod model;
 pub mod nodes;
 pub mod outliers;
 pub mod sessions;
@@ -37,6 +38,7 @@ use crate::report::{self, BenchReport};
 use crate::{BenchOptions, Load};
 use durations::Durations;
 use engine::{PointSetup, SimLoad, Terms};
+pub use model::ModelTerms;
 use traffic::{StreamLoad, Traffic};
 
 /// What `baton simulate` runs: `baton bench`'s load options, the profile, and the model's measured terms.
@@ -45,22 +47,10 @@ pub struct SimOptions {
     pub bench: BenchOptions,
     /// The `baton profile` file the batch durations come from.
     pub profile: PathBuf,
-    /// From a decision to its worker's start, µs.
-    pub wake_us: f64,
-    /// From a batch's end to its outputs at the next nodes or the client, µs.
-    pub hop_us: f64,
-    /// Processors the batches share (default: the profile's `cores`).
-    pub cores: Option<f64>,
-    /// The runtime's own CPU per request, batch and task.
-    pub cpu: cpu::CpuUs,
-    /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
-    pub outlier_fence: Option<f64>,
+    /// The model's measured terms.
+    pub model: ModelTerms,
     /// Send sessions as the collab example does, instead of `baton bench`'s requests.
     pub sessions: Option<SessionLoad>,
-    /// The OS's time slice a woken normal-class worker may wait for a core, µs (0: none).
-    pub slice_us: f64,
-    /// `NODE=FACTOR`: the node's profiled batch times are multiplied by FACTOR.
-    pub compute_scale: Vec<String>,
 }
 
 /// Sessions as the collab example sends them ([`sessions`]): `--rate` and `--sweep`
@@ -123,17 +113,7 @@ fn check(options: &SimOptions) -> Result<(), String> {
     if b.stability {
         return Err("--stability: the simulator measures one interval of --duration".into());
     }
-    if !(options.wake_us >= 0.0 && options.hop_us >= 0.0 && options.wake_us.is_finite() && options.hop_us.is_finite()) {
-        return Err("--wake-us and --hop-us must be non-negative".into());
-    }
-    if !(options.slice_us.is_finite() && options.slice_us >= 0.0) {
-        return Err("--slice-us must be a non-negative number of µs".into());
-    }
-    if options.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
-        return Err("--cores must be positive".into());
-    }
-    options.cpu.costs()?;
-    outliers::check(options.outlier_fence)?;
+    options.model.check()?;
     if options.sessions.is_some() {
         if !b.concurrency.is_empty() || (b.rate.is_empty() && b.sweep.is_empty()) {
             return Err("--sessions starts sessions at --rate (sessions/s) or --sweep: not --concurrency".into());
@@ -195,7 +175,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
     let b = &options.bench;
     let file = b.pipeline.as_ref().ok_or("give the pipeline file")?;
     let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
-    let terms = terms(options)?;
+    let terms = options.model.terms(&options.profile)?;
     let traffic = traffic(options)?;
     // Only the simulation counts toward the speed figure (not reading models or the profile).
     let mut took = 0.0;
@@ -209,7 +189,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < b.rows) {
             return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
         }
-        let durations = durations(options, &spec, terms)?;
+        let durations = options.model.durations(&options.profile, &spec, &formable(&spec, b.rows))?;
         let loads = sim_loads(options, &spec, &durations, terms, &traffic)?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
@@ -249,35 +229,6 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
     Ok(report)
 }
 
-/// The model's measured terms of `options`.
-/// The profile's batch times for `spec`, fenced and scaled as the options say.
-fn durations(options: &SimOptions, spec: &PipelineSpec, terms: Terms) -> Result<Durations, String> {
-    let nodes = formable(spec, options.bench.rows);
-    let mut durations = Durations::load(&options.profile, &spec.name, &nodes, terms.fence)?;
-    for (node, factor) in durations::parse_scales(&options.compute_scale)? {
-        let index = nodes
-            .iter()
-            .position(|(name, _)| *name == node)
-            .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
-        durations.scale(index, factor);
-    }
-    Ok(durations)
-}
-
-fn terms(options: &SimOptions) -> Result<Terms, String> {
-    Ok(Terms {
-        wake_ns: (options.wake_us * 1000.0).round() as u64,
-        hop_ns: (options.hop_us * 1000.0).round() as u64,
-        cores: match options.cores {
-            Some(cores) => cores,
-            None => profile_cores(&options.profile)?,
-        },
-        cpu: options.cpu.costs()?,
-        fence: options.outlier_fence,
-        slice_ns: (options.slice_us * 1000.0).round() as u64,
-    })
-}
-
 /// One point (`load`) of `options`' first policy with the streams' trace kept
 /// (every chunk's parking, start and write-back at stateful nodes), in time order.
 pub fn trace_point(
@@ -292,8 +243,8 @@ pub fn trace_point(
     let config = PipelineConfig::read(file).map_err(|e| e.to_string())?;
     let policy = *b.policy.first().ok_or("give a policy")?;
     let spec = policy_spec(&config, policy, options, file, engines)?;
-    let terms = terms(options)?;
-    let durations = durations(options, &spec, terms)?;
+    let terms = options.model.terms(&options.profile)?;
+    let durations = options.model.durations(&options.profile, &spec, &formable(&spec, b.rows))?;
     Ok(traffic(options)?.sim(&spec, &durations, terms, setup(b, load, 0), true)?.run_traced())
 }
 
@@ -316,15 +267,7 @@ fn settings(options: &SimOptions, terms: Terms) -> serde_json::Value {
     let mut s = options.bench.settings();
     s["simulated"] = serde_json::json!(true);
     s["profile"] = serde_json::json!(options.profile.display().to_string());
-    s["wake_us"] = serde_json::json!(options.wake_us);
-    s["hop_us"] = serde_json::json!(options.hop_us);
-    s["sim_cores"] = serde_json::json!(terms.cores);
-    s["request_cpu_us"] = serde_json::json!(options.cpu.request_us);
-    s["batch_cpu_us"] = serde_json::json!(options.cpu.batch_us);
-    s["task_cpu_us"] = serde_json::json!(options.cpu.task_us);
-    s["outlier_fence"] = serde_json::json!(options.outlier_fence);
-    s["compute_scale"] = serde_json::json!(options.compute_scale);
-    s["slice_us"] = serde_json::json!(options.slice_us);
+    options.model.settings(&terms, &mut s);
     s
 }
 

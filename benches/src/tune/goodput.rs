@@ -28,7 +28,7 @@ use crate::simulate::durations::Durations;
 use crate::simulate::engine::{PointSetup, SimLoad, Terms};
 use crate::simulate::sessions::{REACH_CHUNK, REACH_FINAL, REACH_IMAGE};
 use crate::simulate::traffic::Traffic;
-use crate::simulate::{formable, unmodelled};
+use crate::simulate::{formable, unmodelled, ModelTerms};
 
 /// The service-level objective: p99 bounds per class, µs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +82,8 @@ pub struct Evaluator<'a> {
     pub engines: &'a baton::EngineRegistry,
     pub load: TuneLoad,
     pub slo: Slo,
+    /// The model's terms as given, and as the engine takes them.
+    pub model: ModelTerms,
     pub terms: Terms,
     /// What each point sends (plain requests by default).
     pub traffic: Traffic,
@@ -90,7 +92,26 @@ pub struct Evaluator<'a> {
 /// Bisection stops when the bracket is within this fraction of its upper end.
 const TOLERANCE: f64 = 0.01;
 
-impl Evaluator<'_> {
+impl<'a> Evaluator<'a> {
+    /// The evaluator of `file`'s candidates under `options`' profile, load, SLO,
+    /// model terms and traffic (model paths resolve from `file`'s folder).
+    pub fn new(
+        file: PathBuf,
+        options: &super::TuneOptions,
+        engines: &'a baton::EngineRegistry,
+    ) -> Result<Self, String> {
+        Ok(Evaluator {
+            file,
+            profile: options.profile.clone(),
+            engines,
+            load: options.load,
+            slo: options.slo,
+            terms: options.model.terms(&options.profile)?,
+            model: options.model.clone(),
+            traffic: super::traffic(options)?,
+        })
+    }
+
     /// The candidate `table`'s score (a candidate that does not build or that the
     /// simulator does not model scores 0, with the reason).
     pub fn evaluate(&self, table: &Table) -> Score {
@@ -115,7 +136,7 @@ impl Evaluator<'_> {
             ));
         }
         self.traffic.streams(&spec, self.load.rows, self.load.priority_fraction, false)?;
-        let durations = Durations::load(&self.profile, &spec.name, &formable(&spec, self.load.rows), self.terms.fence)?;
+        let durations = self.model.durations(&self.profile, &spec, &formable(&spec, self.load.rows))?;
         Ok((spec, durations))
     }
 

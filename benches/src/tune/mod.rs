@@ -25,9 +25,8 @@ use baton::PipelineConfig;
 use toml::Table;
 
 use crate::load::Arrivals;
-use crate::simulate::engine::Terms;
 use crate::simulate::traffic::{StreamLoad, Traffic};
-use crate::simulate::SessionLoad;
+use crate::simulate::{ModelTerms, SessionLoad};
 use goodput::{Evaluator, Slo, TuneLoad};
 use knobs::Knob;
 use search::{Budget, Found, Search};
@@ -48,16 +47,8 @@ pub struct TuneOptions {
     pub top: usize,
     /// Where the best candidate is written as a pipeline file.
     pub write: Option<PathBuf>,
-    pub wake_us: f64,
-    /// The OS's time slice a woken normal-class worker may wait for a core, µs.
-    pub slice_us: f64,
-    pub hop_us: f64,
-    /// Processors the batches share (default: the profile's `cores`).
-    pub cores: Option<f64>,
-    /// The runtime's own CPU per request, batch and task.
-    pub cpu: crate::simulate::cpu::CpuUs,
-    /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
-    pub outlier_fence: Option<f64>,
+    /// The model's measured terms.
+    pub model: ModelTerms,
 }
 
 /// What a search found: the knobs, every candidate scored (the shipped file first), the best.
@@ -90,26 +81,8 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
     if !(0.0..=1.0).contains(&options.load.priority_fraction) {
         return Err("--priority-fraction must be within 0 and 1".into());
     }
-    let traffic = traffic(options)?;
-    let cores = options.cores.unwrap_or(crate::simulate::profile_cores(&options.profile)?);
-    let terms = Terms {
-        wake_ns: (options.wake_us.max(0.0) * 1000.0).round() as u64,
-        hop_ns: (options.hop_us.max(0.0) * 1000.0).round() as u64,
-        cores,
-        cpu: options.cpu.costs()?,
-        fence: options.outlier_fence,
-        slice_ns: (options.slice_us.max(0.0) * 1000.0).round() as u64,
-    };
-    crate::simulate::outliers::check(options.outlier_fence)?;
-    let evaluator = Evaluator {
-        file: options.pipeline.clone(),
-        profile: options.profile.clone(),
-        engines,
-        load: options.load,
-        slo: options.slo,
-        terms,
-        traffic,
-    };
+    let evaluator = Evaluator::new(options.pipeline.clone(), options, engines)?;
+    let cores = evaluator.terms.cores;
     // The shipped file must simulate: its errors are the user's to fix, not a candidate's.
     evaluator.spec(&table)?;
     let profiled = goodput::max_profiled(&options.profile)?;

@@ -8,8 +8,7 @@ pub mod streams;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use baton_bench::simulate::cpu::CpuUs;
-use baton_bench::simulate::SimOptions;
+use baton_bench::simulate::{ModelTerms, SimOptions};
 use baton_bench::BenchOptions;
 
 /// A fresh folder for one test's files (`suite` names the test file).
@@ -59,14 +58,8 @@ pub fn options(pipeline: PathBuf, profile: PathBuf) -> SimOptions {
             ..BenchOptions::default()
         },
         profile,
-        wake_us: 0.0,
-        hop_us: 0.0,
-        cores: None,
-        cpu: CpuUs::default(),
-        outlier_fence: None,
+        model: ModelTerms::default(),
         sessions: None,
-        compute_scale: Vec::new(),
-        slice_us: 0.0,
     }
 }
 

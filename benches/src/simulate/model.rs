@@ -1,0 +1,105 @@
+//! The model's measured terms as `baton simulate` and `baton tune` take them
+//! (µs and factors, as on the command line): checked, and turned into the
+//! engine's [`Terms`] and the profile's [`Durations`], scaled per node.
+//! docs/simulate.md ("Measured terms") says how each is measured.
+
+use std::path::Path;
+
+use baton::PipelineSpec;
+
+use super::cpu::CpuUs;
+use super::durations::{self, Durations};
+use super::engine::Terms;
+
+/// What the model adds to the profile's batch times, as the user gives it.
+/// `Default` is the model without any term (the profile's cores).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelTerms {
+    /// From a decision to its worker's start, µs.
+    pub wake_us: f64,
+    /// From a batch's end to its outputs at the next nodes or the client, µs.
+    pub hop_us: f64,
+    /// The OS's time slice a woken normal-class worker may wait for a core, µs (0: none).
+    pub slice_us: f64,
+    /// Processors the batches share (default: the profile's `cores`).
+    pub cores: Option<f64>,
+    /// The runtime's own CPU per request, batch and task.
+    pub cpu: CpuUs,
+    /// Drop profile samples above `q3 + K × (q3 − q1)` of their batch size.
+    pub outlier_fence: Option<f64>,
+    /// `NODE=FACTOR`: the node's normal-class batches take FACTOR × the profile's times.
+    pub compute_scale: Vec<String>,
+}
+
+impl ModelTerms {
+    /// Each term within its range, else an error naming its option.
+    pub fn check(&self) -> Result<(), String> {
+        let us = |name: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{name} must be a non-negative number of µs, not {v}"))
+            }
+        };
+        us("--wake-us", self.wake_us)?;
+        us("--hop-us", self.hop_us)?;
+        us("--slice-us", self.slice_us)?;
+        if self.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
+            return Err("--cores must be positive".into());
+        }
+        self.cpu.costs()?;
+        super::outliers::check(self.outlier_fence)?;
+        durations::parse_scales(&self.compute_scale)?;
+        Ok(())
+    }
+
+    /// The engine's terms, in ns; the cores default to `profile`'s.
+    pub fn terms(&self, profile: &Path) -> Result<Terms, String> {
+        self.check()?;
+        let ns = |us: f64| (us * 1000.0).round() as u64;
+        Ok(Terms {
+            wake_ns: ns(self.wake_us),
+            hop_ns: ns(self.hop_us),
+            cores: match self.cores {
+                Some(cores) => cores,
+                None => super::profile_cores(profile)?,
+            },
+            cpu: self.cpu.costs()?,
+            fence: self.outlier_fence,
+            slice_ns: ns(self.slice_us),
+        })
+    }
+
+    /// `profile`'s batch times for `spec`'s nodes (`nodes`: each one's name and the
+    /// batch sizes it can form), fenced and scaled as the terms say.
+    pub fn durations(
+        &self,
+        profile: &Path,
+        spec: &PipelineSpec,
+        nodes: &[(String, Vec<usize>)],
+    ) -> Result<Durations, String> {
+        let mut durations = Durations::load(profile, &spec.name, nodes, self.outlier_fence)?;
+        for (node, factor) in durations::parse_scales(&self.compute_scale)? {
+            let index = nodes
+                .iter()
+                .position(|(name, _)| *name == node)
+                .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
+            durations.scale(index, factor);
+        }
+        Ok(durations)
+    }
+
+    /// Writes the terms into a report's settings (`terms`: as the engine took them).
+    pub fn settings(&self, terms: &Terms, s: &mut serde_json::Value) {
+        s["wake_us"] = serde_json::json!(self.wake_us);
+        s["hop_us"] = serde_json::json!(self.hop_us);
+        s["sim_cores"] = serde_json::json!(terms.cores);
+        s["request_cpu_us"] = serde_json::json!(self.cpu.request_us);
+        s["batch_cpu_us"] = serde_json::json!(self.cpu.batch_us);
+        s["task_cpu_us"] = serde_json::json!(self.cpu.task_us);
+        s["cpu_off_path"] = serde_json::json!(self.cpu.off_path);
+        s["outlier_fence"] = serde_json::json!(self.outlier_fence);
+        s["compute_scale"] = serde_json::json!(self.compute_scale);
+        s["slice_us"] = serde_json::json!(self.slice_us);
+    }
+}
