@@ -16,7 +16,12 @@
 //! CPU measurements too).
 //!
 //! Inputs are zero tensors shaped by the model signature; a dynamic dim other
-//! than the batch dim is taken as 1 (or `--dim`). A stage input produced by an
+//! than the batch dim is taken as 1 (or `--dim`). `--input NODE.INPUT=FILE,..`
+//! feeds samples instead (`.npy`, `.json` or `.png` files, as `baton run`
+//! reads them): run k takes the k-th sample in turn, and a batch of b rows
+//! repeats that sample's rows in turn, so the measured distribution mixes the
+//! samples evenly. Models whose work depends on the values (an OCR finds text
+//! only in an image that holds some) are profiled on samples. A stage input produced by an
 //! earlier stage of the node takes that stage's output, as in the runtime.
 //!
 //! It also prints the collaboration weights and costs [`crate::suggest`]
@@ -63,6 +68,61 @@ pub struct ProfileArgs {
     /// provider its file names.
     #[arg(long, value_delimiter = ',')]
     pub providers: Option<Vec<String>>,
+    /// Samples for a node's input instead of zeros: NODE.INPUT=FILE[,FILE..] (.npy, .json
+    /// or .png); run k takes the k-th in turn, its rows repeated to the batch size.
+    /// Repeat the option for other inputs.
+    #[arg(long = "input", value_name = "NODE.INPUT=FILE[,FILE..]")]
+    pub inputs: Vec<String>,
+}
+
+/// One input's sample files.
+type SampleFiles = (String, Vec<PathBuf>);
+
+/// `--input`'s items: per node, its inputs' sample files; a node the pipeline lacks is named.
+fn sample_files(items: &[String], cfg: &PipelineConfig) -> Result<BTreeMap<String, Vec<SampleFiles>>, String> {
+    let mut out: BTreeMap<String, Vec<SampleFiles>> = BTreeMap::new();
+    for item in items {
+        let bad = || format!("--input `{item}`: not NODE.INPUT=FILE[,FILE..]");
+        let (target, files) = item.split_once('=').ok_or_else(bad)?;
+        let (node, input) = target.split_once('.').ok_or_else(bad)?;
+        if !cfg.nodes.contains_key(node) {
+            return Err(format!("--input `{item}`: the pipeline has no node `{node}`"));
+        }
+        let files: Vec<PathBuf> = files.split(',').filter(|f| !f.is_empty()).map(PathBuf::from).collect();
+        if files.is_empty() {
+            return Err(bad());
+        }
+        out.entry(node.to_string()).or_default().push((input.to_string(), files));
+    }
+    Ok(out)
+}
+
+/// Each sample read against the node's stage input of its name (else an error naming the inputs it has).
+fn read_samples(node: &str, files: &[SampleFiles], stages: &[Stage]) -> Result<BTreeMap<String, Vec<Tensor>>, String> {
+    let mut out: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
+    for (input, file) in files.iter().flat_map(|(input, files)| files.iter().map(move |f| (input, f))) {
+        let spec = stages.iter().flat_map(|s| &s.signature.inputs).find(|i| i.name == *input).ok_or_else(|| {
+            let names: Vec<&str> = stages.iter().flat_map(|s| &s.signature.inputs).map(|i| i.name.as_str()).collect();
+            format!(
+                "--input {node}.{input}: node `{node}` has no input `{input}` (its stages take {})",
+                names.join(", ")
+            )
+        })?;
+        let tensor = crate::inputs::read_tensor(file, spec).map_err(|e| format!("--input {node}.{input}: {e}"))?;
+        if tensor.shape().first().is_none_or(|&rows| rows == 0) {
+            return Err(format!("--input {node}.{input}: {} holds no rows", file.display()));
+        }
+        out.entry(input.clone()).or_default().push(tensor);
+    }
+    Ok(out)
+}
+
+/// A batch of `b` rows: the sample's rows in turn.
+fn sample_batch(sample: &Tensor, b: usize) -> Result<Tensor, String> {
+    let n = sample.shape()[0];
+    let rows: Vec<Tensor> = (0..b).map(|i| sample.rows(i % n..i % n + 1)).collect();
+    let parts: Vec<&Tensor> = rows.iter().collect();
+    baton::tensor::stitch(&parts).map_err(|e| e.to_string())
 }
 
 pub fn run(args: ProfileArgs, engines: &EngineRegistry) -> ExitCode {
@@ -103,6 +163,7 @@ struct Stage {
 fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
     let jobs = jobs(&cfg, args.providers.as_deref())?;
+    let samples = sample_files(&args.inputs, &cfg)?;
     // CUDA first: the GPU build must be the process's ONNX Runtime before any session opens.
     for job in jobs.iter().filter(|j| j.provider == Provider::Cuda) {
         prepare(job, engines)?;
@@ -126,7 +187,8 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     // Engines stay alive to the end, so one node's freed memory is not counted again for the next.
     let mut keep = Vec::new();
     for job in &jobs {
-        let (measured, busy, stages) = measure(job, args, engines, &base, device_memory)?;
+        let files = samples.get(job.name).map_or(&[][..], Vec::as_slice);
+        let (measured, busy, stages) = measure(job, args, files, engines, &base, device_memory)?;
         busy_cores.entry(job.name.to_string()).or_insert(busy);
         keep.push(stages);
         profile.insert(job.name, measured);
@@ -143,6 +205,7 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
 fn measure(
     job: &Job,
     args: &ProfileArgs,
+    sample_files: &[SampleFiles],
     engines: &EngineRegistry,
     base: &Path,
     device_memory: Option<&CudaRuntime>,
@@ -180,6 +243,7 @@ fn measure(
         let engine = provider.create(&request).map_err(|e| format!("{location}: {e}"))?;
         stages.push(Stage { engine, signature, function: stage.function.is_some() });
     }
+    let sample_inputs = read_samples(name, sample_files, &stages)?;
     let on = job.provider;
     let mut batches = Vec::new();
     let mut busy = 1.0;
@@ -193,8 +257,8 @@ fn measure(
                 (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
             }
             let t0 = Instant::now();
-            tensor_bytes =
-                run_node(&mut stages, b, args.dim).map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
+            tensor_bytes = run_node(&mut stages, b, args.dim, &sample_inputs, k)
+                .map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
             if k >= args.warmup {
                 times.push(t0.elapsed().as_secs_f64() * 1e6);
             }
@@ -295,17 +359,24 @@ fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodePr
     }
 }
 
-/// One run of all the node's stages on a batch of `b` zero rows; the bytes of
-/// every tensor the stages took and gave.
-fn run_node(stages: &mut [Stage], b: usize, dim: usize) -> Result<usize, String> {
+/// Run `k` of all the node's stages on a batch of `b` rows (zeros, or the k-th
+/// in turn of the `samples` given an input); the bytes of every tensor the stages took and gave.
+fn run_node(
+    stages: &mut [Stage],
+    b: usize,
+    dim: usize,
+    samples: &BTreeMap<String, Vec<Tensor>>,
+    k: usize,
+) -> Result<usize, String> {
     let mut produced: BTreeMap<String, Tensor> = BTreeMap::new();
     let mut bytes = 0;
     for stage in stages.iter_mut() {
         let mut inputs = Vec::new();
         for spec in &stage.signature.inputs {
-            let t = match produced.get(&spec.name) {
-                Some(t) => t.clone(),
-                None => {
+            let t = match (produced.get(&spec.name), samples.get(&spec.name)) {
+                (Some(t), _) => t.clone(),
+                (None, Some(turn)) => sample_batch(&turn[k % turn.len()], b)?,
+                (None, None) => {
                     let shape = spec
                         .shape
                         .iter()
