@@ -189,7 +189,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         if let Some(node) = spec.nodes.iter().find(|n| n.max_batch < b.rows) {
             return Err(format!("--rows {} is more than node `{}`'s max_batch {}", b.rows, node.name, node.max_batch));
         }
-        let durations = options.model.durations(&options.profile, &spec, &formable(&spec, b.rows))?;
+        let durations = options.model.durations(&options.profile, &spec, b.rows)?;
         let loads = sim_loads(options, &spec, &durations, terms, &traffic)?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
@@ -244,7 +244,7 @@ pub fn trace_point(
     let policy = *b.policy.first().ok_or("give a policy")?;
     let spec = policy_spec(&config, policy, options, file, engines)?;
     let terms = options.model.terms(&options.profile)?;
-    let durations = options.model.durations(&options.profile, &spec, &formable(&spec, b.rows))?;
+    let durations = options.model.durations(&options.profile, &spec, b.rows)?;
     Ok(traffic(options)?.sim(&spec, &durations, terms, setup(b, load, 0), true)?.run_traced())
 }
 

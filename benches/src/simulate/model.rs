@@ -70,15 +70,11 @@ impl ModelTerms {
         })
     }
 
-    /// `profile`'s batch times for `spec`'s nodes (`nodes`: each one's name and the
-    /// batch sizes it can form), fenced and scaled as the terms say.
-    pub fn durations(
-        &self,
-        profile: &Path,
-        spec: &PipelineSpec,
-        nodes: &[(String, Vec<usize>)],
-    ) -> Result<Durations, String> {
-        let mut durations = Durations::load(profile, &spec.name, nodes, self.outlier_fence)?;
+    /// `profile`'s batch times for `spec`'s nodes at the batch sizes they can form
+    /// with `rows` rows a request, fenced and scaled as the terms say.
+    pub fn durations(&self, profile: &Path, spec: &PipelineSpec, rows: usize) -> Result<Durations, String> {
+        let nodes = super::formable(spec, rows);
+        let mut durations = Durations::load(profile, &spec.name, &nodes, self.outlier_fence)?;
         for (node, factor) in durations::parse_scales(&self.compute_scale)? {
             let index = nodes
                 .iter()

@@ -136,7 +136,7 @@ impl<'a> Evaluator<'a> {
             ));
         }
         self.traffic.streams(&spec, self.load.rows, self.load.priority_fraction, false)?;
-        let durations = self.model.durations(&self.profile, &spec, &formable(&spec, self.load.rows))?;
+        let durations = self.model.durations(&self.profile, &spec, self.load.rows)?;
         Ok((spec, durations))
     }
 
