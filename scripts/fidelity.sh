@@ -10,7 +10,8 @@
 # Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log).
 # BATON_BIN names the binary (default: this checkout's release build). ROUNDS (default 5) real
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
-# keeps DIR's measurements and simulates them again (after a change to the model).
+# keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
+# flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -54,6 +55,7 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
     done
 }
 
+echo "${SIM_FLAGS:-}" >"$DIR/sim_flags.txt"
 for p in ${PIPELINES//,/ }; do
     cfg=configs/$p.toml
     # shellcheck disable=SC2046 # the load flags are words
@@ -65,7 +67,7 @@ for p in ${PIPELINES//,/ }; do
         --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     # shellcheck disable=SC2046 # the terms are flags
     "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
-        --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") \
+        --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-} \
         --json "$DIR/sim_$p.json" >"$DIR/sim_$p.txt" 2>&1
 done
 logged end

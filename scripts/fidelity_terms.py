@@ -247,6 +247,9 @@ def table(d, pipelines):
                     prio_met, prio_total = prio_met + ok, prio_total + 1
                 cells.append(cell)
             lines.append("| | sim ÷ real | " + " | ".join(cells) + " | |")
+    extra = open(f"{d}/sim_flags.txt").read().strip() if os.path.exists(f"{d}/sim_flags.txt") else ""
+    if extra:
+        lines.append(f"\nEvery simulation above also ran with `{extra}` (SIM_FLAGS).")
     lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")
     if prio_total:
         lines.append(f"Priority class: {prio_met} of {prio_total} within the p50 and p99 bars.")
