@@ -32,6 +32,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use baton::scheduler::decision::{Decider, NodeView};
+use baton::scheduler::select::NodeSelector;
 use baton::spec::Target;
 use baton::{NodeStats, PipelineSpec};
 use rand::rngs::StdRng;
@@ -200,45 +201,59 @@ pub struct Sim<'a> {
     running_classes: Vec<Class>,
 }
 
+/// Each node's buffer state at the start, batching as the runtime's selector and policy say.
+fn sim_nodes(spec: &PipelineSpec, selector: &dyn NodeSelector) -> Vec<SimNode> {
+    let collaborative = spec.scheduler.policy == baton::BatchingPolicy::Collaborative;
+    spec.nodes
+        .iter()
+        .map(|n| {
+            let slots = n.inputs.len() - n.state.len();
+            SimNode {
+                batch_rows: selector.batch_rows(n.max_batch),
+                priority_rows: if collaborative { n.priority_max_batch } else { usize::MAX },
+                priority_alone: collaborative && spec.scheduler.separate_priority_batches,
+                waiting: vec![0; n.inputs.len()],
+                full_mask: if slots > 1 { (1u64 << n.inputs.len()) - 1 } else { 0 },
+                fair: TenantQueues::new(&spec.fairness),
+                ..SimNode::default()
+            }
+        })
+        .collect()
+}
+
+/// Per node: the batch size each row count (0 to its batch rows, at least `rows`) is padded to.
+fn padded_sizes(spec: &PipelineSpec, nodes: &[SimNode], rows: usize) -> Vec<Vec<usize>> {
+    spec.nodes
+        .iter()
+        .zip(nodes)
+        .map(|(n, s)| {
+            let sizes = n.stages.iter().find(|st| !st.is_function()).map(|st| st.request.batch_sizes.clone());
+            (0..=s.batch_rows.max(rows)).map(|r| sizes.as_ref().map_or(r, |b| b.padded(r))).collect()
+        })
+        .collect()
+}
+
+/// Per node: whether a pipeline input feeds it.
+fn entry_nodes(spec: &PipelineSpec) -> Vec<bool> {
+    let mut entry = vec![false; spec.nodes.len()];
+    for input in &spec.inputs {
+        for t in &input.targets {
+            if let Target::Node { node, .. } = *t {
+                entry[node] = true;
+            }
+        }
+    }
+    entry
+}
+
 impl<'a> Sim<'a> {
     pub fn new(spec: &'a PipelineSpec, durations: &'a Durations, terms: Terms, setup: PointSetup) -> Self {
         let decider = Decider::new(spec);
         let selector = decider.selector();
         let decide_on_arrival = spec.scheduler.decide_on_arrival || selector.decides_on_every_arrival();
-        let collaborative = spec.scheduler.policy == baton::BatchingPolicy::Collaborative;
-        let nodes = spec
-            .nodes
-            .iter()
-            .map(|n| {
-                let slots = n.inputs.len() - n.state.len();
-                SimNode {
-                    batch_rows: selector.batch_rows(n.max_batch),
-                    priority_rows: if collaborative { n.priority_max_batch } else { usize::MAX },
-                    priority_alone: collaborative && spec.scheduler.separate_priority_batches,
-                    waiting: vec![0; n.inputs.len()],
-                    full_mask: if slots > 1 { (1u64 << n.inputs.len()) - 1 } else { 0 },
-                    fair: TenantQueues::new(&spec.fairness),
-                    ..SimNode::default()
-                }
-            })
-            .collect::<Vec<_>>();
-        let padded = spec
-            .nodes
-            .iter()
-            .zip(&nodes)
-            .map(|(n, s)| {
-                let sizes = n.stages.iter().find(|st| !st.is_function()).map(|st| st.request.batch_sizes.clone());
-                (0..=s.batch_rows.max(setup.rows)).map(|r| sizes.as_ref().map_or(r, |b| b.padded(r))).collect()
-            })
-            .collect();
-        let mut entry = vec![false; spec.nodes.len()];
-        for input in &spec.inputs {
-            for t in &input.targets {
-                if let Target::Node { node, .. } = *t {
-                    entry[node] = true;
-                }
-            }
-        }
+        let nodes = sim_nodes(spec, selector);
+        let padded = padded_sizes(spec, &nodes, setup.rows);
+        let entry = entry_nodes(spec);
         let gaps = match setup.load {
             SimLoad::Open { rate, arrivals } => Some(InterArrival::new(rate, arrivals, setup.seed)),
             SimLoad::Closed(_) => None,
