@@ -26,7 +26,10 @@
 //! with more running than cores, each runs at `cores / running` speed
 //! (processor sharing), or as the collaborative rule's thread classes share
 //! them ([`super::cores`]), so a batch's end moves whenever another starts or
-//! ends. A `Done` event carries the batch's version; a stale one is ignored.
+//! ends. A running batch holds its pending end (time and sequence number, as
+//! an event would), not the event queue: the loop takes whichever comes first,
+//! the queue's next event or the earliest end, so a moved end leaves nothing
+//! stale behind.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -96,11 +99,6 @@ enum Ev {
     Woken {
         node: usize,
     },
-    /// A batch's work ends (unless its version is stale: its end moved since).
-    Done {
-        batch: usize,
-        version: u64,
-    },
     /// A batch's outputs are handed on, `hop` after its end.
     Handoff {
         batch: usize,
@@ -130,7 +128,8 @@ struct Batch {
     left: f64,
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
-    version: u64,
+    /// Its pending end: (virtual ns, sequence number), ordered as the events are.
+    end: (u64, u64),
     /// The speed its pending end was scheduled at (NaN before the first).
     speed: f64,
     /// Its thread class (how it shares the cores).
@@ -148,7 +147,7 @@ impl Batch {
             rows: 0,
             left: work as f64,
             started_ns: now,
-            version: 0,
+            end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
             class,
         }
@@ -189,8 +188,6 @@ pub struct Sim<'a> {
     recorder: Recorder,
     measuring: bool,
     last_due: u64,
-    /// The last batch version given (see [`Ev::Done`]).
-    versions: u64,
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
@@ -289,7 +286,6 @@ impl<'a> Sim<'a> {
             recorder: Recorder::new(1),
             measuring: false,
             last_due: u64::MAX,
-            versions: 0,
             take_buffer: Vec::new(),
             streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
             sends: Vec::new(),
@@ -340,16 +336,29 @@ impl<'a> Sim<'a> {
         self.at(self.setup.warmup_ns, Ev::Measure);
         let end = self.setup.warmup_ns + self.setup.duration_ns;
         let mut start_stats = Vec::new();
-        while let Some(Reverse((time, _, ev))) = self.events.pop() {
+        loop {
+            let queued = self.events.peek().map(|Reverse((time, seq, _))| (*time, *seq));
+            let ending = self.earliest_end();
+            let (time, batch_ends) = match (queued, ending) {
+                (None, None) => break,
+                (Some(q), Some((e, _))) if e < q => (e.0, true),
+                (None, Some((e, _))) => (e.0, true),
+                (Some(q), _) => (q.0, false),
+            };
             if time >= end {
                 break;
             }
             self.now = time;
+            if batch_ends {
+                let id = ending.expect("an end").1;
+                self.done(id);
+                continue;
+            }
+            let Some(Reverse((_, _, ev))) = self.events.pop() else { break };
             match ev {
                 Ev::Arrive { client } => self.arrive(client),
                 Ev::Start { node } => self.start(node),
                 Ev::Woken { node } => self.take_and_run(node),
-                Ev::Done { batch, version } => self.done(batch, version),
                 Ev::Handoff { batch } => self.handoff(batch),
                 Ev::Tick => {
                     if self.nodes.iter().any(|n| n.pending() > 0) {
@@ -659,7 +668,7 @@ impl<'a> Sim<'a> {
             rows,
             left: work as f64,
             started_ns: self.now,
-            version: 0,
+            end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
             class,
         };
@@ -705,29 +714,27 @@ impl<'a> Sim<'a> {
         }
         speeds(self.terms.cores, &self.running_classes, &mut self.speeds);
         let now = self.now;
-        let mut ends = Vec::with_capacity(self.running.len());
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             if b.speed == speed {
                 continue;
             }
-            // Versions are unique over all batches: a slot reused by a new batch matches no stale end.
-            self.versions += 1;
-            b.version = self.versions;
+            // A new sequence number, as a scheduled event would take one: ends at the
+            // same time as events run in the order they were set.
+            self.seq += 1;
             b.speed = speed;
-            ends.push((now + (b.left / speed).round() as u64, id, b.version));
+            b.end = (now + (b.left / speed).round() as u64, self.seq);
         }
-        for (time, batch, version) in ends {
-            self.at(time, Ev::Done { batch, version });
-        }
+    }
+
+    /// The running batch that ends first: its end and id (None: none running).
+    fn earliest_end(&self) -> Option<((u64, u64), usize)> {
+        self.running.iter().map(|&id| (self.batches[id].as_ref().expect("a running batch").end, id)).min()
     }
 
     /// A job ended: it frees its share of the cores. A batch's outputs go on
     /// `hop` after its hand-on work (if any); an enter job delivers its request.
-    fn done(&mut self, id: usize, version: u64) {
-        if self.batches[id].as_ref().is_none_or(|b| b.version != version) {
-            return;
-        }
+    fn done(&mut self, id: usize) {
         self.share();
         self.running.retain(|&b| b != id);
         self.reschedule();
