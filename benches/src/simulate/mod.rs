@@ -5,7 +5,8 @@
 //! `baton bench`'s tables, CSV, JSON and plot. Deterministic: the same options
 //! and seed give the same bytes.
 //!
-//! Modules: [`durations`] (the profile, draws), [`outliers`] (dropping a
+//! Modules: [`model`] (the measured terms as given, shared with `baton
+//! tune`), [`durations`] (the profile, draws), [`outliers`] (dropping a
 //! profile's far tail), [`cores`] (how running batches share the cores,
 //! thread classes included), [`cpu`] (the runtime's own CPU as work on the
 //! cores), [`nodes`] (buffers, joins, totals), [`streams`] (what each request
