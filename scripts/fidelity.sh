@@ -11,7 +11,8 @@
 # BATON_BIN names the binary (default: this checkout's release build). ROUNDS (default 5) real
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
-# flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000").
+# flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
+# draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}

@@ -30,7 +30,8 @@ terms"):
   its own (on the mixed loads a 5 MB MLP between two speech batches: 2-2.4x).
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
-what concurrency 1 shows of it).
+what concurrency 1 shows of it). WAKE_DELAYS=1 gives the load simulations the wake-ups the
+runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us.
 """
 import glob
 import json
@@ -181,7 +182,15 @@ def terms(d, p, config):
     hop = (missing - wake * hop_count) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
     json.dump({**flags, "--compute-scale": scales}, open(f"{d}/terms_{p}.json", "w"), indent=1)
-    return flags_text(flags, scales)
+    text = flags_text(flags, scales)
+    if os.environ.get("WAKE_DELAYS") == "1":
+        # The runtime's recorded wake-ups in place of the one wake term.
+        text = text.replace(f"--wake-us {wake:.1f}", "--wake-delays " + ",".join(capacity_files(d, p)))
+    return text
+
+
+def capacity_files(d, p):
+    return sorted(glob.glob(f"{d}/cap_{p}_*.json"))
 
 
 def real_medians(d, p):
@@ -248,6 +257,9 @@ def table(d, pipelines):
                 cells.append(cell)
             lines.append("| | sim ÷ real | " + " | ".join(cells) + " | |")
     extra = open(f"{d}/sim_flags.txt").read().strip() if os.path.exists(f"{d}/sim_flags.txt") else ""
+    if os.environ.get("WAKE_DELAYS") == "1":
+        lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
+                     "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")
     if extra:
         lines.append(f"\nEvery simulation above also ran with `{extra}` (SIM_FLAGS).")
     lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")

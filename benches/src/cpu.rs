@@ -124,6 +124,7 @@ mod tests {
             mean_queue_us: 0.0,
             mean_compute_us: 50.0,
             host_device_bytes: 0,
+            wakes: Default::default(),
         };
         // 400 requests; 20 ms of CPU over 0.01 s; compute 100 × 50 µs = 5 ms.
         let cpu = RuntimeCpu::of(20_000_000, 0.01, &[node], 400).unwrap();

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use baton::wake_delays::{WakeBuckets, WakeDelays};
 use baton::NodeStats;
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -204,6 +205,38 @@ pub struct NodeDelta {
     pub mean_compute_us: f64,
     /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
     pub host_device_bytes: u64,
+    /// Its workers' wake-ups (from the scheduler's word to the worker taking it).
+    pub wakes: WakeSummary,
+}
+
+/// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WakeSummary {
+    /// Wake-ups in all, and those told while as many workers were busy as there are cores.
+    pub count: u64,
+    pub contended: u64,
+    /// Quantiles of both classes (the lower bound of the bucket holding them), µs.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    /// Each class's counts as `[lower ns, upper ns, count]` (what `baton simulate --wake-delays` reads).
+    pub free_buckets: WakeBuckets,
+    pub contended_buckets: WakeBuckets,
+}
+
+impl WakeSummary {
+    pub fn of(delays: &WakeDelays) -> Self {
+        let us = |q: f64| delays.quantile_ns(q).map_or(0.0, |ns| ns as f64 / 1000.0);
+        WakeSummary {
+            count: delays.count(),
+            contended: delays.contended.iter().sum(),
+            p50_us: us(0.5),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            free_buckets: WakeDelays::buckets(&delays.free),
+            contended_buckets: WakeDelays::buckets(&delays.contended),
+        }
+    }
 }
 
 /// Per-node differences `end - start` (matched by position; names from `end`).
@@ -230,6 +263,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_queue_us: per(queue_ns, tasks) / 1000.0,
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
                 host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
+                wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
             }
         })
         .collect()
@@ -406,6 +440,7 @@ mod tests {
             stopped_batches: 0,
             stopped_ns: 0,
             batch_sizes: Vec::new(),
+            wake_delays: Default::default(),
         }
     }
 

@@ -320,7 +320,8 @@ pub fn points_table(points: &[PointResult]) -> String {
     table(&headers, &rows, 3)
 }
 
-/// One row per point and node: mean batch size, queue time per task, compute time per batch.
+/// One row per point and node: mean batch size, queue time per task, compute time per batch,
+/// its workers' wake-up p50 and p99.
 pub fn nodes_table(points: &[PointResult]) -> String {
     let rows: Vec<Vec<String>> = points
         .iter()
@@ -334,6 +335,8 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     format!("{:.2}", n.mean_batch),
                     format!("{:.1}", n.mean_queue_us),
                     format!("{:.1}", n.mean_compute_us),
+                    format!("{:.1}", n.wakes.p50_us),
+                    format!("{:.1}", n.wakes.p99_us),
                     n.executions.to_string(),
                     n.failed_batches.to_string(),
                     n.stopped_batches.to_string(),
@@ -351,6 +354,8 @@ pub fn nodes_table(points: &[PointResult]) -> String {
             "mean batch",
             "queue µs/task",
             "compute µs/batch",
+            "wake p50 µs",
+            "wake p99 µs",
             "batches",
             "failed",
             "stopped",
@@ -489,6 +494,7 @@ mod tests {
                 mean_queue_us: 12.25,
                 mean_compute_us: 300.0,
                 host_device_bytes: 0,
+                wakes: Default::default(),
             }],
             windows: vec![],
             reported_windows: 1,
@@ -600,6 +606,7 @@ mod tests {
                     max_ns,
                 })
                 .collect(),
+            wake_delays: Default::default(),
         }
     }
 

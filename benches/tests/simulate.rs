@@ -161,6 +161,45 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     assert!(simulate(&o, &engines()).unwrap_err().contains("--slice-us"));
 }
 
+/// A `baton bench --json` file of pipeline `one` whose node `a` recorded wake-ups in two
+/// buckets: free ones in [2000, 2048) ns and contended ones in [50, 51) ms.
+fn recorded_wake_ups(dir: &Path) -> PathBuf {
+    let path = dir.join("wakes.json");
+    let wakes = r#"{"free_buckets": [[2000, 2048, 7]], "contended_buckets": [[50000000, 51000000, 3]]}"#;
+    let text = format!(r#"{{"pipeline": "one", "points": [{{"nodes": [{{"name": "a", "wakes": {wakes}}}]}}]}}"#);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn recorded_wake_ups_are_drawn_by_class_as_the_workers_are_told() {
+    let dir = folder(SUITE, "wake_delays");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(1.0);
+    o.model.wake_delays = vec![recorded_wake_ups(&dir)];
+    // One request at a time: no other worker is busy when one is told, a free wake-up of 2 µs.
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1002, 1002), "{:?}", p.latency);
+    let wakes = &p.nodes[0].wakes;
+    assert_eq!((wakes.count, wakes.contended, wakes.p50_us), (p.requests, 0, 1.92), "a wake-up a batch, reported");
+    // Two workers, one core, two clients: in the measured second each worker is told while
+    // the other is busy (running, or told and still waking, as the runtime counts busy), so
+    // every wake-up is contended: 50-51 ms, then 1-2 ms of compute on the shared core.
+    o.bench.pipeline = Some(two_workers(&dir));
+    o.bench.concurrency = vec![2];
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    let l = &p.latency;
+    assert!(l.min_us >= 51_000 && l.max_us <= 53_000, "{l:?}");
+    assert_eq!(p.nodes[0].wakes.contended, p.nodes[0].wakes.count);
+    // Another pipeline's record is refused, naming the file.
+    std::fs::write(dir.join("other.json"), r#"{"pipeline": "dia", "points": []}"#).unwrap();
+    o.model.wake_delays = vec![dir.join("other.json")];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("other.json") && e.contains("`dia`"), "{e}");
+}
+
 #[test]
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let dir = folder(SUITE, "terms");

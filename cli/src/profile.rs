@@ -249,6 +249,8 @@ fn measure(
     let mut busy = 1.0;
     let mut tensor_bytes = 0;
     for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
+        let inputs = prepared_inputs(&stages, b, args.dim, &sample_inputs)
+            .map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
         let mut times = Vec::with_capacity(args.runs);
         let mut samples = Vec::new();
         let (mut cpu_start, mut timed_start) = (0, Instant::now());
@@ -257,8 +259,8 @@ fn measure(
                 (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
             }
             let t0 = Instant::now();
-            tensor_bytes = run_node(&mut stages, b, args.dim, &sample_inputs, k)
-                .map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
+            tensor_bytes =
+                run_node(&mut stages, &inputs, k).map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
             if k >= args.warmup {
                 times.push(t0.elapsed().as_secs_f64() * 1e6);
             }
@@ -359,36 +361,58 @@ fn print_suggestions(spec: &baton::PipelineSpec, nodes: &BTreeMap<String, NodePr
     }
 }
 
-/// Run `k` of all the node's stages on a batch of `b` rows (zeros, or the k-th
-/// in turn of the `samples` given an input); the bytes of every tensor the stages took and gave.
-fn run_node(
-    stages: &mut [Stage],
+/// Per stage and input: the batches the timed runs feed it in turn (one per sample given
+/// for the input, else one of zeros), or `None` for an input an earlier stage makes.
+type PreparedInputs = Vec<Vec<Option<Vec<Tensor>>>>;
+
+/// The inputs of every run at batch size `b`, built before the runs are timed.
+fn prepared_inputs(
+    stages: &[Stage],
     b: usize,
     dim: usize,
     samples: &BTreeMap<String, Vec<Tensor>>,
-    k: usize,
-) -> Result<usize, String> {
+) -> Result<PreparedInputs, String> {
+    let mut made: Vec<&str> = Vec::new();
+    let mut prepared = Vec::new();
+    for stage in stages {
+        let mut slots = Vec::new();
+        for spec in &stage.signature.inputs {
+            let turn = if made.contains(&spec.name.as_str()) {
+                None
+            } else if let Some(given) = samples.get(&spec.name) {
+                Some(given.iter().map(|sample| sample_batch(sample, b)).collect::<Result<Vec<_>, _>>()?)
+            } else {
+                let shape = spec
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .map(|(k, d)| match d {
+                        _ if k == 0 => b,
+                        Dim::Fixed(n) => *n,
+                        Dim::Dynamic(_) => dim,
+                    })
+                    .collect();
+                Some(vec![Tensor::zeros(spec.dtype, shape).map_err(|e| e.to_string())?])
+            };
+            slots.push(turn);
+        }
+        made.extend(stage.signature.outputs.iter().map(|o| o.name.as_str()));
+        prepared.push(slots);
+    }
+    Ok(prepared)
+}
+
+/// Run `k` of all the node's stages, each input the k-th in turn of its `prepared`
+/// batches or an earlier stage's output; the bytes of every tensor the stages took and gave.
+fn run_node(stages: &mut [Stage], prepared: &PreparedInputs, k: usize) -> Result<usize, String> {
     let mut produced: BTreeMap<String, Tensor> = BTreeMap::new();
     let mut bytes = 0;
-    for stage in stages.iter_mut() {
+    for (stage, slots) in stages.iter_mut().zip(prepared) {
         let mut inputs = Vec::new();
-        for spec in &stage.signature.inputs {
-            let t = match (produced.get(&spec.name), samples.get(&spec.name)) {
-                (Some(t), _) => t.clone(),
-                (None, Some(turn)) => sample_batch(&turn[k % turn.len()], b)?,
-                (None, None) => {
-                    let shape = spec
-                        .shape
-                        .iter()
-                        .enumerate()
-                        .map(|(k, d)| match d {
-                            _ if k == 0 => b,
-                            Dim::Fixed(n) => *n,
-                            Dim::Dynamic(_) => dim,
-                        })
-                        .collect();
-                    Tensor::zeros(spec.dtype, shape).map_err(|e| e.to_string())?
-                }
+        for (spec, turn) in stage.signature.inputs.iter().zip(slots) {
+            let t = match turn {
+                Some(turn) => turn[k % turn.len()].clone(),
+                None => produced.get(&spec.name).cloned().ok_or_else(|| format!("no output `{}` made", spec.name))?,
             };
             inputs.push(t);
         }

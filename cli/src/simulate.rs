@@ -65,6 +65,11 @@ pub struct ModelTermArgs {
     /// profile's), e.g. `speech=2.3`; batches in the real-time class keep the profile's.
     #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
     pub compute_scale: Vec<String>,
+    /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
+    /// per node in these `baton bench --json` files (contended or not, as the simulated
+    /// scheduler counts busy workers against the cores), instead of --wake-us.
+    #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
+    pub wake_delays: Vec<PathBuf>,
 }
 
 impl ModelTermArgs {
@@ -83,6 +88,7 @@ impl ModelTermArgs {
             },
             outlier_fence: self.outlier_fence,
             compute_scale: self.compute_scale,
+            wake_delays: self.wake_delays,
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod spec;
 pub mod split;
 pub mod stats;
 pub mod tensor;
+pub mod wake_delays;
 mod wakeup;
 mod worker;
 

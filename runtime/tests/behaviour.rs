@@ -518,6 +518,41 @@ fn node_stats_add_up_rows_and_batches() {
 }
 
 #[test]
+fn every_batch_records_its_workers_wake_up_and_a_worker_told_with_the_cores_busy_counts_as_contended() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores + 1;
+    let engines = TestEngines::default();
+    let entered = Arc::new(AtomicUsize::new(0));
+    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let (g, e) = (gate.clone(), entered.clone());
+    engines.add("k", &["x"], &["y"], move |inputs| {
+        e.fetch_add(1, Ordering::SeqCst);
+        let mut open = g.0.lock();
+        while !*open {
+            g.1.wait(&mut open);
+        }
+        Ok(map(inputs, |x| x))
+    });
+    let _opener = OpenOnDrop(gate.clone());
+    let toml = ONE_NODE.replace("max_batch = 8", &format!("max_batch = 1\nworkers = {workers}"));
+    let runtime = start(&engines, &toml);
+    let tickets: Vec<_> = (0..workers).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    // Every worker holds a batch at the gate: none can finish, so the last one told was told
+    // while the `cores` others were busy.
+    wait_until("every worker holds a batch", || entered.load(Ordering::SeqCst) == workers);
+    open(&gate);
+    for t in tickets {
+        t.wait().unwrap();
+    }
+    let stats = &runtime.node_stats()[0];
+    let (free, contended): (u64, u64) = (stats.wake_delays.free.iter().sum(), stats.wake_delays.contended.iter().sum());
+    assert_eq!(stats.executions, workers as u64);
+    assert!(free + contended >= stats.executions, "a wake-up per batch: {free} + {contended} < {}", stats.executions);
+    assert!(contended >= 1, "the last worker was told with {cores} busy: {free} free, {contended} contended");
+    assert!(free >= 1, "the first worker was told with none busy");
+}
+
+#[test]
 fn submit_then_calls_back_exactly_once_with_outputs_or_the_refusal() {
     let engines = TestEngines::default();
     engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x * 3.0)));

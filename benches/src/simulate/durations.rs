@@ -89,13 +89,16 @@ impl Quantiles {
     }
 }
 
-/// Every node's batch-duration distributions, in the pipeline's node order.
+/// Every node's batch-duration distributions, in the pipeline's node order, and
+/// its workers' wake-ups when measured ([`super::wakes`]).
 #[derive(Clone, Debug)]
 pub struct Durations {
     /// Per node: its measured batch sizes, ascending.
     nodes: Vec<Vec<Quantiles>>,
     /// Per node: the factor on its normal-class batches (1: the profile's times).
     scale: Vec<f64>,
+    /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
+    pub wakes: Option<super::wakes::WakeDraws>,
 }
 
 impl Durations {
@@ -150,7 +153,7 @@ impl Durations {
             out.push(sizes);
         }
         let scale = vec![1.0; out.len()];
-        Ok(Durations { nodes: out, scale })
+        Ok(Durations { nodes: out, scale, wakes: None })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in

@@ -338,19 +338,18 @@ impl<'a> Sim<'a> {
         let mut start_stats = Vec::new();
         loop {
             let queued = self.events.peek().map(|Reverse((time, seq, _))| (*time, *seq));
-            let ending = self.earliest_end();
-            let (time, batch_ends) = match (queued, ending) {
+            // The next thing to happen: a running batch's end, or the queue's next event.
+            let (time, ending) = match (queued, self.earliest_end()) {
                 (None, None) => break,
-                (Some(q), Some((e, _))) if e < q => (e.0, true),
-                (None, Some((e, _))) => (e.0, true),
-                (Some(q), _) => (q.0, false),
+                (Some(q), Some((e, id))) if e < q => (e.0, Some(id)),
+                (None, Some((e, id))) => (e.0, Some(id)),
+                (Some(q), _) => (q.0, None),
             };
             if time >= end {
                 break;
             }
             self.now = time;
-            if batch_ends {
-                let id = ending.expect("an end").1;
+            if let Some(id) = ending {
                 self.done(id);
                 continue;
             }
@@ -607,13 +606,32 @@ impl<'a> Sim<'a> {
         );
         let due = decision.due_ns;
         let picked: Vec<usize> = decision.picked.to_vec();
-        for n in picked {
+        // Each told worker is contended when as many workers are busy as there are cores
+        // (those told before it in this decision included), as the runtime's scheduler counts.
+        let busy_before: usize = if picked.is_empty() { 0 } else { self.nodes.iter().map(|s| s.busy).sum() };
+        for (busy, n) in (busy_before..).zip(picked) {
+            let contended = busy as f64 >= self.terms.cores;
+            let wake = self.wake_ns(n, contended);
+            self.nodes[n].totals.wakes.record(wake, contended);
             self.nodes[n].busy += 1;
-            self.at(now + self.terms.wake_ns, Ev::Start { node: n });
+            self.at(now + wake, Ev::Start { node: n });
         }
         if due != u64::MAX && due != self.last_due {
             self.last_due = due;
             self.at(due.max(now), Ev::Due);
+        }
+    }
+
+    /// How long a worker of `node` told now takes to wake: drawn from the runtime's
+    /// record of its class (`contended`: as many workers busy as cores, as the runtime's
+    /// scheduler counts), or the one `wake` term.
+    fn wake_ns(&mut self, node: usize, contended: bool) -> u64 {
+        match &self.durations.wakes {
+            Some(wakes) => {
+                let (u, v) = (self.rng.random::<f64>(), self.rng.random::<f64>());
+                wakes.draw_ns(node, contended, u, v)
+            }
+            None => self.terms.wake_ns,
         }
     }
 

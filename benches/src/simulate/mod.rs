@@ -26,6 +26,7 @@ pub mod outliers;
 pub mod sessions;
 pub mod streams;
 pub mod traffic;
+pub mod wakes;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

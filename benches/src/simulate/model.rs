@@ -10,6 +10,7 @@ use baton::PipelineSpec;
 use super::cpu::CpuUs;
 use super::durations::{self, Durations};
 use super::engine::Terms;
+use super::wakes::WakeDraws;
 
 /// What the model adds to the profile's batch times, as the user gives it.
 /// `Default` is the model without any term (the profile's cores).
@@ -29,6 +30,9 @@ pub struct ModelTerms {
     pub outlier_fence: Option<f64>,
     /// `NODE=FACTOR`: the node's normal-class batches take FACTOR × the profile's times.
     pub compute_scale: Vec<String>,
+    /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
+    /// from (instead of `wake_us`; see [`super::wakes`]).
+    pub wake_delays: Vec<std::path::PathBuf>,
 }
 
 impl ModelTerms {
@@ -82,6 +86,10 @@ impl ModelTerms {
                 .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
             durations.scale(index, factor);
         }
+        if !self.wake_delays.is_empty() {
+            let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
+            durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
+        }
         Ok(durations)
     }
 
@@ -97,5 +105,7 @@ impl ModelTerms {
         s["outlier_fence"] = serde_json::json!(self.outlier_fence);
         s["compute_scale"] = serde_json::json!(self.compute_scale);
         s["slice_us"] = serde_json::json!(self.slice_us);
+        let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
+        s["wake_delays"] = serde_json::json!(files);
     }
 }

@@ -118,6 +118,8 @@ pub struct Totals {
     pub task_compute_ns: u64,
     /// Per batch size (rows): (batches, compute ns, largest ns).
     pub sizes: BTreeMap<usize, (u64, u64, u64)>,
+    /// Its told workers' wake-ups, as the runtime records them.
+    pub wakes: baton::wake_delays::WakeDelays,
 }
 
 impl SimNode {
@@ -221,6 +223,7 @@ impl SimNode {
             stopped_batches: 0,
             stopped_ns: 0,
             batch_sizes: t.sizes.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect(),
+            wake_delays: t.wakes.clone(),
         }
     }
 }

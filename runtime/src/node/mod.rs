@@ -107,7 +107,13 @@ impl Task {
 /// What a node's workers receive on its channel.
 pub(crate) enum Instruction {
     /// The collaborative rule's process instruction: stitch a batch from the buffer and run it.
-    RunBatch,
+    RunBatch {
+        /// When the scheduler sent it ([`crate::clock::now_ns`]): the worker's wake-up counts from here.
+        told_ns: u64,
+        /// Whether as many of the pipeline's workers were busy as it may use cores (see
+        /// [`crate::wake_delays`]).
+        contended: bool,
+    },
     /// Leave the worker loop (shutdown, once the node is idle).
     Exit,
 }
@@ -130,6 +136,8 @@ pub(crate) struct NodeCounters {
     pub stopped_ns: AtomicU64,
     /// Executed batches by size.
     pub batch_sizes: crate::stats::BatchSizes,
+    /// Workers' wake-ups, from `RunBatch` sent to received.
+    pub wakes: crate::wake_delays::WakeRecorder,
 }
 
 /// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
@@ -163,6 +171,8 @@ pub struct NodeStats {
     pub stopped_ns: u64,
     /// Executed batches by batch size (rows), by increasing size.
     pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
+    /// How long its told workers took to wake (see [`crate::wake_delays`]).
+    pub wake_delays: crate::wake_delays::WakeDelays,
 }
 
 impl NodeCounters {
@@ -193,6 +203,7 @@ impl NodeCounters {
             stopped_batches: get(&self.stopped_batches),
             stopped_ns: get(&self.stopped_ns),
             batch_sizes: self.batch_sizes.snapshot(),
+            wake_delays: self.wakes.snapshot(),
         }
     }
 }

@@ -104,13 +104,14 @@ pub(crate) fn young_limit_ns(load: &NodeLoad, fraction: f64) -> Option<u64> {
 
 /// Tells a picked node to run one batch: marks a worker busy (and its group,
 /// the one with an idle worker and the most tasks it fits, see `node`'s module
-/// docs) and sends it `RunBatch`. Group counts change only under the decision
-/// lock (+1) or by their workers (-1).
-fn tell_to_run(state: &NodeState) {
+/// docs) and sends it `RunBatch`, stamped with the time and whether `contended`
+/// (for its wake-up's record). Group counts change only under the decision
+/// lock (+1) or by their workers (-1). Returns whether a worker was told.
+fn tell_to_run(state: &NodeState, contended: bool) -> bool {
     let channel = if state.groups.is_empty() {
         &state.instructions
     } else {
-        let Some(g) = state.group_to_run() else { return };
+        let Some(g) = state.group_to_run() else { return false };
         state.groups[g].busy.fetch_add(1, Ordering::AcqRel);
         &state.groups[g].instructions
     };
@@ -118,7 +119,13 @@ fn tell_to_run(state: &NodeState) {
     state.metrics.picks.increment(1);
     // Cannot be full: the channel holds at most `workers` instructions (of the node,
     // or of the group) and `busy` (which counts them) was below that for a picked node.
-    let _ = channel.try_send(Instruction::RunBatch);
+    let _ = channel.try_send(Instruction::RunBatch { told_ns: clock::now_ns(), contended });
+    true
+}
+
+/// Processors this process may run on (its affinity mask), at least 1.
+fn usable_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Stops, at each node where priority work waits, at most one young batch that
@@ -162,6 +169,8 @@ pub(crate) struct Scheduler {
     /// Whether decisions stop young batches for priority work (`preempt_before`).
     pub stops_young_batches: bool,
     tick: Duration,
+    /// Processors the process may use: a worker told while this many are busy is contended.
+    cores: usize,
     /// A selector that waits on time (the dynamic batcher): when the next node's queue delay runs out ([`clock::now_ns`]), or `u64::MAX`.
     next_due_ns: AtomicU64,
     /// The tick thread, woken early when a node falls due before its next tick.
@@ -185,6 +194,7 @@ impl Scheduler {
             names: spec.nodes.iter().map(|n| n.name.clone()).collect(),
             budget: spec.compute_budget,
             tick: Duration::from_micros(s.tick_us),
+            cores: usable_cores(),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
             metrics,
@@ -227,8 +237,13 @@ impl Scheduler {
                 ticker.unpark();
             }
         }
-        for &n in decision.picked {
-            tell_to_run(&nodes[n]);
+        if !decision.picked.is_empty() {
+            // A worker told while as many workers are busy as the process has cores (those
+            // told before it included) is contended: it may wait for a core.
+            let mut busy: usize = nodes.iter().map(|n| n.busy()).sum();
+            for &n in decision.picked {
+                busy += usize::from(tell_to_run(&nodes[n], busy >= self.cores));
+            }
         }
         self.log_decision(reasons, decision.loads, decision.picked, decision.running.compute);
         if self.stops_young_batches {

@@ -115,7 +115,8 @@ impl Worker {
         // A real-time worker does not spin: spinning, it would hold its core from every
         // normal thread, among them the one its answer is for.
         let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
-        while let Instruction::RunBatch = next_instruction(receiver, spin) {
+        while let Instruction::RunBatch { told_ns, contended } = next_instruction(receiver, spin) {
+            self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), contended);
             self.run_batch();
             if let Some(g) = self.group {
                 self.state.groups[g].busy.fetch_sub(1, Ordering::AcqRel);

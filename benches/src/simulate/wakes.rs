@@ -1,0 +1,240 @@
+//! Workers' wake-ups drawn from the runtime's own record of them
+//! (`--wake-delays FILE[,FILE..]`).
+//!
+//! The runtime records, per node, how long each told worker took to take its
+//! `RunBatch`, in two classes: told while at least as many of the pipeline's
+//! workers were busy as the process has cores (*contended*), or not (*free*)
+//! (`baton::wake_delays`). `baton bench --json` writes each point's counts per
+//! node (`nodes[].wakes.free_buckets` and `contended_buckets`: `[lower ns,
+//! upper ns, count]`). These draws add up every point of every file given,
+//! per node and class, and the simulator draws a told worker's wake-up from
+//! its node's class as it decides (its own busy workers against its cores,
+//! as the runtime's scheduler counts them). A class with no wake-ups of a node
+//! draws from the node's other class.
+//!
+//! A draw picks a bucket with probability proportional to its count and a
+//! uniform point within the bucket (the last bucket, unbounded above, is
+//! taken an eighth of its lower bound wide, as every other bucket is).
+//!
+//! Checks, each naming the file: it is `baton bench` JSON of the same pipeline
+//! (by name) and holds wake-ups of every node of the pipeline.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct BenchFile {
+    pipeline: String,
+    points: Vec<Point>,
+}
+
+#[derive(Deserialize)]
+struct Point {
+    nodes: Vec<NodeEntry>,
+}
+
+#[derive(Deserialize)]
+struct NodeEntry {
+    name: String,
+    wakes: Option<Wakes>,
+}
+
+#[derive(Deserialize)]
+struct Wakes {
+    free_buckets: Vec<(u64, u64, u64)>,
+    contended_buckets: Vec<(u64, u64, u64)>,
+}
+
+/// One class of one node: buckets (lower, upper ns) with their running count.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Empirical {
+    /// `(lower ns, upper ns, count)`, merged over files and sorted by delay.
+    buckets: Vec<(u64, u64, u64)>,
+    /// Running sums of the counts.
+    cumulative: Vec<u64>,
+}
+
+impl Empirical {
+    fn add(&mut self, buckets: &[(u64, u64, u64)]) {
+        for &(lower, upper, count) in buckets {
+            match self.buckets.iter_mut().find(|b| b.0 == lower) {
+                Some(b) => b.2 += count,
+                None => self.buckets.push((lower, upper, count)),
+            }
+        }
+    }
+
+    fn seal(&mut self) {
+        self.buckets.sort_unstable();
+        let mut sum = 0;
+        self.cumulative = self
+            .buckets
+            .iter()
+            .map(|b| {
+                sum += b.2;
+                sum
+            })
+            .collect();
+    }
+
+    fn total(&self) -> u64 {
+        self.cumulative.last().copied().unwrap_or(0)
+    }
+
+    /// The wake-up for uniform draws `u` (which bucket) and `v` (where in it), ns.
+    fn draw(&self, u: f64, v: f64) -> u64 {
+        let rank = ((u * self.total() as f64) as u64).min(self.total() - 1);
+        let i = self.cumulative.partition_point(|&c| c <= rank);
+        let (lower, upper, _) = self.buckets[i];
+        let upper = if upper == u64::MAX { lower + lower / 8 } else { upper };
+        lower + ((upper - lower) as f64 * v) as u64
+    }
+}
+
+/// Per node (the pipeline's order): its free and contended wake-ups.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WakeDraws {
+    nodes: Vec<[Empirical; 2]>,
+}
+
+impl WakeDraws {
+    /// The wake-ups `files` recorded for pipeline `pipeline`'s `nodes`.
+    pub fn load(files: &[PathBuf], pipeline: &str, nodes: &[String]) -> Result<Self, String> {
+        let mut draws = WakeDraws { nodes: vec![Default::default(); nodes.len()] };
+        for file in files {
+            let at = || format!("--wake-delays {}", file.display());
+            let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", at()))?;
+            let bench: BenchFile =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not `baton bench --json` output: {e}", at()))?;
+            if bench.pipeline != pipeline {
+                return Err(format!("{}: measured pipeline `{}`, not `{pipeline}`", at(), bench.pipeline));
+            }
+            for entry in bench.points.iter().flat_map(|p| &p.nodes) {
+                let (Some(n), Some(wakes)) = (nodes.iter().position(|n| *n == entry.name), &entry.wakes) else {
+                    continue;
+                };
+                draws.nodes[n][0].add(&wakes.free_buckets);
+                draws.nodes[n][1].add(&wakes.contended_buckets);
+            }
+        }
+        for (n, classes) in draws.nodes.iter_mut().enumerate() {
+            classes.iter_mut().for_each(Empirical::seal);
+            if classes.iter().all(|c| c.total() == 0) {
+                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+                return Err(format!("--wake-delays {}: no wake-ups of node `{}`", files.join(","), nodes[n]));
+            }
+        }
+        Ok(draws)
+    }
+
+    /// A wake-up of a worker of `node`, told `contended` or not, for uniform draws `u` and `v`, ns.
+    pub fn draw_ns(&self, node: usize, contended: bool, u: f64, v: f64) -> u64 {
+        let [free, busy] = &self.nodes[node];
+        let (first, other) = if contended { (busy, free) } else { (free, busy) };
+        let class = if first.total() > 0 { first } else { other };
+        class.draw(u, v)
+    }
+
+    /// The mean wake-up of `node`'s class (both classes weighed by their counts when `None`), ns.
+    pub fn mean_ns(&self, node: usize, contended: Option<bool>) -> f64 {
+        let classes: Vec<&Empirical> = match contended {
+            None => self.nodes[node].iter().collect(),
+            Some(c) => vec![&self.nodes[node][usize::from(c)]],
+        };
+        let (mut sum, mut count) = (0.0, 0u64);
+        for b in classes.iter().flat_map(|c| &c.buckets) {
+            sum += (b.0 as f64 + b.1.min(b.0 + b.0 / 8) as f64) / 2.0 * b.2 as f64;
+            count += b.2;
+        }
+        if count == 0 {
+            0.0
+        } else {
+            sum / count as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder of this test's own (removed by the test).
+    fn folder(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("baton-wakes-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn bench_file(dir: &std::path::Path, name: &str, pipeline: &str, nodes: &str) -> PathBuf {
+        let path = dir.join(name);
+        let text = format!(r#"{{"pipeline": "{pipeline}", "points": [{{"nodes": [{nodes}]}}]}}"#);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn draws_follow_the_recorded_counts_of_the_class_asked_for() {
+        let dir = folder("draws");
+        let a = bench_file(
+            &dir,
+            "a.json",
+            "p",
+            r#"{"name": "x", "wakes": {"free_buckets": [[1000, 1100, 3]], "contended_buckets": [[500000, 560000, 1]]}}"#,
+        );
+        let b = bench_file(
+            &dir,
+            "b.json",
+            "p",
+            r#"{"name": "x", "wakes": {"free_buckets": [[1000, 1100, 1], [8000, 9000, 4]], "contended_buckets": []}}"#,
+        );
+        let draws = WakeDraws::load(&[a, b], "p", &names(&["x"])).unwrap();
+        // Free: 4 in [1000, 1100), 4 in [8000, 9000): the lower half of the ranks lands in the first.
+        assert_eq!(draws.draw_ns(0, false, 0.0, 0.0), 1000);
+        assert_eq!(draws.draw_ns(0, false, 0.49, 0.5), 1050);
+        assert_eq!(draws.draw_ns(0, false, 0.5, 0.0), 8000);
+        assert_eq!(draws.draw_ns(0, false, 0.999, 0.9995), 8999);
+        assert!((500_000..560_000).contains(&draws.draw_ns(0, true, 0.7, 0.3)));
+        assert_eq!(draws.mean_ns(0, Some(true)), 530_000.0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_class_without_wake_ups_draws_from_the_other() {
+        let dir = folder("fallback");
+        let a = bench_file(
+            &dir,
+            "a.json",
+            "p",
+            r#"{"name": "x", "wakes": {"free_buckets": [[2000, 2200, 5]], "contended_buckets": []}}"#,
+        );
+        let draws = WakeDraws::load(&[a], "p", &names(&["x"])).unwrap();
+        assert!((2000..2200).contains(&draws.draw_ns(0, true, 0.5, 0.5)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn another_pipeline_or_a_node_without_wake_ups_is_refused_by_name() {
+        let dir = folder("refused");
+        let a = bench_file(
+            &dir,
+            "a.json",
+            "p",
+            r#"{"name": "x", "wakes": {"free_buckets": [[2000, 2200, 5]], "contended_buckets": []}}"#,
+        );
+        let e = WakeDraws::load(std::slice::from_ref(&a), "q", &names(&["x"])).unwrap_err();
+        assert!(e.contains("a.json") && e.contains("`p`") && e.contains("`q`"), "{e}");
+        let e = WakeDraws::load(std::slice::from_ref(&a), "p", &names(&["x", "y"])).unwrap_err();
+        assert!(e.contains("node `y`"), "{e}");
+        let old = bench_file(&dir, "old.json", "p", r#"{"name": "x"}"#);
+        let e = WakeDraws::load(&[old], "p", &names(&["x"])).unwrap_err();
+        assert!(e.contains("node `x`"), "{e}");
+        let e = WakeDraws::load(&[dir.join("none.json")], "p", &names(&["x"])).unwrap_err();
+        assert!(e.contains("none.json"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
