@@ -184,8 +184,8 @@ def terms(d, p, config):
     json.dump({**flags, "--compute-scale": scales}, open(f"{d}/terms_{p}.json", "w"), indent=1)
     text = flags_text(flags, scales)
     if os.environ.get("WAKE_DELAYS") == "1":
-        # The runtime's recorded wake-ups in place of the one wake term.
-        text = text.replace(f"--wake-us {wake:.1f}", "--wake-delays " + ",".join(capacity_files(d, p)))
+        # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
+        text += " --wake-delays " + ",".join(capacity_files(d, p))
     return text
 
 
@@ -210,8 +210,10 @@ def figures(q):
 
 def figures_median(qs):
     fs = [figures(q) for q in qs]
-    out = {k: statistics.median(f[k] for f in fs) for k in list(BARS) + list(PRIORITY) if all(k in f for f in fs)}
+    keys = [k for k in list(BARS) + list(PRIORITY) if all(k in f for f in fs)]
+    out = {k: statistics.median(f[k] for f in fs) for k in keys}
     out["errors"] = "/".join(str(q["errors"]) for q in qs)
+    out["range"] = {k: (min(f[k] for f in fs), max(f[k] for f in fs)) for k in keys}
     return out
 
 
@@ -227,7 +229,7 @@ def ratio_cell(s, real, key):
 
 
 def table(d, pipelines):
-    lines, met, total, prio_met, prio_total = [], 0, 0, 0, 0
+    lines, met, total, prio_met, prio_total, in_range = [], 0, 0, 0, 0, 0
     for p in pipelines.split(","):
         if not os.path.exists(f"{d}/sim_{p}.json"):
             continue
@@ -246,7 +248,9 @@ def table(d, pipelines):
             s = sim[load]
             keys = list(BARS) + prio
             lines.append(f"| {load:.0f}/s | real | " + " | ".join(f"{real[k]:.0f}" for k in keys) + f" | {real['errors']} |")
+            lines.append("| | real min-max | " + " | ".join(f"{lo:.0f}-{hi:.0f}" for lo, hi in (real["range"][k] for k in keys)) + " | |")
             lines.append("| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in keys) + " | |")
+            in_range += sum(real["range"][k][0] <= s[k] <= real["range"][k][1] for k in BARS)
             cells = []
             for k in keys:
                 ok, cell = ratio_cell(s, real, k)
@@ -263,6 +267,7 @@ def table(d, pipelines):
     if extra:
         lines.append(f"\nEvery simulation above also ran with `{extra}` (SIM_FLAGS).")
     lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")
+    lines.append(f"{in_range} of {total} simulated figures within the real runs' own range (min-max over the runs).")
     if prio_total:
         lines.append(f"Priority class: {prio_met} of {prio_total} within the p50 and p99 bars.")
     return "\n".join(lines)

@@ -67,7 +67,8 @@ pub struct ModelTermArgs {
     pub compute_scale: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
-    /// scheduler counts busy workers against the cores), instead of --wake-us.
+    /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
+    /// a node the files hold no wake-ups of).
     #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
     pub wake_delays: Vec<PathBuf>,
 }

@@ -624,14 +624,14 @@ impl<'a> Sim<'a> {
 
     /// How long a worker of `node` told now takes to wake: drawn from the runtime's
     /// record of its class (`contended`: as many workers busy as cores, as the runtime's
-    /// scheduler counts), or the one `wake` term.
+    /// scheduler counts), or the one `wake` term for a node the record lacks.
     fn wake_ns(&mut self, node: usize, contended: bool) -> u64 {
         match &self.durations.wakes {
-            Some(wakes) => {
+            Some(wakes) if wakes.has(node) => {
                 let (u, v) = (self.rng.random::<f64>(), self.rng.random::<f64>());
-                wakes.draw_ns(node, contended, u, v)
+                wakes.draw_ns(node, contended, u, v).unwrap_or(self.terms.wake_ns)
             }
-            None => self.terms.wake_ns,
+            _ => self.terms.wake_ns,
         }
     }
 
