@@ -140,24 +140,6 @@ impl WakeDraws {
         let class = if first.total() > 0 { first } else { other };
         (class.total() > 0).then(|| class.draw(u, v))
     }
-
-    /// The mean wake-up of `node`'s class (both classes weighed by their counts when `None`), ns.
-    pub fn mean_ns(&self, node: usize, contended: Option<bool>) -> f64 {
-        let classes: Vec<&Empirical> = match contended {
-            None => self.nodes[node].iter().collect(),
-            Some(c) => vec![&self.nodes[node][usize::from(c)]],
-        };
-        let (mut sum, mut count) = (0.0, 0u64);
-        for b in classes.iter().flat_map(|c| &c.buckets) {
-            sum += (b.0 as f64 + b.1.min(b.0 + b.0 / 8) as f64) / 2.0 * b.2 as f64;
-            count += b.2;
-        }
-        if count == 0 {
-            0.0
-        } else {
-            sum / count as f64
-        }
-    }
 }
 
 #[cfg(test)]
@@ -178,6 +160,11 @@ mod tests {
         path
     }
 
+    /// Node `x`'s entry with these free and contended buckets (`[lower, upper, count]` lists).
+    fn node_x(free: &str, contended: &str) -> String {
+        format!(r#"{{"name": "x", "wakes": {{"free_buckets": [{free}], "contended_buckets": [{contended}]}}}}"#)
+    }
+
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
     }
@@ -185,18 +172,8 @@ mod tests {
     #[test]
     fn draws_follow_the_recorded_counts_of_the_class_asked_for() {
         let dir = folder("draws");
-        let a = bench_file(
-            &dir,
-            "a.json",
-            "p",
-            r#"{"name": "x", "wakes": {"free_buckets": [[1000, 1100, 3]], "contended_buckets": [[500000, 560000, 1]]}}"#,
-        );
-        let b = bench_file(
-            &dir,
-            "b.json",
-            "p",
-            r#"{"name": "x", "wakes": {"free_buckets": [[1000, 1100, 1], [8000, 9000, 4]], "contended_buckets": []}}"#,
-        );
+        let a = bench_file(&dir, "a.json", "p", &node_x("[1000, 1100, 3]", "[500000, 560000, 1]"));
+        let b = bench_file(&dir, "b.json", "p", &node_x("[1000, 1100, 1], [8000, 9000, 4]", ""));
         let draws = WakeDraws::load(&[a, b], "p", &names(&["x"])).unwrap();
         // Free: 4 in [1000, 1100), 4 in [8000, 9000): the lower half of the ranks lands in the first.
         assert_eq!(draws.draw_ns(0, false, 0.0, 0.0), Some(1000));
@@ -204,19 +181,13 @@ mod tests {
         assert_eq!(draws.draw_ns(0, false, 0.5, 0.0), Some(8000));
         assert_eq!(draws.draw_ns(0, false, 0.999, 0.9995), Some(8999));
         assert!((500_000..560_000).contains(&draws.draw_ns(0, true, 0.7, 0.3).unwrap()));
-        assert_eq!(draws.mean_ns(0, Some(true)), 530_000.0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_class_without_wake_ups_draws_from_the_other() {
         let dir = folder("fallback");
-        let a = bench_file(
-            &dir,
-            "a.json",
-            "p",
-            r#"{"name": "x", "wakes": {"free_buckets": [[2000, 2200, 5]], "contended_buckets": []}}"#,
-        );
+        let a = bench_file(&dir, "a.json", "p", &node_x("[2000, 2200, 5]", ""));
         let draws = WakeDraws::load(&[a], "p", &names(&["x"])).unwrap();
         assert!((2000..2200).contains(&draws.draw_ns(0, true, 0.5, 0.5).unwrap()));
         std::fs::remove_dir_all(&dir).unwrap();
@@ -225,12 +196,7 @@ mod tests {
     #[test]
     fn a_node_without_wake_ups_has_no_draw_and_a_file_without_any_or_of_another_pipeline_is_refused() {
         let dir = folder("refused");
-        let a = bench_file(
-            &dir,
-            "a.json",
-            "p",
-            r#"{"name": "x", "wakes": {"free_buckets": [[2000, 2200, 5]], "contended_buckets": []}}"#,
-        );
+        let a = bench_file(&dir, "a.json", "p", &node_x("[2000, 2200, 5]", ""));
         let e = WakeDraws::load(std::slice::from_ref(&a), "q", &names(&["x"])).unwrap_err();
         assert!(e.contains("a.json") && e.contains("`p`") && e.contains("`q`"), "{e}");
         let draws = WakeDraws::load(std::slice::from_ref(&a), "p", &names(&["x", "y"])).unwrap();
