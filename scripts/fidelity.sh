@@ -12,7 +12,8 @@
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
 # flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
-# draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us.
+# draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
+# BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}

@@ -31,7 +31,9 @@ terms"):
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it). WAKE_DELAYS=1 gives the load simulations the wake-ups the
-runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us.
+runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us;
+BATCH_TIMES=1 their recorded batch times (`--batch-times cap_P_*.json`) in place of the compute
+scales.
 """
 import glob
 import json
@@ -186,6 +188,9 @@ def terms(d, p, config):
     if os.environ.get("WAKE_DELAYS") == "1":
         # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
         text += " --wake-delays " + ",".join(capacity_files(d, p))
+    if os.environ.get("BATCH_TIMES") == "1":
+        # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
+        text += " --batch-times " + ",".join(capacity_files(d, p))
     return text
 
 
@@ -261,6 +266,9 @@ def table(d, pipelines):
                 cells.append(cell)
             lines.append("| | sim ÷ real | " + " | ".join(cells) + " | |")
     extra = open(f"{d}/sim_flags.txt").read().strip() if os.path.exists(f"{d}/sim_flags.txt") else ""
+    if os.environ.get("BATCH_TIMES") == "1":
+        lines.append("\nEvery load simulation above stretched its batches as the capacity runs recorded "
+                     "(`--batch-times cap_P_*.json`, BATCH_TIMES=1) in place of the compute scales.")
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")

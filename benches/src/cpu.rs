@@ -125,6 +125,8 @@ mod tests {
             mean_compute_us: 50.0,
             host_device_bytes: 0,
             wakes: Default::default(),
+            compute_p99_us: 0.0,
+            batch_times: Vec::new(),
         };
         // 400 requests; 20 ms of CPU over 0.01 s; compute 100 × 50 µs = 5 ms.
         let cpu = RuntimeCpu::of(20_000_000, 0.01, &[node], 400).unwrap();

@@ -10,7 +10,9 @@
 
 use std::time::Duration;
 
-use baton::wake_delays::{WakeBuckets, WakeDelays};
+use baton::log_buckets::{self, Buckets};
+use baton::stats::BatchTimes;
+use baton::wake_delays::WakeDelays;
 use baton::NodeStats;
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -207,6 +209,12 @@ pub struct NodeDelta {
     pub host_device_bytes: u64,
     /// Its workers' wake-ups (from the scheduler's word to the worker taking it).
     pub wakes: WakeSummary,
+    /// Compute per batch (stitching and running the stages), p99 over every size, µs
+    /// (the lower bound of its histogram bucket; 0 when nothing ran).
+    pub compute_p99_us: f64,
+    /// Each batch size's compute times, `[lower ns, upper ns, batches]` (what
+    /// `baton simulate --batch-times` reads).
+    pub batch_times: Vec<BatchTimes>,
 }
 
 /// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
@@ -220,8 +228,8 @@ pub struct WakeSummary {
     pub p99_us: f64,
     pub p999_us: f64,
     /// Each class's counts as `[lower ns, upper ns, count]` (what `baton simulate --wake-delays` reads).
-    pub free_buckets: WakeBuckets,
-    pub contended_buckets: WakeBuckets,
+    pub free_buckets: Buckets,
+    pub contended_buckets: Buckets,
 }
 
 impl WakeSummary {
@@ -239,6 +247,33 @@ impl WakeSummary {
     }
 }
 
+/// Each size's compute times counted since `start` (sizes without any go).
+fn batch_times_since(end: &[BatchTimes], start: &[BatchTimes]) -> Vec<BatchTimes> {
+    end.iter()
+        .map(|e| {
+            let before = start.iter().find(|s| s.batch_size == e.batch_size).map_or(&[][..], |s| &s.buckets[..]);
+            BatchTimes { batch_size: e.batch_size, buckets: log_buckets::minus(&e.buckets, before) }
+        })
+        .filter(|t| !t.buckets.is_empty())
+        .collect()
+}
+
+/// The `q` quantile of every size's compute times together, µs (a bucket's lower bound; 0 without any).
+fn compute_quantile_us(times: &[BatchTimes], q: f64) -> f64 {
+    let mut all: Vec<(u64, u64)> = times.iter().flat_map(|t| t.buckets.iter().map(|b| (b.0, b.2))).collect();
+    all.sort_unstable();
+    let total: u64 = all.iter().map(|b| b.1).sum();
+    let rank = ((q * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (lower, count) in all {
+        seen += count;
+        if seen >= rank {
+            return lower as f64 / 1000.0;
+        }
+    }
+    0.0
+}
+
 /// Per-node differences `end - start` (matched by position; names from `end`).
 pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
     start
@@ -251,6 +286,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
             let queue_ns = b.queue_ns.saturating_sub(a.queue_ns);
             let compute_ns = b.compute_ns.saturating_sub(a.compute_ns);
             let per = |total: u64, count: u64| if count == 0 { 0.0 } else { total as f64 / count as f64 };
+            let batch_times = batch_times_since(&b.batch_times, &a.batch_times);
             NodeDelta {
                 name: b.name.clone(),
                 executions,
@@ -264,6 +300,8 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
                 host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
+                compute_p99_us: compute_quantile_us(&batch_times, 0.99),
+                batch_times,
             }
         })
         .collect()
@@ -441,6 +479,7 @@ mod tests {
             stopped_ns: 0,
             batch_sizes: Vec::new(),
             wake_delays: Default::default(),
+            batch_times: Vec::new(),
         }
     }
 

@@ -320,8 +320,8 @@ pub fn points_table(points: &[PointResult]) -> String {
     table(&headers, &rows, 3)
 }
 
-/// One row per point and node: mean batch size, queue time per task, compute time per batch,
-/// its workers' wake-up p50 and p99.
+/// One row per point and node: mean batch size, queue time per task, compute time per batch
+/// (mean and p99), its workers' wake-up p50 and p99.
 pub fn nodes_table(points: &[PointResult]) -> String {
     let rows: Vec<Vec<String>> = points
         .iter()
@@ -335,6 +335,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     format!("{:.2}", n.mean_batch),
                     format!("{:.1}", n.mean_queue_us),
                     format!("{:.1}", n.mean_compute_us),
+                    format!("{:.1}", n.compute_p99_us),
                     format!("{:.1}", n.wakes.p50_us),
                     format!("{:.1}", n.wakes.p99_us),
                     n.executions.to_string(),
@@ -354,6 +355,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
             "mean batch",
             "queue µs/task",
             "compute µs/batch",
+            "compute p99 µs",
             "wake p50 µs",
             "wake p99 µs",
             "batches",
@@ -495,6 +497,8 @@ mod tests {
                 mean_compute_us: 300.0,
                 host_device_bytes: 0,
                 wakes: Default::default(),
+                compute_p99_us: 0.0,
+                batch_times: Vec::new(),
             }],
             windows: vec![],
             reported_windows: 1,
@@ -607,6 +611,7 @@ mod tests {
                 })
                 .collect(),
             wake_delays: Default::default(),
+            batch_times: Vec::new(),
         }
     }
 

@@ -201,6 +201,30 @@ fn recorded_wake_ups_are_drawn_by_class_as_the_workers_are_told() {
 }
 
 #[test]
+fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
+    let dir = folder(SUITE, "batch_times");
+    let text = std::fs::read_to_string(one_node(&dir, 1))
+        .unwrap()
+        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
+    let pipeline = dir.join("realtime.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    // The runtime ran node `a`'s one-row batches in 2.0-2.1 ms, twice the profile's 1 ms.
+    let record = dir.join("times.json");
+    let node = r#"{"name": "a", "batch_times": [{"batch_size": 1, "buckets": [[2000000, 2100000, 9]]}]}"#;
+    std::fs::write(&record, format!(r#"{{"pipeline": "one", "points": [{{"nodes": [{node}]}}]}}"#)).unwrap();
+    let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.compute_scale = vec!["a=5".into()];
+    o.model.batch_times = vec![record];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert!(p.latency.min_us >= 2000 && p.latency.max_us <= 2100, "stretched, not scaled: {:?}", p.latency);
+    assert!(p.nodes[0].compute_p99_us >= 1900.0, "the report shows the simulated batch times");
+    o.bench.priority_fraction = 1.0;
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1000, 1000), "real-time batches keep the profile's times");
+}
+
+#[test]
 fn measured_terms_add_to_each_hop_and_cores_are_shared() {
     let dir = folder(SUITE, "terms");
     // c=2 on one node with two workers and one core: both batches run at half speed.

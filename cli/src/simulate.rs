@@ -71,6 +71,12 @@ pub struct ModelTermArgs {
     /// a node the files hold no wake-ups of).
     #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
     pub wake_delays: Vec<PathBuf>,
+    /// Measured term: each node's normal-class batches take the profile's median times a draw
+    /// of how far the runtime's batches stretched over it, recorded per node in these
+    /// `baton bench --json` files (instead of --compute-scale, which stays for a node the
+    /// files hold no batches of).
+    #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
+    pub batch_times: Vec<PathBuf>,
 }
 
 impl ModelTermArgs {
@@ -90,6 +96,7 @@ impl ModelTermArgs {
             outlier_fence: self.outlier_fence,
             compute_scale: self.compute_scale,
             wake_delays: self.wake_delays,
+            batch_times: self.batch_times,
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod config;
 pub mod engine;
 pub mod execution;
 pub mod fairness;
+pub mod log_buckets;
 pub mod metrics;
 mod node;
 pub mod npy;

@@ -19,41 +19,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Buckets per doubling (as a power of two).
-const SUB_BITS: u32 = 3;
-const SUB: u64 = 1 << SUB_BITS;
-/// Buckets in all: every `u64` of nanoseconds has one.
-pub const BUCKETS: usize = ((64 - SUB_BITS as usize) + 1) * SUB as usize;
-
-/// The bucket holding `ns`: exact below `SUB` ns, then `SUB` buckets a doubling.
-pub fn bucket(ns: u64) -> usize {
-    if ns < SUB {
-        return ns as usize;
-    }
-    let exponent = 63 - ns.leading_zeros(); // >= SUB_BITS
-    let mantissa = (ns >> (exponent - SUB_BITS)) & (SUB - 1);
-    ((exponent - SUB_BITS + 1) as u64 * SUB + mantissa) as usize
-}
-
-/// The smallest value of bucket `i` (ns); bucket `i` holds `[lower(i), lower(i + 1))`.
-pub fn bucket_lower_ns(i: usize) -> u64 {
-    let i = i as u64;
-    if i < SUB {
-        return i;
-    }
-    let exponent = i / SUB - 1 + SUB_BITS as u64;
-    let mantissa = i % SUB;
-    (SUB | mantissa) << (exponent - SUB_BITS as u64)
-}
-
-/// The bound above bucket `i` (ns, exclusive; `u64::MAX` for the last).
-pub fn bucket_upper_ns(i: usize) -> u64 {
-    if i + 1 >= BUCKETS {
-        u64::MAX
-    } else {
-        bucket_lower_ns(i + 1)
-    }
-}
+use crate::log_buckets::{bucket, bucket_lower_ns, Buckets, BUCKETS};
 
 /// A node's wake-ups as the workers record them (see the module docs).
 pub(crate) struct WakeRecorder {
@@ -90,9 +56,6 @@ pub struct WakeDelays {
     pub contended: Vec<u64>,
 }
 
-/// One class's counts as (lower ns, upper ns, count) of its non-empty buckets, by increasing delay.
-pub type WakeBuckets = Vec<(u64, u64, u64)>;
-
 impl WakeDelays {
     /// The wake-ups counted since `earlier` (a snapshot of the same node).
     pub fn since(&self, earlier: &WakeDelays) -> WakeDelays {
@@ -118,13 +81,8 @@ impl WakeDelays {
     }
 
     /// The class's non-empty buckets.
-    pub fn buckets(counts: &[u64]) -> WakeBuckets {
-        counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (bucket_lower_ns(i), bucket_upper_ns(i), c))
-            .collect()
+    pub fn buckets(counts: &[u64]) -> Buckets {
+        crate::log_buckets::sparse(counts)
     }
 
     /// The `q` quantile (0..=1) of both classes together, as its bucket's lower bound, ns
@@ -149,29 +107,6 @@ impl WakeDelays {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_value_falls_in_the_bucket_whose_bounds_hold_it() {
-        let mut values: Vec<u64> = (0..2000).collect();
-        values.extend([4095, 4096, 4097, 1_000_000, 123_456_789, u64::MAX / 3, u64::MAX - 1, u64::MAX]);
-        for v in values {
-            let i = bucket(v);
-            assert!(i < BUCKETS, "{v} -> bucket {i}");
-            assert!(bucket_lower_ns(i) <= v, "{v}: lower bound {} of bucket {i}", bucket_lower_ns(i));
-            assert!(v < bucket_upper_ns(i) || i == BUCKETS - 1, "{v}: upper bound {}", bucket_upper_ns(i));
-        }
-        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
-    }
-
-    #[test]
-    fn buckets_are_exact_below_eight_and_an_eighth_of_a_doubling_wide_above() {
-        assert_eq!((0..8).map(bucket).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
-        assert_eq!((bucket_lower_ns(bucket(1000)), bucket_upper_ns(bucket(1000))), (960, 1024));
-        for i in 8..BUCKETS - 1 {
-            let (lo, hi) = (bucket_lower_ns(i), bucket_upper_ns(i));
-            assert!(hi > lo && (hi - lo) * 8 <= lo, "bucket {i}: [{lo}, {hi})");
-        }
-    }
 
     #[test]
     fn wake_ups_are_counted_by_class_and_read_back_as_differences_and_quantiles() {

@@ -515,6 +515,8 @@ fn node_stats_add_up_rows_and_batches() {
     assert_eq!(stats.name, "n");
     assert_eq!((stats.rows, stats.tasks), (3, 2));
     assert!(stats.executions >= 1 && stats.compute_ns > 0);
+    let timed: u64 = stats.batch_times.iter().flat_map(|t| &t.buckets).map(|b| b.2).sum();
+    assert_eq!(timed, stats.executions, "every batch's compute time is in its size's histogram");
 }
 
 #[test]

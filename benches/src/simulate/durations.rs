@@ -99,6 +99,8 @@ pub struct Durations {
     scale: Vec<f64>,
     /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
     pub wakes: Option<super::wakes::WakeDraws>,
+    /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
+    stretch: Vec<Option<super::stretch::Stretch>>,
 }
 
 impl Durations {
@@ -153,24 +155,43 @@ impl Durations {
             out.push(sizes);
         }
         let scale = vec![1.0; out.len()];
-        Ok(Durations { nodes: out, scale, wakes: None })
+        let stretch = vec![None; out.len()];
+        Ok(Durations { nodes: out, scale, wakes: None, stretch })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
-    /// [0, 1): the profile's, times the node's scale unless the batch is `realtime`.
+    /// [0, 1): the profile's, times the node's scale unless the batch is `realtime`; with a
+    /// recorded stretch, a normal-class batch takes the profile's median times the stretch's
+    /// `u`-quantile instead.
     pub fn draw_ns(&self, node: usize, batch: usize, u: f64, realtime: bool) -> u64 {
+        if let (false, Some(stretch)) = (realtime, &self.stretch[node]) {
+            return (self.profile_us(node, batch, 0.5).max(0.0) * stretch.at(u) * 1000.0).round() as u64;
+        }
+        let scale = if realtime { 1.0 } else { self.scale[node] };
+        (self.profile_us(node, batch, u).max(0.0) * scale * 1000.0).round() as u64
+    }
+
+    /// The profile's `u`-quantile, µs, for a batch of `batch` rows at `node` (linear between
+    /// the measured sizes around it).
+    fn profile_us(&self, node: usize, batch: usize, u: f64) -> f64 {
         let sizes = &self.nodes[node];
         let i = sizes.partition_point(|q| q.batch < batch).min(sizes.len() - 1);
         let hi = &sizes[i];
-        let us = if hi.batch == batch || i == 0 {
+        if hi.batch == batch || i == 0 {
             hi.at(u)
         } else {
             let lo = &sizes[i - 1];
             let f = (batch - lo.batch) as f64 / (hi.batch - lo.batch) as f64;
             lo.at(u) + (hi.at(u) - lo.at(u)) * f
-        };
-        let scale = if realtime { 1.0 } else { self.scale[node] };
-        (us.max(0.0) * scale * 1000.0).round() as u64
+        }
+    }
+
+    /// Gives each node of `recorded` (pipeline order) the stretch of its batches over the
+    /// profile's medians ([`super::stretch`]); a node without any keeps its scale.
+    pub fn stretch(&mut self, recorded: &super::stretch::Recorded) {
+        for (node, batches) in recorded.iter().enumerate() {
+            self.stretch[node] = super::stretch::Stretch::of(batches, |b| self.profile_us(node, b, 0.5));
+        }
     }
 
     /// Sets `node`'s scale: its normal-class batches take `factor` × the profile's times.

@@ -25,6 +25,7 @@ pub mod nodes;
 pub mod outliers;
 pub mod sessions;
 pub mod streams;
+pub mod stretch;
 pub mod traffic;
 pub mod wakes;
 

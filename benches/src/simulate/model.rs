@@ -33,6 +33,9 @@ pub struct ModelTerms {
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
+    /// `baton bench --json` files whose recorded batch times give each node's stretch over
+    /// the profile (instead of its compute scale; see [`super::stretch`]).
+    pub batch_times: Vec<std::path::PathBuf>,
 }
 
 impl ModelTerms {
@@ -86,9 +89,12 @@ impl ModelTerms {
                 .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
             durations.scale(index, factor);
         }
+        let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
-            let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
+        }
+        if !self.batch_times.is_empty() {
+            durations.stretch(&super::stretch::load(&self.batch_times, &spec.name, &names)?);
         }
         Ok(durations)
     }
@@ -107,5 +113,7 @@ impl ModelTerms {
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);
+        let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
+        s["batch_times"] = serde_json::json!(files);
     }
 }

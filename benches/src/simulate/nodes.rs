@@ -20,7 +20,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use baton::fairness::{FairnessKind, FairnessSpec, TenantOrder};
-use baton::stats::BatchSizeStats;
+use baton::log_buckets;
+use baton::stats::{BatchSizeStats, BatchTimes};
 use baton::NodeStats;
 
 /// One request's work waiting at a node.
@@ -120,6 +121,8 @@ pub struct Totals {
     pub sizes: BTreeMap<usize, (u64, u64, u64)>,
     /// Its told workers' wake-ups, as the runtime records them.
     pub wakes: baton::wake_delays::WakeDelays,
+    /// Per batch size (rows): compute-time counts by log bucket, as the runtime records them.
+    pub times: BTreeMap<usize, Vec<u64>>,
 }
 
 impl SimNode {
@@ -204,6 +207,8 @@ impl SimNode {
         size.0 += 1;
         size.1 += ns;
         size.2 = size.2.max(ns);
+        let times = t.times.entry(rows).or_insert_with(|| vec![0; log_buckets::BUCKETS]);
+        times[log_buckets::bucket(ns)] += 1;
     }
 
     /// The totals as the runtime's [`NodeStats`] give them.
@@ -224,6 +229,11 @@ impl SimNode {
             stopped_ns: 0,
             batch_sizes: t.sizes.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect(),
             wake_delays: t.wakes.clone(),
+            batch_times: t
+                .times
+                .iter()
+                .map(|(&batch_size, counts)| BatchTimes { batch_size, buckets: log_buckets::sparse(counts) })
+                .collect(),
         }
     }
 }

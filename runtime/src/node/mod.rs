@@ -173,6 +173,8 @@ pub struct NodeStats {
     pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
     /// How long its told workers took to wake (see [`crate::wake_delays`]).
     pub wake_delays: crate::wake_delays::WakeDelays,
+    /// Each batch size's compute times, by increasing size (see [`crate::stats`]).
+    pub batch_times: Vec<crate::stats::BatchTimes>,
 }
 
 impl NodeCounters {
@@ -204,6 +206,7 @@ impl NodeCounters {
             stopped_ns: get(&self.stopped_ns),
             batch_sizes: self.batch_sizes.snapshot(),
             wake_delays: self.wakes.snapshot(),
+            batch_times: self.batch_sizes.times(),
         }
     }
 }
