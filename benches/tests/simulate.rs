@@ -74,6 +74,16 @@ to = "d.q"
     path
 }
 
+/// `one_node`'s pipeline (one row a batch) under the collaborative rule with real-time foreground batches.
+fn realtime_one_node(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(one_node(dir, 1))
+        .unwrap()
+        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
+    let pipeline = dir.join("realtime.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    pipeline
+}
+
 /// `one_node`'s pipeline (one row a batch) with two workers.
 fn two_workers(dir: &Path) -> PathBuf {
     let text =
@@ -116,11 +126,7 @@ fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes()
 #[test]
 fn a_compute_scale_leaves_real_time_batches_at_the_profiles_times() {
     let dir = folder(SUITE, "scale_rt");
-    let text = std::fs::read_to_string(one_node(&dir, 1))
-        .unwrap()
-        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
-    let pipeline = dir.join("realtime.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = realtime_one_node(&dir);
     let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
     o.bench.concurrency = vec![1];
     o.model.compute_scale = vec!["a=1.5".into()];
@@ -203,11 +209,7 @@ fn recorded_wake_ups_are_drawn_by_class_as_the_workers_are_told() {
 #[test]
 fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
     let dir = folder(SUITE, "batch_times");
-    let text = std::fs::read_to_string(one_node(&dir, 1))
-        .unwrap()
-        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
-    let pipeline = dir.join("realtime.toml");
-    std::fs::write(&pipeline, text).unwrap();
+    let pipeline = realtime_one_node(&dir);
     // The runtime ran node `a`'s one-row batches in 2.0-2.1 ms, twice the profile's 1 ms.
     let record = dir.join("times.json");
     let node = r#"{"name": "a", "batch_times": [{"batch_size": 1, "buckets": [[2000000, 2100000, 9]]}]}"#;

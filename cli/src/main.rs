@@ -55,7 +55,7 @@ enum Command {
     /// Flood a KServe v2 server from many connections: each answer status's count and latency.
     Flood(flood::FloodArgs),
     /// Simulate a pipeline under bench's loads in virtual time, with the runtime's scheduler and a profile's batch times.
-    Simulate(simulate::SimulateArgs),
+    Simulate(Box<simulate::SimulateArgs>),
     /// Search a pipeline's scheduling knobs for the most requests/s meeting an SLO, in the simulator.
     Tune(tune::TuneArgs),
 }

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod model;
 pub mod nodes;
 pub mod outliers;
+pub mod records;
 pub mod sessions;
 pub mod streams;
 pub mod stretch;

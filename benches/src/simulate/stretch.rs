@@ -22,17 +22,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
-struct BenchFile {
-    pipeline: String,
-    points: Vec<Point>,
-}
-
-#[derive(Deserialize)]
-struct Point {
-    nodes: Vec<NodeEntry>,
-}
-
-#[derive(Deserialize)]
 struct NodeEntry {
     name: String,
     #[serde(default)]
@@ -45,20 +34,10 @@ pub type Recorded = Vec<Vec<(usize, u64, u64, u64)>>;
 /// The batches `files` recorded for pipeline `pipeline`'s `nodes`.
 pub fn load(files: &[PathBuf], pipeline: &str, nodes: &[String]) -> Result<Recorded, String> {
     let mut recorded: Recorded = vec![Vec::new(); nodes.len()];
-    for file in files {
-        let at = || format!("--batch-times {}", file.display());
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", at()))?;
-        let bench: BenchFile =
-            serde_json::from_str(&text).map_err(|e| format!("{}: not `baton bench --json` output: {e}", at()))?;
-        if bench.pipeline != pipeline {
-            return Err(format!("{}: measured pipeline `{}`, not `{pipeline}`", at(), bench.pipeline));
-        }
-        for entry in bench.points.iter().flat_map(|p| &p.nodes) {
-            if let Some(n) = nodes.iter().position(|n| *n == entry.name) {
-                for t in &entry.batch_times {
-                    recorded[n]
-                        .extend(t.buckets.iter().map(|&(lower, upper, count)| (t.batch_size, lower, upper, count)));
-                }
+    for entry in super::records::node_entries::<NodeEntry>(files, pipeline, "--batch-times")? {
+        if let Some(n) = nodes.iter().position(|n| *n == entry.name) {
+            for t in &entry.batch_times {
+                recorded[n].extend(t.buckets.iter().map(|&(lower, upper, count)| (t.batch_size, lower, upper, count)));
             }
         }
     }

@@ -25,17 +25,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
-struct BenchFile {
-    pipeline: String,
-    points: Vec<Point>,
-}
-
-#[derive(Deserialize)]
-struct Point {
-    nodes: Vec<NodeEntry>,
-}
-
-#[derive(Deserialize)]
 struct NodeEntry {
     name: String,
     wakes: Option<Wakes>,
@@ -103,21 +92,12 @@ impl WakeDraws {
     /// The wake-ups `files` recorded for pipeline `pipeline`'s `nodes`.
     pub fn load(files: &[PathBuf], pipeline: &str, nodes: &[String]) -> Result<Self, String> {
         let mut draws = WakeDraws { nodes: vec![Default::default(); nodes.len()] };
-        for file in files {
-            let at = || format!("--wake-delays {}", file.display());
-            let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", at()))?;
-            let bench: BenchFile =
-                serde_json::from_str(&text).map_err(|e| format!("{}: not `baton bench --json` output: {e}", at()))?;
-            if bench.pipeline != pipeline {
-                return Err(format!("{}: measured pipeline `{}`, not `{pipeline}`", at(), bench.pipeline));
-            }
-            for entry in bench.points.iter().flat_map(|p| &p.nodes) {
-                let (Some(n), Some(wakes)) = (nodes.iter().position(|n| *n == entry.name), &entry.wakes) else {
-                    continue;
-                };
-                draws.nodes[n][0].add(&wakes.free_buckets);
-                draws.nodes[n][1].add(&wakes.contended_buckets);
-            }
+        for entry in super::records::node_entries::<NodeEntry>(files, pipeline, "--wake-delays")? {
+            let (Some(n), Some(wakes)) = (nodes.iter().position(|n| *n == entry.name), &entry.wakes) else {
+                continue;
+            };
+            draws.nodes[n][0].add(&wakes.free_buckets);
+            draws.nodes[n][1].add(&wakes.contended_buckets);
         }
         draws.nodes.iter_mut().flatten().for_each(Empirical::seal);
         if draws.nodes.iter().flatten().all(|c| c.total() == 0) {
