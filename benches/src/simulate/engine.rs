@@ -608,8 +608,7 @@ impl<'a> Sim<'a> {
         let picked: Vec<usize> = decision.picked.to_vec();
         // Each told worker is contended when as many workers are busy as there are cores
         // (those told before it in this decision included), as the runtime's scheduler counts.
-        let busy_before: usize = if picked.is_empty() { 0 } else { self.nodes.iter().map(|s| s.busy).sum() };
-        for (busy, n) in (busy_before..).zip(picked) {
+        for (busy, n) in (decision.running.nodes..).zip(picked) {
             let contended = busy as f64 >= self.terms.cores;
             let wake = self.wake_ns(n, contended);
             self.nodes[n].totals.wakes.record(wake, contended);

@@ -237,13 +237,11 @@ impl Scheduler {
                 ticker.unpark();
             }
         }
-        if !decision.picked.is_empty() {
-            // A worker told while as many workers are busy as the process has cores (those
-            // told before it included) is contended: it may wait for a core.
-            let mut busy: usize = nodes.iter().map(|n| n.busy()).sum();
-            for &n in decision.picked {
-                busy += usize::from(tell_to_run(&nodes[n], busy >= self.cores));
-            }
+        // A worker told while as many workers are busy as the process has cores (those the
+        // decision saw running, and those told before it) is contended: it may wait for a core.
+        let mut busy = decision.running.nodes;
+        for &n in decision.picked {
+            busy += usize::from(tell_to_run(&nodes[n], busy >= self.cores));
         }
         self.log_decision(reasons, decision.loads, decision.picked, decision.running.compute);
         if self.stops_young_batches {
