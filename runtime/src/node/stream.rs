@@ -17,6 +17,10 @@
 //!   returned for the caller to enqueue.
 //! - `expire` closes streams idle for longer than the timeout (never one
 //!   with a chunk queued or running) and frees their state.
+//! - `drain` (immediate shutdown) empties the store and closes it: a chunk
+//!   entering afterwards (say, forwarded by an upstream batch that was
+//!   still running) is refused with the shutdown error, never mistaken for
+//!   a chunk of an unopened stream, and no stream opens again.
 //!
 //! State memory is bounded: opening a stream whose initial state would pass
 //! `max_state_bytes` is refused for that stream alone.
@@ -44,6 +48,8 @@ struct Stream {
 struct Inner {
     streams: HashMap<u64, Stream>,
     bytes: usize,
+    /// Drained for shutdown: every chunk is refused from now on.
+    closed: bool,
 }
 
 /// What became of a chunk offered to the store.
@@ -79,7 +85,7 @@ impl StreamStates {
             initial_bytes: state_bytes(&initial),
             specs,
             max_bytes,
-            inner: Mutex::new(Inner { streams: HashMap::new(), bytes: 0 }),
+            inner: Mutex::new(Inner { streams: HashMap::new(), bytes: 0, closed: false }),
             priority_parked: AtomicUsize::new(0),
         }
     }
@@ -105,7 +111,10 @@ impl StreamStates {
             return Turn::Refused(task, RequestError::InvalidInput(message));
         }
         let mut inner = self.inner.lock();
-        let Inner { streams, bytes } = &mut *inner;
+        let Inner { streams, bytes, closed } = &mut *inner;
+        if *closed {
+            return Turn::Refused(task, RequestError::ShuttingDown);
+        }
         if !streams.contains_key(&chunk.id) {
             if !chunk.start {
                 let message = format!(
@@ -169,7 +178,7 @@ impl StreamStates {
         new_state: Option<Vec<Tensor>>,
     ) -> (Option<Task>, Vec<(Task, RequestError)>) {
         let mut inner = self.inner.lock();
-        let Inner { streams, bytes } = &mut *inner;
+        let Inner { streams, bytes, .. } = &mut *inner;
         let Some(stream) = streams.get_mut(&chunk.id) else { return (None, Vec::new()) };
         if let Some(state) = new_state {
             let new_bytes = state_bytes(&state);
@@ -207,7 +216,7 @@ impl StreamStates {
     pub fn expire(&self, timeout: Duration) -> usize {
         let now = Instant::now();
         let mut inner = self.inner.lock();
-        let Inner { streams, bytes } = &mut *inner;
+        let Inner { streams, bytes, .. } = &mut *inner;
         let before = streams.len();
         streams.retain(|_, s| {
             let keep = s.running || !s.waiting.is_empty() || now.duration_since(s.last_used) < timeout;
@@ -225,9 +234,11 @@ impl StreamStates {
         (inner.streams.len(), inner.bytes)
     }
 
-    /// Drops every stream and its waiting chunks (shutdown); returns the chunks.
+    /// Drops every stream and its waiting chunks and closes the store (shutdown);
+    /// returns the chunks.
     pub fn drain(&self) -> Vec<Task> {
         let mut inner = self.inner.lock();
+        inner.closed = true;
         inner.bytes = 0;
         let waiting: Vec<Task> = inner.streams.drain().flat_map(|(_, s)| s.waiting).collect();
         self.unpark_priority(&waiting);
@@ -299,5 +310,20 @@ mod tests {
         assert_eq!(streams.priority_parked(), 1);
         assert_eq!(streams.drain().len(), 1);
         assert_eq!(streams.priority_parked(), 0);
+    }
+
+    #[test]
+    fn after_a_drain_every_chunk_is_refused_as_shutting_down_and_no_stream_opens() {
+        let streams = store();
+        assert!(matches!(streams.enter(chunk(3, true, false)), Turn::Now(_)));
+        assert!(streams.drain().is_empty());
+        for (id, start) in [(3, false), (4, true)] {
+            match streams.enter(chunk(id, start, false)) {
+                Turn::Refused(_, RequestError::ShuttingDown) => {}
+                Turn::Refused(_, other) => panic!("stream {id}: refused with {other:?}, not the shutdown error"),
+                _ => panic!("stream {id}: a chunk ran after the drain"),
+            }
+        }
+        assert_eq!(streams.usage(), (0, 0), "no stream opened after the drain");
     }
 }
