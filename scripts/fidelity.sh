@@ -14,6 +14,8 @@
 # flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
 # draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales.
+# CALIBRATE=N (default 0): N rounds of the compute scales through the model at concurrency 1
+# (scripts/fidelity_terms.py's docs); 0 keeps the profile's ratios.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -21,6 +23,7 @@ PIPELINES=${2:-mlp,diamond,many_nodes,mixed_streams,collab_early}
 BATON=${BATON_BIN:-target/release/baton}
 ROUNDS=${ROUNDS:-5}
 LOADS=${LOADS:-30,50,70}
+CALIBRATE=${CALIBRATE:-0}
 mkdir -p "$DIR"
 
 load_flags() { # PIPELINE: the load options its real and simulated runs share
@@ -64,9 +67,15 @@ for p in ${PIPELINES//,/ }; do
     set -- $(load_flags "$p")
     [[ -n ${SIMULATE_ONLY:-} ]] || measure "$p" "$cfg" "$(capacity_concurrency "$p")" "$@"
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
-    # shellcheck disable=SC2046 # the terms are flags
-    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency 1 --duration 20s --warmup 1s \
-        --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
+    # The compute scales start from the profile's ratios and are calibrated through the model at
+    # concurrency 1 (CALIBRATE rounds); the last simulation at concurrency 1 gives the wake and hop terms.
+    rm -f "$DIR/scales_$p.json"
+    for round in $(seq 0 "$CALIBRATE"); do
+        ((round == 0)) || python3 scripts/fidelity_terms.py calibrate "$DIR" "$p" >>"$DIR/load.log"
+        # shellcheck disable=SC2046 # the terms are flags
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency 1 --duration 20s --warmup 1s \
+            --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
+    done
     # shellcheck disable=SC2046 # the terms are flags
     "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
         --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-} \

@@ -4,6 +4,7 @@
     fidelity_terms.py rates DIR PIPELINE PERCENTS   the open-loop rates: PERCENTS of the capacity
     fidelity_terms.py base DIR PIPELINE             the terms measured without the model: CPU, compute scales
     fidelity_terms.py terms DIR PIPELINE CONFIG     every term flag (needs sim1_PIPELINE.json)
+    fidelity_terms.py calibrate DIR PIPELINE        one round of the compute scales through the model
     fidelity_terms.py table DIR PIPELINES           simulated ÷ real, against the bars (markdown)
 
 DIR holds `baton bench` JSON: cap_P_K.json (closed loop at concurrency 1 and the capacity's) and
@@ -27,7 +28,15 @@ terms"):
 - --compute-scale: per node that ran at concurrency 1, its mean compute per batch there ÷ the
   profile's median at that mean batch size (median over runs). A node runs alone in the
   profile, with its weights in the caches; under the load other nodes' batches run between
-  its own (on the mixed loads a 5 MB MLP between two speech batches: 2-2.4x).
+  its own (on the mixed loads a 5 MB MLP between two speech batches: 2-2.4x). Then
+  optionally calibrated through the model (`calibrate`; CALIBRATE=N in scripts/fidelity.sh): the
+  real concurrency-1 compute already holds the stretch of batches sharing the cores, which
+  the model adds again where a request's branches overlap on more threads than cores (and
+  where the CPU terms' jobs take cores), so each round multiplies a node's scale by its real
+  concurrency-1 compute ÷ the simulated one (sim1_P.json), kept in scales_P.json. A round
+  takes out only what the model adds: a scale never falls below 1, nor below the profile's
+  ratio where that is under 1 (the model's stretch of a few-µs batch beside the CPU terms'
+  jobs does not shrink with its scale, so an unbounded round would drive it toward 0).
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it). WAKE_DELAYS=1 gives the load simulations the wake-ups the
@@ -136,6 +145,13 @@ def profile_median(profile, node, batch):
 
 
 def compute_scales(d, p):
+    """The calibrated scales (scales_P.json) where `calibrate` wrote them, else the profile's ratios."""
+    kept = f"{d}/scales_{p}.json"
+    return json.load(open(kept)) if os.path.exists(kept) else profile_ratios(d, p)
+
+
+def profile_ratios(d, p):
+    """Per node, its real concurrency-1 compute per batch ÷ the profile's median there."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
     ones = concurrency_one(d, p)
     scales = {}
@@ -146,6 +162,24 @@ def compute_scales(d, p):
             compute = statistics.median(n["mean_compute_us"] for n in ran)
             scales[node["name"]] = compute / profile_median(profile, node["name"], batch)
     return scales
+
+
+def calibrate(d, p):
+    """One calibration round (see the module's docs): each scale times real ÷ simulated
+    concurrency-1 compute per batch, written to scales_P.json; prints the largest change."""
+    scales, floors = compute_scales(d, p), profile_ratios(d, p)
+    sim = {n["name"]: n for n in json.load(open(f"{d}/sim1_{p}.json"))["points"][0]["nodes"]}
+    ones = concurrency_one(d, p)
+    worst = 1.0
+    for i, node in enumerate(ones[0]["nodes"]):
+        name = node["name"]
+        ran = [q["nodes"][i]["mean_compute_us"] for q in ones if q["nodes"][i]["executions"] > 0]
+        if name in scales and ran and sim.get(name, {}).get("executions", 0) > 0:
+            before = scales[name]
+            scales[name] = max(before * statistics.median(ran) / sim[name]["mean_compute_us"], min(1.0, floors[name]))
+            worst = max(worst, scales[name] / before, before / scales[name])
+    json.dump(scales, open(f"{d}/scales_{p}.json", "w"), indent=1)
+    return f"{p}: scales moved by up to {worst:.2f}x"
 
 
 def base_terms(d, p):
@@ -289,6 +323,8 @@ if __name__ == "__main__":
         print(flags_text(*base_terms(*args)))
     elif cmd == "terms":
         print(terms(*args))
+    elif cmd == "calibrate":
+        print(calibrate(*args))
     elif cmd == "table":
         print(table(*args))
     else:

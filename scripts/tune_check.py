@@ -82,7 +82,8 @@ def main(d, slo_text):
             )
     shipped, tuned = (goodput(files[n], slo) for n in ("shipped", "tuned"))
     ratio = f"{tuned / shipped:.2f} ×" if shipped > 0 else "no ratio (the shipped file met no rate)"
-    print(f"\nReal goodput (highest rate met in most runs): shipped {shipped:.0f}, tuned {tuned:.0f} req/s: {ratio}.")
+    named = lambda g: f"{g:.0f}" if g > 0 else "none of these rates"  # noqa: E731
+    print(f"\nReal goodput (highest rate met in most runs): shipped {named(shipped)}, tuned {named(tuned)}: {ratio}.")
 
 
 if __name__ == "__main__":
