@@ -9,7 +9,11 @@ Each in-process point of `baton bench` reports `cpu.runtime_us_per_request`
 
 gives `--request-cpu-us` (the intercept) and `--batch-cpu-us` (the slope);
 `--task-cpu-us` stays 0 (within one pipeline tasks per request are fixed, so
-a per-task cost is not told apart from the per-request one).
+a per-task cost is not told apart from the per-request one). Where the
+points' batches per request span less than MIN_SPREAD (a pipeline whose
+loads all run about one batch a request, as `collab_early`'s do), a slope
+is the noise of a few points over a sliver of x: the fit gives the mean as
+the per-request term and no per-batch term.
 
 Usage: scripts/fit_cpu_terms.py BENCH.json [BENCH.json ...]
 """
@@ -30,8 +34,15 @@ def points(files):
     return [x for x in out if x is not None]
 
 
+# Batches per request the points must span for the per-batch term to be fitted.
+MIN_SPREAD = 0.25
+
+
 def fit(pts):
     n = len(pts)
+    xs = [x for x, _ in pts]
+    if max(xs) - min(xs) < MIN_SPREAD:
+        return sum(y for _, y in pts) / n, 0.0
     mx = sum(x for x, _ in pts) / n
     my = sum(y for _, y in pts) / n
     sxx = sum((x - mx) ** 2 for x, _ in pts)
