@@ -34,8 +34,8 @@ terms"):
   the model adds again where a request's branches overlap on more threads than cores (and
   where the CPU terms' jobs take cores), so each round multiplies a node's scale by its real
   concurrency-1 compute ÷ the simulated one (sim1_P.json), kept in scales_P.json. A round
-  takes out only what the model adds: a scale never falls below 1, nor below the profile's
-  ratio where that is under 1 (the model's stretch of a few-µs batch beside the CPU terms'
+  takes out only what the model adds: a scale never falls below the smaller of 1 and the
+  profile's ratio (the model's stretch of a few-µs batch beside the CPU terms'
   jobs does not shrink with its scale, so an unbounded round would drive it toward 0).
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold

@@ -45,9 +45,7 @@ def fit(pts):
         return sum(y for _, y in pts) / n, 0.0
     mx = sum(x for x, _ in pts) / n
     my = sum(y for _, y in pts) / n
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    if sxx == 0:
-        raise SystemExit("every point has the same batches per request: add points at other loads")
+    sxx = sum((x - mx) ** 2 for x, _ in pts)  # > 0: the points span MIN_SPREAD
     slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
     return my - slope * mx, slope
 
