@@ -27,8 +27,9 @@
 //! every buffer and stream gate. A task pushed concurrently is caught by the
 //! check after the push (see [`Router::push`]); a chunk reaching a drained
 //! stream gate is refused there with the shutdown error (the gate closes as
-//! it drains, under its lock: see [`crate::node::stream`]). [`Router::wait_until_drained`] then waits
-//! until no request holds an in-flight permit (see [`crate::request::in_flight`]).
+//! it drains, under its lock: see [`crate::node::stream`]).
+//! [`Router::wait_until_drained`] then waits until no request holds an
+//! in-flight permit (see [`crate::request::in_flight`]).
 
 mod admission;
 mod handoff;
