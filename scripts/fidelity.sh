@@ -67,13 +67,15 @@ for p in ${PIPELINES//,/ }; do
     set -- $(load_flags "$p")
     [[ -n ${SIMULATE_ONLY:-} ]] || measure "$p" "$cfg" "$(capacity_concurrency "$p")" "$@"
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
-    # The compute scales start from the profile's ratios and are calibrated through the model at
-    # concurrency 1 (CALIBRATE rounds); the last simulation at concurrency 1 gives the wake and hop terms.
+    # The compute terms start from the capacity runs' compute over the profile and are calibrated
+    # through the model at the same concurrencies (CALIBRATE rounds); the last simulation's
+    # concurrency-1 point gives the wake and hop terms.
     rm -f "$DIR/scales_$p.json"
     for round in $(seq 0 "$CALIBRATE"); do
         ((round == 0)) || python3 scripts/fidelity_terms.py calibrate "$DIR" "$p" >>"$DIR/load.log"
         # shellcheck disable=SC2046 # the terms are flags
-        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency 1 --duration 20s --warmup 1s \
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency "1,$(capacity_concurrency "$p")" \
+            --duration 20s --warmup 1s \
             --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     done
     # shellcheck disable=SC2046 # the terms are flags

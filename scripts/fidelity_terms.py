@@ -8,13 +8,13 @@
     fidelity_terms.py table DIR PIPELINES           simulated ÷ real, against the bars (markdown)
 
 DIR holds `baton bench` JSON: cap_P_K.json (closed loop at concurrency 1 and the capacity's) and
-real_P_K.json (the open-loop runs), sim1_P.json (`baton simulate` at concurrency 1 with the
-base terms and no wake or hop) and sim_P.json (the simulated loads). The capacity is the median
+real_P_K.json (the open-loop runs), sim1_P.json (`baton simulate` at concurrency 1 and the
+capacity's with the base terms and no wake or hop) and sim_P.json (the simulated loads). The capacity is the median
 closed-loop throughput at the largest concurrency. The terms (docs/simulate.md, "Measured
 terms"):
 
 - CPU terms: the line fitted by scripts/fit_cpu_terms.py through the real open-loop points
-  and the capacity's closed-loop points above concurrency 1 (each term clamped at 0). The
+  and the capacity's closed-loop points above concurrency 1 (neither term negative). The
   concurrency-1 points are left out: there the process keeps about two cores busy while one
   batch runs (idle workers and the waiting client spin, yielding to any runnable thread), CPU
   that does not compete with the batches;
@@ -25,18 +25,26 @@ terms"):
   the longest path, each node weighted by the share of requests that visit it; the parts
   summed. (Where the real workers wait for a core the model slows their batches instead:
   the latency, not the queue alone, says what is missing);
-- --compute-scale: per node that ran at concurrency 1, its mean compute per batch there ÷ the
-  profile's median at that mean batch size (median over runs). A node runs alone in the
-  profile, with its weights in the caches; under the load other nodes' batches run between
-  its own (on the mixed loads a 5 MB MLP between two speech batches: 2-2.4x). Then
-  optionally calibrated through the model (`calibrate`; CALIBRATE=N in scripts/fidelity.sh): the
-  real concurrency-1 compute already holds the stretch of batches sharing the cores, which
-  the model adds again where a request's branches overlap on more threads than cores (and
-  where the CPU terms' jobs take cores), so each round multiplies a node's scale by its real
-  concurrency-1 compute ÷ the simulated one (sim1_P.json), kept in scales_P.json. A round
-  takes out only what the model adds: a scale never falls below the smaller of 1 and the
-  profile's ratio (the model's stretch of a few-µs batch beside the CPU terms'
-  jobs does not shrink with its scale, so an unbounded round would drive it toward 0).
+- --compute-scale and --compute-offset: a node's batches under a load take offset + scale ×
+  the profile's time. Per node, through its mean compute per batch at concurrency 1 and at the
+  capacity's concurrency (medians over the capacity runs) against the profile's median at the
+  mean batch there, the line `line_through` fits: where the batches grew (the profile 1.5x or
+  more) and the line holds a fixed part (offset >= 0). A node runs alone in the profile, its
+  weights in the caches; under a load other nodes' batches run between its own, and the part of
+  the stretch that does not grow with the rows (its weights fetched again) weighs most on small
+  batches (`many_nodes`' deep nodes: 3.3-4x at 4 rows, 1.7-2x at 16-32, at every load). Else
+  (one batch size, or a stretch that grows with the rows, as a lone MLP's does) the scale is
+  the concurrency-1 ratio and the offset 0. COMPUTE_OFFSET=0: always the concurrency-1 ratio.
+  Then optionally calibrated through the model (`calibrate`; CALIBRATE=N in
+  scripts/fidelity.sh): the real compute already holds the stretch of batches sharing the
+  cores, which the model adds again where a request's branches overlap on more threads than
+  cores (and where the CPU terms' jobs take cores); each round divides the real compute at
+  each concurrency by the model's own stretch there (simulated ÷ its terms at the simulated
+  mean batch; sim1_P.json simulates both concurrencies) and fits the terms through those
+  targets again, kept in scales_P.json. A round takes out only what the model adds: a scale
+  never falls below the smaller of 1 and the measured one (the model's stretch of a few-µs
+  batch beside the CPU terms' jobs does not shrink with its scale, so an unbounded round would
+  drive it toward 0).
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it). WAKE_DELAYS=1 gives the load simulations the wake-ups the
@@ -144,49 +152,107 @@ def profile_median(profile, node, batch):
     return sizes[0][1] if batch < sizes[0][0] else sizes[-1][1]
 
 
-def compute_scales(d, p):
-    """The calibrated scales (scales_P.json) where `calibrate` wrote them, else the profile's ratios."""
+def compute_terms(d, p):
+    """Per node (scale, offset µs): the calibrated ones (scales_P.json) where `calibrate` wrote
+    them, else the measured ones."""
     kept = f"{d}/scales_{p}.json"
-    return json.load(open(kept)) if os.path.exists(kept) else profile_ratios(d, p)
+    if os.path.exists(kept):
+        return {n: tuple(v) for n, v in json.load(open(kept)).items()}
+    return measured_compute(d, p)
 
 
-def profile_ratios(d, p):
-    """Per node, its real concurrency-1 compute per batch ÷ the profile's median there."""
+def capacity_compute(points, name):
+    """(mean batch, mean compute µs) of node `name` at each closed-loop concurrency of `points`
+    where it ran: the median over runs, by concurrency."""
+    by_load = {}
+    for q in points:
+        n = next(n for n in q["nodes"] if n["name"] == name)
+        if q["mode"] == "closed" and n["executions"] > 0:
+            by_load.setdefault(q["load"], []).append((n["mean_batch"], n["mean_compute_us"]))
+    return {load: (statistics.median(b for b, _ in v), statistics.median(c for _, c in v))
+            for load, v in sorted(by_load.items())}
+
+
+def line_through(points, floor=0.0):
+    """(scale, offset) of compute = offset + scale × profile through the (profile µs, compute
+    µs) of the lowest and the highest concurrency, where the batches grew enough to tell the
+    two apart (the profile 1.5x or more) and the line holds a fixed part (offset >= 0); the
+    scale not below `floor` (the offset then from the highest point). Else None."""
+    if len(points) < 2:
+        return None
+    (x1, y1), (x2, y2) = points[0], points[-1]
+    if x2 < 1.5 * x1:
+        return None
+    scale = (y2 - y1) / (x2 - x1)
+    offset = y1 - scale * x1
+    if offset < 0:
+        return None
+    if scale < floor:
+        scale, offset = floor, max(y2 - floor * x2, 0.0)
+    return scale, offset
+
+
+def measured_compute(d, p):
+    """Per node (scale, offset): the line through its compute at concurrency 1 and at the
+    capacity's (`line_through`), else its concurrency-1 compute ÷ the profile's median there
+    and no offset. COMPUTE_OFFSET=0: always the latter."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
-    ones = concurrency_one(d, p)
-    scales = {}
-    for i, node in enumerate(ones[0]["nodes"]):
-        ran = [q["nodes"][i] for q in ones if q["nodes"][i]["executions"] > 0]
-        if ran:
-            batch = statistics.median(n["mean_batch"] for n in ran)
-            compute = statistics.median(n["mean_compute_us"] for n in ran)
-            scales[node["name"]] = compute / profile_median(profile, node["name"], batch)
-    return scales
+    points = load_points(f"{d}/cap_{p}_*.json")
+    out = {}
+    for node in points[0]["nodes"]:
+        name = node["name"]
+        ran = capacity_compute(points, name)
+        if 1 not in ran:
+            continue
+        xy = [(profile_median(profile, name, b), c) for b, c in ran.values()]
+        line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
+        out[name] = line or (xy[0][1] / xy[0][0], 0.0)
+    return out
 
 
 def calibrate(d, p):
-    """One calibration round (see the module's docs): each scale times real ÷ simulated
-    concurrency-1 compute per batch, written to scales_P.json; prints the largest change."""
-    floors = profile_ratios(d, p)
+    """One calibration round (see the module's docs), written to scales_P.json; prints the
+    largest change. At each concurrency the model ran (sim1_P.json), the node's simulated
+    compute ÷ what its terms give at the simulated mean batch is the model's own stretch there;
+    the real compute ÷ that stretch is the target, and the terms become the line through the
+    targets (or the scale alone, times real ÷ simulated at concurrency 1, as measured)."""
+    measured = measured_compute(d, p)
     kept = f"{d}/scales_{p}.json"
-    scales = json.load(open(kept)) if os.path.exists(kept) else dict(floors)
-    sim = {n["name"]: n for n in json.load(open(f"{d}/sim1_{p}.json"))["points"][0]["nodes"]}
-    ones = concurrency_one(d, p)
+    terms = {n: tuple(v) for n, v in json.load(open(kept)).items()} if os.path.exists(kept) else dict(measured)
+    profile = json.load(open(f"{d}/{p}.profile.json"))
+    real_points = load_points(f"{d}/cap_{p}_*.json")
+    sim_points = json.load(open(f"{d}/sim1_{p}.json"))["points"]
     worst = 1.0
-    for i, node in enumerate(ones[0]["nodes"]):
+    for node in real_points[0]["nodes"]:
         name = node["name"]
-        ran = [q["nodes"][i]["mean_compute_us"] for q in ones if q["nodes"][i]["executions"] > 0]
-        if name in scales and ran and sim.get(name, {}).get("executions", 0) > 0:
-            before = scales[name]
-            scales[name] = max(before * statistics.median(ran) / sim[name]["mean_compute_us"], min(1.0, floors[name]))
-            worst = max(worst, scales[name] / before, before / scales[name])
-    json.dump(scales, open(f"{d}/scales_{p}.json", "w"), indent=1)
-    return f"{p}: scales moved by up to {worst:.2f}x"
+        if name not in terms:
+            continue
+        scale, offset = terms[name]
+        real, sim = capacity_compute(real_points, name), capacity_compute(sim_points, name)
+        targets = []
+        for load, (batch, compute) in real.items():
+            if load in sim:
+                x_sim = profile_median(profile, name, sim[load][0])
+                stretch = sim[load][1] / (offset + scale * x_sim)
+                targets.append((profile_median(profile, name, batch), compute / stretch))
+        if not targets:
+            continue
+        floor = min(1.0, measured[name][0])
+        line = line_through(targets, floor) if measured[name][1] > 0 else None
+        if line is None:
+            x1, y1 = targets[0]
+            line = (max(y1 / x1, floor), 0.0)
+        before = offset + scale * targets[0][0]
+        after = line[1] + line[0] * targets[0][0]
+        worst = max(worst, after / before, before / after)
+        terms[name] = line
+    json.dump(terms, open(kept, "w"), indent=1)
+    return f"{p}: the concurrency-1 compute moved by up to {worst:.2f}x"
 
 
 def base_terms(d, p):
     if os.environ.get("CPU_TERMS") == "0":
-        return {}, compute_scales(d, p)
+        return {}, compute_terms(d, p)
     pts = [
         fit_cpu_terms.point(q)
         for q in load_points(f"{d}/real_{p}_*.json") + load_points(f"{d}/cap_{p}_*.json")
@@ -194,13 +260,21 @@ def base_terms(d, p):
     ]
     pts = [x for x in pts if x is not None]
     request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
-    return {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}, compute_scales(d, p)
+    return {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}, compute_terms(d, p)
 
 
-def flags_text(flags, scales):
+def compute_flags(compute, code=""):
+    """--compute-scale and --compute-offset (the nodes with one) of per-node (scale, offset)."""
+    scales = ",".join(f"{n}={s:.2f}" for n, (s, _) in compute.items())
+    offsets = ",".join(f"{n}={o:.0f}" for n, (_, o) in compute.items() if o >= 0.5)
+    text = f" {code}--compute-scale {scales}{code}" if scales else ""
+    return text + (f" {code}--compute-offset {offsets}{code}" if offsets else "")
+
+
+def flags_text(flags, compute):
     text = " ".join(f"{k} {v:.1f}" for k, v in flags.items())
     text += " --cpu-off-path" if "--request-cpu-us" in flags else ""
-    return text + (" --compute-scale " + ",".join(f"{n}={f:.2f}" for n, f in scales.items()) if scales else "")
+    return text + compute_flags(compute)
 
 
 def queue_per_task(point):
@@ -209,9 +283,9 @@ def queue_per_task(point):
 
 
 def terms(d, p, config):
-    flags, scales = base_terms(d, p)
+    flags, compute = base_terms(d, p)
     ones = concurrency_one(d, p)
-    sim = json.load(open(f"{d}/sim1_{p}.json"))["points"][0]
+    sim = next(q for q in json.load(open(f"{d}/sim1_{p}.json"))["points"] if q["load"] == 1)
     succ, entries = node_graph(config)
     hop_count = statistics.median(hops_on_way(q, succ, entries) for q in ones)
     missing = max(statistics.median(q["latency"]["mean_us"] for q in ones) - sim["latency"]["mean_us"], 0.0)
@@ -219,8 +293,8 @@ def terms(d, p, config):
     wake = min(max(queued, 0.0), missing / hop_count)
     hop = (missing - wake * hop_count) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
-    json.dump({**flags, "--compute-scale": scales}, open(f"{d}/terms_{p}.json", "w"), indent=1)
-    text = flags_text(flags, scales)
+    json.dump({**flags, "--compute": compute}, open(f"{d}/terms_{p}.json", "w"), indent=1)
+    text = flags_text(flags, compute)
     if os.environ.get("WAKE_DELAYS") == "1":
         # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
         text += " --wake-delays " + ",".join(capacity_files(d, p))
@@ -278,10 +352,10 @@ def table(d, pipelines):
         real_points = real_medians(d, p)
         prio = [k for k in PRIORITY if all(k in f for f in list(sim.values()) + list(real_points.values()))]
         flags = json.load(open(f"{d}/terms_{p}.json"))
-        scales = flags.pop("--compute-scale", {})
+        compute = flags.pop("--compute", {})
         lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
                   + " ".join(f"`{k} {v:.1f}`" for k, v in flags.items())
-                  + (" `--compute-scale " + ",".join(f"{n}={f:.2f}" for n, f in scales.items()) + "`" if scales else "")
+                  + compute_flags(compute, "`")
                   + ")\n",
                   "| load | | req/s | mean µs | p50 µs | p99 µs | " + "".join(f"{k} µs | " for k in prio) + "errors |",
                   "|---|---|---|---|---|---|" + "---|" * len(prio) + "---|"]

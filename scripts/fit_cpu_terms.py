@@ -10,10 +10,12 @@ Each in-process point of `baton bench` reports `cpu.runtime_us_per_request`
 gives `--request-cpu-us` (the intercept) and `--batch-cpu-us` (the slope);
 `--task-cpu-us` stays 0 (within one pipeline tasks per request are fixed, so
 a per-task cost is not told apart from the per-request one). Where the
-points' batches per request span less than MIN_SPREAD (a pipeline whose
-loads all run about one batch a request, as `collab_early`'s do), a slope
-is the noise of a few points over a sliver of x: the fit gives the mean as
-the per-request term and no per-batch term.
+points' batches per request span less than MIN_SPREAD of their mean (a
+pipeline whose loads all run about the same batches a request: `collab_early`
+about one, `many_nodes` 5.5-5.8), a slope is the noise of a few points over a
+sliver of x: the fit gives the mean as the per-request term and no per-batch
+term. Neither term comes out negative: a line with a negative intercept
+becomes the line through the origin, one with a negative slope the mean.
 
 Usage: scripts/fit_cpu_terms.py BENCH.json [BENCH.json ...]
 """
@@ -39,14 +41,19 @@ MIN_SPREAD = 0.25
 
 
 def fit(pts):
+    """(request µs, batch µs), neither negative (see the module's docs)."""
     n = len(pts)
     xs = [x for x, _ in pts]
-    if max(xs) - min(xs) < MIN_SPREAD:
-        return sum(y for _, y in pts) / n, 0.0
-    mx = sum(x for x, _ in pts) / n
+    mx = sum(xs) / n
     my = sum(y for _, y in pts) / n
-    sxx = sum((x - mx) ** 2 for x, _ in pts)  # > 0: the points span MIN_SPREAD
+    if max(xs) - min(xs) < MIN_SPREAD * mx:
+        return my, 0.0
+    sxx = sum((x - mx) ** 2 for x, _ in pts)  # > 0: the points span MIN_SPREAD of their mean
     slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    if slope < 0:
+        return my, 0.0
+    if my - slope * mx < 0:
+        return 0.0, sum(x * y for x, y in pts) / sum(x * x for x in xs)
     return my - slope * mx, slope
 
 

@@ -124,6 +124,24 @@ fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes()
 }
 
 #[test]
+fn a_compute_offset_adds_to_each_scaled_batch_and_names_unknown_nodes() {
+    let dir = folder(SUITE, "offset");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.compute_scale = vec!["a=1.5".into()];
+    o.model.compute_offset = vec!["a=250".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1750, 1750), "1.5 × 1000 + 250");
+    assert_eq!(p.nodes[0].mean_compute_us, 1750.0);
+    assert_eq!(simulate(&o, &engines()).unwrap().settings["compute_offset"], serde_json::json!(["a=250"]));
+    o.model.compute_offset = vec!["z=1".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--compute-offset") && e.contains("`z`"), "{e}");
+    o.model.compute_offset = vec!["a=-3".into()];
+    assert!(simulate(&o, &engines()).unwrap_err().contains("`a=-3`"));
+}
+
+#[test]
 fn a_compute_scale_leaves_real_time_batches_at_the_profiles_times() {
     let dir = folder(SUITE, "scale_rt");
     let pipeline = realtime_one_node(&dir);

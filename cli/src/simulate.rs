@@ -65,6 +65,12 @@ pub struct ModelTermArgs {
     /// profile's), e.g. `speech=2.3`; batches in the real-time class keep the profile's.
     #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
     pub compute_scale: Vec<String>,
+    /// Measured term: NODE=US adds US to each of the node's normal-class batches, after
+    /// --compute-scale: the part of a batch's stretch under the load that does not grow with
+    /// its rows (fitted with the scale through the concurrency-1 and capacity runs'
+    /// compute per batch), e.g. `deep1=310`.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
+    pub compute_offset: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
     /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
@@ -95,6 +101,7 @@ impl ModelTermArgs {
             },
             outlier_fence: self.outlier_fence,
             compute_scale: self.compute_scale,
+            compute_offset: self.compute_offset,
             wake_delays: self.wake_delays,
             batch_times: self.batch_times,
         }

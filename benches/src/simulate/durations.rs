@@ -13,7 +13,11 @@
 //! A node's compute scale (`--compute-scale`, measured) multiplies its draws for
 //! batches in the normal thread class; a batch in the real-time class runs at
 //! the profile's times (its thread runs ahead of the runtime's and the
-//! client's other threads, which a normal batch shares its core with).
+//! client's other threads, which a normal batch shares its core with). A
+//! node's compute offset (`--compute-offset`, measured) adds a fixed time to
+//! each of its normal-class batches after the scale: under a load a batch
+//! stretches by a part that does not grow with its rows (its weights fetched
+//! again after other nodes' batches ran on its core) and a part that does.
 //!
 //! Checks, each naming what is wrong: every node of the pipeline has an entry;
 //! every batch size the node can form (1 to its batch rows, or its fixed
@@ -97,6 +101,8 @@ pub struct Durations {
     nodes: Vec<Vec<Quantiles>>,
     /// Per node: the factor on its normal-class batches (1: the profile's times).
     scale: Vec<f64>,
+    /// Per node: µs added to each normal-class batch after the scale (0: none).
+    offset_us: Vec<f64>,
     /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
     pub wakes: Option<super::wakes::WakeDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
@@ -154,21 +160,21 @@ impl Durations {
             }
             out.push(sizes);
         }
-        let scale = vec![1.0; out.len()];
-        let stretch = vec![None; out.len()];
-        Ok(Durations { nodes: out, scale, wakes: None, stretch })
+        let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
+        Ok(Durations { nodes: out, scale, offset_us, wakes: None, stretch })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
-    /// [0, 1): the profile's, times the node's scale unless the batch is `realtime`; with a
-    /// recorded stretch, a normal-class batch takes the profile's median times the stretch's
-    /// `u`-quantile instead.
+    /// [0, 1): the profile's, times the node's scale plus its offset unless the batch is
+    /// `realtime`; with a recorded stretch, a normal-class batch takes the profile's median
+    /// times the stretch's `u`-quantile instead.
     pub fn draw_ns(&self, node: usize, batch: usize, u: f64, realtime: bool) -> u64 {
         if let (false, Some(stretch)) = (realtime, &self.stretch[node]) {
             return (self.profile_us(node, batch, 0.5).max(0.0) * stretch.at(u) * 1000.0).round() as u64;
         }
-        let scale = if realtime { 1.0 } else { self.scale[node] };
-        (self.profile_us(node, batch, u).max(0.0) * scale * 1000.0).round() as u64
+        let us = self.profile_us(node, batch, u).max(0.0);
+        let us = if realtime { us } else { us * self.scale[node] + self.offset_us[node] };
+        (us * 1000.0).round() as u64
     }
 
     /// The profile's `u`-quantile, µs, for a batch of `batch` rows at `node` (linear between
@@ -199,6 +205,11 @@ impl Durations {
         self.scale[node] = factor;
     }
 
+    /// Sets `node`'s offset: each of its normal-class batches takes `us` more after the scale.
+    pub fn offset(&mut self, node: usize, us: f64) {
+        self.offset_us[node] = us;
+    }
+
     /// The median duration, µs, of a normal-class batch of `batch` rows at `node`.
     pub fn median_us(&self, node: usize, batch: usize) -> f64 {
         self.draw_ns(node, batch, 0.5, false) as f64 / 1000.0
@@ -207,16 +218,32 @@ impl Durations {
 
 /// `--compute-scale`'s `NODE=FACTOR` items, each factor positive and finite.
 pub fn parse_scales(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--compute-scale", "FACTOR", "a positive", items, |v| v > 0.0)
+}
+
+/// `--compute-offset`'s `NODE=US` items, each a finite number of µs, not negative.
+pub fn parse_offsets(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--compute-offset", "US", "a non-negative", items, |v| v >= 0.0)
+}
+
+/// `NODE=VALUE` items of `option`, each value finite and `valid`, else an error naming the item.
+fn parse_node_values(
+    option: &str,
+    value: &str,
+    kind: &str,
+    items: &[String],
+    valid: impl Fn(f64) -> bool,
+) -> Result<Vec<(String, f64)>, String> {
     items
         .iter()
         .map(|item| {
-            let bad = || format!("--compute-scale: `{item}` is not NODE=FACTOR with a positive FACTOR");
-            let (node, factor) = item.split_once('=').ok_or_else(bad)?;
-            let factor: f64 = factor.trim().parse().map_err(|_| bad())?;
-            if !(factor.is_finite() && factor > 0.0) {
+            let bad = || format!("{option}: `{item}` is not NODE={value} with {kind} {value}");
+            let (node, v) = item.split_once('=').ok_or_else(bad)?;
+            let v: f64 = v.trim().parse().map_err(|_| bad())?;
+            if !(v.is_finite() && valid(v)) {
                 return Err(bad());
             }
-            Ok((node.trim().to_string(), factor))
+            Ok((node.trim().to_string(), v))
         })
         .collect()
 }
@@ -297,5 +324,28 @@ mod tests {
         assert_eq!(d.draw_ns(0, 1, 0.5, true), 10_000, "real-time class: the profile's");
         assert_eq!(d.draw_ns(1, 1, 0.5, false), 10_000, "another node: unscaled");
         assert_eq!(d.median_us(0, 1), 25.0);
+    }
+
+    #[test]
+    fn an_offset_adds_to_normal_class_batches_after_the_scale_and_not_to_real_time_ones() {
+        let mut d = Durations::check(file(&[("a", &[(1, 10.0), (4, 40.0)])]), "f", "p", &pipeline(&["a"], 4)).unwrap();
+        d.scale(0, 2.0);
+        d.offset(0, 7.0);
+        assert_eq!(d.draw_ns(0, 1, 0.5, false), 27_000, "2 × 10 + 7");
+        assert_eq!(d.draw_ns(0, 4, 0.5, false), 87_000, "2 × 40 + 7: the offset does not grow with the rows");
+        assert_eq!(d.draw_ns(0, 4, 0.5, true), 40_000, "real-time class: the profile's");
+    }
+
+    #[test]
+    fn node_values_name_the_option_and_the_item_that_is_wrong() {
+        assert_eq!(
+            parse_offsets(&["a=0".into(), " b = 2.5".into()]).unwrap(),
+            vec![("a".into(), 0.0), ("b".into(), 2.5)]
+        );
+        let e = parse_offsets(&["a=-1".into()]).unwrap_err();
+        assert!(e.contains("--compute-offset") && e.contains("`a=-1`"), "{e}");
+        let e = parse_scales(&["a=0".into()]).unwrap_err();
+        assert!(e.contains("--compute-scale") && e.contains("positive"), "{e}");
+        assert!(parse_scales(&["a".into()]).unwrap_err().contains("NODE=FACTOR"));
     }
 }

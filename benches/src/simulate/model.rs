@@ -30,6 +30,8 @@ pub struct ModelTerms {
     pub outlier_fence: Option<f64>,
     /// `NODE=FACTOR`: the node's normal-class batches take FACTOR × the profile's times.
     pub compute_scale: Vec<String>,
+    /// `NODE=US`: each of the node's normal-class batches takes US more, after the scale.
+    pub compute_offset: Vec<String>,
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
@@ -57,6 +59,7 @@ impl ModelTerms {
         self.cpu.costs()?;
         super::outliers::check(self.outlier_fence)?;
         durations::parse_scales(&self.compute_scale)?;
+        durations::parse_offsets(&self.compute_offset)?;
         Ok(())
     }
 
@@ -82,12 +85,17 @@ impl ModelTerms {
     pub fn durations(&self, profile: &Path, spec: &PipelineSpec, rows: usize) -> Result<Durations, String> {
         let nodes = super::formable(spec, rows);
         let mut durations = Durations::load(profile, &spec.name, &nodes, self.outlier_fence)?;
-        for (node, factor) in durations::parse_scales(&self.compute_scale)? {
-            let index = nodes
+        let index = |option: &str, node: &str| {
+            nodes
                 .iter()
-                .position(|(name, _)| *name == node)
-                .ok_or_else(|| format!("--compute-scale: pipeline `{}` has no node `{node}`", spec.name))?;
-            durations.scale(index, factor);
+                .position(|(name, _)| name == node)
+                .ok_or_else(|| format!("{option}: pipeline `{}` has no node `{node}`", spec.name))
+        };
+        for (node, factor) in durations::parse_scales(&self.compute_scale)? {
+            durations.scale(index("--compute-scale", &node)?, factor);
+        }
+        for (node, us) in durations::parse_offsets(&self.compute_offset)? {
+            durations.offset(index("--compute-offset", &node)?, us);
         }
         let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
@@ -110,6 +118,7 @@ impl ModelTerms {
         s["cpu_off_path"] = serde_json::json!(self.cpu.off_path);
         s["outlier_fence"] = serde_json::json!(self.outlier_fence);
         s["compute_scale"] = serde_json::json!(self.compute_scale);
+        s["compute_offset"] = serde_json::json!(self.compute_offset);
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
+(fit_cpu_terms.fit) and a node's compute line (fidelity_terms.line_through).
+
+    python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity_terms  # noqa: E402
+import fit_cpu_terms  # noqa: E402
+
+
+class CpuLine(unittest.TestCase):
+    def test_points_on_a_line_give_its_intercept_and_slope(self):
+        request, batch = fit_cpu_terms.fit([(0.5, 20.0), (1.0, 30.0), (2.0, 50.0)])
+        self.assertAlmostEqual(request, 10.0)
+        self.assertAlmostEqual(batch, 20.0)
+
+    def test_points_within_a_quarter_of_their_mean_batches_give_the_mean_per_request(self):
+        # 5.5-5.84 batches a request: a slope through them would be noise (here 197 µs a batch).
+        pts = [(5.84, 101.0), (5.73, 68.0), (5.5, 31.0), (5.67, 61.0), (5.62, 55.0)]
+        request, batch = fit_cpu_terms.fit(pts)
+        self.assertAlmostEqual(request, sum(y for _, y in pts) / len(pts))
+        self.assertEqual(batch, 0.0)
+
+    def test_a_negative_intercept_gives_the_line_through_the_origin(self):
+        request, batch = fit_cpu_terms.fit([(1.0, 5.0), (2.0, 30.0)])
+        self.assertEqual(request, 0.0)
+        self.assertAlmostEqual(batch, (5.0 + 60.0) / 5.0)
+
+    def test_a_negative_slope_gives_the_mean(self):
+        self.assertEqual(fit_cpu_terms.fit([(1.0, 30.0), (2.0, 10.0)]), (20.0, 0.0))
+
+
+class ComputeLine(unittest.TestCase):
+    def test_a_stretch_falling_with_the_rows_gives_a_scale_and_a_fixed_part(self):
+        # 154 µs profiled at 4 rows ran 510; 1235 µs at 32 rows ran 2300.
+        scale, offset = fidelity_terms.line_through([(154.0, 510.0), (1235.0, 2300.0)])
+        self.assertAlmostEqual(offset + scale * 154.0, 510.0)
+        self.assertAlmostEqual(offset + scale * 1235.0, 2300.0)
+        self.assertGreater(offset, 0.0)
+
+    def test_batches_that_barely_grew_or_a_stretch_growing_with_the_rows_give_no_line(self):
+        self.assertIsNone(fidelity_terms.line_through([(2.0, 3.0), (2.9, 10.0)]), "profile under 1.5x")
+        self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0), (440.0, 600.0)]), "offset below 0")
+        self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0)]), "one point")
+
+    def test_a_scale_below_the_floor_is_raised_and_the_offset_taken_from_the_highest_point(self):
+        scale, offset = fidelity_terms.line_through([(100.0, 500.0), (400.0, 600.0)], floor=1.0)
+        self.assertEqual(scale, 1.0)
+        self.assertAlmostEqual(offset, 200.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
