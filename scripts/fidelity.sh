@@ -14,8 +14,9 @@
 # flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
 # draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales.
-# CALIBRATE=N (default 0): N rounds of the compute scales through the model at concurrency 1
-# (scripts/fidelity_terms.py's docs); 0 keeps the profile's ratios.
+# COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset).
+# CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'
+# concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
