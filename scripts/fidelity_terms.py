@@ -34,14 +34,19 @@ terms"):
   the stretch that does not grow with the rows (its weights fetched again) weighs most on small
   batches (`many_nodes`' deep nodes: 3.3-4x at 4 rows, 1.7-2x at 16-32, at every load). Else
   (one batch size, or a stretch that grows with the rows, as a lone MLP's does) the scale is
-  the concurrency-1 ratio and the offset 0. COMPUTE_OFFSET=0: always the concurrency-1 ratio.
+  the ratio at the capacity's concurrency and the offset 0: concurrency 1 runs one batch at a
+  time, the sparsest the pipeline gets, and a sparse load's batches stretch most
+  (`collab_early`'s speech node: about 2x its profile at 100 requests/s and at concurrency
+  1, 1.3x at 900/s). COMPUTE_OFFSET=0: the concurrency-1 ratio and no offset for every node
+  (the model before the offsets).
   Then optionally calibrated through the model (`calibrate`; CALIBRATE=N in
   scripts/fidelity.sh): the real compute already holds the stretch of batches sharing the
   cores, which the model adds again where a request's branches overlap on more threads than
   cores (and where the CPU terms' jobs take cores); each round divides the real compute at
   each concurrency by the model's own stretch there (simulated ÷ its terms at the simulated
   mean batch; sim1_P.json simulates both concurrencies) and fits the terms through those
-  targets again, kept in scales_P.json. A round takes out only what the model adds: a scale
+  targets again (or, where the measured terms have no offset, the ratio at the same
+  concurrency as measured), kept in scales_P.json. A round takes out only what the model adds: a scale
   never falls below the smaller of 1 and the measured one (the model's stretch of a few-µs
   batch beside the CPU terms' jobs does not shrink with its scale, so an unbounded round would
   drive it toward 0).
@@ -194,8 +199,9 @@ def line_through(points, floor=0.0):
 
 def measured_compute(d, p):
     """Per node (scale, offset): the line through its compute at concurrency 1 and at the
-    capacity's (`line_through`), else its concurrency-1 compute ÷ the profile's median there
-    and no offset. COMPUTE_OFFSET=0: always the latter."""
+    capacity's (`line_through`), else its compute ÷ the profile's median at the capacity's
+    concurrency (or at 1, where it ran only there) and no offset. COMPUTE_OFFSET=0: the
+    concurrency-1 ratio and no offset for every node (the model before the offsets)."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
     points = load_points(f"{d}/cap_{p}_*.json")
     out = {}
@@ -205,8 +211,10 @@ def measured_compute(d, p):
         if 1 not in ran:
             continue
         xy = [(profile_median(profile, name, b), c) for b, c in ran.values()]
-        line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
-        out[name] = line or (xy[0][1] / xy[0][0], 0.0)
+        if os.environ.get("COMPUTE_OFFSET") == "0":
+            out[name] = (xy[0][1] / xy[0][0], 0.0)
+        else:
+            out[name] = line_through(xy) or (xy[-1][1] / xy[-1][0], 0.0)
     return out
 
 
@@ -240,8 +248,9 @@ def calibrate(d, p):
         floor = min(1.0, measured[name][0])
         line = line_through(targets, floor) if measured[name][1] > 0 else None
         if line is None:
-            x1, y1 = targets[0]
-            line = (max(y1 / x1, floor), 0.0)
+            # As measured: the ratio at the highest concurrency (COMPUTE_OFFSET=0: at 1).
+            x, y = targets[0 if os.environ.get("COMPUTE_OFFSET") == "0" else -1]
+            line = (max(y / x, floor), 0.0)
         before = offset + scale * targets[0][0]
         after = line[1] + line[0] * targets[0][0]
         worst = max(worst, after / before, before / after)
