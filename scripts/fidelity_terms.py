@@ -27,8 +27,9 @@ terms"):
   the latency, not the queue alone, says what is missing);
 - --compute-scale and --compute-offset: a node's batches under a load take offset + scale ×
   the profile's time. Per node, through its mean compute per batch at concurrency 1 and at the
-  capacity's concurrency (medians over the capacity runs) against the profile's median at the
-  mean batch there, the line `line_through` fits: where the batches grew (the profile 1.5x or
+  capacity's concurrency (medians over the capacity runs; the batches' CPU time where the
+  runtime sampled it, `batch_compute_us`) against the profile's median at the mean batch
+  there, the line `line_through` fits: where the batches grew (the profile 1.5x or
   more) and the line holds a fixed part (offset >= 0). A node runs alone in the profile, its
   weights in the caches; under a load other nodes' batches run between its own, and the part of
   the stretch that does not grow with the rows (its weights fetched again) weighs most on small
@@ -40,8 +41,8 @@ terms"):
   1, 1.3x at 900/s). COMPUTE_OFFSET=0: the concurrency-1 ratio and no offset for every node
   (the model before the offsets).
   Then optionally calibrated through the model (`calibrate`; CALIBRATE=N in
-  scripts/fidelity.sh): the real compute already holds the stretch of batches sharing the
-  cores, which the model adds again where a request's branches overlap on more threads than
+  scripts/fidelity.sh): a real compute measured as wall time holds the stretch of batches
+  sharing the cores, which the model adds again where a request's branches overlap on more threads than
   cores (and where the CPU terms' jobs take cores); each round divides the real compute at
   each concurrency by the model's own stretch there (simulated ÷ its terms at the simulated
   mean batch; sim1_P.json simulates both concurrencies) and fits the terms through those
@@ -166,14 +167,24 @@ def compute_terms(d, p):
     return measured_compute(d, p)
 
 
+def batch_compute_us(node):
+    """A node's compute per batch, µs: its CPU time where the runtime sampled it (the wall
+    time × `cpu_per_wall`: without the waits for a core, which the model adds itself), else
+    the wall time. COMPUTE_CLOCK=wall: the wall time always."""
+    share = node.get("cpu_per_wall")
+    if share is None or os.environ.get("COMPUTE_CLOCK") == "wall":
+        return node["mean_compute_us"]
+    return node["mean_compute_us"] * share
+
+
 def capacity_compute(points, name):
-    """(mean batch, mean compute µs) of node `name` at each closed-loop concurrency of `points`
-    where it ran: the median over runs, by concurrency."""
+    """(mean batch, compute µs per batch) of node `name` at each closed-loop concurrency of
+    `points` where it ran: the median over runs, by concurrency."""
     by_load = {}
     for q in points:
         n = next(n for n in q["nodes"] if n["name"] == name)
         if q["mode"] == "closed" and n["executions"] > 0:
-            by_load.setdefault(q["load"], []).append((n["mean_batch"], n["mean_compute_us"]))
+            by_load.setdefault(q["load"], []).append((n["mean_batch"], batch_compute_us(n)))
     return {load: (statistics.median(b for b, _ in v), statistics.median(c for _, c in v))
             for load, v in sorted(by_load.items())}
 

@@ -5,9 +5,14 @@
 //!
 //! The in-process runtime, its workers, the scheduler thread and the load
 //! generator all run in this process, so the process's CPU time less the
-//! nodes' compute (their engines' measured run times) is the CPU the runtime
-//! and the client spend around the batches: submitting, delivering, deciding,
-//! waking workers, handing outputs on, answering.
+//! nodes' compute is the CPU the runtime and the client spend around the
+//! batches: submitting, delivering, deciding, waking workers, handing outputs
+//! on, answering. The nodes' compute is their batches' CPU time: the wall
+//! time of their batches times the share of it their threads ran
+//! (`NodeDelta::cpu_per_wall`, sampled by the runtime), or the wall time where
+//! nothing was sampled. Wall time alone would count a batch's waits for a core
+//! as compute, more than the process ran where more threads than cores are
+//! busy.
 
 use serde::Serialize;
 
@@ -37,7 +42,7 @@ fn parse_stat_cpu_ns(stat: &str) -> Option<u64> {
 pub struct RuntimeCpu {
     /// Process CPU time per answered request, µs.
     pub process_us_per_request: f64,
-    /// The nodes' compute (engine run time) per answered request, µs.
+    /// The nodes' compute (their batches' CPU time, see the module docs) per answered request, µs.
     pub compute_us_per_request: f64,
     /// Process CPU less compute per answered request, µs: the runtime's and the client's own work.
     pub runtime_us_per_request: f64,
@@ -57,7 +62,8 @@ impl RuntimeCpu {
             return None;
         }
         let per = |x: f64| x / requests as f64;
-        let compute_us: f64 = nodes.iter().map(|n| n.mean_compute_us * n.executions as f64).sum();
+        let compute_us: f64 =
+            nodes.iter().map(|n| n.mean_compute_us * n.executions as f64 * n.cpu_per_wall.unwrap_or(1.0)).sum();
         let process_us = cpu_ns as f64 / 1000.0;
         Some(RuntimeCpu {
             process_us_per_request: per(process_us),
@@ -127,9 +133,10 @@ mod tests {
             wakes: Default::default(),
             compute_p99_us: 0.0,
             batch_times: Vec::new(),
+            cpu_per_wall: None,
         };
         // 400 requests; 20 ms of CPU over 0.01 s; compute 100 × 50 µs = 5 ms.
-        let cpu = RuntimeCpu::of(20_000_000, 0.01, &[node], 400).unwrap();
+        let cpu = RuntimeCpu::of(20_000_000, 0.01, std::slice::from_ref(&node), 400).unwrap();
         assert_eq!(cpu.process_us_per_request, 50.0);
         assert_eq!(cpu.compute_us_per_request, 12.5);
         assert_eq!(cpu.runtime_us_per_request, 37.5);
@@ -137,5 +144,10 @@ mod tests {
         assert_eq!(cpu.tasks_per_request, 1.0);
         assert_eq!(cpu.busy_cores, 2.0);
         assert_eq!(RuntimeCpu::of(1, 1.0, &[], 0), None);
+        // Sampled batches ran 40% of their wall time: compute 2 ms of CPU, not 5.
+        let ran_less = NodeDelta { cpu_per_wall: Some(0.4), ..node };
+        let cpu = RuntimeCpu::of(20_000_000, 0.01, &[ran_less], 400).unwrap();
+        assert_eq!(cpu.compute_us_per_request, 5.0);
+        assert_eq!(cpu.runtime_us_per_request, 45.0);
     }
 }

@@ -215,6 +215,10 @@ pub struct NodeDelta {
     /// Each batch size's compute times, `[lower ns, upper ns, batches]` (what
     /// `baton simulate --batch-times` reads).
     pub batch_times: Vec<BatchTimes>,
+    /// The share of its batches' compute time its threads ran on a core, from the
+    /// runtime's sampled batches (`baton::batch_cpu`; None without samples). In a
+    /// simulation: the batches' work ÷ their time (the rest the shared cores held them).
+    pub cpu_per_wall: Option<f64>,
 }
 
 /// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
@@ -302,6 +306,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
                 compute_p99_us: compute_quantile_us(&batch_times, 0.99),
                 batch_times,
+                cpu_per_wall: b.batch_cpu.since(&a.batch_cpu).cpu_per_wall(),
             }
         })
         .collect()
@@ -480,6 +485,7 @@ mod tests {
             batch_sizes: Vec::new(),
             wake_delays: Default::default(),
             batch_times: Vec::new(),
+            batch_cpu: Default::default(),
         }
     }
 

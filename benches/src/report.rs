@@ -321,7 +321,8 @@ pub fn points_table(points: &[PointResult]) -> String {
 }
 
 /// One row per point and node: mean batch size, queue time per task, compute time per batch
-/// (mean and p99), its workers' wake-up p50 and p99.
+/// (mean and p99), the share of it its threads ran on a core (sampled; `-` without
+/// samples), its workers' wake-up p50 and p99.
 pub fn nodes_table(points: &[PointResult]) -> String {
     let rows: Vec<Vec<String>> = points
         .iter()
@@ -336,6 +337,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     format!("{:.1}", n.mean_queue_us),
                     format!("{:.1}", n.mean_compute_us),
                     format!("{:.1}", n.compute_p99_us),
+                    n.cpu_per_wall.map_or("-".into(), |share| format!("{share:.2}")),
                     format!("{:.1}", n.wakes.p50_us),
                     format!("{:.1}", n.wakes.p99_us),
                     n.executions.to_string(),
@@ -356,6 +358,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
             "queue µs/task",
             "compute µs/batch",
             "compute p99 µs",
+            "on core",
             "wake p50 µs",
             "wake p99 µs",
             "batches",
@@ -499,6 +502,7 @@ mod tests {
                 wakes: Default::default(),
                 compute_p99_us: 0.0,
                 batch_times: Vec::new(),
+                cpu_per_wall: None,
             }],
             windows: vec![],
             reported_windows: 1,
@@ -612,6 +616,7 @@ mod tests {
                 .collect(),
             wake_delays: Default::default(),
             batch_times: Vec::new(),
+            batch_cpu: Default::default(),
         }
     }
 

@@ -315,6 +315,21 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
 }
 
 #[test]
+fn a_simulated_batch_runs_on_a_core_the_share_of_its_time_the_shared_cores_give_it() {
+    let dir = folder(SUITE, "on_core");
+    let mut o = options(two_workers(&dir), profile(&dir, &[("a", &[(1, &[800.0])])]));
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    o.model.cores = Some(1.0);
+    o.bench.concurrency = vec![1, 8];
+    let report = simulate(&o, &engines()).unwrap();
+    let share = |i: usize| report.points[i].nodes[0].cpu_per_wall.unwrap();
+    assert_eq!(share(0), 1.0, "one request at a time: a batch has the core to itself");
+    // Two workers always busy on one core: each batch runs at half speed, 1600 µs for 800 of work.
+    assert!((share(1) - 0.5).abs() < 0.01, "{}", share(1));
+    assert!((report.points[1].nodes[0].mean_compute_us - 1600.0).abs() < 20.0);
+}
+
+#[test]
 fn an_outlier_fence_drops_the_profiles_far_tail() {
     let dir = folder(SUITE, "fence");
     let mut samples = vec![1000.0; 19];

@@ -520,6 +520,26 @@ fn node_stats_add_up_rows_and_batches() {
 }
 
 #[test]
+fn every_eighth_batch_of_a_worker_samples_its_threads_cpu_time_which_a_sleeping_stage_does_not_spend() {
+    let engines = TestEngines::default();
+    // Each batch sleeps 2 ms: wall time the thread spends off the CPU.
+    engines.add("k", &["x"], &["y"], |i| {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        Ok(map(i, |x| x))
+    });
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
+    for i in 0..17 {
+        runtime.submit(Request::new().input("x", value(i as f32))).wait().unwrap();
+    }
+    let stats = &runtime.node_stats()[0];
+    assert_eq!(stats.executions, 17);
+    assert_eq!(stats.batch_cpu.batches, 3, "batches 1, 9 and 17 of the one worker");
+    assert!(stats.batch_cpu.wall_ns >= 3 * 2_000_000, "{:?}", stats.batch_cpu);
+    let share = stats.batch_cpu.cpu_per_wall().unwrap();
+    assert!(share < 0.5, "a stage that sleeps 2 ms ran {share} of its wall time on a core");
+}
+
+#[test]
 fn every_batch_records_its_workers_wake_up_and_a_worker_told_with_the_cores_busy_counts_as_contended() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores + 1;

@@ -126,6 +126,8 @@ struct Batch {
     rows: usize,
     /// Work left at full speed, ns.
     left: f64,
+    /// Its whole work at full speed, ns (what a runtime thread's CPU clock would count).
+    work_ns: u64,
     /// When it started, virtual ns (its compute time runs from here to its end).
     started_ns: u64,
     /// Its pending end: (virtual ns, sequence number), ordered as the events are.
@@ -146,6 +148,7 @@ impl Batch {
             tasks: Vec::new(),
             rows: 0,
             left: work as f64,
+            work_ns: work,
             started_ns: now,
             end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
@@ -684,6 +687,7 @@ impl<'a> Sim<'a> {
             tasks: tasks.clone(),
             rows,
             left: work as f64,
+            work_ns: work,
             started_ns: self.now,
             end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
@@ -760,7 +764,7 @@ impl<'a> Sim<'a> {
             Job::Compute => {
                 let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
                 let class = b.class;
-                self.nodes[node].record_batch(rows, tasks, took);
+                self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
                 // The hand-on runs on the batch's worker thread, in its class.
                 match self.terms.cpu.hand_on_ns(tasks) {
                     0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),

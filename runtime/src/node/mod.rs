@@ -138,6 +138,8 @@ pub(crate) struct NodeCounters {
     pub batch_sizes: crate::stats::BatchSizes,
     /// Workers' wake-ups, from `RunBatch` sent to received.
     pub wakes: crate::wake_delays::WakeRecorder,
+    /// Sampled batches' wall and thread CPU times (see [`crate::batch_cpu`]).
+    pub cpu_samples: crate::batch_cpu::CpuSamples,
 }
 
 /// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
@@ -175,6 +177,8 @@ pub struct NodeStats {
     pub wake_delays: crate::wake_delays::WakeDelays,
     /// Each batch size's compute times, by increasing size (see [`crate::stats`]).
     pub batch_times: Vec<crate::stats::BatchTimes>,
+    /// How much of its sampled batches' wall time its threads ran (see [`crate::batch_cpu`]).
+    pub batch_cpu: crate::batch_cpu::BatchCpu,
 }
 
 impl NodeCounters {
@@ -207,6 +211,7 @@ impl NodeCounters {
             batch_sizes: self.batch_sizes.snapshot(),
             wake_delays: self.wakes.snapshot(),
             batch_times: self.batch_sizes.times(),
+            batch_cpu: self.cpu_samples.snapshot(),
         }
     }
 }

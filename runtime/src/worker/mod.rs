@@ -89,6 +89,8 @@ struct Worker {
     nice: BatchNice,
     /// Whether the scheduler may stop this worker's batches (see [`crate::node::stop`]).
     stoppable: bool,
+    /// Batches this worker has run or started: every `batch_cpu::SAMPLE_EVERY`-th reads its CPU clock.
+    batches_started: u64,
 }
 
 fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
@@ -205,8 +207,12 @@ impl Worker {
         if self.stoppable {
             slot.begin(crate::clock::now_ns(), holds_priority);
         }
+        let sampled = self.batches_started.is_multiple_of(crate::batch_cpu::SAMPLE_EVERY);
+        self.batches_started += 1;
+        let cpu_before = if sampled { crate::batch_cpu::thread_cpu_ns() } else { None };
         let result = self.execute(tasks);
         let compute = started.elapsed();
+        let cpu = cpu_before.and_then(|before| Some(crate::batch_cpu::thread_cpu_ns()?.saturating_sub(before)));
         if self.stoppable && slot.end() && result.is_err() {
             // Stopped for priority work: the tasks wait again, first in their queues.
             state.metrics.stopped_batches.increment(1);
@@ -219,6 +225,9 @@ impl Worker {
         }
         // Account before answering, so a woken requester sees its batch counted.
         state.record_batch(rows, tasks.len(), compute);
+        if let Some(cpu_ns) = cpu {
+            state.counters.cpu_samples.record(compute, cpu_ns);
+        }
         match result {
             Ok(executed) => self.route(tasks, &executed),
             Err(message) => self.fail_batch(tasks, rows, &message),

@@ -122,6 +122,7 @@ impl Worker {
             group,
             nice: BatchNice::new(&state.nice, index, settings.thread_classes),
             stoppable: false,
+            batches_started: 0,
             engines,
             requests,
             handoff,
