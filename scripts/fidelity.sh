@@ -15,7 +15,8 @@
 # draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales.
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
-# COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time.
+# COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
+# CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'
 # concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones.
 set -euo pipefail

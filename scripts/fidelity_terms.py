@@ -53,7 +53,8 @@ terms"):
   drive it toward 0).
 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
-what concurrency 1 shows of it). WAKE_DELAYS=1 gives the load simulations the wake-ups the
+what concurrency 1 shows of it); CPU_FIT=capacity fits them through the capacity runs alone,
+so that no term comes from the open-loop runs the model predicts. WAKE_DELAYS=1 gives the load simulations the wake-ups the
 runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us;
 BATCH_TIMES=1 their recorded batch times (`--batch-times cap_P_*.json`) in place of the compute
 scales.
@@ -273,9 +274,10 @@ def calibrate(d, p):
 def base_terms(d, p):
     if os.environ.get("CPU_TERMS") == "0":
         return {}, compute_terms(d, p)
+    real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
     pts = [
         fit_cpu_terms.point(q)
-        for q in load_points(f"{d}/real_{p}_*.json") + load_points(f"{d}/cap_{p}_*.json")
+        for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]
     pts = [x for x in pts if x is not None]
