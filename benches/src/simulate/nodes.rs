@@ -123,8 +123,9 @@ pub struct Totals {
     pub wakes: baton::wake_delays::WakeDelays,
     /// Per batch size (rows): compute-time counts by log bucket, as the runtime records them.
     pub times: BTreeMap<usize, Vec<u64>>,
-    /// Every batch's time and its work at full speed: the runtime's sampled wall and CPU times.
-    pub cpu: baton::batch_cpu::BatchCpu,
+    /// Every batch's work at full speed, ns: the CPU time the runtime samples (its wall
+    /// time is `compute_ns`).
+    pub work_ns: u64,
 }
 
 impl SimNode {
@@ -201,9 +202,7 @@ impl SimNode {
     /// on a core (the rest its share of the cores kept it waiting).
     pub fn record_batch(&mut self, rows: usize, tasks: usize, ns: u64, work_ns: u64) {
         let t = &mut self.totals;
-        t.cpu.batches += 1;
-        t.cpu.wall_ns += ns;
-        t.cpu.cpu_ns += work_ns;
+        t.work_ns += work_ns;
         t.executions += 1;
         t.rows += rows as u64;
         t.tasks += tasks as u64;
@@ -240,7 +239,7 @@ impl SimNode {
                 .iter()
                 .map(|(&batch_size, counts)| BatchTimes { batch_size, buckets: log_buckets::sparse(counts) })
                 .collect(),
-            batch_cpu: t.cpu,
+            batch_cpu: baton::batch_cpu::BatchCpu { batches: t.executions, wall_ns: t.compute_ns, cpu_ns: t.work_ns },
         }
     }
 }
