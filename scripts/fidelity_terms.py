@@ -168,24 +168,29 @@ def compute_terms(d, p):
     return measured_compute(d, p)
 
 
-def batch_compute_us(node):
+def batch_compute_us(node, wall=False):
     """A node's compute per batch, µs: its CPU time where the runtime sampled it (the wall
     time × `cpu_per_wall`: without the waits for a core, which the model adds itself), else
-    the wall time. COMPUTE_CLOCK=wall: the wall time always."""
+    the wall time. `wall` or COMPUTE_CLOCK=wall: the wall time always."""
     share = node.get("cpu_per_wall")
-    if share is None or os.environ.get("COMPUTE_CLOCK") == "wall":
+    if share is None or wall or os.environ.get("COMPUTE_CLOCK") == "wall":
         return node["mean_compute_us"]
     return node["mean_compute_us"] * share
 
 
-def capacity_compute(points, name):
-    """(mean batch, compute µs per batch) of node `name` at each closed-loop concurrency of
-    `points` where it ran: the median over runs, by concurrency."""
+def sampled(points):
+    """Whether the runtime sampled its batches' CPU time in these bench points."""
+    return any(n.get("cpu_per_wall") is not None for q in points for n in q["nodes"])
+
+
+def capacity_compute(points, name, wall=False):
+    """(mean batch, compute µs per batch, `batch_compute_us`) of node `name` at each
+    closed-loop concurrency of `points` where it ran: the median over runs, by concurrency."""
     by_load = {}
     for q in points:
         n = next(n for n in q["nodes"] if n["name"] == name)
         if q["mode"] == "closed" and n["executions"] > 0:
-            by_load.setdefault(q["load"], []).append((n["mean_batch"], batch_compute_us(n)))
+            by_load.setdefault(q["load"], []).append((n["mean_batch"], batch_compute_us(n, wall)))
     return {load: (statistics.median(b for b, _ in v), statistics.median(c for _, c in v))
             for load, v in sorted(by_load.items())}
 
@@ -248,7 +253,9 @@ def calibrate(d, p):
         if name not in terms:
             continue
         scale, offset = terms[name]
-        real, sim = capacity_compute(real_points, name), capacity_compute(sim_points, name)
+        # The simulated compute on the real record's clock (a simulation reports both).
+        real = capacity_compute(real_points, name)
+        sim = capacity_compute(sim_points, name, wall=not sampled(real_points))
         targets = []
         for load, (batch, compute) in real.items():
             if load in sim:
