@@ -4,7 +4,7 @@
     fidelity_terms.py rates DIR PIPELINE PERCENTS   the open-loop rates: PERCENTS of the capacity
     fidelity_terms.py base DIR PIPELINE             the terms measured without the model: CPU, compute scales
     fidelity_terms.py terms DIR PIPELINE CONFIG     every term flag (needs sim1_PIPELINE.json)
-    fidelity_terms.py calibrate DIR PIPELINE        one round of the compute scales through the model
+    fidelity_terms.py calibrate DIR PIPELINE        one round of the compute terms through the model
     fidelity_terms.py table DIR PIPELINES           simulated ÷ real, against the bars (markdown)
 
 DIR holds `baton bench` JSON: cap_P_K.json (closed loop at concurrency 1 and the capacity's) and
@@ -214,6 +214,13 @@ def line_through(points, floor=0.0):
     return scale, offset
 
 
+def one_scale(xy):
+    """(scale, 0) of a node without a line: its compute ÷ the profile at the highest
+    concurrency of its (profile µs, compute µs) points (COMPUTE_OFFSET=0: at concurrency 1)."""
+    x, y = xy[0 if os.environ.get("COMPUTE_OFFSET") == "0" else -1]
+    return y / x, 0.0
+
+
 def measured_compute(d, p):
     """Per node (scale, offset): the line through its compute at concurrency 1 and at the
     capacity's (`line_through`), else its compute ÷ the profile's median at the capacity's
@@ -228,10 +235,8 @@ def measured_compute(d, p):
         if 1 not in ran:
             continue
         xy = [(profile_median(profile, name, b), c) for b, c in ran.values()]
-        if os.environ.get("COMPUTE_OFFSET") == "0":
-            out[name] = (xy[0][1] / xy[0][0], 0.0)
-        else:
-            out[name] = line_through(xy) or (xy[-1][1] / xy[-1][0], 0.0)
+        line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
+        out[name] = line or one_scale(xy)
     return out
 
 
@@ -267,9 +272,8 @@ def calibrate(d, p):
         floor = min(1.0, measured[name][0])
         line = line_through(targets, floor) if measured[name][1] > 0 else None
         if line is None:
-            # As measured: the ratio at the highest concurrency (COMPUTE_OFFSET=0: at 1).
-            x, y = targets[0 if os.environ.get("COMPUTE_OFFSET") == "0" else -1]
-            line = (max(y / x, floor), 0.0)
+            scale, _ = one_scale(targets)
+            line = (max(scale, floor), 0.0)
         before = offset + scale * targets[0][0]
         after = line[1] + line[0] * targets[0][0]
         worst = max(worst, after / before, before / after)
