@@ -13,7 +13,9 @@
 #                                          with pinned and with pageable host buffers, side by side
 #
 # Everything a run measured goes into one archive, $OUT/results-WHAT.tgz (a call brings back
-# at most 8 files), and its summary to stdout. DURATION and FIGURES pass to gpu-figures.sh.
+# at most 8 files), and its summary to stdout. DURATION and FIGURES pass to gpu-figures.sh;
+# DIAG=0 leaves out the detector's numerics and the ORT traces, COLLAB=0 the collab pipeline's
+# profile and placements, PROFILES=0 the GPU models' profiles (each logged by an earlier run).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-/tmp/baton-out}
@@ -114,32 +116,38 @@ step() { # NAME SECONDS COMMAND...: runs with a time limit, output to $R/NAME.lo
 
 if [[ $what == tests || $what == all ]]; then
     step gpu-tests 240 "$U/bin/gpu-tests" --test-threads 1 --nocapture
-    # Where CUDA and the CPU differ on the OCR detector: real images, then the GPU test's old noise input.
-    V=default,tf32_off,tf32_off+no_graph_opt,tf32_off+ref_no_opt,on_cpu+cuda_no_opt
-    D=(--model models/real/ch_PP-OCRv4_det_infer.onnx --all-outputs "$U/diag/det_all.onnx" --require-gpu)
-    TAIL=25 step diff-image 150 "$U/bin/provider_diff" "${D[@]}" --input image --batch 2 --variants "$V" \
-        --save-mib 1 --out "$R/diff-image"
-    TAIL=25 step diff-noise 150 "$U/bin/provider_diff" "${D[@]}" --input test-random --batch 2 --size 96x160 \
-        --variants default,tf32_off,on_cpu+cuda_no_opt --save-mib 1 --out "$R/diff-noise"
-    # ONNX Runtime's trace of one detector batch per size at 640x640 (figure 2's shape).
-    step traces 150 "$U/bin/provider_diff" --model models/real/ch_PP-OCRv4_det_infer.onnx --require-gpu \
-        --input image --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8,16 --save-mib 0 \
-        --out "$R/traces"
-    # Each node's cost per batch size on both providers, and the placements planned from them
-    # (on 12 of the cores: the rest for the load generator and the GPU nodes' host threads).
+    if [[ ${DIAG:-1} != 0 ]]; then
+        # Where CUDA and the CPU differ on the OCR detector: real images, then the GPU test's old noise input.
+        V=default,tf32_off,tf32_off+no_graph_opt,tf32_off+ref_no_opt,on_cpu+cuda_no_opt
+        D=(--model models/real/ch_PP-OCRv4_det_infer.onnx --all-outputs "$U/diag/det_all.onnx" --require-gpu)
+        TAIL=25 step diff-image 150 "$U/bin/provider_diff" "${D[@]}" --input image --batch 2 --variants "$V" \
+            --save-mib 1 --out "$R/diff-image"
+        TAIL=25 step diff-noise 150 "$U/bin/provider_diff" "${D[@]}" --input test-random --batch 2 --size 96x160 \
+            --variants default,tf32_off,on_cpu+cuda_no_opt --save-mib 1 --out "$R/diff-noise"
+        # ONNX Runtime's trace of one detector batch per size at 640x640 (figure 2's shape).
+        step traces 150 "$U/bin/provider_diff" --model models/real/ch_PP-OCRv4_det_infer.onnx --require-gpu \
+            --input image --size 640x640 --batch 1 --variants default --trace-sizes 1,2,4,8,16 --save-mib 0 \
+            --out "$R/traces"
+    fi
     B=$U/bin/baton
-    TAIL=30 step profile-collab 240 "$B" profile configs/collab.toml --providers cpu,cuda --dim 640 --runs 6 \
-        --warmup 1 --out "$R/collab-h100.profile.json"
-    plan=("$B" plan --method ilp --pipeline configs/collab.toml --profile "$R/collab-h100.profile.json" --objective period --cores 12)
-    TAIL=30 step plan-gpu 60 "${plan[@]}" --out .device/placed.toml
-    TAIL=30 step plan-cpu 60 "${plan[@]}" --providers cpu --out .device/placed-cpu.toml
-    cp .device/placed*.toml "$R/" 2>/dev/null
-    step check-placed 60 "$B" check .device/placed.toml
-    gpu_models
-    for model in mlp4096 ocr-det ocr-rec; do
-        step "profile-$model" 90 "$B" profile "configs/gpu/$model.toml" --batches 1,2,4,8,16,32,64,128 --runs 10 \
-            --warmup 2 --out "$R/$model-h100.profile.json"
-    done
+    if [[ ${COLLAB:-1} != 0 ]]; then
+        # Each node's cost per batch size on both providers, and the placements planned from them
+        # (on 12 of the cores: the rest for the load generator and the GPU nodes' host threads).
+        TAIL=30 step profile-collab 240 "$B" profile configs/collab.toml --providers cpu,cuda --dim 640 --runs 6 \
+            --warmup 1 --out "$R/collab-h100.profile.json"
+        plan=("$B" plan --method ilp --pipeline configs/collab.toml --profile "$R/collab-h100.profile.json" --objective period --cores 12)
+        TAIL=30 step plan-gpu 60 "${plan[@]}" --out .device/placed.toml
+        TAIL=30 step plan-cpu 60 "${plan[@]}" --providers cpu --out .device/placed-cpu.toml
+        cp .device/placed*.toml "$R/" 2>/dev/null
+        step check-placed 60 "$B" check .device/placed.toml
+    fi
+    if [[ ${PROFILES:-1} != 0 ]]; then
+        gpu_models
+        for model in mlp4096 ocr-det ocr-rec; do
+            step "profile-$model" 90 "$B" profile "configs/gpu/$model.toml" --batches 1,2,4,8,16,32,64,128 --runs 10 \
+                --warmup 2 --out "$R/$model-h100.profile.json"
+        done
+    fi
 fi
 if [[ $what == pinned ]]; then
     step gpu-tests 240 "$U/bin/gpu-tests" --test-threads 1 --nocapture

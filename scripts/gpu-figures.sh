@@ -4,7 +4,9 @@
 # scripts/device-run.sh sets it up: ORT_DYLIB_PATH, BATON_CUDA_LIBS, BATON_BIN, COLLAB_BIN).
 #
 #   1. MLP 4096 wide on CUDA: Baton (greedy, collaborative) vs raw ONNX Runtime-CUDA, c=1 p50 and saturation
-#   2. PP-OCRv4 detection (3x640x640) and recognition (3x48x320) on CUDA: the same
+#   2. PP-OCRv4 detection (3x640x640) and recognition (3x48x320) on CUDA: the same; then, at the
+#      concurrencies whose batches change size, the same node with one session for every size
+#      (session_per_size = false) against its default of a session per size
 #   3. the collab pipeline placed by the planner from profiles measured here (PLACED, default
 #      .device/placed.toml; else configs/collab-gpu.toml): capacity (sessions/s) against the
 #      all-CPU placement of the same planner on this machine's cores (PLACED_CPU, default
@@ -42,6 +44,15 @@ fi
 if want 2; then
     bench_gpu ocr-det configs/gpu/ocr-det.toml 1,4,16,64 1,2,4,8
     bench_gpu ocr-rec configs/gpu/ocr-rec.toml 1,8,32,256 1,8,16,32
+    # One session for all sizes: each change of size rebuilds cuDNN's convolution plans.
+    for model in ocr-det:4,16 ocr-rec:8,32; do
+        name=${model%%:*}
+        config=.device/configs/$name-one-session.toml
+        sed -e 's/^provider = "cuda"/provider = "cuda"\nsession_per_size = false/' \
+            -e "s|\"\.\./\.\./models/|\"$PWD/models/|" "configs/gpu/$name.toml" > "$config"
+        run "$BATON" bench "$config" --concurrency "${model#*:}" --policy greedy --duration "$DURATION" \
+            --client-threads 8 --json "$DIR/$name-one-session.json" 2>&1 | tee "$DIR/$name-one-session.txt"
+    done
 fi
 if want 3; then
     PLACED=${PLACED:-.device/placed.toml}

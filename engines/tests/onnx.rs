@@ -257,6 +257,26 @@ fn every_batch_size_runs_once_when_the_engine_is_made() {
 }
 
 #[test]
+fn with_a_session_per_size_each_padded_size_runs_in_its_own_session() {
+    let stage = with_sizes(&[1, 2, 4, 8]);
+    let stage = baton::StageRequest { batch_sizes: stage.batch_sizes.with_session_per_size(true), ..stage };
+    let mut own = OnnxEngine::new(&stage).unwrap();
+    let mut shared = OnnxEngine::new(&with_sizes(&[1, 2, 4, 8])).unwrap();
+    assert_eq!(own.warmed_sizes().iter().map(|w| w.rows).collect::<Vec<_>>(), [1, 2, 4, 8]);
+    assert_eq!(own.runs_per_session(), [(1, 0), (2, 0), (4, 0), (8, 0)], "warm-up runs are not counted");
+    for rows in [1, 3, 5, 8, 2, 11] {
+        let input = mlp_rows(rows, rows);
+        let got = own.run(&[&input]).unwrap();
+        let want = shared.run(&[&input]).unwrap();
+        assert_eq!(got[0].shape(), &[rows, 10]);
+        assert_eq!(got[0], want[0], "{rows} rows: the same padded shape gives the same result in either session");
+    }
+    // 3 -> 4, 5 and 8 -> 8, 11 (past the largest size) runs in the largest size's session.
+    assert_eq!(own.runs_per_session(), [(1, 1), (2, 1), (4, 1), (8, 3)]);
+    assert_eq!(shared.runs_per_session(), [(usize::MAX, 6)]);
+}
+
+#[test]
 fn a_model_with_a_fixed_batch_dim_runs_its_own_rows_whatever_the_sizes() {
     let stage = baton::StageRequest {
         batch_sizes: baton::BatchSizes::new(vec![1, 2, 4]).unwrap(),

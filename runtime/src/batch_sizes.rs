@@ -21,23 +21,55 @@
 //! (`state`) is refused: its rows are streams whose state the padding rows
 //! would not have. A stage whose batch is larger than the largest size (a
 //! stage after one that changes rows, say) runs at the rows it has.
+//!
+//! Warming every size is not enough where an engine keeps set-up for the last
+//! shape only. ONNX Runtime's CUDA convolutions (cuDNN 9's frontend) rebuild
+//! their execution plans whenever the input shape differs from the previous
+//! run's, so batches that alternate between sizes pay that rebuild on every
+//! batch. With `session_per_size` (the default on CUDA nodes with sizes) an
+//! engine opens one session per size, and each session only ever sees its
+//! own shape ([`BatchSizes::session_per_size`]).
+//!
+//! ```toml
+//! [nodes.det]
+//! provider = "cuda"
+//! session_per_size = false   # one session for all sizes: less device memory, plans rebuilt per change
+//! ```
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::execution::Execution;
 
-/// The sizes a node's ONNX stages run at, ascending; empty: every batch runs at its own rows.
+/// The sizes a node's ONNX stages run at, ascending (empty: every batch runs at its own
+/// rows), and whether each size runs in a session of its own.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BatchSizes(Vec<usize>);
+pub struct BatchSizes {
+    sizes: Vec<usize>,
+    session_per_size: bool,
+}
 
 impl BatchSizes {
     /// No fixed sizes.
     pub fn none() -> Self {
-        BatchSizes(Vec::new())
+        BatchSizes::default()
     }
 
-    /// Sizes from a list that is ascending, without repeats, each at least 1 (else `None`).
+    /// Sizes from a list that is ascending, without repeats, each at least 1 (else `None`),
+    /// all run in one session.
     pub fn new(sizes: Vec<usize>) -> Option<Self> {
-        (sizes.first().is_none_or(|&s| s >= 1) && sizes.windows(2).all(|w| w[0] < w[1])).then_some(BatchSizes(sizes))
+        (sizes.first().is_none_or(|&s| s >= 1) && sizes.windows(2).all(|w| w[0] < w[1]))
+            .then_some(BatchSizes { sizes, session_per_size: false })
+    }
+
+    /// These sizes, each run in a session of its own when `own` (and there are sizes).
+    pub fn with_session_per_size(self, own: bool) -> Self {
+        let session_per_size = own && !self.sizes.is_empty();
+        BatchSizes { session_per_size, ..self }
+    }
+
+    /// Whether an engine opens one session per size, so that each session only
+    /// ever runs one input shape (see the module docs).
+    pub fn session_per_size(&self) -> bool {
+        self.session_per_size
     }
 
     /// Powers of two and the sizes halfway between them (1, 2, 3, 4, 6, 8, 12, 16, 24, ...)
@@ -51,28 +83,43 @@ impl BatchSizes {
             .collect();
         sizes.dedup();
         sizes.push(max_batch.max(1));
-        BatchSizes(sizes)
+        BatchSizes { sizes, session_per_size: false }
     }
 
     pub fn sizes(&self) -> &[usize] {
-        &self.0
+        &self.sizes
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.sizes.is_empty()
     }
 
     /// The rows a batch of `rows` runs at: the smallest size `>= rows`, or
     /// `rows` itself when there are no sizes or it is larger than all of them.
     pub fn padded(&self, rows: usize) -> usize {
-        self.0.iter().copied().find(|&s| s >= rows).unwrap_or(rows)
+        self.sizes.iter().copied().find(|&s| s >= rows).unwrap_or(rows)
     }
 
-    /// The node's sizes from its config, checked (errors at `nodes.NAME.batch_sizes`).
+    /// The node's sizes from its config, checked (errors at `nodes.NAME.batch_sizes` and
+    /// `nodes.NAME.session_per_size`). A CUDA node opens a session per size unless told not to.
     pub(crate) fn for_node(name: &str, cfg: &NodeConfig, execution: &Execution) -> Result<BatchSizes, ConfigError> {
+        let gpu = matches!(execution, Execution::Cuda { .. });
+        let sizes = Self::declared(name, cfg, gpu)?;
+        match cfg.session_per_size {
+            Some(true) if sizes.is_empty() => Err(ConfigError::new(
+                format!("nodes.{name}.session_per_size"),
+                format!(
+                    "node `{name}` runs no fixed batch sizes, so there is no size to open a session for; \
+                         declare `batch_sizes` or leave `session_per_size` out"
+                ),
+            )),
+            own => Ok(sizes.with_session_per_size(own.unwrap_or(gpu))),
+        }
+    }
+
+    fn declared(name: &str, cfg: &NodeConfig, gpu: bool) -> Result<BatchSizes, ConfigError> {
         let at = format!("nodes.{name}.batch_sizes");
         let Some(declared) = &cfg.batch_sizes else {
-            let gpu = matches!(execution, Execution::Cuda { .. });
             return Ok(if gpu && cfg.state.is_empty() { Self::gpu_default(cfg.max_batch) } else { Self::none() });
         };
         if declared.is_empty() {
@@ -96,7 +143,7 @@ impl BatchSizes {
         let sizes = BatchSizes::new(declared.clone()).ok_or_else(|| {
             ConfigError::new(&at, format!("{declared:?} must be ascending sizes of at least 1, without repeats"))
         })?;
-        let largest = *sizes.0.last().expect("not empty");
+        let largest = *sizes.sizes.last().expect("not empty");
         if largest != cfg.max_batch {
             return Err(ConfigError::new(
                 at,
@@ -135,5 +182,26 @@ mod tests {
         assert!(BatchSizes::new(vec![1, 4, 2]).is_none());
         assert!(BatchSizes::new(vec![2, 2]).is_none());
         assert!(BatchSizes::new(vec![0, 2]).is_none());
+    }
+
+    fn node(toml_text: &str) -> NodeConfig {
+        toml::from_str(&format!("stages = [{{ model = \"m.onnx\" }}]\nmax_batch = 8\n{toml_text}")).unwrap()
+    }
+
+    #[test]
+    fn a_cuda_node_opens_a_session_per_size_unless_told_not_to_and_a_cpu_node_only_when_told() {
+        let cuda = Execution::Cuda { device: 0, options: Default::default() };
+        assert!(BatchSizes::for_node("n", &node(""), &cuda).unwrap().session_per_size());
+        assert!(!BatchSizes::for_node("n", &node("session_per_size = false"), &cuda).unwrap().session_per_size());
+        assert!(!BatchSizes::for_node("n", &node("batch_sizes = [1, 8]"), &Execution::Cpu).unwrap().session_per_size());
+        let asked = node("batch_sizes = [1, 8]\nsession_per_size = true");
+        assert!(BatchSizes::for_node("n", &asked, &Execution::Cpu).unwrap().session_per_size());
+    }
+
+    #[test]
+    fn a_session_per_size_without_sizes_is_refused_naming_the_key() {
+        let err = BatchSizes::for_node("det", &node("session_per_size = true"), &Execution::Cpu).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("nodes.det.session_per_size") && text.contains("batch_sizes"), "{text}");
     }
 }

@@ -157,21 +157,32 @@ fn a_batch_padded_to_a_fixed_size_on_cuda_equals_the_cpu_and_every_size_ran_at_l
     if !gpu("padded") {
         return;
     }
-    let request = StageRequest { batch_sizes: baton::BatchSizes::gpu_default(8), ..stage(model("mlp.onnx"), cuda()) };
-    let mut engine = OnnxEngine::new(&request).unwrap_or_else(|e| panic!("{e}"));
-    let warmed: Vec<usize> = engine.warmed_sizes().iter().map(|w| w.rows).collect();
-    assert_eq!(warmed, [1, 2, 3, 4, 6, 8]);
-    for w in engine.warmed_sizes() {
-        eprintln!("padded: warm-up of {} rows took {:.1} ms", w.rows, w.took.as_secs_f64() * 1e3);
-    }
-    let mut direct = Direct::load("mlp.onnx");
-    for rows in [3, 5, 7] {
-        let input = baton_e2e::random_f32(&mut rng(), rows, 256);
-        let got = engine.run(&[&input]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(got[0].shape()[0], rows, "padding rows are cut from the outputs");
-        let want = direct.run(&[("input", &input)]);
-        let err = scaled_error(&got[0], &want[0].1);
-        assert!(err <= 1e-3, "{rows} rows padded on CUDA differ from the CPU by {err:.2e}");
+    for own in [false, true] {
+        let sizes = baton::BatchSizes::gpu_default(8).with_session_per_size(own);
+        let request = StageRequest { batch_sizes: sizes, ..stage(model("mlp.onnx"), cuda()) };
+        let mut engine = OnnxEngine::new(&request).unwrap_or_else(|e| panic!("{e}"));
+        let warmed: Vec<usize> = engine.warmed_sizes().iter().map(|w| w.rows).collect();
+        assert_eq!(warmed, [1, 2, 3, 4, 6, 8]);
+        for w in engine.warmed_sizes() {
+            eprintln!(
+                "padded (session per size: {own}): warm-up of {} rows took {:.1} ms",
+                w.rows,
+                w.took.as_secs_f64() * 1e3
+            );
+        }
+        let mut direct = Direct::load("mlp.onnx");
+        for rows in [3, 5, 7] {
+            let input = baton_e2e::random_f32(&mut rng(), rows, 256);
+            let got = engine.run(&[&input]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got[0].shape()[0], rows, "padding rows are cut from the outputs");
+            let want = direct.run(&[("input", &input)]);
+            let err = scaled_error(&got[0], &want[0].1);
+            assert!(err <= 1e-3, "{rows} rows padded on CUDA differ from the CPU by {err:.2e}");
+        }
+        let runs = engine.runs_per_session();
+        let want: Vec<(usize, u64)> =
+            if own { vec![(1, 0), (2, 0), (3, 0), (4, 1), (6, 1), (8, 1)] } else { vec![(usize::MAX, 3)] };
+        assert_eq!(runs, want, "3, 5 and 7 rows run at sizes 4, 6 and 8");
     }
 }
 

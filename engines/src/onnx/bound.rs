@@ -151,6 +151,12 @@ impl BoundRuns {
         })
     }
 
+    /// The rows a batch of `rows` runs at (see [`BatchSizes::padded`]): its own where this
+    /// session does not pad.
+    pub(super) fn padded(&self, rows: usize) -> usize {
+        self.sizes.padded(rows)
+    }
+
     /// Bytes copied between host and device by this side (a first run's inputs and outputs
     /// moved through the host) since the last call.
     pub(super) fn take_crossed(&mut self) -> u64 {
@@ -321,7 +327,7 @@ impl Drop for BoundRuns {
 }
 
 /// Rows of dim 0 when every input has the same (the batch), else `None` (no padding).
-fn batch_rows(inputs: &[&Tensor]) -> Option<usize> {
+pub(super) fn batch_rows(inputs: &[&Tensor]) -> Option<usize> {
     let rows = *inputs.first()?.shape().first()?;
     inputs.iter().all(|t| t.shape().first() == Some(&rows)).then_some(rows)
 }

@@ -6,7 +6,12 @@
 //! I/O binding (see [`bound`]): inputs are bound where they lie, outputs are
 //! written into buffers the engine owns and reuses, and a batch is padded to
 //! the node's fixed batch sizes, each of which runs once when the engine is
-//! created (its time is reported by [`Engine::warmed_sizes`]).
+//! created (its time is reported by [`Engine::warmed_sizes`]). With
+//! [`baton::BatchSizes::session_per_size`] an engine holds one session per
+//! size and runs each batch in its padded size's session, so no session sees
+//! its input shape change (ONNX Runtime's CUDA convolutions rebuild their cuDNN
+//! plans at every change). A model whose shapes besides the batch dim are not
+//! fixed keeps one session.
 //!
 //! The ONNX Runtime library is loaded lazily (see [`crate::ort_library`]):
 //! creating the provider never fails, so pipelines that only use the cost
@@ -18,8 +23,8 @@
 //! fall-back to the CPU); [`OnnxProvider`]'s `prepare` loads the GPU build for
 //! it at load time (see [`crate::cuda`]). Its inputs and outputs are host
 //! tensors, so ORT copies each input to the device and each output back; the
-//! engine counts those bytes ([`Engine::host_device_bytes`]). Keeping tensors
-//! passed between GPU nodes on the device is designed in docs/gpu.md, not built.
+//! engine counts those bytes ([`Engine::host_device_bytes`]); outputs read only
+//! by nodes on the same device stay in its memory (see [`bound`]).
 
 mod bound;
 mod strings;
@@ -104,9 +109,12 @@ impl EngineProvider for OnnxProvider {
     }
 }
 
-/// One ONNX Runtime session, owned by one worker thread.
+/// One worker thread's ONNX Runtime sessions of a stage: one, or with
+/// [`BatchSizes::session_per_size`] one per batch size.
 pub struct OnnxEngine {
-    session: Session,
+    /// Ascending by size; a batch runs in the first session whose size holds its padded rows,
+    /// else in the last.
+    sessions: Vec<SizedSession>,
     signature: ModelSignature,
     location: String,
     /// On a GPU: bytes of the tensors handed to and taken from the session since
@@ -115,14 +123,22 @@ pub struct OnnxEngine {
     copied: Option<u64>,
     /// The options every run is given: their terminate flag is how another thread stops a run.
     run_options: Arc<OrtRunStop>,
-    /// Runs through I/O binding into pooled buffers, padded to the batch sizes.
-    bound: bound::BoundRuns,
     /// The batch sizes run when the engine was created, with their times.
     warmed: Vec<WarmedSize>,
     /// On a GPU: pinned host memory, for the buffers inputs are stitched into and outputs written to.
     host_memory: Option<Arc<dyn HostMemory>>,
     /// On a GPU: its memory, where inputs from other nodes on it are stitched and outputs kept.
     device_memory: Option<Arc<dyn DeviceMemory>>,
+}
+
+/// A session and its bound runs, for batches padded to `rows` (`usize::MAX`: any).
+struct SizedSession {
+    rows: usize,
+    session: Session,
+    /// Runs through I/O binding into pooled buffers, padded to the batch sizes.
+    bound: bound::BoundRuns,
+    /// Batches run, for [`OnnxEngine::runs_per_session`].
+    runs: u64,
 }
 
 /// ONNX Runtime's terminate flag as a [`RunStop`]: ORT looks at it before each
@@ -151,8 +167,8 @@ impl OnnxEngine {
     pub fn new(stage: &StageRequest) -> Result<OnnxEngine, EngineError> {
         let _: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
-        let session = open_session(stage)?;
-        let signature = signature(&session, stage, &path)?;
+        let first = open_session(stage)?;
+        let signature = signature(&first, stage, &path)?;
         let copied = (stage.execution != Execution::Cpu).then_some(0);
         let setup_error = |what: &str, e: String| EngineError::Run(format!("stage {}: {what}: {e}", stage.location));
         let run_options = RunOptions::new().map_err(|e| setup_error("cannot create run options", e.to_string()))?;
@@ -163,28 +179,49 @@ impl OnnxEngine {
                 (crate::cuda_runtime::pinned_memory(), crate::cuda_runtime::device_memory(device as u32))
             }
         };
-        let bound = bound::BoundRuns::new(
-            &session,
-            &signature,
-            &stage.batch_sizes,
-            host_memory.clone(),
-            device_memory.clone(),
-            &stage.device_outputs,
-        )
-        .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
+        // One session per size where asked and the model's shapes are known per size;
+        // else one for every batch.
+        let own_sizes = stage.batch_sizes.session_per_size() && warm_up_shapes(&signature).is_some();
+        let rows: Vec<usize> = if own_sizes { stage.batch_sizes.sizes().to_vec() } else { vec![usize::MAX] };
+        let mut sessions = Vec::with_capacity(rows.len());
+        let mut first = Some(first);
+        for rows in rows {
+            let session = match first.take() {
+                Some(session) => session,
+                None => open_session(stage)?,
+            };
+            let bound = bound::BoundRuns::new(
+                &session,
+                &signature,
+                &stage.batch_sizes,
+                host_memory.clone(),
+                device_memory.clone(),
+                &stage.device_outputs,
+            )
+            .map_err(|e| setup_error("cannot bind the session's inputs and outputs", e))?;
+            sessions.push(SizedSession { rows, session, bound, runs: 0 });
+        }
         let mut engine = OnnxEngine {
-            session,
+            sessions,
             signature,
             location: stage.location.clone(),
             copied,
             run_options,
-            bound,
             warmed: Vec::new(),
             host_memory,
             device_memory,
         };
         engine.warm_up(stage.batch_sizes.sizes())?;
+        for session in &mut engine.sessions {
+            session.runs = 0;
+        }
         Ok(engine)
+    }
+
+    /// Per session, the padded rows it runs (`usize::MAX`: any) and the batches it ran since
+    /// the engine was made (warm-up not counted).
+    pub fn runs_per_session(&self) -> Vec<(usize, u64)> {
+        self.sessions.iter().map(|s| (s.rows, s.runs)).collect()
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.
@@ -237,8 +274,13 @@ impl OnnxEngine {
             }
         }
         let first = outputs.len();
-        self.bound
-            .run(&mut self.session, &self.run_options.0, inputs, outputs)
+        let padded = bound::batch_rows(inputs).map(|rows| self.sessions[0].bound.padded(rows));
+        let last = self.sessions.len() - 1;
+        let at = padded.and_then(|p| self.sessions.iter().position(|s| s.rows >= p)).unwrap_or(last);
+        let SizedSession { session, bound, runs, .. } = &mut self.sessions[at];
+        *runs += 1;
+        bound
+            .run(session, &self.run_options.0, inputs, outputs)
             .map_err(|message| EngineError::Run(format!("stage {}: {message}", self.location)))?;
         if let Some(copied) = &mut self.copied {
             // Host tensors cross to or from the device; device tensors stay there.
@@ -247,7 +289,7 @@ impl OnnxEngine {
             };
             *copied += host_bytes(&mut inputs.iter().copied())
                 + host_bytes(&mut outputs[first..].iter())
-                + self.bound.take_crossed();
+                + bound.take_crossed();
         }
         Ok(())
     }

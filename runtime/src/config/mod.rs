@@ -235,6 +235,10 @@ pub struct NodeConfig {
     /// them up to `max_batch` on a CUDA node without per-stream state, `[]` otherwise. Refused on a node with
     /// `state` (its rows are streams, not independent rows).
     pub batch_sizes: Option<Vec<usize>>,
+    /// Whether each of the node's batch sizes runs in an ONNX Runtime session of its own,
+    /// which only ever sees that size's shape (see [`crate::batch_sizes`]). Default: `true` on
+    /// a CUDA node with batch sizes, `false` otherwise; `true` needs batch sizes.
+    pub session_per_size: Option<bool>,
 }
 
 /// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.
