@@ -13,7 +13,8 @@
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
 # flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
 # draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
-# BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales.
+# BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales;
+# TICK_DELAYS=1 draws the scheduler ticks' lateness from that record (every simulation).
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
 # CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).

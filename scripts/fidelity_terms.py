@@ -57,7 +57,9 @@ what concurrency 1 shows of it); CPU_FIT=capacity fits them through the capacity
 so that no term comes from the open-loop runs the model predicts. WAKE_DELAYS=1 gives the load simulations the wake-ups the
 runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us;
 BATCH_TIMES=1 their recorded batch times (`--batch-times cap_P_*.json`) in place of the compute
-scales.
+scales. TICK_DELAYS=1 gives every simulation, at concurrency 1 too (so the wake and hop terms
+do not hold it), the scheduler ticks' lateness the runtime recorded in the capacity runs
+(`--tick-delays cap_P_*.json`); without it the model's ticks come on time.
 """
 import glob
 import json
@@ -334,7 +336,12 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    return text
+    return text + tick_flags(d, p)
+
+
+def tick_flags(d, p):
+    """With TICK_DELAYS=1: the runtime's recorded tick lateness for every simulation of P."""
+    return " --tick-delays " + ",".join(capacity_files(d, p)) if os.environ.get("TICK_DELAYS") == "1" else ""
 
 
 def capacity_files(d, p):
@@ -412,6 +419,9 @@ def table(d, pipelines):
     if os.environ.get("BATCH_TIMES") == "1":
         lines.append("\nEvery load simulation above stretched its batches as the capacity runs recorded "
                      "(`--batch-times cap_P_*.json`, BATCH_TIMES=1) in place of the compute scales.")
+    if os.environ.get("TICK_DELAYS") == "1":
+        lines.append("\nEvery simulation above drew its scheduler ticks' lateness from the capacity runs' records "
+                     "(`--tick-delays cap_P_*.json`, TICK_DELAYS=1).")
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")
@@ -429,7 +439,7 @@ if __name__ == "__main__":
     if cmd == "rates":
         print(rates(*args))
     elif cmd == "base":
-        print(flags_text(*base_terms(*args)))
+        print(flags_text(*base_terms(*args)) + tick_flags(*args))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

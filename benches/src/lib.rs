@@ -670,6 +670,9 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     // The process's CPU time over the measured windows (read as the first starts and the last ends).
     let mut cpu_from = None;
     let mut cpu_to = None;
+    // The scheduler's tick lateness over the same interval.
+    let mut ticks_from = None;
+    let mut ticks_to = None;
     let windows = std::thread::scope(|scope| {
         let driver = match load {
             Load::Closed(c) => load::closed_loop(scope, target, pool, &recorder, c, &args.client_cores),
@@ -683,12 +686,14 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         bar.set_message("measuring");
         let mut windows: Vec<Window> = Vec::new();
         cpu_from = cpu::process_cpu_ns();
+        ticks_from = target.tick_lateness();
         let mut mark = (Instant::now(), target.node_stats());
         let length = if args.stability { args.window } else { args.duration };
         loop {
             wait_until(mark.0 + length, start, &bar);
             let tally = recorder.take();
             cpu_to = cpu::process_cpu_ns();
+            ticks_to = target.tick_lateness();
             let now = Instant::now();
             let stats = target.node_stats();
             let elapsed = now - mark.0;
@@ -723,6 +728,9 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         if let (Some(from), Some(to)) = (cpu_from, cpu_to) {
             point.cpu = cpu::RuntimeCpu::of(to.saturating_sub(from), point.seconds, &point.nodes, point.requests);
         }
+    }
+    if let (Some(from), Some(to)) = (ticks_from, ticks_to) {
+        point.scheduler_ticks = Some(measure::WakeSummary::of(&to.since(&from)));
     }
     point
 }

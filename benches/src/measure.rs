@@ -392,6 +392,11 @@ pub struct PointResult {
     /// The process's CPU over the measured interval, per request (a real run of
     /// an in-process pipeline with a fixed `--duration`; `None` otherwise).
     pub cpu: Option<crate::cpu::RuntimeCpu>,
+    /// How late the scheduler thread's sleeps between ticks ended over the measured
+    /// interval, in the classes of the workers' wake-ups (contended: the last decision
+    /// left every core busy); what `baton simulate --tick-delays` reads. `None` where the
+    /// target cannot tell (a remote server) and in a simulation.
+    pub scheduler_ticks: Option<WakeSummary>,
     /// Per tenant of the load (`--tenants`): its successful requests' latencies (left
     /// out of the JSON when the load names no tenants).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -456,6 +461,7 @@ pub fn point_result(
         p50_minus_raw_us: None,
         host_device_bytes_per_request,
         cpu: None,
+        scheduler_ticks: None,
         tenants: tally
             .tenants
             .iter()

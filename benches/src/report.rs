@@ -511,6 +511,7 @@ mod tests {
             p50_minus_raw_us: None,
             host_device_bytes_per_request: 0.0,
             cpu: None,
+            scheduler_ticks: None,
             tenants: Vec::new(),
         }
     }

@@ -20,6 +20,12 @@ pub trait Target: Sync {
     /// Per-node running totals, matched by position between two calls
     /// (empty when the target cannot tell, as a remote server).
     fn node_stats(&self) -> Vec<NodeStats>;
+
+    /// How late the scheduler thread's sleeps between ticks ended so far (`None` when the
+    /// target cannot tell, as a remote server).
+    fn tick_lateness(&self) -> Option<baton::wake_delays::WakeDelays> {
+        None
+    }
 }
 
 impl Target for Runtime {
@@ -37,5 +43,9 @@ impl Target for Runtime {
 
     fn node_stats(&self) -> Vec<NodeStats> {
         Runtime::node_stats(self)
+    }
+
+    fn tick_lateness(&self) -> Option<baton::wake_delays::WakeDelays> {
+        Some(Runtime::tick_lateness(self))
     }
 }

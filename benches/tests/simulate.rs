@@ -224,6 +224,46 @@ fn recorded_wake_ups_are_drawn_by_class_as_the_workers_are_told() {
     assert!(e.contains("other.json") && e.contains("`dia`"), "{e}");
 }
 
+/// `one_node`'s pipeline (one row a batch) deciding on 1 ms ticks only, under the collaborative rule.
+fn ticks_only(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(one_node(dir, 1)).unwrap().replace(
+        "[inputs.x]",
+        "[scheduler]\npolicy = \"collaborative\"\ntick_us = 1000\ndecide_on_arrival = false\n[inputs.x]",
+    );
+    let pipeline = dir.join("ticks.toml");
+    std::fs::write(&pipeline, text).unwrap();
+    pipeline
+}
+
+#[test]
+fn recorded_tick_lateness_delays_each_tick_by_the_class_of_the_last_decision() {
+    let dir = folder(SUITE, "tick_delays");
+    let mut o = options(ticks_only(&dir), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(1.0);
+    // On time: a request sent as the last is answered (100 µs after a tick) waits 900 µs for the next.
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1000, 1000), "{:?}", p.latency);
+    // Ticks late by 200 µs after a decision that left a core free, 300 µs after one that took every core.
+    let path = dir.join("ticks.json");
+    let ticks = r#"{"free_buckets": [[200000, 200001, 4]], "contended_buckets": [[300000, 300001, 2]]}"#;
+    std::fs::write(&path, format!(r#"{{"pipeline": "one", "points": [{{"nodes": [], "scheduler_ticks": {ticks}}}]}}"#))
+        .unwrap();
+    o.model.tick_delays = vec![path];
+    // One core: the decision that runs the batch takes it, so the next tick is 1.3 ms on.
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1300, 1300), "{:?}", p.latency);
+    o.model.cores = Some(2.0);
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1200, 1200), "{:?}", p.latency);
+    // A record without ticks (a remote run's) is refused, naming the option and the file.
+    let none = dir.join("none.json");
+    std::fs::write(&none, r#"{"pipeline": "one", "points": [{"nodes": []}]}"#).unwrap();
+    o.model.tick_delays = vec![none];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--tick-delays") && e.contains("none.json"), "{e}");
+}
+
 #[test]
 fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
     let dir = folder(SUITE, "batch_times");

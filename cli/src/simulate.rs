@@ -77,6 +77,12 @@ pub struct ModelTermArgs {
     /// a node the files hold no wake-ups of).
     #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
     pub wake_delays: Vec<PathBuf>,
+    /// Measured term: each scheduler tick comes its period plus a draw of how late the
+    /// runtime's scheduler thread woke for its ticks, recorded in these `baton bench --json`
+    /// files (in the class of the last decision: every core busy or not); without it the
+    /// ticks come on time.
+    #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
+    pub tick_delays: Vec<PathBuf>,
     /// Measured term: each node's normal-class batches take the profile's median times a draw
     /// of how far the runtime's batches stretched over it, recorded per node in these
     /// `baton bench --json` files (instead of --compute-scale, which stays for a node the
@@ -103,6 +109,7 @@ impl ModelTermArgs {
             compute_scale: self.compute_scale,
             compute_offset: self.compute_offset,
             wake_delays: self.wake_delays,
+            tick_delays: self.tick_delays,
             batch_times: self.batch_times,
         }
     }

@@ -176,6 +176,12 @@ impl Runtime {
             .collect()
     }
 
+    /// How late the scheduler thread's timed sleeps between ticks ended, so far (the
+    /// classes of [`crate::wake_delays`]: contended when the last decision left every core busy).
+    pub fn tick_lateness(&self) -> crate::wake_delays::WakeDelays {
+        self.router.scheduler.tick_lateness()
+    }
+
     /// Per stateful node: (node name, open streams, bytes of state held).
     pub fn stream_usage(&self) -> Vec<(String, usize, usize)> {
         let nodes = self.router.nodes.iter().zip(&self.router.spec.nodes);

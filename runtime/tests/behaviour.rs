@@ -540,7 +540,7 @@ fn every_eighth_batch_of_a_worker_samples_its_threads_cpu_time_which_a_sleeping_
 }
 
 #[test]
-fn every_batch_records_its_workers_wake_up_and_a_worker_told_with_the_cores_busy_counts_as_contended() {
+fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_busy_counts_as_contended() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores + 1;
     let engines = TestEngines::default();
@@ -558,10 +558,15 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_told_with_the_cores_busy
     let _opener = OpenOnDrop(gate.clone());
     let toml = ONE_NODE.replace("max_batch = 8", &format!("max_batch = 1\nworkers = {workers}"));
     let runtime = start(&engines, &toml);
+    // The scheduler thread's own wake-ups between ticks: free while no worker is busy.
+    wait_until("idle ticks are recorded", || runtime.tick_lateness().free.iter().sum::<u64>() >= 2);
+    assert_eq!(runtime.tick_lateness().contended.iter().sum::<u64>(), 0, "no decision took every core");
     let tickets: Vec<_> = (0..workers).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
     // Every worker holds a batch at the gate: none can finish, so the last one told was told
     // while the `cores` others were busy.
     wait_until("every worker holds a batch", || entered.load(Ordering::SeqCst) == workers);
+    // Every decision from now on sees every core busy: the ticks after it are contended.
+    wait_until("contended ticks are recorded", || runtime.tick_lateness().contended.iter().sum::<u64>() >= 2);
     open(&gate);
     for t in tickets {
         t.wait().unwrap();

@@ -105,6 +105,8 @@ pub struct Durations {
     offset_us: Vec<f64>,
     /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
     pub wakes: Option<super::wakes::WakeDraws>,
+    /// The runtime's recorded tick lateness (`--tick-delays`); `None`: ticks on time.
+    pub ticks: Option<super::wakes::TickDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
     stretch: Vec<Option<super::stretch::Stretch>>,
 }
@@ -161,7 +163,7 @@ impl Durations {
             out.push(sizes);
         }
         let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
-        Ok(Durations { nodes: out, scale, offset_us, wakes: None, stretch })
+        Ok(Durations { nodes: out, scale, offset_us, wakes: None, ticks: None, stretch })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in

@@ -172,6 +172,9 @@ pub struct Sim<'a> {
     /// The time of the last tick, when no tick is scheduled because no task
     /// waited then ([`Sim::queue`] schedules the next one).
     tick_parked: Option<u64>,
+    /// Whether the last decision left as many workers busy as there are cores (the class
+    /// of the next tick's lateness).
+    cores_taken: bool,
     now: u64,
     seq: u64,
     events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
@@ -269,6 +272,7 @@ impl<'a> Sim<'a> {
             decide_on_arrival,
             tick_ns: spec.scheduler.tick_us.max(1) * 1000,
             tick_parked: None,
+            cores_taken: false,
             now: 0,
             seq: 0,
             events: BinaryHeap::new(),
@@ -364,8 +368,9 @@ impl<'a> Sim<'a> {
                 Ev::Handoff { batch } => self.handoff(batch),
                 Ev::Tick => {
                     if self.nodes.iter().any(|n| n.pending() > 0) {
-                        self.at(time + self.tick_ns, Ev::Tick);
                         self.decide();
+                        let late = self.tick_late_ns();
+                        self.at(time + self.tick_ns + late, Ev::Tick);
                     } else {
                         self.tick_parked = Some(time);
                     }
@@ -531,7 +536,20 @@ impl<'a> Sim<'a> {
             } else {
                 (self.now / tick + 1) * tick
             };
-            self.at(next, Ev::Tick);
+            let late = self.tick_late_ns();
+            self.at(next + late, Ev::Tick);
+        }
+    }
+
+    /// How late the next tick comes after its period: drawn from the runtime's record
+    /// (`--tick-delays`) in the class of the last decision (every core busy or not), else 0.
+    fn tick_late_ns(&mut self) -> u64 {
+        match &self.durations.ticks {
+            Some(ticks) => {
+                let (u, v) = (self.rng.random::<f64>(), self.rng.random::<f64>());
+                ticks.draw_ns(self.cores_taken, u, v)
+            }
+            None => 0,
         }
     }
 
@@ -609,9 +627,11 @@ impl<'a> Sim<'a> {
         );
         let due = decision.due_ns;
         let picked: Vec<usize> = decision.picked.to_vec();
+        let running = decision.running.nodes;
+        self.cores_taken = (running + picked.len()) as f64 >= self.terms.cores;
         // Each told worker is contended when as many workers are busy as there are cores
         // (those told before it in this decision included), as the runtime's scheduler counts.
-        for (busy, n) in (decision.running.nodes..).zip(picked) {
+        for (busy, n) in (running..).zip(picked) {
             let contended = busy as f64 >= self.terms.cores;
             let wake = self.wake_ns(n, contended);
             self.nodes[n].totals.wakes.record(wake, contended);

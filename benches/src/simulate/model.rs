@@ -35,6 +35,8 @@ pub struct ModelTerms {
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
+    /// `baton bench --json` files whose scheduler ticks' lateness the ticks draw from (`--tick-delays`).
+    pub tick_delays: Vec<std::path::PathBuf>,
     /// `baton bench --json` files whose recorded batch times give each node's stretch over
     /// the profile (instead of its compute scale; see [`super::stretch`]).
     pub batch_times: Vec<std::path::PathBuf>,
@@ -101,6 +103,9 @@ impl ModelTerms {
         if !self.wake_delays.is_empty() {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
         }
+        if !self.tick_delays.is_empty() {
+            durations.ticks = Some(super::wakes::TickDraws::load(&self.tick_delays, &spec.name)?);
+        }
         if !self.batch_times.is_empty() {
             durations.stretch(&super::stretch::load(&self.batch_times, &spec.name, &names)?);
         }
@@ -122,6 +127,8 @@ impl ModelTerms {
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);
+        let files: Vec<String> = self.tick_delays.iter().map(|f| f.display().to_string()).collect();
+        s["tick_delays"] = serde_json::json!(files);
         let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
         s["batch_times"] = serde_json::json!(files);
     }

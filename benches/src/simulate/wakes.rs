@@ -19,6 +19,13 @@
 //!
 //! Checks, each naming the file: it is `baton bench` JSON of the same pipeline
 //! (by name), and the files hold wake-ups of some node of the pipeline.
+//!
+//! The scheduler thread's own wake-ups are drawn the same way
+//! (`--tick-delays FILE[,FILE..]`, [`TickDraws`]): the runtime records how late
+//! each timed sleep between two ticks ended, in the same two classes (the last
+//! decision left every core busy, or not), and `baton bench --json` writes them
+//! per point (`scheduler_ticks`). The simulator's next tick then comes a tick
+//! period plus a draw after the last, as the runtime's does.
 
 use std::path::PathBuf;
 
@@ -79,6 +86,41 @@ impl Empirical {
         let (lower, upper, _) = self.buckets[i];
         let upper = if upper == u64::MAX { lower + lower / 8 } else { upper };
         lower + ((upper - lower) as f64 * v) as u64
+    }
+}
+
+/// The scheduler thread's lateness at the end of its sleeps between ticks: free and contended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickDraws {
+    classes: [Empirical; 2],
+}
+
+impl TickDraws {
+    /// The tick lateness `files` recorded for pipeline `pipeline`.
+    pub fn load(files: &[PathBuf], pipeline: &str) -> Result<Self, String> {
+        let mut draws = TickDraws::default();
+        for ticks in super::records::tick_entries::<Wakes>(files, pipeline, "--tick-delays")? {
+            draws.classes[0].add(&ticks.free_buckets);
+            draws.classes[1].add(&ticks.contended_buckets);
+        }
+        draws.classes.iter_mut().for_each(Empirical::seal);
+        if draws.classes.iter().all(|c| c.total() == 0) {
+            let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            return Err(format!(
+                "--tick-delays {}: no scheduler ticks of `{pipeline}` (a `baton bench --json` file of an \
+                 in-process run records them)",
+                files.join(",")
+            ));
+        }
+        Ok(draws)
+    }
+
+    /// How late a tick comes after a decision that left every core busy (`contended`) or
+    /// not, for uniform draws `u` and `v`, ns (the other class where this one has none).
+    pub fn draw_ns(&self, contended: bool, u: f64, v: f64) -> u64 {
+        let [free, busy] = &self.classes;
+        let (first, other) = if contended { (busy, free) } else { (free, busy) };
+        if first.total() > 0 { first } else { other }.draw(u, v)
     }
 }
 

@@ -1,7 +1,9 @@
 //! The scheduler thread ("baton-scheduler"): ticks, retries of unplaced tasks, stream expiry.
 //!
 //! The thread parks until the next tick (or earlier, when the dynamic
-//! batcher says a node falls due sooner, or when shutdown unparks it), then
+//! batcher says a node falls due sooner, or when shutdown unparks it),
+//! records how late a sleep that ran its full time ended (the OS's timer
+//! slack and the wait for a core: [`crate::scheduler::Scheduler::record_tick`]), then
 //! pokes the scheduler with [`Reason::Tick`], moves tasks past their
 //! placement timeout to the back of their queues, and every quarter of the
 //! stream idle timeout (1 to 100 ms) closes idle streams. It stops when
@@ -23,7 +25,14 @@ pub(crate) fn spawn(router: Arc<Router>) -> std::io::Result<JoinHandle<()>> {
         let sweep_every = Duration::from_millis((router.spec.streams.idle_timeout_ms / 4).clamp(1, 100));
         let mut last_sweep = Instant::now();
         while !router.stop_ticker.load(Ordering::Acquire) {
-            std::thread::park_timeout(router.scheduler.sleep_before_next_tick());
+            let sleep = router.scheduler.sleep_before_next_tick();
+            let due = crate::clock::now_ns() + sleep.as_nanos() as u64;
+            std::thread::park_timeout(sleep);
+            let woke = crate::clock::now_ns();
+            // Earlier than due: an unpark (a node falls due sooner, or shutdown), not a timed end.
+            if woke >= due {
+                router.scheduler.record_tick(woke - due);
+            }
             router.scheduler.poke(Reason::Tick, &router.nodes);
             router.retry_unplaced();
             if last_sweep.elapsed() >= sweep_every {

@@ -36,7 +36,7 @@ pub mod decision;
 mod devices;
 pub mod select;
 
-use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -175,6 +175,10 @@ pub(crate) struct Scheduler {
     next_due_ns: AtomicU64,
     /// The tick thread, woken early when a node falls due before its next tick.
     ticker: OnceLock<Thread>,
+    /// How late the tick thread's timed sleeps end (see [`Scheduler::record_tick`]).
+    tick_lateness: crate::wake_delays::WakeRecorder,
+    /// Whether the last decision left as many workers busy as the process has cores.
+    cores_taken: AtomicBool,
     metrics: PipelineMetrics,
 }
 
@@ -197,6 +201,8 @@ impl Scheduler {
             cores: usable_cores(),
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
+            tick_lateness: Default::default(),
+            cores_taken: AtomicBool::new(false),
             metrics,
         }
     }
@@ -243,6 +249,7 @@ impl Scheduler {
         for &n in decision.picked {
             busy += usize::from(tell_to_run(&nodes[n], busy >= self.cores));
         }
+        self.cores_taken.store(busy >= self.cores, Ordering::Relaxed);
         self.log_decision(reasons, decision.loads, decision.picked, decision.running.compute);
         if self.stops_young_batches {
             stop_young_batches(decider, nodes, now_ns);
@@ -277,6 +284,18 @@ impl Scheduler {
     /// Registers the tick thread (once).
     pub fn set_ticker(&self, thread: Thread) {
         let _ = self.ticker.set(thread);
+    }
+
+    /// Counts one timed sleep of the tick thread that ended `late_ns` after it was due, in
+    /// the class of the workers' wake-ups ([`crate::wake_delays`]): contended when the last
+    /// decision left every core busy. A sleep cut short by an unpark is not counted.
+    pub fn record_tick(&self, late_ns: u64) {
+        self.tick_lateness.record(late_ns, self.cores_taken.load(Ordering::Relaxed));
+    }
+
+    /// How late the tick thread's timed sleeps ended so far.
+    pub fn tick_lateness(&self) -> crate::wake_delays::WakeDelays {
+        self.tick_lateness.snapshot()
     }
 
     /// How long the tick thread should sleep: the tick period, or less when a
