@@ -52,6 +52,9 @@ terms"):
   batch beside the CPU terms' jobs does not shrink with its scale, so an unbounded round would
   drive it toward 0).
 
+The scheduler thread's CPU per tick is a term of its own (`--tick-cpu-us`, the capacity runs'
+median of `scheduler_ticks.cpu_us_per_round`), taken out of each point's runtime CPU before
+the fit; TICK_CPU=0 leaves it in the fitted terms (the model before it).
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it); CPU_FIT=capacity fits them through the capacity runs alone,
 so that no term comes from the open-loop runs the model predicts. WAKE_DELAYS=1 gives the load simulations the wake-ups the
@@ -287,15 +290,30 @@ def calibrate(d, p):
 def base_terms(d, p):
     if os.environ.get("CPU_TERMS") == "0":
         return {}, compute_terms(d, p)
+    tick = tick_cpu_us(d, p)
     real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
     pts = [
-        fit_cpu_terms.point(q)
+        fit_cpu_terms.point(q, less_ticks=tick > 0)
         for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]
     pts = [x for x in pts if x is not None]
     request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
-    return {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}, compute_terms(d, p)
+    flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
+    return ({**flags, "--tick-cpu-us": tick} if tick > 0 else flags), compute_terms(d, p)
+
+
+def tick_cpu_us(d, p):
+    """The scheduler thread's CPU per round, the median over the capacity runs that recorded it
+    (0 where none did, or with TICK_CPU=0: the tick CPU stays in the fitted CPU terms)."""
+    if os.environ.get("TICK_CPU") == "0":
+        return 0.0
+    rounds = [
+        q["scheduler_ticks"]["cpu_us_per_round"]
+        for q in load_points(f"{d}/cap_{p}_*.json")
+        if "cpu_us_per_round" in (q.get("scheduler_ticks") or {})
+    ]
+    return statistics.median(rounds) if rounds else 0.0
 
 
 def compute_flags(compute, code=""):

@@ -23,12 +23,18 @@ import json
 import sys
 
 
-def point(p):
-    """(batches per request, runtime µs per request) of one bench point, or None without a usable reading."""
+def point(p, less_ticks=False):
+    """(batches per request, runtime µs per request) of one bench point, or None without a usable reading.
+    With less_ticks, the scheduler thread's CPU per request (its rounds' CPU, where the point recorded
+    it) is taken out: a model that charges the ticks themselves (--tick-cpu-us) fits the rest."""
     c = p.get("cpu")
-    if c and c["runtime_us_per_request"] > 0:
-        return (c["batches_per_request"], c["runtime_us_per_request"])
-    return None
+    if not c or c["runtime_us_per_request"] <= 0:
+        return None
+    runtime = c["runtime_us_per_request"]
+    t = p.get("scheduler_ticks") or {}
+    if less_ticks and "cpu_us_per_round" in t and p["throughput_rps"] > 0:
+        runtime -= t["rounds_per_s"] * t["cpu_us_per_round"] / p["throughput_rps"]
+    return (c["batches_per_request"], runtime) if runtime > 0 else None
 
 
 def points(files):

@@ -11,7 +11,8 @@
 #      .device/placed.toml; else configs/collab-gpu.toml): capacity (sessions/s) against the
 #      all-CPU placement of the same planner on this machine's cores (PLACED_CPU, default
 #      .device/placed-cpu.toml; else configs/collab.toml); final-chunk p99 at 90% of the GPU
-#      capacity, collaborative vs greedy
+#      capacity, collaborative vs greedy; and the GPU placement's capacity with the text node's
+#      images padded to 160 x 960 (`multiple`: one detector shape per batch size)
 #   4. the MLP of configs/mlp.toml on the CPU with 1, 2, 4, 8, 16 workers vs raw ONNX Runtime on the
 #      same cores: N raw loops at once (--raw-loops N, one per worker core, batch 32), their rows/s
 #      summed (N loops sharing the memory bandwidth, not N x one loop)
@@ -67,6 +68,14 @@ if want 3; then
     cpu_capacity=$(capacity "$PLACED_CPU")
     echo "collab capacity: GPU ($PLACED) $gpu_capacity sessions/s, CPU ($PLACED_CPU) $cpu_capacity sessions/s" |
         tee -a "$DIR/collab-capacity.txt"
+    # The planner's GPU placement with the text node's images padded to one size (a detector
+    # shape per batch size; configs/collab-gpu.toml pads so already).
+    if [[ $PLACED == .device/placed.toml ]] && ! grep -q '^multiple' "$PLACED"; then
+        bucketed=.device/placed-bucketed.toml
+        sed '/^\[\[nodes\.text\.pad\]\]/a multiple = [160, 960]' "$PLACED" > "$bucketed"
+        echo "collab capacity: GPU, images padded to 160 x 960 ($bucketed) $(capacity "$bucketed") sessions/s" |
+            tee -a "$DIR/collab-capacity.txt"
+    fi
     rate=$(python3 -c "print(round($gpu_capacity * 90 / 100, 2))")
     run "$COLLAB" --config "$PLACED" --rate "$rate" --duration "${OPEN_LOOP_S:-20}" \
         --policies collaborative,greedy 2>&1 | tee "$DIR/collab-gpu-90.txt"

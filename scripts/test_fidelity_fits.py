@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
-(fit_cpu_terms.fit) and a node's compute line (fidelity_terms.line_through).
+(fit_cpu_terms.fit, fit_cpu_terms.point) and a node's compute line (fidelity_terms.line_through).
 
     python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
 """
@@ -33,6 +33,18 @@ class CpuLine(unittest.TestCase):
 
     def test_a_negative_slope_gives_the_mean(self):
         self.assertEqual(fit_cpu_terms.fit([(1.0, 30.0), (2.0, 10.0)]), (20.0, 0.0))
+
+    def test_the_scheduler_threads_cpu_per_request_is_taken_out_only_when_asked(self):
+        # 2000 rounds/s of 10 µs at 1000 requests/s: 20 µs of each request's 50.
+        q = {
+            "throughput_rps": 1000.0,
+            "cpu": {"batches_per_request": 1.5, "runtime_us_per_request": 50.0},
+            "scheduler_ticks": {"rounds_per_s": 2000.0, "cpu_us_per_round": 10.0},
+        }
+        self.assertEqual(fit_cpu_terms.point(q), (1.5, 50.0))
+        self.assertEqual(fit_cpu_terms.point(q, less_ticks=True), (1.5, 30.0))
+        # A point without the ticks' record (an older bench) keeps its reading.
+        self.assertEqual(fit_cpu_terms.point({**q, "scheduler_ticks": None}, less_ticks=True), (1.5, 50.0))
 
 
 class ComputeLine(unittest.TestCase):

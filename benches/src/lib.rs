@@ -686,14 +686,14 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         bar.set_message("measuring");
         let mut windows: Vec<Window> = Vec::new();
         cpu_from = cpu::process_cpu_ns();
-        ticks_from = target.tick_lateness();
+        ticks_from = target.ticks();
         let mut mark = (Instant::now(), target.node_stats());
         let length = if args.stability { args.window } else { args.duration };
         loop {
             wait_until(mark.0 + length, start, &bar);
             let tally = recorder.take();
             cpu_to = cpu::process_cpu_ns();
-            ticks_to = target.tick_lateness();
+            ticks_to = target.ticks();
             let now = Instant::now();
             let stats = target.node_stats();
             let elapsed = now - mark.0;
@@ -730,7 +730,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         }
     }
     if let (Some(from), Some(to)) = (ticks_from, ticks_to) {
-        point.scheduler_ticks = Some(measure::WakeSummary::of(&to.since(&from)));
+        point.scheduler_ticks = Some(measure::TickSummary::of(&to.since(&from), point.seconds));
     }
     point
 }

@@ -251,6 +251,29 @@ impl WakeSummary {
     }
 }
 
+/// The scheduler thread over a measured interval (see `baton::scheduler::TickRecord`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TickSummary {
+    /// Its rounds (a sleep, a tick's decision, the retries) per second.
+    pub rounds_per_s: f64,
+    /// Its thread's CPU time per round, µs (0 without rounds).
+    pub cpu_us_per_round: f64,
+    /// How late its timed sleeps ended, in the classes of the workers' wake-ups
+    /// (contended: its last decision left every core busy).
+    #[serde(flatten)]
+    pub lateness: WakeSummary,
+}
+
+impl TickSummary {
+    pub fn of(record: &baton::scheduler::TickRecord, seconds: f64) -> Self {
+        TickSummary {
+            rounds_per_s: if seconds > 0.0 { record.rounds as f64 / seconds } else { 0.0 },
+            cpu_us_per_round: record.cpu_ns_per_round().map_or(0.0, |ns| ns / 1000.0),
+            lateness: WakeSummary::of(&record.lateness),
+        }
+    }
+}
+
 /// Each size's compute times counted since `start` (sizes without any go).
 fn batch_times_since(end: &[BatchTimes], start: &[BatchTimes]) -> Vec<BatchTimes> {
     end.iter()
@@ -392,11 +415,10 @@ pub struct PointResult {
     /// The process's CPU over the measured interval, per request (a real run of
     /// an in-process pipeline with a fixed `--duration`; `None` otherwise).
     pub cpu: Option<crate::cpu::RuntimeCpu>,
-    /// How late the scheduler thread's sleeps between ticks ended over the measured
-    /// interval, in the classes of the workers' wake-ups (contended: the last decision
-    /// left every core busy); what `baton simulate --tick-delays` reads. `None` where the
-    /// target cannot tell (a remote server) and in a simulation.
-    pub scheduler_ticks: Option<WakeSummary>,
+    /// The scheduler thread over the measured interval: its rounds and their CPU time, and
+    /// how late its sleeps between ticks ended (what `baton simulate --tick-delays` reads).
+    /// `None` where the target cannot tell (a remote server) and in a simulation.
+    pub scheduler_ticks: Option<TickSummary>,
     /// Per tenant of the load (`--tenants`): its successful requests' latencies (left
     /// out of the JSON when the load names no tenants).
     #[serde(skip_serializing_if = "Vec::is_empty")]

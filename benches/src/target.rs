@@ -21,9 +21,8 @@ pub trait Target: Sync {
     /// (empty when the target cannot tell, as a remote server).
     fn node_stats(&self) -> Vec<NodeStats>;
 
-    /// How late the scheduler thread's sleeps between ticks ended so far (`None` when the
-    /// target cannot tell, as a remote server).
-    fn tick_lateness(&self) -> Option<baton::wake_delays::WakeDelays> {
+    /// The scheduler thread's record so far (`None` when the target cannot tell, as a remote server).
+    fn ticks(&self) -> Option<baton::scheduler::TickRecord> {
         None
     }
 }
@@ -45,7 +44,7 @@ impl Target for Runtime {
         Runtime::node_stats(self)
     }
 
-    fn tick_lateness(&self) -> Option<baton::wake_delays::WakeDelays> {
-        Some(Runtime::tick_lateness(self))
+    fn ticks(&self) -> Option<baton::scheduler::TickRecord> {
+        Some(Runtime::ticks(self))
     }
 }

@@ -265,6 +265,30 @@ fn recorded_tick_lateness_delays_each_tick_by_the_class_of_the_last_decision() {
 }
 
 #[test]
+fn the_scheduler_threads_cpu_per_tick_takes_its_share_of_the_cores() {
+    let dir = folder(SUITE, "tick_cpu");
+    let pipeline = std::fs::read_to_string(one_node(&dir, 1))
+        .unwrap()
+        .replace("[inputs.x]", "[scheduler]\ntick_us = 1000\n[inputs.x]");
+    let pipeline_path = dir.join("ticked.toml");
+    std::fs::write(&pipeline_path, pipeline).unwrap();
+    let mut o = options(pipeline_path, profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(1.0);
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!(p.throughput_rps, 10_000.0, "100 µs batches back to back");
+    // 250 µs of tick work each ms on the one core: half the core for 500 µs, then all of it
+    // for the batches, so they get 750 µs of work in every ms.
+    o.model.cpu = CpuUs { tick_us: 250.0, ..CpuUs::default() };
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert!((p.throughput_rps - 7_500.0).abs() <= 75.0, "{}", p.throughput_rps);
+    let share = p.nodes[0].cpu_per_wall.unwrap();
+    assert!((share - 0.75).abs() <= 0.01, "the batches ran {share} of their time on the core");
+    o.model.cpu = CpuUs { tick_us: -1.0, ..CpuUs::default() };
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--tick-cpu-us"));
+}
+
+#[test]
 fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
     let dir = folder(SUITE, "batch_times");
     let pipeline = realtime_one_node(&dir);
@@ -307,7 +331,7 @@ fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
     let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
-    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: false };
+    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: false, ..CpuUs::default() };
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // Alone on the cores: 100 µs entering, 800 µs of batch, 150 + 50 µs handing on.
     assert_eq!((p.latency.min_us, p.latency.max_us), (1100, 1100));
@@ -320,7 +344,7 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));
     o.bench.concurrency = vec![1];
     o.model.cores = Some(3.0);
-    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    o.model.cpu = CpuUs { request_us: 100.0, batch_us: 150.0, task_us: 50.0, off_path: true, ..CpuUs::default() };
     let p = &simulate(&o, &engines()).unwrap().points[0];
     // A request's entering, its batch and the previous batch's handing-on each have a
     // core: nothing delays the request, 800 µs each.
@@ -331,7 +355,7 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
     o.bench.concurrency = vec![8];
     o.bench.policy = vec![BatchingPolicy::Greedy];
     o.model.cores = Some(1.0);
-    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: true };
+    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: true, ..CpuUs::default() };
     let rate = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
     assert!((999.0..=1001.0).contains(&rate), "{rate}");
 }
@@ -348,7 +372,7 @@ fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
     o.bench.policy = vec![BatchingPolicy::Greedy];
     o.model.cores = Some(1.0);
     let without = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
-    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: false };
+    o.model.cpu = CpuUs { request_us: 0.0, batch_us: 150.0, task_us: 50.0, off_path: false, ..CpuUs::default() };
     let with = simulate(&o, &engines()).unwrap().points[0].throughput_rps;
     assert!((1249.0..=1251.0).contains(&without), "{without}");
     assert!((999.0..=1001.0).contains(&with), "{with}");
@@ -409,7 +433,7 @@ fn the_same_seed_gives_byte_identical_output() {
     };
     let (first, second) = (run("first", CpuUs::default()), run("second", CpuUs::default()));
     assert_eq!(first, second);
-    let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0, off_path: false };
+    let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0, off_path: false, ..CpuUs::default() };
     assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms");
     let text = String::from_utf8(first.0).unwrap();
     assert!(text.contains("\"policy\": \"greedy\""), "the report holds every policy");

@@ -102,7 +102,7 @@ fn the_same_seed_gives_byte_identical_output_with_streams_and_cpu_terms() {
         o.bench.json = Some(dir.join(format!("{tag}.json")));
         o.bench.csv = Some(dir.join(format!("{tag}.csv")));
         // The runtime's own CPU as jobs on the cores, in their threads' classes.
-        o.model.cpu = CpuUs { request_us: 5.0, batch_us: 8.0, task_us: 1.0, off_path: false };
+        o.model.cpu = CpuUs { request_us: 5.0, batch_us: 8.0, task_us: 1.0, off_path: false, ..CpuUs::default() };
         let report = simulate(&o, &engines()).unwrap();
         assert!(report.points.iter().all(|p| p.priority_latency.count > 0), "final chunks were answered");
         (

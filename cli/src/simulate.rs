@@ -53,6 +53,11 @@ pub struct ModelTermArgs {
     /// Measured term: the runtime's own CPU per task of a batch (handing its outputs on), µs.
     #[arg(long, default_value_t = 0.0)]
     pub task_cpu_us: f64,
+    /// Measured term: the scheduler thread's CPU per tick (its wake-up, the decision, the
+    /// pokes), µs, run beside the requests' way on the shared cores at every tick (`baton
+    /// bench` writes it as `scheduler_ticks.cpu_us_per_round`).
+    #[arg(long, default_value_t = 0.0)]
+    pub tick_cpu_us: f64,
     /// The runtime CPU terms take their share of the cores without delaying requests or
     /// workers (CPU beside the requests' way: idle workers spinning, the client).
     #[arg(long)]
@@ -103,6 +108,7 @@ impl ModelTermArgs {
                 request_us: self.request_cpu_us,
                 batch_us: self.batch_cpu_us,
                 task_us: self.task_cpu_us,
+                tick_us: self.tick_cpu_us,
                 off_path: self.cpu_off_path,
             },
             outlier_fence: self.outlier_fence,

@@ -176,10 +176,10 @@ impl Runtime {
             .collect()
     }
 
-    /// How late the scheduler thread's timed sleeps between ticks ended, so far (the
-    /// classes of [`crate::wake_delays`]: contended when the last decision left every core busy).
-    pub fn tick_lateness(&self) -> crate::wake_delays::WakeDelays {
-        self.router.scheduler.tick_lateness()
+    /// The scheduler thread's record so far: how late its timed sleeps between ticks ended,
+    /// its rounds and their CPU time (see [`crate::scheduler::TickRecord`]).
+    pub fn ticks(&self) -> crate::scheduler::TickRecord {
+        self.router.scheduler.ticks()
     }
 
     /// Per stateful node: (node name, open streams, bytes of state held).

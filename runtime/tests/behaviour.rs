@@ -559,14 +559,16 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_b
     let toml = ONE_NODE.replace("max_batch = 8", &format!("max_batch = 1\nworkers = {workers}"));
     let runtime = start(&engines, &toml);
     // The scheduler thread's own wake-ups between ticks: free while no worker is busy.
-    wait_until("idle ticks are recorded", || runtime.tick_lateness().free.iter().sum::<u64>() >= 2);
-    assert_eq!(runtime.tick_lateness().contended.iter().sum::<u64>(), 0, "no decision took every core");
+    wait_until("idle ticks are recorded", || runtime.ticks().lateness.free.iter().sum::<u64>() >= 2);
+    assert_eq!(runtime.ticks().lateness.contended.iter().sum::<u64>(), 0, "no decision took every core");
+    let ticks = runtime.ticks();
+    assert!(ticks.rounds >= 2 && ticks.cpu_ns > 0, "each round's CPU time is counted: {ticks:?}");
     let tickets: Vec<_> = (0..workers).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
     // Every worker holds a batch at the gate: none can finish, so the last one told was told
     // while the `cores` others were busy.
     wait_until("every worker holds a batch", || entered.load(Ordering::SeqCst) == workers);
     // Every decision from now on sees every core busy: the ticks after it are contended.
-    wait_until("contended ticks are recorded", || runtime.tick_lateness().contended.iter().sum::<u64>() >= 2);
+    wait_until("contended ticks are recorded", || runtime.ticks().lateness.contended.iter().sum::<u64>() >= 2);
     open(&gate);
     for t in tickets {
         t.wait().unwrap();
@@ -842,6 +844,44 @@ cut = { y = [1] }
         assert_eq!(y.as_slice::<f32>().unwrap(), expected.as_slice(), "padding cut away for length {len}");
     }
     assert_eq!(runtime.node_stats()[0].executions, 1, "different lengths batched together");
+}
+
+#[test]
+fn a_padded_axis_is_rounded_up_to_its_multiple_and_the_outputs_cut_back_to_each_request() {
+    let engines = TestEngines::default();
+    let widths = Arc::new(Mutex::new(Vec::new()));
+    let seen = widths.clone();
+    engines.add_specs("twice", vec![dynamic_spec("x", 2)], vec![dynamic_spec("y", 2)], move |i| {
+        seen.lock().push(i[0].shape()[1]);
+        Ok(map(i, |x| if x == -5.0 { 1000.0 } else { x * 2.0 }))
+    });
+    let toml = r#"
+[inputs.x]
+to = ["n.x"]
+[outputs.y]
+from = "n.y"
+[nodes.n]
+stages = [{ engine = "test", params = { kind = "twice" } }]
+[[nodes.n.pad]]
+input = "x"
+axes = [1]
+multiple = [4]
+value = -5.0
+cut = { y = [1] }
+"#;
+    let runtime = start(&engines, toml);
+    for len in [2usize, 5, 8, 1] {
+        let x = Tensor::from_vec(vec![1, len], (0..len).map(|i| i as f32).collect()).unwrap();
+        let out = runtime.submit(Request::new().input("x", x)).wait().unwrap();
+        let y = out.get("y").unwrap();
+        let expected: Vec<f32> = (0..len).map(|i| i as f32 * 2.0).collect();
+        assert_eq!(y.as_slice::<f32>().unwrap(), expected.as_slice(), "padding cut away for length {len}");
+    }
+    assert_eq!(*widths.lock(), [4, 8, 8, 4], "each batch ran at the next multiple of 4");
+    let bad = toml.replace("multiple = [4]", "multiple = [4, 2]");
+    let err =
+        baton::PipelineSpec::build(&PipelineConfig::parse(&bad).unwrap(), None, &engines.registry()).err().unwrap();
+    assert_eq!(err.location, "nodes.n.pad[0].multiple");
 }
 
 #[test]

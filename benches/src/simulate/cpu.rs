@@ -15,6 +15,11 @@
 //!   worker stays busy until then, as the runtime's worker routes its own
 //!   outputs.
 //!
+//! - a **tick** job of `tick_ns` each time the scheduler thread ticks, off the
+//!   requests' way (it delays no request, as the thread's wake-up and decision
+//!   run beside the workers); the ticks then go on while nothing waits, as the
+//!   runtime's do.
+//!
 //! With `off_path` the same jobs compete for the cores but delay nothing: the
 //! request's inputs go to their nodes at its arrival and a batch's outputs go
 //! on (after the `hop` delay) at its end, its worker free. That is CPU spent
@@ -34,6 +39,8 @@ pub struct CpuCosts {
     pub batch_ns: u64,
     /// Per task of a batch, at its end.
     pub task_ns: u64,
+    /// Per scheduler tick, beside the requests' way.
+    pub tick_ns: u64,
     /// The jobs take their share of the cores without delaying requests or workers.
     pub off_path: bool,
 }
@@ -44,6 +51,8 @@ pub struct CpuUs {
     pub request_us: f64,
     pub batch_us: f64,
     pub task_us: f64,
+    /// `--tick-cpu-us`: the scheduler thread's CPU per tick.
+    pub tick_us: f64,
     /// `--cpu-off-path`: see [`CpuCosts::off_path`].
     pub off_path: bool,
 }
@@ -51,24 +60,20 @@ pub struct CpuUs {
 impl CpuUs {
     /// In ns; each must be finite and non-negative (else an error naming the option).
     pub fn costs(&self) -> Result<CpuCosts, String> {
-        Ok(CpuCosts { off_path: self.off_path, ..CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)? })
+        let base = CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)?;
+        Ok(CpuCosts { off_path: self.off_path, tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?, ..base })
     }
 }
 
 impl CpuCosts {
     /// From µs; each must be finite and non-negative.
     pub fn from_us(request_us: f64, batch_us: f64, task_us: f64) -> Result<CpuCosts, String> {
-        let ns = |name: &str, us: f64| {
-            if us.is_finite() && us >= 0.0 {
-                Ok((us * 1000.0).round() as u64)
-            } else {
-                Err(format!("{name} must be a non-negative number of µs, not {us}"))
-            }
-        };
+        let ns = non_negative_ns;
         Ok(CpuCosts {
             request_ns: ns("--request-cpu-us", request_us)?,
             batch_ns: ns("--batch-cpu-us", batch_us)?,
             task_ns: ns("--task-cpu-us", task_us)?,
+            tick_ns: 0,
             off_path: false,
         })
     }
@@ -81,6 +86,15 @@ impl CpuCosts {
     /// The hand-on job's work for a batch of `tasks` tasks, ns (0: no job).
     pub fn hand_on_ns(&self, tasks: usize) -> u64 {
         self.batch_ns + self.task_ns * tasks as u64
+    }
+}
+
+/// `us` in ns, when it is a finite non-negative number (else an error naming the option `name`).
+fn non_negative_ns(name: &str, us: f64) -> Result<u64, String> {
+    if us.is_finite() && us >= 0.0 {
+        Ok((us * 1000.0).round() as u64)
+    } else {
+        Err(format!("{name} must be a non-negative number of µs, not {us}"))
     }
 }
 
@@ -104,7 +118,7 @@ mod tests {
     #[test]
     fn costs_convert_from_us_and_refuse_bad_values_by_name() {
         let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
-        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, off_path: false });
+        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, off_path: false });
         assert_eq!(c.enter_ns(), 10_000);
         assert_eq!(c.hand_on_ns(4), 3_500);
         assert!(CpuCosts::from_us(-1.0, 0.0, 0.0).unwrap_err().contains("--request-cpu-us"));

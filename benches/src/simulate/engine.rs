@@ -366,6 +366,15 @@ impl<'a> Sim<'a> {
                 Ev::Start { node } => self.start(node),
                 Ev::Woken { node } => self.take_and_run(node),
                 Ev::Handoff { batch } => self.handoff(batch),
+                Ev::Tick if self.terms.cpu.tick_ns > 0 => {
+                    // The tick thread's CPU: its ticks go on whatever waits, as the runtime's do.
+                    self.run_job(Batch::runtime(Job::Beside, self.terms.cpu.tick_ns, self.now, Class::PLAIN));
+                    if self.nodes.iter().any(|n| n.pending() > 0) {
+                        self.decide();
+                    }
+                    let late = self.tick_late_ns();
+                    self.at(time + self.tick_ns + late, Ev::Tick);
+                }
                 Ev::Tick => {
                     if self.nodes.iter().any(|n| n.pending() > 0) {
                         self.decide();

@@ -10,8 +10,9 @@
 //! [`baton::BatchSizes::session_per_size`] an engine holds one session per
 //! size and runs each batch in its padded size's session, so no session sees
 //! its input shape change (ONNX Runtime's CUDA convolutions rebuild their cuDNN
-//! plans at every change). A model whose shapes besides the batch dim are not
-//! fixed keeps one session.
+//! plans at every change); where the model's other dims are dynamic, the
+//! sessions are not warmed, and each keeps its shape only where the node's
+//! inputs do (a `pad` rule's `multiple` can make them).
 //!
 //! The ONNX Runtime library is loaded lazily (see [`crate::ort_library`]):
 //! creating the provider never fails, so pipelines that only use the cost
@@ -179,9 +180,9 @@ impl OnnxEngine {
                 (crate::cuda_runtime::pinned_memory(), crate::cuda_runtime::device_memory(device as u32))
             }
         };
-        // One session per size where asked and the model's shapes are known per size;
-        // else one for every batch.
-        let own_sizes = stage.batch_sizes.session_per_size() && warm_up_shapes(&signature).is_some();
+        // One session per size where asked (warmed where the model's shapes are known per
+        // size; else each meets its shapes with the first batches); else one for every batch.
+        let own_sizes = stage.batch_sizes.session_per_size();
         let rows: Vec<usize> = if own_sizes { stage.batch_sizes.sizes().to_vec() } else { vec![usize::MAX] };
         let mut sessions = Vec::with_capacity(rows.len());
         let mut first = Some(first);

@@ -299,14 +299,17 @@ pub fn stitch_shapes(data: &[u8]) {
         }
         1 => {
             let axes: Vec<usize> = (0..1 + input.byte() % 3).map(|_| usize::from(input.byte() % 6)).collect();
+            let multiples: Vec<usize> = axes.iter().map(|_| 1 + usize::from(input.byte() % 3)).collect();
             let value = f64::from(input.byte() as i8) * 0.5;
+            // Each padded axis rounds up to a multiple of at most 3: at most 3 times its largest.
             let padded: usize = (0..refs.first().map_or(0, |t| t.shape().len()))
                 .map(|d| refs.iter().filter_map(|t| t.shape().get(d)).copied().max().unwrap_or(0).max(1))
-                .fold(refs.len(), usize::saturating_mul);
+                .fold(refs.len(), usize::saturating_mul)
+                .saturating_mul(3usize.pow(axes.len() as u32));
             if padded > PADDED_ELEMENTS {
                 return;
             }
-            if let Ok(batch) = stitch_padded(&refs, &axes, value) {
+            if let Ok(batch) = stitch_padded(&refs, &axes, &multiples, value) {
                 check_batch(&batch, &refs, true);
             }
         }

@@ -315,8 +315,9 @@ impl Default for FaultConfig {
 }
 
 /// `[[nodes.NAME.pad]]`: lets requests whose `input` differs along `axes` batch
-/// together, padded with `value` up to the batch's largest; outputs listed in
-/// `cut` are cut back per request along their axes, in proportion.
+/// together, padded with `value` up to the batch's largest (rounded up to a
+/// `multiple` where given); outputs listed in `cut` are cut back per request
+/// along their axes, in proportion.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PadConfig {
@@ -327,6 +328,10 @@ pub struct PadConfig {
     /// Padding value.
     #[serde(default)]
     pub value: f64,
+    /// Per axis in `axes`: the padded extent is rounded up to a multiple of this, so that
+    /// batches of differing extents run at fewer shapes (default: the batch's largest as it is).
+    #[serde(default)]
+    pub multiple: Vec<usize>,
     /// Node outputs to cut back per request: output name -> its axes matching `axes`, in order.
     #[serde(default)]
     pub cut: BTreeMap<String, Vec<usize>>,

@@ -3,7 +3,9 @@
 //! The thread parks until the next tick (or earlier, when the dynamic
 //! batcher says a node falls due sooner, or when shutdown unparks it),
 //! records how late a sleep that ran its full time ended (the OS's timer
-//! slack and the wait for a core: [`crate::scheduler::Scheduler::record_tick`]), then
+//! slack and the wait for a core: [`crate::scheduler::Scheduler::record_tick`])
+//! and each round's CPU time on its thread (read from the thread's CPU clock once a
+//! round, [`crate::scheduler::Scheduler::record_tick_cpu`]), then
 //! pokes the scheduler with [`Reason::Tick`], moves tasks past their
 //! placement timeout to the back of their queues, and every quarter of the
 //! stream idle timeout (1 to 100 ms) closes idle streams. It stops when
@@ -24,6 +26,7 @@ pub(crate) fn spawn(router: Arc<Router>) -> std::io::Result<JoinHandle<()>> {
         crate::node::niceness::enter_foreground(router.scheduler.thread_classes.foreground);
         let sweep_every = Duration::from_millis((router.spec.streams.idle_timeout_ms / 4).clamp(1, 100));
         let mut last_sweep = Instant::now();
+        let mut cpu_before = crate::batch_cpu::thread_cpu_ns();
         while !router.stop_ticker.load(Ordering::Acquire) {
             let sleep = router.scheduler.sleep_before_next_tick();
             let due = crate::clock::now_ns() + sleep.as_nanos() as u64;
@@ -42,6 +45,11 @@ pub(crate) fn spawn(router: Arc<Router>) -> std::io::Result<JoinHandle<()>> {
                     tracing::debug!(closed, "idle streams expired");
                 }
             }
+            let cpu_now = crate::batch_cpu::thread_cpu_ns();
+            if let (Some(before), Some(now)) = (cpu_before, cpu_now) {
+                router.scheduler.record_tick_cpu(now.saturating_sub(before));
+            }
+            cpu_before = cpu_now;
         }
     })
 }

@@ -177,6 +177,9 @@ pub(crate) struct Scheduler {
     ticker: OnceLock<Thread>,
     /// How late the tick thread's timed sleeps end (see [`Scheduler::record_tick`]).
     tick_lateness: crate::wake_delays::WakeRecorder,
+    /// The tick thread's rounds, and the CPU time its thread spent over them (see [`Scheduler::record_tick_cpu`]).
+    tick_rounds: AtomicU64,
+    tick_cpu_ns: AtomicU64,
     /// Whether the last decision left as many workers busy as the process has cores.
     cores_taken: AtomicBool,
     metrics: PipelineMetrics,
@@ -202,6 +205,8 @@ impl Scheduler {
             next_due_ns: AtomicU64::new(u64::MAX),
             ticker: OnceLock::new(),
             tick_lateness: Default::default(),
+            tick_rounds: AtomicU64::new(0),
+            tick_cpu_ns: AtomicU64::new(0),
             cores_taken: AtomicBool::new(false),
             metrics,
         }
@@ -293,9 +298,20 @@ impl Scheduler {
         self.tick_lateness.record(late_ns, self.cores_taken.load(Ordering::Relaxed));
     }
 
-    /// How late the tick thread's timed sleeps ended so far.
-    pub fn tick_lateness(&self) -> crate::wake_delays::WakeDelays {
-        self.tick_lateness.snapshot()
+    /// Counts one round of the tick thread (sleep, tick, retries) that took `cpu_ns` of its
+    /// thread's CPU time: the wake-up, the decision, the pokes it sent.
+    pub fn record_tick_cpu(&self, cpu_ns: u64) {
+        self.tick_rounds.fetch_add(1, Ordering::Relaxed);
+        self.tick_cpu_ns.fetch_add(cpu_ns, Ordering::Relaxed);
+    }
+
+    /// The tick thread's record so far (see [`TickRecord`]).
+    pub fn ticks(&self) -> TickRecord {
+        TickRecord {
+            lateness: self.tick_lateness.snapshot(),
+            rounds: self.tick_rounds.load(Ordering::Relaxed),
+            cpu_ns: self.tick_cpu_ns.load(Ordering::Relaxed),
+        }
     }
 
     /// How long the tick thread should sleep: the tick period, or less when a
@@ -306,6 +322,32 @@ impl Scheduler {
             return self.tick;
         }
         self.tick.min(Duration::from_nanos(due.saturating_sub(clock::now_ns())))
+    }
+}
+
+/// What the tick thread recorded: how late its timed sleeps ended (the classes of
+/// [`crate::wake_delays`]: contended when its last decision left every core busy), and its
+/// rounds with the CPU time they took. A reader subtracts two records ([`TickRecord::since`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TickRecord {
+    pub lateness: crate::wake_delays::WakeDelays,
+    pub rounds: u64,
+    pub cpu_ns: u64,
+}
+
+impl TickRecord {
+    /// What was recorded since `earlier` (a record of the same runtime).
+    pub fn since(&self, earlier: &TickRecord) -> TickRecord {
+        TickRecord {
+            lateness: self.lateness.since(&earlier.lateness),
+            rounds: self.rounds.saturating_sub(earlier.rounds),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+        }
+    }
+
+    /// CPU time per round, ns (`None` without rounds).
+    pub fn cpu_ns_per_round(&self) -> Option<f64> {
+        (self.rounds > 0).then(|| self.cpu_ns as f64 / self.rounds as f64)
     }
 }
 

@@ -248,7 +248,17 @@ impl Builder<'_> {
                 }
                 cuts.push((output.clone(), axes.clone()));
             }
-            pads.push(PadSpec { slot, axes: pad.axes.clone(), value: pad.value, cuts });
+            let multiples = match pad.multiple.len() {
+                0 => vec![1; pad.axes.len()],
+                n if n == pad.axes.len() && pad.multiple.iter().all(|&m| m >= 1) => pad.multiple.clone(),
+                _ => {
+                    return err(
+                        format!("{location}.multiple"),
+                        format!("give one multiple of at least 1 per padded axis ({} axes)", pad.axes.len()),
+                    )
+                }
+            };
+            pads.push(PadSpec { slot, axes: pad.axes.clone(), multiples, value: pad.value, cuts });
         }
         Ok(pads)
     }

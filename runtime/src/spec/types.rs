@@ -64,9 +64,19 @@ impl StageSpec {
 pub struct PadSpec {
     pub slot: usize,
     pub axes: Vec<usize>,
+    /// Per axis: the padded extent is a multiple of this (1: the largest as it is).
+    pub multiples: Vec<usize>,
     pub value: f64,
     /// Outputs cut back per task: (route name, output axes matching `axes`).
     pub cuts: Vec<(String, Vec<usize>)>,
+}
+
+impl PadSpec {
+    /// The extent a batch whose largest part is `largest` along `axes[i]` is padded to.
+    pub fn extent(&self, i: usize, largest: usize) -> usize {
+        let m = self.multiples.get(i).copied().unwrap_or(1).max(1);
+        largest.div_ceil(m) * m
+    }
 }
 
 /// One node output and the places it goes.

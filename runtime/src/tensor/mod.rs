@@ -531,9 +531,9 @@ mod tests {
     fn stitch_padded_refuses_axes_out_of_range() {
         let a = Tensor::zeros(DType::U8, vec![1, 2]).unwrap();
         let b = Tensor::zeros(DType::U8, vec![1, 3]).unwrap();
-        assert_eq!(stitch_padded(&[&a, &b], &[2], 0.0), Err(TensorError::PadAxis { axis: 2, rank: 2 }));
-        assert_eq!(stitch_padded(&[&a, &b], &[0], 0.0), Err(TensorError::PadAxis { axis: 0, rank: 2 }));
-        assert_eq!(stitch_padded(&[&a, &b], &[1], 0.0).unwrap().shape(), &[2, 3]);
+        assert_eq!(stitch_padded(&[&a, &b], &[2], &[], 0.0), Err(TensorError::PadAxis { axis: 2, rank: 2 }));
+        assert_eq!(stitch_padded(&[&a, &b], &[0], &[], 0.0), Err(TensorError::PadAxis { axis: 0, rank: 2 }));
+        assert_eq!(stitch_padded(&[&a, &b], &[1], &[], 0.0).unwrap().shape(), &[2, 3]);
     }
 
     #[test]
@@ -559,7 +559,7 @@ mod tests {
     fn stitch_padded_pads_then_crop_restores_each_part() {
         let a = Tensor::from_vec(vec![1, 2, 3], (1..=6).map(|x| x as f32).collect()).unwrap();
         let b = Tensor::from_vec(vec![2, 1, 2], vec![7.0f32, 8.0, 9.0, 10.0]).unwrap();
-        let batch = stitch_padded(&[&a, &b], &[1, 2], -1.0).unwrap();
+        let batch = stitch_padded(&[&a, &b], &[1, 2], &[], -1.0).unwrap();
         assert_eq!(batch.shape(), &[3, 2, 3]);
         assert_eq!(
             batch.as_slice::<f32>().unwrap(),
@@ -570,10 +570,25 @@ mod tests {
     }
 
     #[test]
+    fn stitch_padded_rounds_each_padded_axis_up_to_its_multiple() {
+        let a = Tensor::from_vec(vec![1, 2, 3], (1..=6).map(|x| x as f32).collect()).unwrap();
+        let b = Tensor::from_vec(vec![1, 1, 2], vec![7.0f32, 8.0]).unwrap();
+        // Largest 2 x 3: axis 1 to a multiple of 4, axis 2 of 1 (as it is).
+        let batch = stitch_padded(&[&a, &b], &[1, 2], &[4, 1], 0.0).unwrap();
+        assert_eq!(batch.shape(), &[2, 4, 3]);
+        assert_eq!(batch.rows(0..1).crop_to(&[1, 2, 3]).unwrap(), a);
+        assert_eq!(batch.rows(1..2).crop_to(&[1, 1, 2]).unwrap(), b);
+        let v = batch.as_slice::<f32>().unwrap();
+        assert!(v[6..12].iter().chain(&v[14..]).all(|&x| x == 0.0), "padding is the value");
+        // An extent already on a multiple stays.
+        assert_eq!(stitch_padded(&[&a], &[1, 2], &[2, 3], 0.0).unwrap().shape(), &[1, 2, 3]);
+    }
+
+    #[test]
     fn stitch_padded_still_requires_unpadded_dims_to_agree() {
         let a = Tensor::zeros(DType::U8, vec![1, 2, 3]).unwrap();
         let b = Tensor::zeros(DType::U8, vec![1, 3, 3]).unwrap();
-        assert!(stitch_padded(&[&a, &b], &[2], 0.0).is_err());
-        assert_eq!(stitch_padded(&[&a, &b], &[1], 0.0).unwrap().shape(), &[2, 3, 3]);
+        assert!(stitch_padded(&[&a, &b], &[2], &[], 0.0).is_err());
+        assert_eq!(stitch_padded(&[&a, &b], &[1], &[], 0.0).unwrap().shape(), &[2, 3, 3]);
     }
 }

@@ -164,9 +164,15 @@ fn copy_block(src: &[u8], src_shape: &[usize], dst: &mut [u8], dst_shape: &[usiz
     }
 }
 
-/// Concatenates tensors along dim 0, padding `axes` up to the largest part with `value`.
-/// Every other dim but the first must agree.
-pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Tensor, TensorError> {
+/// Concatenates tensors along dim 0, padding `axes` up to the largest part with `value`,
+/// each rounded up to its entry of `multiples` where there is one (above 1). Every other
+/// dim but the first must agree.
+pub fn stitch_padded(
+    parts: &[&Tensor],
+    axes: &[usize],
+    multiples: &[usize],
+    value: f64,
+) -> Result<Tensor, TensorError> {
     let first = parts.first().ok_or(TensorError::StitchEmpty)?;
     if first.shape.is_empty() {
         return Err(TensorError::StitchScalar);
@@ -193,6 +199,11 @@ pub fn stitch_padded(parts: &[&Tensor], axes: &[usize], value: f64) -> Result<Te
             .ok_or_else(|| TensorError::TooLarge { shape: first.shape.to_vec(), reason: "the parts' rows overflow" })?;
         for &a in axes {
             shape[a] = shape[a].max(part.shape[a]);
+        }
+    }
+    for (&a, &m) in axes.iter().zip(multiples) {
+        if m > 1 {
+            shape[a] = shape[a].div_ceil(m) * m;
         }
     }
     let elem = first.dtype.size();

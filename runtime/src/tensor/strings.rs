@@ -333,7 +333,7 @@ mod tests {
         let t = Tensor::from_strings(vec![1], ["x"]).unwrap();
         assert!(Tensor::from_bytes(DType::Bytes, vec![1], &[0; 16]).is_err());
         assert!(Tensor::from_f64(DType::Bytes, vec![1], &[0.0]).is_err());
-        assert!(super::super::stitch_padded(&[&t, &t], &[], 0.0).is_err());
+        assert!(super::super::stitch_padded(&[&t, &t], &[], &[], 0.0).is_err());
         assert!(super::super::TensorPool::new(1).take(DType::Bytes, &[1], 0).is_err());
         assert!(Tensor::from_vec(vec![1], vec![1.0f32]).unwrap().as_strings().is_err());
     }

@@ -83,7 +83,7 @@ impl Worker {
             parts.clear();
             parts.extend(tasks.iter().map(|t| &t.inputs[slot]));
             let stitched = match spec.pad.iter().find(|p| p.slot == slot) {
-                Some(pad) => stitch_padded(&parts, &pad.axes, pad.value),
+                Some(pad) => stitch_padded(&parts, &pad.axes, &pad.multiples, pad.value),
                 None => {
                     let pool = match (parts[0].device(), &mut self.device_pools) {
                         (None, _) => &mut self.input_pools[slot],

@@ -79,8 +79,8 @@ impl Worker {
         let (pad, axes) = self.cuts[r].as_ref()?;
         let slot = pad.slot;
         let mut shape = part.shape().to_vec();
-        for (&in_axis, &out_axis) in pad.axes.iter().zip(axes) {
-            let padded = tasks.iter().map(|t| t.inputs[slot].shape()[in_axis]).max()?;
+        for (i, (&in_axis, &out_axis)) in pad.axes.iter().zip(axes).enumerate() {
+            let padded = pad.extent(i, tasks.iter().map(|t| t.inputs[slot].shape()[in_axis]).max()?);
             let own = task.inputs[slot].shape()[in_axis];
             let out = shape[out_axis];
             shape[out_axis] = if padded == 0 { out } else { (out * own).div_ceil(padded) };
