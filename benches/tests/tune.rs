@@ -81,6 +81,7 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
         top: 3,
         write: Some(dir.join(write)),
         model: ModelTerms::default(),
+        keep: Vec::new(),
     }
 }
 

@@ -44,6 +44,7 @@ fn tune_options(pipeline: PathBuf, profile: PathBuf, write: PathBuf, budget: usi
         top: 3,
         write: Some(write),
         model: ModelTerms::default(),
+        keep: Vec::new(),
     }
 }
 

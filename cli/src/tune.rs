@@ -67,6 +67,10 @@ pub struct TuneArgs {
     /// Write the best candidate as a pipeline file here.
     #[arg(long)]
     pub write: Option<PathBuf>,
+    /// Keys the search leaves as the shipped file sets them, as the file writes them; `*`
+    /// stands for one part, e.g. `scheduler.decide_on_arrival,nodes.*.workers`.
+    #[arg(long, value_delimiter = ',', value_name = "KEY")]
+    pub keep: Vec<String>,
     #[command(flatten)]
     pub terms: crate::simulate::ModelTermArgs,
 }
@@ -97,6 +101,7 @@ impl TuneArgs {
             top: self.top,
             write: self.write,
             model: self.terms.model(),
+            keep: self.keep,
         }
     }
 }

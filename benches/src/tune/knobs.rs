@@ -94,6 +94,21 @@ fn ints(v: &[i64]) -> Vec<Option<Value>> {
     v.iter().map(|&x| Some(Value::Integer(x))).collect()
 }
 
+/// `knobs` without those `keep` names: each pattern is a key as the file writes it
+/// (`scheduler.work_conserving`), where `*` stands for one whole part (`nodes.*.workers`).
+/// Those keys keep the shipped file's values. A pattern that names no knob is an error.
+pub fn keep(knobs: Vec<Knob>, keep: &[String]) -> Result<Vec<Knob>, String> {
+    let matches = |pattern: &str, knob: &Knob| {
+        let parts: Vec<&str> = pattern.split('.').collect();
+        parts.len() == knob.path.len() && parts.iter().zip(&knob.path).all(|(p, k)| *p == "*" || p == k)
+    };
+    if let Some(unknown) = keep.iter().find(|p| !knobs.iter().any(|k| matches(p, k))) {
+        let names: Vec<String> = knobs.iter().map(Knob::name).collect();
+        return Err(format!("--keep {unknown}: no knob of the search is named so (knobs: {})", names.join(", ")));
+    }
+    Ok(knobs.into_iter().filter(|k| !keep.iter().any(|p| matches(p, k))).collect())
+}
+
 fn bools() -> Vec<Option<Value>> {
     vec![Some(Value::Boolean(false)), Some(Value::Boolean(true))]
 }
@@ -265,5 +280,21 @@ mod tests {
         let absent = knob(&table, &["scheduler", "max_hold_us"], ints(&[100]));
         assert_eq!(absent.choices[absent.shipped], None);
         assert_eq!(apply(&table, std::slice::from_ref(&absent), &[absent.shipped]), table);
+    }
+
+    #[test]
+    fn kept_keys_leave_the_search_and_an_unknown_one_is_refused_naming_it() {
+        let table: Table =
+            "[scheduler]\ntick_us = 500\n[nodes.a]\nworkers = 1\n[nodes.b]\nworkers = 1\n".parse().unwrap();
+        let all = vec![
+            knob(&table, &["scheduler", "tick_us"], ints(&[100, 500])),
+            knob(&table, &["nodes", "a", "workers"], ints(&[1, 2])),
+            knob(&table, &["nodes", "b", "workers"], ints(&[1, 2])),
+        ];
+        let names = |k: &[Knob]| k.iter().map(Knob::name).collect::<Vec<_>>();
+        assert_eq!(names(&keep(all.clone(), &["nodes.*.workers".into()]).unwrap()), ["scheduler.tick_us"]);
+        assert_eq!(names(&keep(all.clone(), &["scheduler.tick_us".into()]).unwrap()).len(), 2);
+        let e = keep(all, &["scheduler.tick".into()]).unwrap_err();
+        assert!(e.contains("--keep scheduler.tick") && e.contains("scheduler.tick_us"), "{e}");
     }
 }

@@ -49,6 +49,8 @@ pub struct TuneOptions {
     pub write: Option<PathBuf>,
     /// The model's measured terms.
     pub model: ModelTerms,
+    /// Keys the search leaves at the shipped file's values (see [`knobs::keep`]).
+    pub keep: Vec<String>,
 }
 
 /// What a search found: the knobs, every candidate scored (the shipped file first), the best.
@@ -86,7 +88,8 @@ pub fn tune(options: &TuneOptions, engines: &baton::EngineRegistry, progress: bo
     // The shipped file must simulate: its errors are the user's to fix, not a candidate's.
     evaluator.spec(&table)?;
     let profiled = goodput::max_profiled(&options.profile)?;
-    let knobs = knobs::knobs(&table, config.scheduler.policy, options.load.rows, cores, &profiled);
+    let knobs =
+        knobs::keep(knobs::knobs(&table, config.scheduler.policy, options.load.rows, cores, &profiled), &options.keep)?;
     let on_scored = |n: usize, f: &Found| {
         if progress {
             eprintln!("candidate {n}: goodput {:.1} {}", f.score.goodput, unit(options));
