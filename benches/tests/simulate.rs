@@ -74,23 +74,23 @@ to = "d.q"
     path
 }
 
-/// `one_node`'s pipeline (one row a batch) under the collaborative rule with real-time foreground batches.
-fn realtime_one_node(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(one_node(dir, 1))
-        .unwrap()
-        .replace("[inputs.x]", "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]");
-    let pipeline = dir.join("realtime.toml");
+/// `one_node`'s pipeline (one row a batch) with `from` replaced by `to`, as `file`.
+fn one_node_with(dir: &Path, file: &str, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(one_node(dir, 1)).unwrap().replace(from, to);
+    let pipeline = dir.join(file);
     std::fs::write(&pipeline, text).unwrap();
     pipeline
 }
 
+/// `one_node`'s pipeline (one row a batch) under the collaborative rule with real-time foreground batches.
+fn realtime_one_node(dir: &Path) -> PathBuf {
+    let scheduler = "[scheduler]\npolicy = \"collaborative\"\nforeground_realtime = true\n[inputs.x]";
+    one_node_with(dir, "realtime.toml", "[inputs.x]", scheduler)
+}
+
 /// `one_node`'s pipeline (one row a batch) with two workers.
 fn two_workers(dir: &Path) -> PathBuf {
-    let text =
-        std::fs::read_to_string(one_node(dir, 1)).unwrap().replace("max_batch = 1", "max_batch = 1\nworkers = 2");
-    let pipeline = dir.join("two_workers.toml");
-    std::fs::write(&pipeline, text).unwrap();
-    pipeline
+    one_node_with(dir, "two_workers.toml", "max_batch = 1", "max_batch = 1\nworkers = 2")
 }
 
 #[test]
@@ -226,13 +226,8 @@ fn recorded_wake_ups_are_drawn_by_class_as_the_workers_are_told() {
 
 /// `one_node`'s pipeline (one row a batch) deciding on 1 ms ticks only, under the collaborative rule.
 fn ticks_only(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(one_node(dir, 1)).unwrap().replace(
-        "[inputs.x]",
-        "[scheduler]\npolicy = \"collaborative\"\ntick_us = 1000\ndecide_on_arrival = false\n[inputs.x]",
-    );
-    let pipeline = dir.join("ticks.toml");
-    std::fs::write(&pipeline, text).unwrap();
-    pipeline
+    let scheduler = "[scheduler]\npolicy = \"collaborative\"\ntick_us = 1000\ndecide_on_arrival = false\n[inputs.x]";
+    one_node_with(dir, "ticks.toml", "[inputs.x]", scheduler)
 }
 
 #[test]
@@ -267,12 +262,8 @@ fn recorded_tick_lateness_delays_each_tick_by_the_class_of_the_last_decision() {
 #[test]
 fn the_scheduler_threads_cpu_per_tick_takes_its_share_of_the_cores() {
     let dir = folder(SUITE, "tick_cpu");
-    let pipeline = std::fs::read_to_string(one_node(&dir, 1))
-        .unwrap()
-        .replace("[inputs.x]", "[scheduler]\ntick_us = 1000\n[inputs.x]");
-    let pipeline_path = dir.join("ticked.toml");
-    std::fs::write(&pipeline_path, pipeline).unwrap();
-    let mut o = options(pipeline_path, profile(&dir, &[("a", &[(1, &[100.0])])]));
+    let pipeline = one_node_with(&dir, "ticked.toml", "[inputs.x]", "[scheduler]\ntick_us = 1000\n[inputs.x]");
+    let mut o = options(pipeline, profile(&dir, &[("a", &[(1, &[100.0])])]));
     o.bench.concurrency = vec![1];
     o.model.cores = Some(1.0);
     let p = simulate(&o, &engines()).unwrap().points.remove(0);

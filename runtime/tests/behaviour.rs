@@ -805,17 +805,9 @@ fn an_unknown_function_is_a_load_time_error_naming_it() {
     assert!(err.message.contains("unknown function `repeat`"), "{err}");
 }
 
-#[test]
-fn ragged_inputs_are_padded_into_one_batch_and_outputs_cut_back() {
-    let engines = TestEngines::default();
-    engines.add_specs("twice", vec![dynamic_spec("x", 2)], vec![dynamic_spec("y", 2)], |i| {
-        // Padding must be the configured value: count it, so the test sees it was padded.
-        Ok(map(i, |x| if x == -5.0 { 1000.0 } else { x * 2.0 }))
-    });
-    let toml = r#"
-[scheduler]
-decide_on_arrival = false
-tick_us = 20000
+/// One node `n` of engine kind `twice` whose input `x` is padded along axis 1 with -5
+/// and whose output `y` is cut back along axis 1.
+const PADDED_NODE: &str = r#"
 [inputs.x]
 to = ["n.x"]
 [outputs.y]
@@ -828,7 +820,16 @@ axes = [1]
 value = -5.0
 cut = { y = [1] }
 "#;
-    let runtime = start(&engines, toml);
+
+#[test]
+fn ragged_inputs_are_padded_into_one_batch_and_outputs_cut_back() {
+    let engines = TestEngines::default();
+    engines.add_specs("twice", vec![dynamic_spec("x", 2)], vec![dynamic_spec("y", 2)], |i| {
+        // Padding must be the configured value: count it, so the test sees it was padded.
+        Ok(map(i, |x| if x == -5.0 { 1000.0 } else { x * 2.0 }))
+    });
+    let toml = format!("[scheduler]\ndecide_on_arrival = false\ntick_us = 20000\n{PADDED_NODE}");
+    let runtime = start(&engines, &toml);
     let tickets: Vec<_> = [2usize, 5, 3]
         .iter()
         .map(|&len| {
@@ -855,21 +856,8 @@ fn a_padded_axis_is_rounded_up_to_its_multiple_and_the_outputs_cut_back_to_each_
         seen.lock().push(i[0].shape()[1]);
         Ok(map(i, |x| if x == -5.0 { 1000.0 } else { x * 2.0 }))
     });
-    let toml = r#"
-[inputs.x]
-to = ["n.x"]
-[outputs.y]
-from = "n.y"
-[nodes.n]
-stages = [{ engine = "test", params = { kind = "twice" } }]
-[[nodes.n.pad]]
-input = "x"
-axes = [1]
-multiple = [4]
-value = -5.0
-cut = { y = [1] }
-"#;
-    let runtime = start(&engines, toml);
+    let toml = PADDED_NODE.replace("axes = [1]", "axes = [1]\nmultiple = [4]");
+    let runtime = start(&engines, &toml);
     for len in [2usize, 5, 8, 1] {
         let x = Tensor::from_vec(vec![1, len], (0..len).map(|i| i as f32).collect()).unwrap();
         let out = runtime.submit(Request::new().input("x", x)).wait().unwrap();
