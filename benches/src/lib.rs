@@ -459,6 +459,7 @@ fn print_points(
         }
     }
     print!("{}", report::tenants_table(points));
+    print!("{}", report::ticks_table(points));
     println!();
     print!("{}", report::nodes_table(points));
     println!();

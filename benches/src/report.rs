@@ -249,6 +249,30 @@ pub fn tenants_table(points: &[PointResult]) -> String {
     out
 }
 
+/// Per point, the scheduler thread: its rounds a second, CPU a round, and how late its
+/// ticks came (p50, p99, the share after a decision that left every core busy); empty when
+/// no point recorded it (a remote target, a simulation).
+pub fn ticks_table(points: &[PointResult]) -> String {
+    if points.iter().all(|p| p.scheduler_ticks.is_none()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share\n",
+    );
+    for p in points {
+        if let Some(t) = &p.scheduler_ticks {
+            let l = &t.lateness;
+            let contended = if l.count > 0 { l.contended as f64 / l.count as f64 } else { 0.0 };
+            let _ = writeln!(
+                out,
+                "  {} {} {}: {:.0} {:.1} {:.1} {:.1} {:.2}",
+                p.policy, p.mode, p.load, t.rounds_per_s, t.cpu_us_per_round, l.p50_us, l.p99_us, contended
+            );
+        }
+    }
+    out
+}
+
 /// One row per point: throughput, latency percentiles, errors, priority latency, ratios.
 pub fn points_table(points: &[PointResult]) -> String {
     let has_priority = points.iter().any(|p| p.priority_latency.count > 0);
@@ -525,6 +549,21 @@ mod tests {
         assert_eq!(
             tenants_table(&[p]),
             "per tenant (µs): policy, load, tenant: count, mean, p50, p99\n  collaborative closed 4: bob 30 120.2 110 300\n"
+        );
+    }
+
+    #[test]
+    fn the_scheduler_block_lists_each_point_that_recorded_its_ticks() {
+        assert_eq!(ticks_table(&[point()]), "", "no record: no block");
+        let mut p = point();
+        let lateness =
+            crate::measure::WakeSummary { count: 40, contended: 10, p50_us: 73.7, p99_us: 524.3, ..Default::default() };
+        p.scheduler_ticks =
+            Some(crate::measure::TickSummary { rounds_per_s: 1640.4, cpu_us_per_round: 15.25, lateness });
+        assert_eq!(
+            ticks_table(&[p]),
+            "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share\n  \
+             collaborative closed 4: 1640 15.2 73.7 524.3 0.25\n"
         );
     }
 
