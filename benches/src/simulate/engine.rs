@@ -366,18 +366,18 @@ impl<'a> Sim<'a> {
                 Ev::Start { node } => self.start(node),
                 Ev::Woken { node } => self.take_and_run(node),
                 Ev::Handoff { batch } => self.handoff(batch),
-                Ev::Tick if self.terms.cpu.tick_ns > 0 => {
-                    // The tick thread's CPU: its ticks go on whatever waits, as the runtime's do.
-                    self.run_job(Batch::runtime(Job::Beside, self.terms.cpu.tick_ns, self.now, Class::PLAIN));
-                    if self.nodes.iter().any(|n| n.pending() > 0) {
+                Ev::Tick => {
+                    // With the tick thread's CPU modelled, its ticks go on whatever waits, as the
+                    // runtime's do; without, a tick that finds nothing waiting parks them.
+                    let costs = self.terms.cpu.tick_ns > 0;
+                    if costs {
+                        self.run_job(Batch::runtime(Job::Beside, self.terms.cpu.tick_ns, self.now, Class::PLAIN));
+                    }
+                    let pending = self.nodes.iter().any(|n| n.pending() > 0);
+                    if pending {
                         self.decide();
                     }
-                    let late = self.tick_late_ns();
-                    self.at(time + self.tick_ns + late, Ev::Tick);
-                }
-                Ev::Tick => {
-                    if self.nodes.iter().any(|n| n.pending() > 0) {
-                        self.decide();
+                    if pending || costs {
                         let late = self.tick_late_ns();
                         self.at(time + self.tick_ns + late, Ev::Tick);
                     } else {

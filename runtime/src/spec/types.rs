@@ -74,8 +74,7 @@ pub struct PadSpec {
 impl PadSpec {
     /// The extent a batch whose largest part is `largest` along `axes[i]` is padded to.
     pub fn extent(&self, i: usize, largest: usize) -> usize {
-        let m = self.multiples.get(i).copied().unwrap_or(1).max(1);
-        largest.div_ceil(m) * m
+        crate::tensor::padded_extent(largest, self.multiples.get(i).copied().unwrap_or(1))
     }
 }
 

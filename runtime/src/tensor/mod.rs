@@ -33,7 +33,7 @@ pub mod strings;
 pub use dtype::{DType, Element};
 pub use memory::{CopyKind, DeviceMemory, HostMemory};
 pub use pool::{stitch_pooled, PooledTensor, TensorPool};
-pub use stitch::{stitch, stitch_padded};
+pub use stitch::{padded_extent, stitch, stitch_padded};
 pub use strings::{Strings, StringsBuilder};
 
 /// Why a tensor could not be built or stitched.

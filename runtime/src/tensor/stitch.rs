@@ -164,6 +164,13 @@ fn copy_block(src: &[u8], src_shape: &[usize], dst: &mut [u8], dst_shape: &[usiz
     }
 }
 
+/// The extent a padded axis whose largest part is `largest` takes: rounded up to a multiple
+/// of `multiple` (0 or 1: `largest` as it is).
+pub fn padded_extent(largest: usize, multiple: usize) -> usize {
+    let m = multiple.max(1);
+    largest.div_ceil(m) * m
+}
+
 /// Concatenates tensors along dim 0, padding `axes` up to the largest part with `value`,
 /// each rounded up to its entry of `multiples` where there is one (above 1). Every other
 /// dim but the first must agree.
@@ -202,9 +209,7 @@ pub fn stitch_padded(
         }
     }
     for (&a, &m) in axes.iter().zip(multiples) {
-        if m > 1 {
-            shape[a] = shape[a].div_ceil(m) * m;
-        }
+        shape[a] = padded_extent(shape[a], m);
     }
     let elem = first.dtype.size();
     let len = checked_len(&shape, first.dtype)? * elem;
