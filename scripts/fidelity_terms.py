@@ -54,7 +54,9 @@ terms"):
 
 The scheduler thread's CPU per tick is a term of its own (`--tick-cpu-us`, the capacity runs'
 median of `scheduler_ticks.cpu_us_per_round`), taken out of each point's runtime CPU before
-the fit; TICK_CPU=0 leaves it in the fitted terms (the model before it).
+the fit; TICK_CPU=0 leaves it in the fitted terms (the model before it). The idle workers'
+spinning (`cpu.spin_us_per_request`, sampled by the runtime) is taken out too and charged
+nowhere: it yields its core to any runnable thread; SPIN_CPU=0 leaves it in the fitted terms.
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it); CPU_FIT=capacity fits them through the capacity runs alone,
 so that no term comes from the open-loop runs the model predicts. WAKE_DELAYS=1 gives the load simulations the wake-ups the
@@ -293,7 +295,7 @@ def base_terms(d, p):
     tick = tick_cpu_us(d, p)
     real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
     pts = [
-        fit_cpu_terms.point(q, less_ticks=tick > 0)
+        fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0")
         for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]

@@ -46,6 +46,14 @@ class CpuLine(unittest.TestCase):
         # A point without the ticks' record (an older bench) keeps its reading.
         self.assertEqual(fit_cpu_terms.point({**q, "scheduler_ticks": None}, less_ticks=True), (1.5, 50.0))
 
+    def test_the_idle_workers_spinning_is_taken_out_only_when_asked(self):
+        q = {"throughput_rps": 1000.0, "cpu": {"batches_per_request": 2.0, "runtime_us_per_request": 50.0}}
+        spun = {**q, "cpu": {**q["cpu"], "spin_us_per_request": 35.0}}
+        self.assertEqual(fit_cpu_terms.point(spun), (2.0, 50.0))
+        self.assertEqual(fit_cpu_terms.point(spun, less_spins=True), (2.0, 15.0))
+        # A point without the spins' record (an older bench) keeps its reading.
+        self.assertEqual(fit_cpu_terms.point(q, less_spins=True), (2.0, 50.0))
+
 
 class ComputeLine(unittest.TestCase):
     def test_a_stretch_falling_with_the_rows_gives_a_scale_and_a_fixed_part(self):

@@ -46,6 +46,9 @@ pub struct RuntimeCpu {
     pub compute_us_per_request: f64,
     /// Process CPU less compute per answered request, µs: the runtime's and the client's own work.
     pub runtime_us_per_request: f64,
+    /// Of that, the CPU idle workers spent spinning for their next batch, µs per answered
+    /// request (estimated from the runtime's samples, `baton::spin_cpu`).
+    pub spin_us_per_request: f64,
     /// Batches run per answered request (all nodes).
     pub batches_per_request: f64,
     /// Tasks run per answered request (all nodes).
@@ -69,6 +72,7 @@ impl RuntimeCpu {
             process_us_per_request: per(process_us),
             compute_us_per_request: per(compute_us),
             runtime_us_per_request: per(process_us - compute_us),
+            spin_us_per_request: per(nodes.iter().map(|n| n.spin_cpu_us).sum()),
             batches_per_request: per(nodes.iter().map(|n| n.executions as f64).sum()),
             tasks_per_request: per(nodes.iter().map(|n| n.tasks as f64).sum()),
             busy_cores: cpu_ns as f64 / 1e9 / seconds,
@@ -79,18 +83,19 @@ impl RuntimeCpu {
 /// One line per point with a CPU reading: policy, load, and the [`RuntimeCpu`] figures.
 pub fn cpu_table(points: &[crate::measure::PointResult]) -> String {
     let mut out = String::from(
-        "process CPU per request (µs): policy, load, process, compute, runtime (= process − compute), batches/request, tasks/request, busy cores\n",
+        "process CPU per request (µs): policy, load, process, compute, runtime (= process − compute), of it idle spins, batches/request, tasks/request, busy cores\n",
     );
     for p in points {
         if let Some(c) = &p.cpu {
             out += &format!(
-                "  {} {} {}: {:.1} {:.1} {:.1} {:.3} {:.3} {:.2}\n",
+                "  {} {} {}: {:.1} {:.1} {:.1} {:.1} {:.3} {:.3} {:.2}\n",
                 p.policy,
                 p.mode,
                 p.load,
                 c.process_us_per_request,
                 c.compute_us_per_request,
                 c.runtime_us_per_request,
+                c.spin_us_per_request,
                 c.batches_per_request,
                 c.tasks_per_request,
                 c.busy_cores
@@ -134,6 +139,7 @@ mod tests {
             compute_p99_us: 0.0,
             batch_times: Vec::new(),
             cpu_per_wall: None,
+            spin_cpu_us: 0.0,
         };
         // 400 requests; 20 ms of CPU over 0.01 s; compute 100 × 50 µs = 5 ms.
         let cpu = RuntimeCpu::of(20_000_000, 0.01, std::slice::from_ref(&node), 400).unwrap();
@@ -146,8 +152,13 @@ mod tests {
         assert_eq!(RuntimeCpu::of(1, 1.0, &[], 0), None);
         // Sampled batches ran 40% of their wall time: compute 2 ms of CPU, not 5.
         let ran_less = NodeDelta { cpu_per_wall: Some(0.4), ..node };
-        let cpu = RuntimeCpu::of(20_000_000, 0.01, &[ran_less], 400).unwrap();
+        let cpu = RuntimeCpu::of(20_000_000, 0.01, std::slice::from_ref(&ran_less), 400).unwrap();
         assert_eq!(cpu.compute_us_per_request, 5.0);
         assert_eq!(cpu.runtime_us_per_request, 45.0);
+        assert_eq!(cpu.spin_us_per_request, 0.0);
+        // Its idle workers spun 2 ms: 5 µs a request of the runtime's 45.
+        let spun = NodeDelta { spin_cpu_us: 2_000.0, ..ran_less };
+        let cpu = RuntimeCpu::of(20_000_000, 0.01, &[spun], 400).unwrap();
+        assert_eq!((cpu.runtime_us_per_request, cpu.spin_us_per_request), (45.0, 5.0));
     }
 }

@@ -219,6 +219,9 @@ pub struct NodeDelta {
     /// runtime's sampled batches (`baton::batch_cpu`; None without samples). In a
     /// simulation: the batches' work ÷ their time (the rest the shared cores held them).
     pub cpu_per_wall: Option<f64>,
+    /// CPU its idle workers spent spinning for their next batch, µs in all, estimated
+    /// from the runtime's sampled spins (`baton::spin_cpu`; 0 without samples).
+    pub spin_cpu_us: f64,
 }
 
 /// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
@@ -330,6 +333,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 compute_p99_us: compute_quantile_us(&batch_times, 0.99),
                 batch_times,
                 cpu_per_wall: b.batch_cpu.since(&a.batch_cpu).cpu_per_wall(),
+                spin_cpu_us: b.spin_cpu.since(&a.spin_cpu).estimated_cpu_ns() / 1000.0,
             }
         })
         .collect()
@@ -514,6 +518,7 @@ mod tests {
             wake_delays: Default::default(),
             batch_times: Vec::new(),
             batch_cpu: Default::default(),
+            spin_cpu: Default::default(),
         }
     }
 

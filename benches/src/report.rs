@@ -527,6 +527,7 @@ mod tests {
                 compute_p99_us: 0.0,
                 batch_times: Vec::new(),
                 cpu_per_wall: None,
+                spin_cpu_us: 0.0,
             }],
             windows: vec![],
             reported_windows: 1,
@@ -657,6 +658,7 @@ mod tests {
             wake_delays: Default::default(),
             batch_times: Vec::new(),
             batch_cpu: Default::default(),
+            spin_cpu: Default::default(),
         }
     }
 

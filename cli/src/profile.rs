@@ -1,8 +1,9 @@
 //! `baton profile PIPELINE.toml --out profile.json [--providers cpu,cuda]`:
 //! measures each node's latency per batch size on each provider asked for
-//! (engines created as the runtime creates them, warm-up runs first, then
-//! timed runs: median with p10/p90, min, max, and every run's time for
-//! `baton simulate`), and its memory (resident
+//! (engines created as the runtime creates them, every size's warm-up runs
+//! first, then the timed runs in turns of [`RUNS_PER_TURN`] runs a size, the
+//! sizes in turn: median with p10/p90, min, max, and every run's time in the
+//! order they ran, for `baton simulate`), and its memory (resident
 //! memory its engines added by the end of its runs, model file sizes; on CUDA
 //! the device memory its sessions hold, and an estimate of it). The profile
 //! gives `baton plan --pipeline` its node times and `baton plan --method ilp
@@ -200,6 +201,12 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     Ok(())
 }
 
+/// The timed runs of a node come in turns of this many runs of each batch size, the
+/// sizes in turn, until each size has its runs: a machine whose speed drifts over
+/// tens of milliseconds (a shared VM's neighbours) then slows every size alike, not
+/// the sizes that happened to run while it was slow.
+const RUNS_PER_TURN: usize = 10;
+
 /// Measures one node on one provider: its profile, the cores it kept busy at its
 /// largest batch, and its engines (kept alive by the caller).
 fn measure(
@@ -245,44 +252,43 @@ fn measure(
     }
     let sample_inputs = read_samples(name, sample_files, &stages)?;
     let on = job.provider;
-    let mut batches = Vec::new();
-    let mut busy = 1.0;
+    let sizes: Vec<usize> = args.batches.iter().copied().filter(|&b| b >= 1 && b <= node.max_batch).collect();
+    let at = |b: usize| format!("nodes.{name} on {on} at batch {b}");
+    let prepared = sizes
+        .iter()
+        .map(|&b| prepared_inputs(&stages, b, args.dim, &sample_inputs).map_err(|e| format!("{}: {e}", at(b))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.runs == 0 && !sizes.is_empty() {
+        return Err("--runs must be at least 1".into());
+    }
     let mut tensor_bytes = 0;
-    for &b in args.batches.iter().filter(|&&b| b >= 1 && b <= node.max_batch) {
-        let inputs = prepared_inputs(&stages, b, args.dim, &sample_inputs)
-            .map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
-        let mut times = Vec::with_capacity(args.runs);
-        let mut samples = Vec::new();
-        let (mut cpu_start, mut timed_start) = (0, Instant::now());
-        for k in 0..args.warmup + args.runs {
-            if k == args.warmup {
-                (cpu_start, timed_start) = (process_cpu_ns(), Instant::now());
-            }
+    for (i, &b) in sizes.iter().enumerate() {
+        for k in 0..args.warmup {
+            tensor_bytes = run_node(&mut stages, &prepared[i], k).map_err(|e| format!("{}: {e}", at(b)))?;
+        }
+    }
+    // The timed runs in turns (see [`RUNS_PER_TURN`]); each size's CPU and wall time
+    // over its turns give the cores it kept busy.
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(args.runs); sizes.len()];
+    let (mut cpu_ns, mut wall_ns) = (vec![0u64; sizes.len()], vec![0u64; sizes.len()]);
+    for (i, runs) in turns(sizes.len(), args.runs) {
+        let (cpu_start, turn_start) = (process_cpu_ns(), Instant::now());
+        for _ in 0..runs {
+            let k = args.warmup + times[i].len();
             let t0 = Instant::now();
-            tensor_bytes =
-                run_node(&mut stages, &inputs, k).map_err(|e| format!("nodes.{name} on {on} at batch {b}: {e}"))?;
-            if k >= args.warmup {
-                times.push(t0.elapsed().as_secs_f64() * 1e6);
-            }
+            tensor_bytes = run_node(&mut stages, &prepared[i], k).map_err(|e| format!("{}: {e}", at(sizes[i])))?;
+            times[i].push(t0.elapsed().as_secs_f64() * 1e6);
         }
-        if times.is_empty() {
-            return Err("--runs must be at least 1".into());
-        }
-        let cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
-        busy = cpu_ns as f64 / timed_start.elapsed().as_nanos().max(1) as f64;
-        samples.clone_from(&times);
-        times.sort_by(f64::total_cmp);
-        let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
-        let t = BatchTiming {
-            batch: b,
-            runs: times.len(),
-            median_us: q(0.5),
-            p10_us: q(0.1),
-            p90_us: q(0.9),
-            min_us: times[0],
-            max_us: times[times.len() - 1],
-            samples_us: samples.iter().map(|us| (us * 10.0).round() / 10.0).collect(),
-        };
+        cpu_ns[i] += process_cpu_ns().saturating_sub(cpu_start);
+        wall_ns[i] += turn_start.elapsed().as_nanos() as u64;
+    }
+    let busy = match sizes.len() {
+        0 => 1.0,
+        n => cpu_ns[n - 1] as f64 / wall_ns[n - 1].max(1) as f64,
+    };
+    let mut batches = Vec::new();
+    for (&b, samples) in sizes.iter().zip(times) {
+        let t = batch_timing(b, samples);
         println!(
             "{name:<16} {on:<4} batch {b:>3}: median {:>9.1} µs  p10 {:>9.1}  p90 {:>9.1}  ({:.0} samples/s)",
             t.median_us,
@@ -311,6 +317,30 @@ fn measure(
         model_bytes / 1024
     );
     Ok((measured, busy, stages))
+}
+
+/// The timed runs' order: `(size index, runs)` turns of at most [`RUNS_PER_TURN`] runs,
+/// the sizes in turn, until each of `sizes` sizes has had `runs` runs.
+fn turns(sizes: usize, runs: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..runs.div_ceil(RUNS_PER_TURN))
+        .flat_map(move |t| (0..sizes).map(move |i| (i, RUNS_PER_TURN.min(runs - t * RUNS_PER_TURN))))
+}
+
+/// A batch size's timing from its runs' times, µs, in the order they ran.
+fn batch_timing(batch: usize, samples: Vec<f64>) -> BatchTiming {
+    let mut times = samples.clone();
+    times.sort_by(f64::total_cmp);
+    let q = |f: f64| times[((times.len() - 1) as f64 * f).round() as usize];
+    BatchTiming {
+        batch,
+        runs: times.len(),
+        median_us: q(0.5),
+        p10_us: q(0.1),
+        p90_us: q(0.9),
+        min_us: times[0],
+        max_us: times[times.len() - 1],
+        samples_us: samples.iter().map(|us| (us * 10.0).round() / 10.0).collect(),
+    }
 }
 
 /// Prints the suggested weights and costs (see [`crate::suggest`]) of the nodes measured at batch 1.
@@ -444,4 +474,18 @@ fn empty_outputs(signature: &baton::ModelSignature) -> Result<Vec<Tensor>, Strin
             Tensor::zeros(o.dtype, shape.collect()).map_err(|e| e.to_string())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timed_runs_take_turns_of_ten_runs_a_size_until_each_size_has_its_runs() {
+        let order: Vec<(usize, usize)> = turns(3, 25).collect();
+        assert_eq!(order, [(0, 10), (1, 10), (2, 10), (0, 10), (1, 10), (2, 10), (0, 5), (1, 5), (2, 5)]);
+        assert_eq!(turns(2, 10).collect::<Vec<_>>(), [(0, 10), (1, 10)]);
+        assert_eq!(turns(0, 200).count(), 0);
+        assert_eq!(turns(4, 0).count(), 0);
+    }
 }

@@ -28,6 +28,7 @@ pub mod request;
 pub mod runtime;
 pub mod scheduler;
 pub mod spec;
+pub mod spin_cpu;
 pub mod split;
 pub mod stats;
 pub mod tensor;

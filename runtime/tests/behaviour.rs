@@ -540,6 +540,38 @@ fn every_eighth_batch_of_a_worker_samples_its_threads_cpu_time_which_a_sleeping_
 }
 
 #[test]
+fn an_idle_worker_counts_its_spins_and_samples_the_first_ones_cpu_and_one_that_may_not_spin_counts_none() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let spinning = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 8\nidle_spin_us = 300"));
+    spinning.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    // Answered, the worker finds its channel empty and spins 300 µs; the spin is
+    // counted when it ends. Wait for that condition (bounded, as a failure guard).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let spun = loop {
+        let s = spinning.node_stats()[0].spin_cpu;
+        if s.spins >= 1 && s.sampled >= 1 {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "no spin counted: {s:?}");
+        std::thread::yield_now();
+    };
+    assert!(spun.cpu_ns > 0, "a sampled spin of up to 300 µs ran on a core: {spun:?}");
+    assert!(spun.estimated_cpu_ns() >= spun.cpu_ns as f64);
+
+    let parking = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 8\nidle_spin_us = 0"));
+    for i in 0..5 {
+        parking.submit(Request::new().input("x", value(i as f32))).wait().unwrap();
+    }
+    let stats = &parking.node_stats()[0];
+    assert_eq!(
+        (stats.executions >= 1, stats.spin_cpu),
+        (true, Default::default()),
+        "a worker that parks at once never spins"
+    );
+}
+
+#[test]
 fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_busy_counts_as_contended() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores + 1;

@@ -140,6 +140,8 @@ pub(crate) struct NodeCounters {
     pub wakes: crate::wake_delays::WakeRecorder,
     /// Sampled batches' wall and thread CPU times (see [`crate::batch_cpu`]).
     pub cpu_samples: crate::batch_cpu::CpuSamples,
+    /// Idle workers' spins and their sampled CPU times (see [`crate::spin_cpu`]).
+    pub spin_samples: crate::spin_cpu::SpinSamples,
 }
 
 /// A snapshot of one node's running totals (see [`crate::Runtime::node_stats`]).
@@ -179,6 +181,8 @@ pub struct NodeStats {
     pub batch_times: Vec<crate::stats::BatchTimes>,
     /// How much of its sampled batches' wall time its threads ran (see [`crate::batch_cpu`]).
     pub batch_cpu: crate::batch_cpu::BatchCpu,
+    /// How much CPU its idle workers spent spinning (see [`crate::spin_cpu`]).
+    pub spin_cpu: crate::spin_cpu::SpinCpu,
 }
 
 impl NodeCounters {
@@ -212,6 +216,7 @@ impl NodeCounters {
             wake_delays: self.wakes.snapshot(),
             batch_times: self.batch_sizes.times(),
             batch_cpu: self.cpu_samples.snapshot(),
+            spin_cpu: self.spin_samples.snapshot(),
         }
     }
 }

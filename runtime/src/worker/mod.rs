@@ -91,21 +91,22 @@ struct Worker {
     stoppable: bool,
     /// Batches this worker has run or started: every `batch_cpu::SAMPLE_EVERY`-th reads its CPU clock.
     batches_started: u64,
+    /// Spins this worker has started: every `batch_cpu::SAMPLE_EVERY`-th reads its CPU clock.
+    spins_started: u64,
 }
 
-fn next_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
-    if !spin.is_zero() {
-        let until = Instant::now() + spin;
-        loop {
-            match receiver.try_recv() {
-                Ok(instruction) => return instruction,
-                Err(TryRecvError::Disconnected) => return Instruction::Exit,
-                Err(TryRecvError::Empty) if Instant::now() >= until => break,
-                Err(TryRecvError::Empty) => std::thread::yield_now(),
-            }
+/// Spins up to `spin` for an instruction (trying the channel, yielding the core
+/// between tries): the instruction, or None when the spin ran out (or the channel closed).
+fn spin_for_instruction(receiver: &Receiver<Instruction>, spin: Duration) -> Option<Instruction> {
+    let until = Instant::now() + spin;
+    loop {
+        match receiver.try_recv() {
+            Ok(instruction) => return Some(instruction),
+            Err(TryRecvError::Disconnected) => return Some(Instruction::Exit),
+            Err(TryRecvError::Empty) if Instant::now() >= until => return None,
+            Err(TryRecvError::Empty) => std::thread::yield_now(),
         }
     }
-    receiver.recv().unwrap_or(Instruction::Exit)
 }
 
 impl Worker {
@@ -117,7 +118,7 @@ impl Worker {
         // A real-time worker does not spin: spinning, it would hold its core from every
         // normal thread, among them the one its answer is for.
         let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
-        while let Instruction::RunBatch { told_ns, contended } = next_instruction(receiver, spin) {
+        while let Instruction::RunBatch { told_ns, contended } = self.next_instruction(receiver, spin) {
             self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), contended);
             self.run_batch();
             if let Some(g) = self.group {
@@ -126,6 +127,29 @@ impl Worker {
             self.state.busy.fetch_sub(1, Ordering::AcqRel);
             self.handoff.poke(Reason::NodeFinished);
         }
+    }
+
+    /// The next instruction: one already waiting, else after spinning up to `spin`
+    /// (counted, every `SAMPLE_EVERY`-th spin with its CPU time: [`crate::spin_cpu`]),
+    /// else parked in the channel.
+    fn next_instruction(&mut self, receiver: &Receiver<Instruction>, spin: Duration) -> Instruction {
+        if !spin.is_zero() {
+            match receiver.try_recv() {
+                Ok(instruction) => return instruction,
+                Err(TryRecvError::Disconnected) => return Instruction::Exit,
+                Err(TryRecvError::Empty) => {}
+            }
+            let sampled = self.spins_started.is_multiple_of(crate::batch_cpu::SAMPLE_EVERY);
+            self.spins_started += 1;
+            let cpu_before = if sampled { crate::batch_cpu::thread_cpu_ns() } else { None };
+            let got = spin_for_instruction(receiver, spin);
+            let cpu = cpu_before.and_then(|before| Some(crate::batch_cpu::thread_cpu_ns()?.saturating_sub(before)));
+            self.state.counters.spin_samples.record(cpu);
+            if let Some(instruction) = got {
+                return instruction;
+            }
+        }
+        receiver.recv().unwrap_or(Instruction::Exit)
     }
 
     /// Gives the node's stop slot this worker's engines' stop handles, when the

@@ -123,6 +123,7 @@ impl Worker {
             nice: BatchNice::new(&state.nice, index, settings.thread_classes),
             stoppable: false,
             batches_started: 0,
+            spins_started: 0,
             engines,
             requests,
             handoff,
