@@ -65,6 +65,10 @@ BATCH_TIMES=1 their recorded batch times (`--batch-times cap_P_*.json`) in place
 scales. TICK_DELAYS=1 gives every simulation, at concurrency 1 too (so the wake and hop terms
 do not hold it), the scheduler ticks' lateness the runtime recorded in the capacity runs
 (`--tick-delays cap_P_*.json`); without it the model's ticks come on time.
+Batches at the real-time policy (`foreground_realtime` under the collaborative rule) take
+their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
+(`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
+them at the profile's times (the model before it).
 """
 import glob
 import json
@@ -356,7 +360,37 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    return text + tick_flags(d, p)
+    return text + realtime_flags(d, p) + tick_flags(d, p)
+
+
+# Real-time batches a node must have run in the capacity runs for a real-time scale.
+MIN_REALTIME_BATCHES = 20
+
+
+def realtime_scales(d, p):
+    """Per node that ran real-time batches in the capacity runs (`nodes[].realtime_batch_times`,
+    MIN_REALTIME_BATCHES at least): their compute ÷ the profile's medians at their sizes (each
+    bucket at its midpoint). REALTIME_SCALE=0: none (real-time batches at the profile's times)."""
+    if os.environ.get("REALTIME_SCALE") == "0":
+        return {}
+    profile = json.load(open(f"{d}/{p}.profile.json"))
+    sums = {}
+    for q in load_points(f"{d}/cap_{p}_*.json"):
+        for n in q["nodes"]:
+            for t in n.get("realtime_batch_times") or []:
+                for lo, hi, count in t["buckets"]:
+                    s = sums.setdefault(n["name"], [0, 0.0, 0.0])
+                    s[0] += count
+                    s[1] += count * (lo + hi) / 2000.0
+                    s[2] += count * profile_median(profile, n["name"], t["batch_size"])
+    return {name: ran / profiled for name, (count, ran, profiled) in sums.items()
+            if count >= MIN_REALTIME_BATCHES and profiled > 0}
+
+
+def realtime_flags(d, p):
+    """--realtime-scale of the nodes with one (see `realtime_scales`)."""
+    scales = realtime_scales(d, p)
+    return " --realtime-scale " + ",".join(f"{n}={f:.2f}" for n, f in scales.items()) if scales else ""
 
 
 def tick_flags(d, p):
@@ -459,7 +493,7 @@ if __name__ == "__main__":
     if cmd == "rates":
         print(rates(*args))
     elif cmd == "base":
-        print(flags_text(*base_terms(*args)) + tick_flags(*args))
+        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
-(fit_cpu_terms.fit, fit_cpu_terms.point) and a node's compute line (fidelity_terms.line_through).
+(fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through) and
+its real-time scale (fidelity_terms.realtime_scales).
 
     python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
 """
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,6 +75,31 @@ class ComputeLine(unittest.TestCase):
         scale, offset = fidelity_terms.line_through([(100.0, 500.0), (400.0, 600.0)], floor=1.0)
         self.assertEqual(scale, 1.0)
         self.assertAlmostEqual(offset, 200.0)
+
+
+
+class RealtimeScale(unittest.TestCase):
+    def write(self, d, realtime):
+        profile = {"nodes": {"speech": {"batches": [{"batch": 1, "median_us": 100.0}, {"batch": 2, "median_us": 160.0}]},
+                             "mlp": {"batches": [{"batch": 1, "median_us": 70.0}]}}}
+        json.dump(profile, open(f"{d}/p.profile.json", "w"))
+        nodes = [{"name": "speech", "realtime_batch_times": realtime}, {"name": "mlp", "realtime_batch_times": []}]
+        json.dump({"points": [{"nodes": nodes}]}, open(f"{d}/cap_p_1.json", "w"))
+
+    def test_real_time_batches_compute_over_the_profile_at_their_sizes(self):
+        with tempfile.TemporaryDirectory() as d:
+            # 30 one-row batches in [70, 90) µs and 10 two-row ones in [120, 136) µs.
+            self.write(d, [{"batch_size": 1, "buckets": [[70000, 90000, 30]]},
+                           {"batch_size": 2, "buckets": [[120000, 136000, 10]]}])
+            scales = fidelity_terms.realtime_scales(d, "p")
+            self.assertEqual(list(scales), ["speech"], "a node without real-time batches gets no scale")
+            self.assertAlmostEqual(scales["speech"], (30 * 80 + 10 * 128) / (30 * 100 + 10 * 160))
+            self.assertEqual(fidelity_terms.realtime_flags(d, "p"), " --realtime-scale speech=0.80")
+
+    def test_too_few_real_time_batches_give_no_scale(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [{"batch_size": 1, "buckets": [[70000, 90000, 19]]}])
+            self.assertEqual(fidelity_terms.realtime_scales(d, "p"), {})
 
 
 if __name__ == "__main__":

@@ -138,6 +138,7 @@ mod tests {
             wakes: Default::default(),
             compute_p99_us: 0.0,
             batch_times: Vec::new(),
+            realtime_batch_times: Vec::new(),
             cpu_per_wall: None,
             spin_cpu_us: 0.0,
         };

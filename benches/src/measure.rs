@@ -215,6 +215,9 @@ pub struct NodeDelta {
     /// Each batch size's compute times, `[lower ns, upper ns, batches]` (what
     /// `baton simulate --batch-times` reads).
     pub batch_times: Vec<BatchTimes>,
+    /// The same of its batches that started at the real-time policy (`foreground_realtime`
+    /// under the collaborative rule; what `baton simulate --realtime-scale` is measured from).
+    pub realtime_batch_times: Vec<BatchTimes>,
     /// The share of its batches' compute time its threads ran on a core, from the
     /// runtime's sampled batches (`baton::batch_cpu`; None without samples). In a
     /// simulation: the batches' work ÷ their time (the rest the shared cores held them).
@@ -332,6 +335,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
                 compute_p99_us: compute_quantile_us(&batch_times, 0.99),
                 batch_times,
+                realtime_batch_times: batch_times_since(&b.realtime_batch_times, &a.realtime_batch_times),
                 cpu_per_wall: b.batch_cpu.since(&a.batch_cpu).cpu_per_wall(),
                 spin_cpu_us: b.spin_cpu.since(&a.spin_cpu).estimated_cpu_ns() / 1000.0,
             }
@@ -517,6 +521,7 @@ mod tests {
             batch_sizes: Vec::new(),
             wake_delays: Default::default(),
             batch_times: Vec::new(),
+            realtime_batch_times: Vec::new(),
             batch_cpu: Default::default(),
             spin_cpu: Default::default(),
         }

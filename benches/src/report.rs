@@ -526,6 +526,7 @@ mod tests {
                 wakes: Default::default(),
                 compute_p99_us: 0.0,
                 batch_times: Vec::new(),
+                realtime_batch_times: Vec::new(),
                 cpu_per_wall: None,
                 spin_cpu_us: 0.0,
             }],
@@ -657,6 +658,7 @@ mod tests {
                 .collect(),
             wake_delays: Default::default(),
             batch_times: Vec::new(),
+            realtime_batch_times: Vec::new(),
             batch_cpu: Default::default(),
             spin_cpu: Default::default(),
         }

@@ -76,6 +76,12 @@ pub struct ModelTermArgs {
     /// compute per batch), e.g. `deep1=310`.
     #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
     pub compute_offset: Vec<String>,
+    /// Measured term: NODE=FACTOR scales the node's profiled batch times in the real-time
+    /// thread class (`foreground_realtime` under the collaborative rule): the runtime's
+    /// real-time batches' compute (`baton bench --json`, `nodes[].realtime_batch_times`) ÷ the
+    /// profile's at the same sizes, e.g. `speech=0.8`; default 1.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
+    pub realtime_scale: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
     /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
@@ -114,6 +120,7 @@ impl ModelTermArgs {
             outlier_fence: self.outlier_fence,
             compute_scale: self.compute_scale,
             compute_offset: self.compute_offset,
+            realtime_scale: self.realtime_scale,
             wake_delays: self.wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,

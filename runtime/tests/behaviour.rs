@@ -571,6 +571,38 @@ fn an_idle_worker_counts_its_spins_and_samples_the_first_ones_cpu_and_one_that_m
     );
 }
 
+/// Whether a thread of this process may take the real-time policy (and leave it).
+fn may_use_realtime() -> bool {
+    std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: sets the calling thread's own policy; the thread ends right after.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+#[test]
+fn a_batch_that_starts_at_the_real_time_policy_is_timed_apart_and_a_background_one_is_not() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let toml = format!("[scheduler]\nforeground_realtime = true\nbackground_scope = \"batch\"\n{ONE_NODE}");
+    let runtime = start(&engines, &toml);
+    runtime.submit(Request::new().input("x", value(1.0)).priority(true)).wait().unwrap();
+    runtime.submit(Request::new().input("x", value(2.0))).wait().unwrap();
+    let stats = &runtime.node_stats()[0];
+    let count =
+        |times: &[baton::stats::BatchTimes]| -> u64 { times.iter().flat_map(|t| &t.buckets).map(|b| b.2).sum() };
+    assert_eq!(stats.executions, 2);
+    let realtime = if may_use_realtime() { 1 } else { 0 };
+    assert_eq!(count(&stats.realtime_batch_times), realtime, "the priority request's batch only, where permitted");
+    assert_eq!(stats.realtime_batch_times.first().map(|t| t.batch_size), (realtime == 1).then_some(1));
+
+    let plain = start(&engines, ONE_NODE);
+    plain.submit(Request::new().input("x", value(1.0)).priority(true)).wait().unwrap();
+    assert!(plain.node_stats()[0].realtime_batch_times.is_empty(), "without foreground_realtime no batch is real-time");
+}
+
 #[test]
 fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_busy_counts_as_contended() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -103,6 +103,8 @@ pub struct Durations {
     scale: Vec<f64>,
     /// Per node: µs added to each normal-class batch after the scale (0: none).
     offset_us: Vec<f64>,
+    /// Per node: the factor on its real-time-class batches (1: the profile's times).
+    realtime_scale: Vec<f64>,
     /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
     pub wakes: Option<super::wakes::WakeDraws>,
     /// The runtime's recorded tick lateness (`--tick-delays`); `None`: ticks on time.
@@ -163,19 +165,20 @@ impl Durations {
             out.push(sizes);
         }
         let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
-        Ok(Durations { nodes: out, scale, offset_us, wakes: None, ticks: None, stretch })
+        let realtime_scale = vec![1.0; out.len()];
+        Ok(Durations { nodes: out, scale, offset_us, realtime_scale, wakes: None, ticks: None, stretch })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
-    /// [0, 1): the profile's, times the node's scale plus its offset unless the batch is
-    /// `realtime`; with a recorded stretch, a normal-class batch takes the profile's median
-    /// times the stretch's `u`-quantile instead.
+    /// [0, 1): the profile's, times the node's scale plus its offset, or times its real-time
+    /// scale where the batch is `realtime`; with a recorded stretch, a normal-class batch takes
+    /// the profile's median times the stretch's `u`-quantile instead.
     pub fn draw_ns(&self, node: usize, batch: usize, u: f64, realtime: bool) -> u64 {
         if let (false, Some(stretch)) = (realtime, &self.stretch[node]) {
             return (self.profile_us(node, batch, 0.5).max(0.0) * stretch.at(u) * 1000.0).round() as u64;
         }
         let us = self.profile_us(node, batch, u).max(0.0);
-        let us = if realtime { us } else { us * self.scale[node] + self.offset_us[node] };
+        let us = if realtime { us * self.realtime_scale[node] } else { us * self.scale[node] + self.offset_us[node] };
         (us * 1000.0).round() as u64
     }
 
@@ -207,6 +210,11 @@ impl Durations {
         self.scale[node] = factor;
     }
 
+    /// Sets `node`'s real-time scale: its real-time-class batches take `factor` × the profile's times.
+    pub fn realtime_scale(&mut self, node: usize, factor: f64) {
+        self.realtime_scale[node] = factor;
+    }
+
     /// Sets `node`'s offset: each of its normal-class batches takes `us` more after the scale.
     pub fn offset(&mut self, node: usize, us: f64) {
         self.offset_us[node] = us;
@@ -221,6 +229,11 @@ impl Durations {
 /// `--compute-scale`'s `NODE=FACTOR` items, each factor positive and finite.
 pub fn parse_scales(items: &[String]) -> Result<Vec<(String, f64)>, String> {
     parse_node_values("--compute-scale", "FACTOR", "a positive", items, |v| v > 0.0)
+}
+
+/// `--realtime-scale`'s `NODE=FACTOR` items, each factor positive and finite.
+pub fn parse_realtime_scales(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--realtime-scale", "FACTOR", "a positive", items, |v| v > 0.0)
 }
 
 /// `--compute-offset`'s `NODE=US` items, each a finite number of µs, not negative.
@@ -336,6 +349,11 @@ mod tests {
         assert_eq!(d.draw_ns(0, 1, 0.5, false), 27_000, "2 × 10 + 7");
         assert_eq!(d.draw_ns(0, 4, 0.5, false), 87_000, "2 × 40 + 7: the offset does not grow with the rows");
         assert_eq!(d.draw_ns(0, 4, 0.5, true), 40_000, "real-time class: the profile's");
+        d.realtime_scale(0, 0.75);
+        assert_eq!(d.draw_ns(0, 4, 0.5, true), 30_000, "real-time class: its own scale, no offset");
+        assert_eq!(d.draw_ns(0, 4, 0.5, false), 87_000, "normal class unchanged");
+        let e = parse_realtime_scales(&["a=0".into()]).unwrap_err();
+        assert!(e.contains("--realtime-scale") && e.contains("`a=0`"), "{e}");
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct ModelTerms {
     pub compute_scale: Vec<String>,
     /// `NODE=US`: each of the node's normal-class batches takes US more, after the scale.
     pub compute_offset: Vec<String>,
+    /// `NODE=FACTOR`: the node's real-time-class batches take FACTOR × the profile's times.
+    pub realtime_scale: Vec<String>,
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
@@ -62,6 +64,7 @@ impl ModelTerms {
         super::outliers::check(self.outlier_fence)?;
         durations::parse_scales(&self.compute_scale)?;
         durations::parse_offsets(&self.compute_offset)?;
+        durations::parse_realtime_scales(&self.realtime_scale)?;
         Ok(())
     }
 
@@ -99,6 +102,9 @@ impl ModelTerms {
         for (node, us) in durations::parse_offsets(&self.compute_offset)? {
             durations.offset(index("--compute-offset", &node)?, us);
         }
+        for (node, factor) in durations::parse_realtime_scales(&self.realtime_scale)? {
+            durations.realtime_scale(index("--realtime-scale", &node)?, factor);
+        }
         let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
@@ -125,6 +131,7 @@ impl ModelTerms {
         s["outlier_fence"] = serde_json::json!(self.outlier_fence);
         s["compute_scale"] = serde_json::json!(self.compute_scale);
         s["compute_offset"] = serde_json::json!(self.compute_offset);
+        s["realtime_scale"] = serde_json::json!(self.realtime_scale);
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);

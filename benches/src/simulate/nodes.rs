@@ -239,6 +239,7 @@ impl SimNode {
                 .iter()
                 .map(|(&batch_size, counts)| BatchTimes { batch_size, buckets: log_buckets::sparse(counts) })
                 .collect(),
+            realtime_batch_times: Vec::new(),
             batch_cpu: baton::batch_cpu::BatchCpu { batches: t.executions, wall_ns: t.compute_ns, cpu_ns: t.work_ns },
             spin_cpu: Default::default(),
         }

@@ -136,6 +136,8 @@ pub(crate) struct NodeCounters {
     pub stopped_ns: AtomicU64,
     /// Executed batches by size.
     pub batch_sizes: crate::stats::BatchSizes,
+    /// Of them, those that started at the real-time policy (`foreground_realtime`).
+    pub realtime_sizes: crate::stats::BatchSizes,
     /// Workers' wake-ups, from `RunBatch` sent to received.
     pub wakes: crate::wake_delays::WakeRecorder,
     /// Sampled batches' wall and thread CPU times (see [`crate::batch_cpu`]).
@@ -179,6 +181,9 @@ pub struct NodeStats {
     pub wake_delays: crate::wake_delays::WakeDelays,
     /// Each batch size's compute times, by increasing size (see [`crate::stats`]).
     pub batch_times: Vec<crate::stats::BatchTimes>,
+    /// The same of the batches that started at the real-time policy (`foreground_realtime`
+    /// under the collaborative rule): what a batch costs that no normal thread interrupts.
+    pub realtime_batch_times: Vec<crate::stats::BatchTimes>,
     /// How much of its sampled batches' wall time its threads ran (see [`crate::batch_cpu`]).
     pub batch_cpu: crate::batch_cpu::BatchCpu,
     /// How much CPU its idle workers spent spinning (see [`crate::spin_cpu`]).
@@ -215,6 +220,7 @@ impl NodeCounters {
             batch_sizes: self.batch_sizes.snapshot(),
             wake_delays: self.wakes.snapshot(),
             batch_times: self.batch_sizes.times(),
+            realtime_batch_times: self.realtime_sizes.times(),
             batch_cpu: self.cpu_samples.snapshot(),
             spin_cpu: self.spin_samples.snapshot(),
         }

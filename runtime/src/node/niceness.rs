@@ -329,10 +329,11 @@ impl BatchNice {
 
     /// Before a batch: background nice when it holds no priority task and none
     /// waits at the node (`priority_waits`, read after the flag: see [`NodeNice`]),
-    /// the thread's own otherwise.
-    pub fn set_for_batch(&self, node: &NodeNice, holds_priority: bool, priority_waits: impl Fn() -> bool) {
+    /// the thread's own otherwise. Returns whether the batch starts at the real-time
+    /// policy (a worker lifted while its batch runs is not told).
+    pub fn set_for_batch(&self, node: &NodeNice, holds_priority: bool, priority_waits: impl Fn() -> bool) -> bool {
         if self.background == 0 && self.foreground == Foreground::Plain {
-            return;
+            return false;
         }
         let worker = &node.workers[self.slot];
         let (tid, own) = (worker.tid.load(Ordering::Relaxed) as libc::id_t, worker.own.load(Ordering::Relaxed));
@@ -341,17 +342,22 @@ impl BatchNice {
             if worker.in_background.swap(false, Ordering::SeqCst) {
                 to_foreground(tid, own, self.foreground);
             }
-            return;
+            return self.realtime();
+        }
+        if worker.in_background.load(Ordering::Relaxed) {
+            return false;
         }
         let background_nice = (own + self.background).min(19);
-        if worker.in_background.load(Ordering::Relaxed) || !to_background(tid, background_nice, self.foreground) {
-            return;
+        if !to_background(tid, background_nice, self.foreground) {
+            return self.realtime();
         }
         worker.in_background.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if priority_waits() && worker.in_background.swap(false, Ordering::SeqCst) {
             to_foreground(tid, own, self.foreground);
+            return self.realtime();
         }
+        false
     }
 }
 
@@ -389,7 +395,7 @@ mod tests {
     #[test]
     fn a_background_batch_runs_at_the_raised_nice_and_a_priority_batch_at_the_threads_own() {
         on_worker_thread(5, BackgroundScope::Batch, |tid, own, node, nice| {
-            nice.set_for_batch(node, false, || false);
+            assert!(!nice.set_for_batch(node, false, || false), "no batch is real-time without the policy");
             if !may_lower_nice() {
                 assert_eq!(get_nice(tid), own, "without the right to come back, nothing changes");
                 return;
@@ -489,10 +495,14 @@ mod tests {
                 return;
             }
             assert_eq!(policy(tid), libc::SCHED_FIFO, "a worker starts in the foreground");
-            nice.set_for_batch(node, false, || false);
+            assert!(!nice.set_for_batch(node, false, || false), "a background batch is not real-time");
             assert_eq!((policy(tid), get_nice(tid)), (libc::SCHED_OTHER, (own + 5).min(19)), "background");
             std::thread::scope(|scope| scope.spawn(|| node.lift()).join().unwrap());
             assert_eq!(policy(tid), libc::SCHED_FIFO, "lifted back to the real-time policy");
+            assert!(nice.set_for_batch(node, true, || true), "a batch holding a priority task starts real-time");
+            assert!(nice.set_for_batch(node, false, || true), "priority work waits: back in the foreground");
+            assert_eq!(policy(tid), libc::SCHED_FIFO);
+            assert!(!nice.set_for_batch(node, false, || false));
         });
     }
 }

@@ -226,7 +226,7 @@ impl Worker {
         let priority_waits =
             || state.buffer.priority_pending() > 0 || state.streams.as_ref().is_some_and(|s| s.priority_parked() > 0);
         let holds_priority = tasks.iter().any(|t| t.priority);
-        self.nice.set_for_batch(&state.nice, holds_priority, priority_waits);
+        let realtime = self.nice.set_for_batch(&state.nice, holds_priority, priority_waits);
         let slot = &state.slots[self.settings.index];
         if self.stoppable {
             slot.begin(crate::clock::now_ns(), holds_priority);
@@ -249,6 +249,9 @@ impl Worker {
         }
         // Account before answering, so a woken requester sees its batch counted.
         state.record_batch(rows, tasks.len(), compute);
+        if realtime {
+            state.counters.realtime_sizes.record(rows, compute);
+        }
         if let Some(cpu_ns) = cpu {
             state.counters.cpu_samples.record(compute, cpu_ns);
         }
