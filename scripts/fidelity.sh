@@ -19,7 +19,11 @@
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
 # CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'
-# concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones.
+# concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones. CALIBRATION_LOAD=PCT
+# also runs one open-loop calibration run at PCT% of the capacity (calib_P.json) whose compute per
+# batch takes the capacity concurrency's place in the compute terms. LATENCY_FROM_SCHEDULE=1 counts
+# the real open-loop runs' latencies from each request's scheduled time (`--latency-from-schedule`),
+# as the simulator's arrivals are never late.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -41,7 +45,9 @@ capacity_concurrency() { case $1 in mixed_streams | collab_early) echo 16 ;; *) 
 bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a failed run is logged, not fatal
     local name=$1
     shift
-    "$BATON" bench "$@" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
+    # shellcheck disable=SC2046 # the flag is a word or none
+    "$BATON" bench "$@" $([[ -n ${LATENCY_FROM_SCHEDULE:-} ]] && echo --latency-from-schedule) \
+        --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
 }
 logged() { # NAME: appends the load average to load.log
     echo "$(date -u +%T) $1 $(cut -d' ' -f1-3 /proc/loadavg)" >>"$DIR/load.log"
@@ -56,6 +62,11 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
         logged "$p capacity $k"
         bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"
     done
+    if [[ -n ${CALIBRATION_LOAD:-} ]]; then
+        logged "$p calibration"
+        bench "calib_$p" "$cfg" "$@" --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$CALIBRATION_LOAD")" \
+            --duration 4s --warmup 1s --seed 11
+    fi
     local rates
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
     for k in $(seq 1 "$ROUNDS"); do

@@ -79,6 +79,8 @@ pub struct BenchOptions {
     pub rate: Vec<f64>,
     /// Open-loop arrivals: exponential gaps (poisson) or evenly spaced (constant).
     pub arrivals: Arrivals,
+    /// Open loop: latency from each request's scheduled time, not from its send.
+    pub latency_from_schedule: bool,
     /// Rows (dim 0) per request.
     pub rows: usize,
     /// Pre-generated requests, cloned in turn.
@@ -159,6 +161,7 @@ impl Default for BenchOptions {
             concurrency: Vec::new(),
             rate: Vec::new(),
             arrivals: Arrivals::Poisson,
+            latency_from_schedule: false,
             rows: 1,
             pool: 64,
             seed: 0,
@@ -304,6 +307,7 @@ impl BenchOptions {
             "concurrency": self.loads().iter().filter_map(|l| match l { Load::Closed(c) => Some(*c), _ => None }).collect::<Vec<_>>(),
             "rate": self.rate,
             "arrivals": self.arrivals,
+            "latency_from_schedule": self.latency_from_schedule,
             "rows": self.rows,
             "pool": self.pool,
             "seed": self.seed,
@@ -460,6 +464,7 @@ fn print_points(
     }
     print!("{}", report::tenants_table(points));
     print!("{}", report::ticks_table(points));
+    print!("{}", report::sends_table(points));
     println!();
     print!("{}", report::nodes_table(points));
     println!();
@@ -678,7 +683,12 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         let driver = match load {
             Load::Closed(c) => load::closed_loop(scope, target, pool, &recorder, c, &args.client_cores),
             Load::Open(rate) => {
-                let schedule = load::Schedule { rate, arrivals: args.arrivals, seed: args.seed };
+                let schedule = load::Schedule {
+                    rate,
+                    arrivals: args.arrivals,
+                    seed: args.seed,
+                    from_schedule: args.latency_from_schedule,
+                };
                 load::open_loop(scope, target, pool, &recorder, schedule, &args.client_cores)
             }
         };

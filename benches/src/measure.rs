@@ -39,6 +39,9 @@ pub struct Tally {
     pub errors: u64,
     /// Open loop: sends that left more than [`LATE_SEND_US`] after their scheduled time.
     pub late_sends: u64,
+    /// Open loop: sends, and how long after their scheduled times they left in all, µs.
+    pub sends: u64,
+    pub send_lag_us: u64,
     /// Per tenant of the load (`--tenants`, in its order): its name and the latencies
     /// of its successful requests, µs (also in `all`). Empty when the load names none.
     pub tenants: Vec<(String, Histogram<u64>)>,
@@ -62,6 +65,8 @@ impl Tally {
             others: new_histogram(),
             errors: 0,
             late_sends: 0,
+            sends: 0,
+            send_lag_us: 0,
             tenants: tenants.iter().map(|t| (t.clone(), new_histogram())).collect(),
         }
     }
@@ -78,6 +83,8 @@ impl Tally {
         self.others.add(&other.others).expect("histograms with the same bounds");
         self.errors += other.errors;
         self.late_sends += other.late_sends;
+        self.sends += other.sends;
+        self.send_lag_us += other.send_lag_us;
         for (k, (name, h)) in other.tenants.iter().enumerate() {
             if k == self.tenants.len() {
                 self.tenants.push((name.clone(), new_histogram()));
@@ -93,6 +100,8 @@ impl Tally {
         self.tenants.iter_mut().for_each(|(_, h)| h.reset());
         self.errors = 0;
         self.late_sends = 0;
+        self.sends = 0;
+        self.send_lag_us = 0;
     }
 }
 
@@ -140,8 +149,12 @@ impl Recorder {
     }
 
     /// Counts an open-loop send that left late.
-    pub fn late_send(&self, key: usize) {
-        self.shards[key % self.shards.len()].lock().late_sends += 1;
+    /// Open loop: request `key` left `lag_us` after its scheduled time.
+    pub fn sent_after(&self, key: usize, lag_us: u64) {
+        let mut shard = self.shards[key % self.shards.len()].lock();
+        shard.sends += 1;
+        shard.send_lag_us += lag_us;
+        shard.late_sends += u64::from(lag_us > LATE_SEND_US);
     }
 
     /// Everything recorded since the last call, merged; the shards start again empty.
@@ -400,6 +413,9 @@ pub struct PointResult {
     pub errors: u64,
     /// Open loop: sends more than 1 ms behind schedule (the generator could not keep up).
     pub late_sends: u64,
+    /// Open loop: how long after its scheduled time a send left, µs on average (part of each
+    /// latency with `--latency-from-schedule`).
+    pub mean_send_lag_us: f64,
     pub throughput_rps: f64,
     pub rows_per_s: f64,
     /// All successful requests (priority ones included).
@@ -475,6 +491,7 @@ pub fn point_result(
         requests: tally.ok(),
         errors: tally.errors,
         late_sends: tally.late_sends,
+        mean_send_lag_us: if tally.sends > 0 { tally.send_lag_us as f64 / tally.sends as f64 } else { 0.0 },
         throughput_rps: throughput,
         rows_per_s: throughput * rows_per_request as f64,
         latency: Latency::of(&tally.all),

@@ -273,6 +273,20 @@ pub fn ticks_table(points: &[PointResult]) -> String {
     out
 }
 
+/// Per open-loop point, how far behind its schedule the generator sent: the mean lag and the
+/// sends more than 1 ms late (a load the generator's cores could not keep up with; with
+/// `--latency-from-schedule` every latency holds its send's lag). Empty without open-loop points.
+pub fn sends_table(points: &[PointResult]) -> String {
+    if points.iter().all(|p| p.mode != "open") {
+        return String::new();
+    }
+    let mut out = String::from("open-loop sends: policy, load: mean lag behind schedule µs, sends over 1 ms late\n");
+    for p in points.iter().filter(|p| p.mode == "open") {
+        let _ = writeln!(out, "  {} {}: {:.1} {}", p.policy, p.load, p.mean_send_lag_us, p.late_sends);
+    }
+    out
+}
+
 /// One row per point: throughput, latency percentiles, errors, priority latency, ratios.
 pub fn points_table(points: &[PointResult]) -> String {
     let has_priority = points.iter().any(|p| p.priority_latency.count > 0);
@@ -496,6 +510,7 @@ mod tests {
             requests: 1000,
             errors: 2,
             late_sends: 0,
+            mean_send_lag_us: 0.0,
             throughput_rps: 1000.0,
             rows_per_s: 2000.0,
             latency: Latency {
@@ -557,6 +572,12 @@ mod tests {
     #[test]
     fn the_scheduler_block_lists_each_point_that_recorded_its_ticks() {
         assert_eq!(ticks_table(&[point()]), "", "no record: no block");
+        let open = PointResult { mode: "open".into(), mean_send_lag_us: 42.5, late_sends: 3, ..point() };
+        assert_eq!(sends_table(&[point()]), "", "no open-loop point: no block");
+        assert_eq!(
+            sends_table(&[point(), open]),
+            "open-loop sends: policy, load: mean lag behind schedule µs, sends over 1 ms late\n  collaborative 4: 42.5 3\n"
+        );
         let mut p = point();
         let lateness =
             crate::measure::WakeSummary { count: 40, contended: 10, p50_us: 73.7, p99_us: 524.3, ..Default::default() };

@@ -44,6 +44,13 @@ pub struct BenchArgs {
     /// Open-loop arrivals: exponential gaps (poisson) or evenly spaced (constant).
     #[arg(long, default_value = "poisson", value_parser = arrivals_parser())]
     pub arrivals: Arrivals,
+    /// Open loop: count each request's latency from its scheduled time, not from the moment
+    /// the generator sent it: a send the generator could not make on time (its cores busy)
+    /// then counts its lag, as a client whose arrivals do not wait for the server's would see
+    /// it. Each point reports the sends' mean lag either way. (The simulator's arrivals are
+    /// never late.)
+    #[arg(long)]
+    pub latency_from_schedule: bool,
     /// Rows (dim 0) per request.
     #[arg(long, default_value_t = 1)]
     pub rows: usize,
@@ -146,6 +153,7 @@ impl BenchArgs {
             concurrency: self.concurrency,
             rate: self.rate,
             arrivals: self.arrivals,
+            latency_from_schedule: self.latency_from_schedule,
             rows: self.rows,
             pool: self.pool,
             seed: self.seed,
