@@ -227,6 +227,11 @@ def open_loop_compute(points, name):
     return statistics.median(b for b, _ in ran), statistics.median(c for _, c in ran)
 
 
+# The smallest scale a compute line may have: a flatter line (the compute barely grew while the
+# profile did) is no line, and a node gets one scale.
+MIN_SCALE = 0.05
+
+
 def line_through(points, floor=0.0):
     """(scale, offset) of compute = offset + scale × profile through the (profile µs, compute
     µs) of the lowest and the highest concurrency, where the batches grew enough to tell the
@@ -239,7 +244,7 @@ def line_through(points, floor=0.0):
         return None
     scale = (y2 - y1) / (x2 - x1)
     offset = y1 - scale * x1
-    if offset < 0:
+    if offset < 0 or scale < MIN_SCALE:
         return None
     if scale < floor:
         scale, offset = floor, max(y2 - floor * x2, 0.0)

@@ -66,6 +66,10 @@ class ComputeLine(unittest.TestCase):
         self.assertAlmostEqual(offset + scale * 1235.0, 2300.0)
         self.assertGreater(offset, 0.0)
 
+    def test_a_compute_that_did_not_grow_with_the_profile_gives_no_line(self):
+        # 200 µs profiled ran 560; 800 µs profiled ran 555: a flat (here falling) line.
+        self.assertIsNone(fidelity_terms.line_through([(200.0, 560.0), (800.0, 555.0)]))
+
     def test_batches_that_barely_grew_or_a_stretch_growing_with_the_rows_give_no_line(self):
         self.assertIsNone(fidelity_terms.line_through([(2.0, 3.0), (2.9, 10.0)]), "profile under 1.5x")
         self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0), (440.0, 600.0)]), "offset below 0")
