@@ -19,9 +19,7 @@
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
 # CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'
-# concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones. CALIBRATION_LOAD=PCT
-# also runs one open-loop calibration run at PCT% of the capacity (calib_P.json) whose compute per
-# batch takes the capacity concurrency's place in the compute terms. LATENCY_FROM_SCHEDULE=1 counts
+# concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones. LATENCY_FROM_SCHEDULE=1 counts
 # the real open-loop runs' latencies from each request's scheduled time (`--latency-from-schedule`),
 # as the simulator's arrivals are never late.
 set -euo pipefail
@@ -62,11 +60,6 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
         logged "$p capacity $k"
         bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"
     done
-    if [[ -n ${CALIBRATION_LOAD:-} ]]; then
-        logged "$p calibration"
-        bench "calib_$p" "$cfg" "$@" --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$CALIBRATION_LOAD")" \
-            --duration 4s --warmup 1s --seed 11
-    fi
     local rates
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
     for k in $(seq 1 "$ROUNDS"); do

@@ -39,11 +39,7 @@ terms"):
   time, the sparsest the pipeline gets, and a sparse load's batches stretch most
   (`collab_early`'s speech node: about 2x its profile at 100 requests/s and at concurrency
   1, 1.3x at 900/s). COMPUTE_OFFSET=0: the concurrency-1 ratio and no offset for every node
-  (the model before the offsets). CALIBRATION_LOAD=PCT: an open-loop run at PCT% of the
-  capacity (calib_P.json, measured by scripts/fidelity.sh beside the capacity runs, not one of
-  the loads the table predicts) takes the capacity's concurrency's place in the line: a
-  node's stretch under an open load, where the closed loop's differs (`collab_early`'s speech
-  node 2.4-3.4x its profile at concurrency 16, 1.4-2.0x at 30-70% of the capacity).
+  (the model before the offsets).
   Then optionally calibrated through the model (`calibrate`; CALIBRATE=N in
   scripts/fidelity.sh): a real compute measured as wall time holds the stretch of batches
   sharing the cores, which the model adds again where a request's branches overlap on more threads than
@@ -210,23 +206,6 @@ def capacity_compute(points, name, wall=False):
             for load, v in sorted(by_load.items())}
 
 
-def calibration_points(d, p):
-    """With CALIBRATION_LOAD set: the points of the open-loop calibration run at that percentage
-    of the capacity (calib_P.json, scripts/fidelity.sh measures it), else none."""
-    f = f"{d}/calib_{p}.json"
-    return json.load(open(f))["points"] if os.environ.get("CALIBRATION_LOAD") and os.path.exists(f) else []
-
-
-def open_loop_compute(points, name):
-    """(mean batch, `batch_compute_us`) of node `name` over the open-loop `points` where it ran
-    (medians), or None."""
-    ran = [(n["mean_batch"], batch_compute_us(n)) for q in points if q["mode"] == "open"
-           for n in q["nodes"] if n["name"] == name and n["executions"] > 0]
-    if not ran:
-        return None
-    return statistics.median(b for b, _ in ran), statistics.median(c for _, c in ran)
-
-
 # The smallest scale a compute line may have: a flatter line (the compute barely grew while the
 # profile did) is no line, and a node gets one scale.
 MIN_SCALE = 0.05
@@ -265,7 +244,6 @@ def measured_compute(d, p):
     concurrency-1 ratio and no offset for every node (the model before the offsets)."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
     points = load_points(f"{d}/cap_{p}_*.json")
-    calibration = calibration_points(d, p)
     out = {}
     for node in points[0]["nodes"]:
         name = node["name"]
@@ -273,10 +251,6 @@ def measured_compute(d, p):
         if 1 not in ran:
             continue
         xy = [(profile_median(profile, name, b), c) for b, c in ran.values()]
-        under_load = open_loop_compute(calibration, name)
-        if under_load:
-            # The open-loop calibration run in place of the capacity's concurrency.
-            xy = [xy[0], (profile_median(profile, name, under_load[0]), under_load[1])]
         line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
         out[name] = line or one_scale(xy)
     return out
