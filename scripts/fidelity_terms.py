@@ -68,7 +68,10 @@ do not hold it), the scheduler ticks' lateness the runtime recorded in the capac
 Batches at the real-time policy (`foreground_realtime` under the collaborative rule) take
 their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
 (`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
-them at the profile's times (the model before it).
+them at the profile's times (the model before it). SEND_CPU=1 gives the open-loop simulations
+the load generator's thread (`--send-cpu-us`, the real runs' median `send_cpu_us`, taken out of
+the CPU fit); LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
+real runs then do.
 """
 import glob
 import json
@@ -302,16 +305,27 @@ def base_terms(d, p):
     if os.environ.get("CPU_TERMS") == "0":
         return {}, compute_terms(d, p)
     tick = tick_cpu_us(d, p)
+    send = send_cpu_us(d, p)
     real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
     pts = [
-        fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0")
+        fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0", less_sends=send > 0)
         for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]
     pts = [x for x in pts if x is not None]
     request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
     flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
-    return ({**flags, "--tick-cpu-us": tick} if tick > 0 else flags), compute_terms(d, p)
+    flags = {**flags, "--tick-cpu-us": tick} if tick > 0 else flags
+    return ({**flags, "--send-cpu-us": send} if send > 0 else flags), compute_terms(d, p)
+
+
+def send_cpu_us(d, p):
+    """With SEND_CPU=1: the load generator's CPU per send, the median over the real open-loop
+    points that recorded it (`send_cpu_us`); else 0 (the model without the generator's thread)."""
+    if os.environ.get("SEND_CPU") != "1":
+        return 0.0
+    sends = [q["send_cpu_us"] for q in load_points(f"{d}/real_{p}_*.json") if q.get("send_cpu_us", 0) > 0]
+    return statistics.median(sends) if sends else 0.0
 
 
 def tick_cpu_us(d, p):
@@ -365,7 +379,9 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    return text + realtime_flags(d, p) + tick_flags(d, p)
+    text += realtime_flags(d, p) + tick_flags(d, p)
+    # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh).
+    return text + (" --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else "")
 
 
 # Real-time batches a node must have run in the capacity runs for a real-time scale.

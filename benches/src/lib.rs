@@ -735,6 +735,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     });
     let reported = if args.stability { 3 } else { 1 };
     let mut point = point_result(policy, load.mode(), load.value(), args.rows, &windows, reported, stable);
+    point.send_cpu_us = recorder.send_cpu_us();
     if !args.stability && args.url.is_none() {
         if let (Some(from), Some(to)) = (cpu_from, cpu_to) {
             point.cpu = cpu::RuntimeCpu::of(to.saturating_sub(from), point.seconds, &point.nodes, point.requests);

@@ -432,7 +432,8 @@ pub struct Schedule {
 /// from the submit (or, `from_schedule`, from the request's scheduled time: a send that leaves late,
 /// the generator's cores busy with the runtime's threads, then counts its lag, as a client whose
 /// arrivals do not wait for the server's would see it) to the answer into shard = request number.
-/// Each send's lag behind its schedule is recorded; one more than 1 ms behind counts as late. The
+/// Each send's lag behind its schedule is recorded; one more than 1 ms behind counts as late; at
+/// its end, the thread's CPU time over its sends (`Recorder::send_cpu_us`). The
 /// thread asks the kernel for a timer slack of 1 ns, so its sleeps end when due, not up to 50 µs later.
 pub fn open_loop<'scope, 'env: 'scope>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
@@ -451,6 +452,7 @@ pub fn open_loop<'scope, 'env: 'scope>(
             pin(cores, 0);
             // SAFETY: PR_SET_TIMERSLACK changes only the calling thread's timer slack.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            let cpu_start = baton::batch_cpu::thread_cpu_ns();
             let mut gaps = InterArrival::new(rate, arrivals, seed);
             let start = Instant::now();
             let mut due = 0.0f64;
@@ -482,6 +484,9 @@ pub fn open_loop<'scope, 'env: 'scope>(
                 );
                 i += 1;
                 due += gaps.next_gap();
+            }
+            if let (Some(from), Some(to)) = (cpu_start, baton::batch_cpu::thread_cpu_ns()) {
+                recorder.generator_ran(to.saturating_sub(from), i);
             }
         })
         .expect("spawn the generator thread");

@@ -110,6 +110,8 @@ impl Tally {
 pub struct Recorder {
     shards: Vec<Mutex<Tally>>,
     tenants: Vec<String>,
+    /// Open loop: the generator thread's CPU time and its sends, over its whole run.
+    generator: Mutex<(u64, u64)>,
 }
 
 impl Recorder {
@@ -121,7 +123,7 @@ impl Recorder {
     /// A recorder with `shards` shards that also keeps each of `tenants`' latencies apart.
     pub fn with_tenants(shards: usize, tenants: Vec<String>) -> Recorder {
         let shards = (0..shards.max(1)).map(|_| Mutex::new(Tally::with_tenants(&tenants))).collect();
-        Recorder { shards, tenants }
+        Recorder { shards, tenants, generator: Mutex::new((0, 0)) }
     }
 
     /// Records one answer into shard `key % shards`: its latency when it succeeded, else an error.
@@ -149,6 +151,21 @@ impl Recorder {
     }
 
     /// Counts an open-loop send that left late.
+    /// Open loop: the generator thread ran `cpu_ns` on a core for its `sends` sends.
+    pub fn generator_ran(&self, cpu_ns: u64, sends: u64) {
+        *self.generator.lock() = (cpu_ns, sends);
+    }
+
+    /// Open loop: the generator's CPU per send, µs (0 before it ended, or without sends).
+    pub fn send_cpu_us(&self) -> f64 {
+        let (cpu_ns, sends) = *self.generator.lock();
+        if sends == 0 {
+            0.0
+        } else {
+            cpu_ns as f64 / sends as f64 / 1000.0
+        }
+    }
+
     /// Open loop: request `key` left `lag_us` after its scheduled time.
     pub fn sent_after(&self, key: usize, lag_us: u64) {
         let mut shard = self.shards[key % self.shards.len()].lock();
@@ -416,6 +433,9 @@ pub struct PointResult {
     /// Open loop: how long after its scheduled time a send left, µs on average (part of each
     /// latency with `--latency-from-schedule`).
     pub mean_send_lag_us: f64,
+    /// Open loop: the generator thread's CPU per send, µs, over its whole run (what
+    /// `baton simulate --send-cpu-us` takes).
+    pub send_cpu_us: f64,
     pub throughput_rps: f64,
     pub rows_per_s: f64,
     /// All successful requests (priority ones included).
@@ -492,6 +512,7 @@ pub fn point_result(
         errors: tally.errors,
         late_sends: tally.late_sends,
         mean_send_lag_us: if tally.sends > 0 { tally.send_lag_us as f64 / tally.sends as f64 } else { 0.0 },
+        send_cpu_us: 0.0,
         throughput_rps: throughput,
         rows_per_s: throughput * rows_per_request as f64,
         latency: Latency::of(&tally.all),

@@ -511,6 +511,7 @@ mod tests {
             errors: 2,
             late_sends: 0,
             mean_send_lag_us: 0.0,
+            send_cpu_us: 0.0,
             throughput_rps: 1000.0,
             rows_per_s: 2000.0,
             latency: Latency {

@@ -10,6 +10,7 @@ const SUITE: &str = "simulate";
 use std::path::{Path, PathBuf};
 
 use baton::BatchingPolicy;
+use baton_bench::load::Arrivals;
 use baton_bench::simulate::cpu::CpuUs;
 use baton_bench::simulate::{simulate, SimOptions};
 
@@ -277,6 +278,33 @@ fn the_scheduler_threads_cpu_per_tick_takes_its_share_of_the_cores() {
     assert!((share - 0.75).abs() <= 0.01, "the batches ran {share} of their time on the core");
     o.model.cpu = CpuUs { tick_us: -1.0, ..CpuUs::default() };
     assert!(simulate(&o, &engines()).unwrap_err().contains("--tick-cpu-us"));
+}
+
+#[test]
+fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_or_the_schedule() {
+    let dir = folder(SUITE, "generator");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.rate = vec![1000.0];
+    o.bench.arrivals = Arrivals::Constant;
+    o.model.cores = Some(2.0);
+    let latency = |o: &SimOptions| {
+        let p = simulate(o, &engines()).unwrap().points.remove(0);
+        (p.latency.min_us, p.latency.max_us)
+    };
+    assert_eq!(latency(&o), (100, 100), "no generator: each request's one batch");
+    // A 300 µs send each ms, started on time: the request reaches the runtime when it ends.
+    o.model.cpu = CpuUs { send_us: 300.0, ..CpuUs::default() };
+    assert_eq!(latency(&o), (400, 400), "counted from the send");
+    o.bench.latency_from_schedule = true;
+    assert_eq!(latency(&o), (400, 400), "the same from the schedule: no send waits");
+    // A 1.5 ms send each ms: each send waits for the one before, later with every request.
+    o.model.cpu = CpuUs { send_us: 1500.0, ..CpuUs::default() };
+    let (first, last) = latency(&o);
+    assert!(first >= 1600 && last > 2 * first, "the lag grows: {first}..{last} µs");
+    o.bench.latency_from_schedule = false;
+    assert_eq!(latency(&o), (1600, 1600), "from the send the wait does not show");
+    o.model.cpu = CpuUs { send_us: -1.0, ..CpuUs::default() };
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--send-cpu-us"));
 }
 
 #[test]

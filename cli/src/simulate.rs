@@ -58,6 +58,13 @@ pub struct ModelTermArgs {
     /// bench` writes it as `scheduler_ticks.cpu_us_per_round`).
     #[arg(long, default_value_t = 0.0)]
     pub tick_cpu_us: f64,
+    /// Measured term: the load generator's CPU per open-loop send, µs: one thread sends the
+    /// requests in turn, a normal-class job on the shared cores for each, and a request
+    /// reaches the runtime when its send ends (`baton bench` writes it as `send_cpu_us`).
+    /// With it, latency counts from each send as `baton bench`'s does, or from the
+    /// schedule with --latency-from-schedule.
+    #[arg(long, default_value_t = 0.0)]
+    pub send_cpu_us: f64,
     /// The runtime CPU terms take their share of the cores without delaying requests or
     /// workers (CPU beside the requests' way: idle workers spinning, the client).
     #[arg(long)]
@@ -115,6 +122,7 @@ impl ModelTermArgs {
                 batch_us: self.batch_cpu_us,
                 task_us: self.task_cpu_us,
                 tick_us: self.tick_cpu_us,
+                send_us: self.send_cpu_us,
                 off_path: self.cpu_off_path,
             },
             outlier_fence: self.outlier_fence,

@@ -15,6 +15,11 @@
 //!   worker stays busy until then, as the runtime's worker routes its own
 //!   outputs.
 //!
+//! - a **send** job of `send_ns` for each open-loop request, on the load
+//!   generator's one thread: requests wait their turn at the generator, and a
+//!   request reaches the runtime (its enter job, or its nodes) when its send
+//!   ends; the generator's thread is a normal-class thread like any other, so
+//!   real-time batches push it off the cores as they do the runtime's;
 //! - a **tick** job of `tick_ns` each time the scheduler thread ticks, off the
 //!   requests' way (it delays no request, as the thread's wake-up and decision
 //!   run beside the workers); the ticks then go on while nothing waits, as the
@@ -41,6 +46,8 @@ pub struct CpuCosts {
     pub task_ns: u64,
     /// Per scheduler tick, beside the requests' way.
     pub tick_ns: u64,
+    /// Per open-loop request, on the load generator's one thread (on the requests' way).
+    pub send_ns: u64,
     /// The jobs take their share of the cores without delaying requests or workers.
     pub off_path: bool,
 }
@@ -53,6 +60,8 @@ pub struct CpuUs {
     pub task_us: f64,
     /// `--tick-cpu-us`: the scheduler thread's CPU per tick.
     pub tick_us: f64,
+    /// `--send-cpu-us`: the load generator's CPU per open-loop send.
+    pub send_us: f64,
     /// `--cpu-off-path`: see [`CpuCosts::off_path`].
     pub off_path: bool,
 }
@@ -61,7 +70,12 @@ impl CpuUs {
     /// In ns; each must be finite and non-negative (else an error naming the option).
     pub fn costs(&self) -> Result<CpuCosts, String> {
         let base = CpuCosts::from_us(self.request_us, self.batch_us, self.task_us)?;
-        Ok(CpuCosts { off_path: self.off_path, tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?, ..base })
+        Ok(CpuCosts {
+            off_path: self.off_path,
+            tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?,
+            send_ns: non_negative_ns("--send-cpu-us", self.send_us)?,
+            ..base
+        })
     }
 }
 
@@ -74,6 +88,7 @@ impl CpuCosts {
             batch_ns: ns("--batch-cpu-us", batch_us)?,
             task_ns: ns("--task-cpu-us", task_us)?,
             tick_ns: 0,
+            send_ns: 0,
             off_path: false,
         })
     }
@@ -109,6 +124,8 @@ pub enum Job {
     HandOn { batch: usize },
     /// Runtime CPU off the requests' way: its end only frees its share of the cores.
     Beside,
+    /// The load generator's send of its current request: its end submits the request.
+    Send,
 }
 
 #[cfg(test)]
@@ -118,7 +135,7 @@ mod tests {
     #[test]
     fn costs_convert_from_us_and_refuse_bad_values_by_name() {
         let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
-        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, off_path: false });
+        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, send_ns: 0, off_path: false });
         assert_eq!(c.enter_ns(), 10_000);
         assert_eq!(c.hand_on_ns(4), 3_500);
         assert!(CpuCosts::from_us(-1.0, 0.0, 0.0).unwrap_err().contains("--request-cpu-us"));

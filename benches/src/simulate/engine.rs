@@ -84,6 +84,9 @@ pub struct PointSetup {
     pub seed: u64,
     pub warmup_ns: u64,
     pub duration_ns: u64,
+    /// With a load generator thread (`send_ns`): latency counts from each request's
+    /// scheduled time, not from its send (as `baton bench --latency-from-schedule`).
+    pub latency_from_schedule: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -197,6 +200,10 @@ pub struct Sim<'a> {
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
+    /// The load generator's thread (`send_ns` > 0, open loop): the request it is
+    /// sending, and those waiting their turn, in order.
+    sending: Option<Send>,
+    to_send: std::collections::VecDeque<Send>,
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
     speeds: Vec<f64>,
@@ -296,6 +303,8 @@ impl<'a> Sim<'a> {
             take_buffer: Vec::new(),
             streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
             sends: Vec::new(),
+            sending: None,
+            to_send: std::collections::VecDeque::new(),
             classes: Classes::new(spec),
             speeds: Vec::new(),
             running_classes: Vec::new(),
@@ -434,13 +443,36 @@ impl<'a> Sim<'a> {
             }
         };
         let mut wants = false;
+        let generated = client.is_none() && self.terms.cpu.send_ns > 0 && self.streams.sessions().is_none();
         for send in sends.drain(..) {
-            wants |= self.submit(send, client);
+            if generated {
+                self.to_send.push_back(send);
+            } else {
+                wants |= self.submit(send, client);
+            }
         }
         self.sends = sends;
+        if generated {
+            self.next_send();
+        }
         if wants {
             self.decide();
         }
+    }
+
+    /// The load generator takes its next request, when it is free and one waits: its
+    /// send runs on the cores as a normal-class job; from its start the request counts
+    /// as sent (unless latency counts from the schedule).
+    fn next_send(&mut self) {
+        if self.sending.is_some() {
+            return;
+        }
+        let Some(mut send) = self.to_send.pop_front() else { return };
+        if !self.setup.latency_from_schedule {
+            send.sent_ns = self.now;
+        }
+        self.sending = Some(send);
+        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, Class::PLAIN));
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -819,6 +851,16 @@ impl<'a> Sim<'a> {
             Job::Beside => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
+            }
+            Job::Send => {
+                self.batches[id] = None;
+                self.free_batches.push(id);
+                let send = self.sending.take().expect("the generator's request");
+                let wants = self.submit(send, None);
+                self.next_send();
+                if wants {
+                    self.decide();
+                }
             }
         }
     }

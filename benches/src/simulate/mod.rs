@@ -304,6 +304,7 @@ fn setup(b: &BenchOptions, load: SimLoad, k: usize) -> PointSetup {
         seed: b.seed.wrapping_add(k as u64),
         warmup_ns: b.warmup.as_nanos() as u64,
         duration_ns: b.duration.as_nanos() as u64,
+        latency_from_schedule: b.latency_from_schedule,
     }
 }
 

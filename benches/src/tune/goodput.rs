@@ -150,6 +150,7 @@ impl<'a> Evaluator<'a> {
             seed: l.seed,
             warmup_ns: l.warmup_ns,
             duration_ns: l.duration_ns,
+            latency_from_schedule: false,
         };
         let window = self.traffic.sim(spec, durations, self.terms, setup, false)?.run();
         let (mode, value) = match load {
