@@ -320,12 +320,13 @@ def base_terms(d, p):
 
 
 def send_cpu_us(d, p):
-    """With SEND_CPU=1: the load generator's CPU per send, the median over the real open-loop
-    points that recorded it (`send_cpu_us`); else 0 (the model without the generator's thread)."""
+    """With SEND_CPU=1: the load generator's CPU per send, the least over the real open-loop
+    points that recorded it (`send_cpu_us`: the densest load's, where the generator sleeps least
+    between sends, so the send's own cost); else 0 (the model without the generator's thread)."""
     if os.environ.get("SEND_CPU") != "1":
         return 0.0
     sends = [q["send_cpu_us"] for q in load_points(f"{d}/real_{p}_*.json") if q.get("send_cpu_us", 0) > 0]
-    return statistics.median(sends) if sends else 0.0
+    return min(sends, default=0.0)
 
 
 def tick_cpu_us(d, p):

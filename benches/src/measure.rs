@@ -150,7 +150,6 @@ impl Recorder {
         }
     }
 
-    /// Counts an open-loop send that left late.
     /// Open loop: the generator thread ran `cpu_ns` on a core for its `sends` sends.
     pub fn generator_ran(&self, cpu_ns: u64, sends: u64) {
         *self.generator.lock() = (cpu_ns, sends);

@@ -47,8 +47,8 @@ pub struct BenchArgs {
     /// Open loop: count each request's latency from its scheduled time, not from the moment
     /// the generator sent it: a send the generator could not make on time (its cores busy)
     /// then counts its lag, as a client whose arrivals do not wait for the server's would see
-    /// it. Each point reports the sends' mean lag either way. (The simulator's arrivals are
-    /// never late.)
+    /// it. Each point reports the sends' mean lag either way. (In `baton simulate`, sends lag
+    /// only with its generator thread, --send-cpu-us.)
     #[arg(long)]
     pub latency_from_schedule: bool,
     /// Rows (dim 0) per request.

@@ -135,7 +135,10 @@ mod tests {
     #[test]
     fn costs_convert_from_us_and_refuse_bad_values_by_name() {
         let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
-        assert_eq!(c, CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, send_ns: 0, off_path: false });
+        assert_eq!(
+            c,
+            CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, send_ns: 0, off_path: false }
+        );
         assert_eq!(c.enter_ns(), 10_000);
         assert_eq!(c.hand_on_ns(4), 3_500);
         assert!(CpuCosts::from_us(-1.0, 0.0, 0.0).unwrap_err().contains("--request-cpu-us"));
