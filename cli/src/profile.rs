@@ -2,7 +2,7 @@
 //! measures each node's latency per batch size on each provider asked for
 //! (engines created as the runtime creates them, every size's warm-up runs
 //! first, then the timed runs in turns of [`RUNS_PER_TURN`] runs a size, the
-//! sizes in turn: median with p10/p90, min, max, and every run's time in the
+//! sizes in turn (on CUDA a size's runs in one turn): median with p10/p90, min, max, and every run's time in the
 //! order they ran, for `baton simulate`), and its memory (resident
 //! memory its engines added by the end of its runs, model file sizes; on CUDA
 //! the device memory its sessions hold, and an estimate of it). The profile
@@ -201,10 +201,12 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     Ok(())
 }
 
-/// The timed runs of a node come in turns of this many runs of each batch size, the
-/// sizes in turn, until each size has its runs: a machine whose speed drifts over
-/// tens of milliseconds (a shared VM's neighbours) then slows every size alike, not
-/// the sizes that happened to run while it was slow.
+/// On the CPU, the timed runs of a node come in turns of this many runs of each batch
+/// size, the sizes in turn, until each size has its runs: a machine whose speed drifts
+/// over tens of milliseconds (a shared VM's neighbours) then slows every size alike, not
+/// the sizes that happened to run while it was slow. On CUDA each size runs all its runs
+/// in one turn: ONNX Runtime's CUDA convolutions set themselves up again whenever the
+/// input shape differs from the last run's (docs/gpu.md), which turns would pay every turn.
 const RUNS_PER_TURN: usize = 10;
 
 /// Measures one node on one provider: its profile, the cores it kept busy at its
@@ -271,7 +273,8 @@ fn measure(
     // over its turns give the cores it kept busy.
     let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(args.runs); sizes.len()];
     let (mut cpu_ns, mut wall_ns) = (vec![0u64; sizes.len()], vec![0u64; sizes.len()]);
-    for (i, runs) in turns(sizes.len(), args.runs) {
+    let per_turn = if device.is_some() { args.runs } else { RUNS_PER_TURN };
+    for (i, runs) in turns(sizes.len(), args.runs, per_turn) {
         let (cpu_start, turn_start) = (process_cpu_ns(), Instant::now());
         for _ in 0..runs {
             let k = args.warmup + times[i].len();
@@ -319,11 +322,11 @@ fn measure(
     Ok((measured, busy, stages))
 }
 
-/// The timed runs' order: `(size index, runs)` turns of at most [`RUNS_PER_TURN`] runs,
-/// the sizes in turn, until each of `sizes` sizes has had `runs` runs.
-fn turns(sizes: usize, runs: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..runs.div_ceil(RUNS_PER_TURN))
-        .flat_map(move |t| (0..sizes).map(move |i| (i, RUNS_PER_TURN.min(runs - t * RUNS_PER_TURN))))
+/// The timed runs' order: `(size index, runs)` turns of at most `per_turn` runs, the
+/// sizes in turn, until each of `sizes` sizes has had `runs` runs.
+fn turns(sizes: usize, runs: usize, per_turn: usize) -> impl Iterator<Item = (usize, usize)> {
+    let per_turn = per_turn.max(1);
+    (0..runs.div_ceil(per_turn)).flat_map(move |t| (0..sizes).map(move |i| (i, per_turn.min(runs - t * per_turn))))
 }
 
 /// A batch size's timing from its runs' times, µs, in the order they ran.
@@ -482,10 +485,12 @@ mod tests {
 
     #[test]
     fn timed_runs_take_turns_of_ten_runs_a_size_until_each_size_has_its_runs() {
-        let order: Vec<(usize, usize)> = turns(3, 25).collect();
+        let order: Vec<(usize, usize)> = turns(3, 25, RUNS_PER_TURN).collect();
         assert_eq!(order, [(0, 10), (1, 10), (2, 10), (0, 10), (1, 10), (2, 10), (0, 5), (1, 5), (2, 5)]);
-        assert_eq!(turns(2, 10).collect::<Vec<_>>(), [(0, 10), (1, 10)]);
-        assert_eq!(turns(0, 200).count(), 0);
-        assert_eq!(turns(4, 0).count(), 0);
+        assert_eq!(turns(2, 10, RUNS_PER_TURN).collect::<Vec<_>>(), [(0, 10), (1, 10)]);
+        assert_eq!(turns(0, 200, RUNS_PER_TURN).count(), 0);
+        assert_eq!(turns(4, 0, RUNS_PER_TURN).count(), 0);
+        // On CUDA a size's runs come in one turn (per_turn = runs).
+        assert_eq!(turns(2, 200, 200).collect::<Vec<_>>(), [(0, 200), (1, 200)]);
     }
 }
