@@ -33,6 +33,27 @@ pub fn thread_cpu_ns() -> Option<u64> {
     ok.then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 
+/// One thread's count of the spans it times (its batches, or its spins): every
+/// [`SAMPLE_EVERY`]-th span, the first included, reads the thread's CPU clock.
+#[derive(Default)]
+pub(crate) struct Sampler {
+    started: u64,
+}
+
+impl Sampler {
+    /// A span starts: the thread's CPU time now where this span is sampled, else None.
+    pub fn start(&mut self) -> Option<u64> {
+        let sampled = self.started.is_multiple_of(SAMPLE_EVERY);
+        self.started += 1;
+        sampled.then(thread_cpu_ns).flatten()
+    }
+
+    /// The span that [`Sampler::start`] began at `start` ends: its CPU time, where sampled.
+    pub fn end(start: Option<u64>) -> Option<u64> {
+        start.and_then(|before| Some(thread_cpu_ns()?.saturating_sub(before)))
+    }
+}
+
 /// A node's running sums of its sampled batches.
 #[derive(Default)]
 pub(crate) struct CpuSamples {
@@ -83,6 +104,16 @@ impl BatchCpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sampler_reads_the_clock_for_the_first_span_and_every_eighth_after() {
+        let mut s = Sampler::default();
+        let read: Vec<bool> = (0..17).map(|_| s.start().is_some()).collect();
+        let expected: Vec<bool> = (0..17).map(|k| k % 8 == 0).collect();
+        assert_eq!(read, expected);
+        assert_eq!(Sampler::end(None), None);
+        assert!(Sampler::end(thread_cpu_ns()).is_some());
+    }
 
     #[test]
     fn the_thread_clock_counts_this_threads_work_and_not_its_sleep() {

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
+use crate::batch_cpu::Sampler;
 use crate::engine::{Engine, StageRequest};
 use crate::node::fault::FaultDraws;
 use crate::node::niceness::BatchNice;
@@ -89,10 +90,9 @@ struct Worker {
     nice: BatchNice,
     /// Whether the scheduler may stop this worker's batches (see [`crate::node::stop`]).
     stoppable: bool,
-    /// Batches this worker has run or started: every `batch_cpu::SAMPLE_EVERY`-th reads its CPU clock.
-    batches_started: u64,
-    /// Spins this worker has started: every `batch_cpu::SAMPLE_EVERY`-th reads its CPU clock.
-    spins_started: u64,
+    /// Its batches and its spins: every `batch_cpu::SAMPLE_EVERY`-th of each reads its CPU clock.
+    batch_samples: Sampler,
+    spin_samples: Sampler,
 }
 
 /// Spins up to `spin` for an instruction (trying the channel, yielding the core
@@ -139,12 +139,9 @@ impl Worker {
                 Err(TryRecvError::Disconnected) => return Instruction::Exit,
                 Err(TryRecvError::Empty) => {}
             }
-            let sampled = self.spins_started.is_multiple_of(crate::batch_cpu::SAMPLE_EVERY);
-            self.spins_started += 1;
-            let cpu_before = if sampled { crate::batch_cpu::thread_cpu_ns() } else { None };
+            let cpu_before = self.spin_samples.start();
             let got = spin_for_instruction(receiver, spin);
-            let cpu = cpu_before.and_then(|before| Some(crate::batch_cpu::thread_cpu_ns()?.saturating_sub(before)));
-            self.state.counters.spin_samples.record(cpu);
+            self.state.counters.spin_samples.record(Sampler::end(cpu_before));
             if let Some(instruction) = got {
                 return instruction;
             }
@@ -231,12 +228,10 @@ impl Worker {
         if self.stoppable {
             slot.begin(crate::clock::now_ns(), holds_priority);
         }
-        let sampled = self.batches_started.is_multiple_of(crate::batch_cpu::SAMPLE_EVERY);
-        self.batches_started += 1;
-        let cpu_before = if sampled { crate::batch_cpu::thread_cpu_ns() } else { None };
+        let cpu_before = self.batch_samples.start();
         let result = self.execute(tasks);
         let compute = started.elapsed();
-        let cpu = cpu_before.and_then(|before| Some(crate::batch_cpu::thread_cpu_ns()?.saturating_sub(before)));
+        let cpu = Sampler::end(cpu_before);
         if self.stoppable && slot.end() && result.is_err() {
             // Stopped for priority work: the tasks wait again, first in their queues.
             state.metrics.stopped_batches.increment(1);

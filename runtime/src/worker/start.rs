@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use super::{Handoff, Worker, WorkerSettings, INPUT_BUFFERS_KEPT};
+use crate::batch_cpu::Sampler;
 use crate::engine::{Engine, StageRequest, WarmUp};
 use crate::node::fault::FaultDraws;
 use crate::node::niceness::BatchNice;
@@ -122,8 +123,8 @@ impl Worker {
             group,
             nice: BatchNice::new(&state.nice, index, settings.thread_classes),
             stoppable: false,
-            batches_started: 0,
-            spins_started: 0,
+            batch_samples: Sampler::default(),
+            spin_samples: Sampler::default(),
             engines,
             requests,
             handoff,
