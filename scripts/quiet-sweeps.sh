@@ -11,6 +11,7 @@
 # release builds; scripts/device-run.sh's unpacked ones on a lent machine). ROUNDS (default 8)
 # is --repeat; CORES overrides the two CPUs (e.g. CORES=0,1); A_CAPACITY is workload a's
 # sessions/s at 100% (default 24, greedy's open-loop capacity on the development machine).
+# BENCH_FLAGS adds flags to workloads b's and c's `baton bench` (e.g. --latency-from-schedule).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/quiet-sweeps.sh DIR [b,c,a]}
@@ -44,13 +45,13 @@ pinned() { # NAME COMMAND...: runs the command on $CORES, its table into DIR/NAM
 
 if want b; then
     pinned many_nodes "$BATON" bench configs/many_nodes.toml --sweep 50,70,90 --repeat "$ROUNDS" --rows 4 \
-        --priority-fraction 0.1 --duration 3s --warmup 0.5s --policy greedy,collaborative \
+        --priority-fraction 0.1 --duration 3s --warmup 0.5s --policy greedy,collaborative ${BENCH_FLAGS:-} \
         --csv "$DIR/many_nodes.csv" --plot "$DIR/many_nodes.svg"
 fi
 if want c; then
     pinned mixed_streams "$BATON" bench configs/mixed_streams.toml --stream-chunks 16 --stream-inputs chunk \
         --stream-fraction 0.2 --sweep 50,70,90 --repeat "$ROUNDS" --capacity-concurrency 16 \
-        --duration 3s --warmup 0.5s --policy greedy,collaborative \
+        --duration 3s --warmup 0.5s --policy greedy,collaborative ${BENCH_FLAGS:-} \
         --csv "$DIR/mixed_streams.csv" --plot "$DIR/mixed_streams.svg"
 fi
 if want a; then

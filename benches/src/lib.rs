@@ -81,6 +81,8 @@ pub struct BenchOptions {
     pub arrivals: Arrivals,
     /// Open loop: latency from each request's scheduled time, not from its send.
     pub latency_from_schedule: bool,
+    /// Open loop: the generator thread's scheduling policy (see [`load::GeneratorPolicy`]).
+    pub generator_policy: load::GeneratorPolicy,
     /// Rows (dim 0) per request.
     pub rows: usize,
     /// Pre-generated requests, cloned in turn.
@@ -162,6 +164,7 @@ impl Default for BenchOptions {
             rate: Vec::new(),
             arrivals: Arrivals::Poisson,
             latency_from_schedule: false,
+            generator_policy: load::GeneratorPolicy::Auto,
             rows: 1,
             pool: 64,
             seed: 0,
@@ -308,6 +311,7 @@ impl BenchOptions {
             "rate": self.rate,
             "arrivals": self.arrivals,
             "latency_from_schedule": self.latency_from_schedule,
+            "generator_policy": self.generator_policy,
             "rows": self.rows,
             "pool": self.pool,
             "seed": self.seed,
@@ -381,6 +385,10 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         }
     }
     load::tenant_indices(&args.tenants, &spec.fairness.tenants)?;
+    // The generator's policy, resolved for this pipeline (`auto`: its scheduler settings).
+    let realtime = args.generator_policy.realtime_for(Some(&spec));
+    let generator_policy = if realtime { load::GeneratorPolicy::Realtime } else { load::GeneratorPolicy::Normal };
+    let args = &BenchOptions { generator_policy, ..args.clone() };
     let inputs: Vec<baton::TensorSpec> = spec.inputs.iter().map(|i| i.spec.clone()).collect();
     let pool = request_pool(args, &inputs)?;
     let loads = args.loads();
@@ -688,6 +696,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
                     arrivals: args.arrivals,
                     seed: args.seed,
                     from_schedule: args.latency_from_schedule,
+                    realtime: args.generator_policy.realtime_for(None),
                 };
                 load::open_loop(scope, target, pool, &recorder, schedule, &args.client_cores)
             }
@@ -736,6 +745,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     let reported = if args.stability { 3 } else { 1 };
     let mut point = point_result(policy, load.mode(), load.value(), args.rows, &windows, reported, stable);
     point.send_cpu_us = recorder.send_cpu_us();
+    point.generator_realtime = recorder.generator_realtime();
     if !args.stability && args.url.is_none() {
         if let (Some(from), Some(to)) = (cpu_from, cpu_to) {
             point.cpu = cpu::RuntimeCpu::of(to.saturating_sub(from), point.seconds, &point.nodes, point.requests);

@@ -333,6 +333,47 @@ impl Arrivals {
     }
 }
 
+/// The open-loop generator thread's scheduling policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GeneratorPolicy {
+    /// Real-time where the pipeline's workers may run real-time (`foreground_realtime`,
+    /// whatever policy a run uses, so that the policies compared see one generator), else normal.
+    Auto,
+    /// The FIFO real-time policy, above the workers' real-time batches
+    /// ([`baton::request_thread_realtime`]): no thread of the runtime holds a send back.
+    Realtime,
+    /// The normal policy: the generator shares the cores as any thread.
+    Normal,
+}
+
+impl GeneratorPolicy {
+    pub const ALL: [GeneratorPolicy; 3] = [GeneratorPolicy::Auto, GeneratorPolicy::Realtime, GeneratorPolicy::Normal];
+
+    /// The name `--generator-policy` and the JSON report give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GeneratorPolicy::Auto => "auto",
+            GeneratorPolicy::Realtime => "realtime",
+            GeneratorPolicy::Normal => "normal",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<GeneratorPolicy> {
+        GeneratorPolicy::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether the generator asks for the real-time policy on `spec`'s pipeline (`None`: a
+    /// server's, whose scheduler settings are not known here: `auto` keeps the normal policy).
+    pub fn realtime_for(self, spec: Option<&baton::PipelineSpec>) -> bool {
+        match self {
+            GeneratorPolicy::Auto => spec.is_some_and(|s| s.scheduler.foreground_realtime),
+            GeneratorPolicy::Realtime => true,
+            GeneratorPolicy::Normal => false,
+        }
+    }
+}
+
 /// Gaps between open-loop arrivals, s.
 pub struct InterArrival {
     mean: f64,
@@ -426,6 +467,8 @@ pub struct Schedule {
     pub seed: u64,
     /// Latency from each request's scheduled time (else from its send).
     pub from_schedule: bool,
+    /// The generator thread asks for the real-time policy above the runtime's workers.
+    pub realtime: bool,
 }
 
 /// Starts one generator thread submitting on `schedule` with `call_then`; each callback records the latency
@@ -434,7 +477,9 @@ pub struct Schedule {
 /// arrivals do not wait for the server's would see it) to the answer into shard = request number.
 /// Each send's lag behind its schedule is recorded; one more than 1 ms behind counts as late; at
 /// its end, the thread's CPU time over its sends (`Recorder::send_cpu_us`). The
-/// thread asks the kernel for a timer slack of 1 ns, so its sleeps end when due, not up to 50 µs later.
+/// thread asks the kernel for a timer slack of 1 ns, so its sleeps end when due, not up to 50 µs later,
+/// and, with `schedule.realtime`, for the real-time policy above the workers' (whether it got it
+/// is recorded: `Recorder::generator_realtime`).
 pub fn open_loop<'scope, 'env: 'scope>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     target: &'env dyn Target,
@@ -443,7 +488,7 @@ pub fn open_loop<'scope, 'env: 'scope>(
     schedule: Schedule,
     cores: &'env [usize],
 ) -> Driver<'scope> {
-    let Schedule { rate, arrivals, seed, from_schedule } = schedule;
+    let Schedule { rate, arrivals, seed, from_schedule, realtime } = schedule;
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
@@ -452,6 +497,13 @@ pub fn open_loop<'scope, 'env: 'scope>(
             pin(cores, 0);
             // SAFETY: PR_SET_TIMERSLACK changes only the calling thread's timer slack.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            let realtime = realtime && {
+                let granted = baton::request_thread_realtime();
+                if !granted {
+                    eprintln!("warning: the generator runs at the normal policy: the kernel refused the real-time one");
+                }
+                granted
+            };
             let cpu_start = baton::batch_cpu::thread_cpu_ns();
             let mut gaps = InterArrival::new(rate, arrivals, seed);
             let start = Instant::now();
@@ -485,9 +537,11 @@ pub fn open_loop<'scope, 'env: 'scope>(
                 i += 1;
                 due += gaps.next_gap();
             }
-            if let (Some(from), Some(to)) = (cpu_start, baton::batch_cpu::thread_cpu_ns()) {
-                recorder.generator_ran(to.saturating_sub(from), i);
-            }
+            let cpu_ns = match (cpu_start, baton::batch_cpu::thread_cpu_ns()) {
+                (Some(from), Some(to)) => to.saturating_sub(from),
+                _ => 0,
+            };
+            recorder.generator_ran(cpu_ns, i, realtime);
         })
         .expect("spawn the generator thread");
     Driver { stop, threads: vec![thread] }

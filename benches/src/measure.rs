@@ -110,8 +110,9 @@ impl Tally {
 pub struct Recorder {
     shards: Vec<Mutex<Tally>>,
     tenants: Vec<String>,
-    /// Open loop: the generator thread's CPU time and its sends, over its whole run.
-    generator: Mutex<(u64, u64)>,
+    /// Open loop: the generator thread's CPU time and its sends, over its whole run, and
+    /// whether it ran at the real-time policy.
+    generator: Mutex<(u64, u64, bool)>,
 }
 
 impl Recorder {
@@ -123,7 +124,7 @@ impl Recorder {
     /// A recorder with `shards` shards that also keeps each of `tenants`' latencies apart.
     pub fn with_tenants(shards: usize, tenants: Vec<String>) -> Recorder {
         let shards = (0..shards.max(1)).map(|_| Mutex::new(Tally::with_tenants(&tenants))).collect();
-        Recorder { shards, tenants, generator: Mutex::new((0, 0)) }
+        Recorder { shards, tenants, generator: Mutex::new((0, 0, false)) }
     }
 
     /// Records one answer into shard `key % shards`: its latency when it succeeded, else an error.
@@ -150,14 +151,20 @@ impl Recorder {
         }
     }
 
-    /// Open loop: the generator thread ran `cpu_ns` on a core for its `sends` sends.
-    pub fn generator_ran(&self, cpu_ns: u64, sends: u64) {
-        *self.generator.lock() = (cpu_ns, sends);
+    /// Open loop: the generator thread ran `cpu_ns` on a core for its `sends` sends, at the
+    /// real-time policy or not.
+    pub fn generator_ran(&self, cpu_ns: u64, sends: u64, realtime: bool) {
+        *self.generator.lock() = (cpu_ns, sends, realtime);
+    }
+
+    /// Open loop: whether the generator's sends ran at the real-time policy.
+    pub fn generator_realtime(&self) -> bool {
+        self.generator.lock().2
     }
 
     /// Open loop: the generator's CPU per send, µs (0 before it ended, or without sends).
     pub fn send_cpu_us(&self) -> f64 {
-        let (cpu_ns, sends) = *self.generator.lock();
+        let (cpu_ns, sends, _) = *self.generator.lock();
         if sends == 0 {
             0.0
         } else {
@@ -435,6 +442,8 @@ pub struct PointResult {
     /// Open loop: the generator thread's CPU per send, µs, over its whole run (what
     /// `baton simulate --send-cpu-us` takes).
     pub send_cpu_us: f64,
+    /// Open loop: the generator's sends ran at the real-time policy (`--generator-realtime`).
+    pub generator_realtime: bool,
     pub throughput_rps: f64,
     pub rows_per_s: f64,
     /// All successful requests (priority ones included).
@@ -512,6 +521,7 @@ pub fn point_result(
         late_sends: tally.late_sends,
         mean_send_lag_us: if tally.sends > 0 { tally.send_lag_us as f64 / tally.sends as f64 } else { 0.0 },
         send_cpu_us: 0.0,
+        generator_realtime: false,
         throughput_rps: throughput,
         rows_per_s: throughput * rows_per_request as f64,
         latency: Latency::of(&tally.all),

@@ -275,14 +275,16 @@ pub fn ticks_table(points: &[PointResult]) -> String {
 
 /// Per open-loop point, how far behind its schedule the generator sent: the mean lag and the
 /// sends more than 1 ms late (a load the generator's cores could not keep up with; with
-/// `--latency-from-schedule` every latency holds its send's lag). Empty without open-loop points.
+/// `--latency-from-schedule` every latency holds its send's lag), and where the generator ran at
+/// the real-time policy (`--generator-policy`), a mark. Empty without open-loop points.
 pub fn sends_table(points: &[PointResult]) -> String {
     if points.iter().all(|p| p.mode != "open") {
         return String::new();
     }
     let mut out = String::from("open-loop sends: policy, load: mean lag behind schedule µs, sends over 1 ms late\n");
     for p in points.iter().filter(|p| p.mode == "open") {
-        let _ = writeln!(out, "  {} {}: {:.1} {}", p.policy, p.load, p.mean_send_lag_us, p.late_sends);
+        let mark = if p.generator_realtime { " (generator real-time)" } else { "" };
+        let _ = writeln!(out, "  {} {}: {:.1} {}{mark}", p.policy, p.load, p.mean_send_lag_us, p.late_sends);
     }
     out
 }
@@ -512,6 +514,7 @@ mod tests {
             late_sends: 0,
             mean_send_lag_us: 0.0,
             send_cpu_us: 0.0,
+            generator_realtime: false,
             throughput_rps: 1000.0,
             rows_per_s: 2000.0,
             latency: Latency {
@@ -576,9 +579,11 @@ mod tests {
         let open = PointResult { mode: "open".into(), mean_send_lag_us: 42.5, late_sends: 3, ..point() };
         assert_eq!(sends_table(&[point()]), "", "no open-loop point: no block");
         assert_eq!(
-            sends_table(&[point(), open]),
+            sends_table(&[point(), open.clone()]),
             "open-loop sends: policy, load: mean lag behind schedule µs, sends over 1 ms late\n  collaborative 4: 42.5 3\n"
         );
+        let realtime = PointResult { generator_realtime: true, ..open.clone() };
+        assert!(sends_table(&[realtime]).ends_with("  collaborative 4: 42.5 3 (generator real-time)\n"));
         let mut p = point();
         let lateness =
             crate::measure::WakeSummary { count: 40, contended: 10, p50_us: 73.7, p99_us: 524.3, ..Default::default() };

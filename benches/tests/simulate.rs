@@ -10,7 +10,7 @@ const SUITE: &str = "simulate";
 use std::path::{Path, PathBuf};
 
 use baton::BatchingPolicy;
-use baton_bench::load::Arrivals;
+use baton_bench::load::{Arrivals, GeneratorPolicy};
 use baton_bench::simulate::cpu::CpuUs;
 use baton_bench::simulate::{simulate, SimOptions};
 
@@ -305,6 +305,33 @@ fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_
     assert_eq!(latency(&o), (1600, 1600), "from the send the wait does not show");
     o.model.cpu = CpuUs { send_us: -1.0, ..CpuUs::default() };
     assert!(simulate(&o, &engines()).unwrap_err().contains("--send-cpu-us"));
+}
+
+#[test]
+fn real_time_sends_leave_on_schedule_while_normal_ones_wait_behind_real_time_batches() {
+    let dir = folder(SUITE, "generator_policy");
+    // One core; every batch (all requests priority) runs real-time for 1 ms; 500 requests/s.
+    // The pipeline sets `foreground_realtime`, so the generator's `auto` policy is real-time.
+    let mut o = options(realtime_one_node(&dir), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.rate = vec![500.0];
+    o.bench.priority_fraction = 1.0;
+    o.bench.latency_from_schedule = true;
+    o.model.cores = Some(1.0);
+    o.model.cpu = CpuUs { send_us: 100.0, ..CpuUs::default() };
+    let lag = |o: &SimOptions| {
+        let from_schedule = simulate(o, &engines()).unwrap().points.remove(0).latency.mean_us;
+        let mut from_send = o.clone();
+        from_send.bench.latency_from_schedule = false;
+        let from_send = simulate(&from_send, &engines()).unwrap().points.remove(0).latency.mean_us;
+        from_schedule - from_send
+    };
+    assert_eq!(o.bench.generator_policy, GeneratorPolicy::Auto, "the bench's default");
+    let realtime = lag(&o);
+    // At the normal policy a send due during a batch gets 5% of the core until the batch ends.
+    o.bench.generator_policy = GeneratorPolicy::Normal;
+    let normal = lag(&o);
+    assert!(realtime < 20.0, "above the workers a send waits only for the sends before it: {realtime} µs");
+    assert!(normal > 150.0, "behind the real-time batches: {normal} µs");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use baton::BatchingPolicy;
 use baton_bench::fairness::FairnessOptions;
-use baton_bench::load::Arrivals;
+use baton_bench::load::{Arrivals, GeneratorPolicy};
 use baton_bench::raw::RawIo;
 use baton_bench::{parse_duration, BenchOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -51,6 +51,16 @@ pub struct BenchArgs {
     /// only with its generator thread, --send-cpu-us.)
     #[arg(long)]
     pub latency_from_schedule: bool,
+    /// Open loop: the generator thread's scheduling. `realtime`: the FIFO real-time policy,
+    /// above the runtime's real-time workers, so no thread of the runtime holds a send back, as
+    /// clients on other machines would not be (needs root or CAP_SYS_NICE; where the kernel
+    /// refuses, the sends run at the normal policy and the open-loop sends block says so). Each
+    /// send then preempts whatever runs on its core: keep it off pinned workers' cores
+    /// (--client-cores). `normal`: it shares the cores as any thread, behind real-time workers.
+    /// `auto`: `realtime` where the pipeline sets `foreground_realtime` (for every --policy
+    /// alike), else `normal`.
+    #[arg(long, default_value = "auto", value_parser = generator_policy_parser())]
+    pub generator_policy: GeneratorPolicy,
     /// Rows (dim 0) per request.
     #[arg(long, default_value_t = 1)]
     pub rows: usize,
@@ -154,6 +164,7 @@ impl BenchArgs {
             rate: self.rate,
             arrivals: self.arrivals,
             latency_from_schedule: self.latency_from_schedule,
+            generator_policy: self.generator_policy,
             rows: self.rows,
             pool: self.pool,
             seed: self.seed,
@@ -245,6 +256,12 @@ fn raw_io_parser() -> impl TypedValueParser<Value = RawIo> {
 pub(crate) fn arrivals_parser() -> impl TypedValueParser<Value = Arrivals> {
     PossibleValuesParser::new(Arrivals::ALL.map(Arrivals::name))
         .map(|name| Arrivals::from_name(&name).expect("one of the possible values"))
+}
+
+/// `--generator-policy` values: the names [`GeneratorPolicy::name`] gives.
+fn generator_policy_parser() -> impl TypedValueParser<Value = GeneratorPolicy> {
+    PossibleValuesParser::new(GeneratorPolicy::ALL.map(GeneratorPolicy::name))
+        .map(|name| GeneratorPolicy::from_name(&name).expect("one of the possible values"))
 }
 
 /// The stream load's options, shared by `baton bench`, `baton simulate` and `baton tune`.

@@ -59,7 +59,8 @@ pub struct ModelTermArgs {
     #[arg(long, default_value_t = 0.0)]
     pub tick_cpu_us: f64,
     /// Measured term: the load generator's CPU per open-loop send, µs: one thread sends the
-    /// requests in turn, a normal-class job on the shared cores for each, and a request
+    /// requests in turn, a job on the shared cores for each (at the real-time policy above the
+    /// workers', or with --generator-policy normal a normal-class one), and a request
     /// reaches the runtime when its send ends (`baton bench` writes it as `send_cpu_us`).
     /// With it, latency counts from each send as `baton bench`'s does, or from the
     /// schedule with --latency-from-schedule.

@@ -10,30 +10,43 @@
 //! background batches at the normal policy with `background_nice` added to
 //! their nice. The baselines leave every thread alone: all share equally.
 //!
-//! The sharing: real-time batches first, a core each (with more of them than
-//! cores, an equal share of 95% of the cores: the kernel's real-time throttling
-//! leaves the rest to normal threads); the cores left go to the normal batches
+//! The sharing: real-time jobs first, by their real-time priority, a core each
+//! (where more of one priority want cores than are left, an equal share of what
+//! is left; the real-time jobs together take at most 95% of the cores where a
+//! normal one runs: the kernel's real-time throttling leaves the rest to normal
+//! threads); the load generator's sends at priority 2, the workers' real-time
+//! batches at 1. The cores left go to the normal batches
 //! in proportion to their nice weights (CFS: 1024 / 1.25^nice), none faster
 //! than one core. With no classes set, every batch runs at `cores / running`
 //! (at most 1), the plain processor sharing.
 //!
 //! Not modelled: a background worker lifted to the foreground while its batch
 //! runs (when a priority task reaches its node), `foreground_slice_us`, and
-//! the other threads of the process (the load generator, hand-offs).
+//! the other threads of the process beyond the load generator's (hand-offs).
 
 use baton::config::BackgroundScope;
 use baton::{BatchingPolicy, PipelineSpec};
 
-/// A running batch's thread class.
+/// A running job's thread class.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Class {
-    pub realtime: bool,
-    /// Its CFS weight (1024 at nice 0).
+    /// Its FIFO real-time priority (0: the normal policy).
+    pub realtime_priority: u8,
+    /// Its CFS weight (1024 at nice 0), under the normal policy.
     pub weight: f64,
 }
 
 impl Class {
-    pub const PLAIN: Class = Class { realtime: false, weight: 1024.0 };
+    pub const PLAIN: Class = Class { realtime_priority: 0, weight: 1024.0 };
+    /// A worker's batch in the real-time foreground (`foreground_realtime`).
+    pub const REALTIME: Class = Class { realtime_priority: 1, weight: 1024.0 };
+    /// The load generator's sends at the real-time policy, above the workers'
+    /// (`baton bench --generator-policy realtime`).
+    pub const GENERATOR_REALTIME: Class = Class { realtime_priority: 2, weight: 1024.0 };
+
+    pub fn is_realtime(&self) -> bool {
+        self.realtime_priority > 0
+    }
 }
 
 /// The pipeline's thread classes.
@@ -79,9 +92,13 @@ impl Classes {
         }
         self.seen_priority[node] |= holds_priority;
         if holds_priority || priority_waits || (self.by_node && self.seen_priority[node]) {
-            Class { realtime: self.realtime, weight: 1024.0 }
+            if self.realtime {
+                Class::REALTIME
+            } else {
+                Class::PLAIN
+            }
         } else {
-            Class { realtime: false, weight: self.background_weight }
+            Class { realtime_priority: 0, weight: self.background_weight }
         }
     }
 }
@@ -90,23 +107,31 @@ impl Classes {
 pub fn speeds(cores: f64, classes: &[Class], out: &mut Vec<f64>) {
     out.clear();
     out.resize(classes.len(), 0.0);
-    let realtime = classes.iter().filter(|c| c.realtime).count() as f64;
-    let normal = classes.len() as f64 - realtime;
-    let realtime_cores = if normal > 0.0 { realtime.min(cores * 0.95) } else { realtime.min(cores) };
-    let mut left = cores - realtime_cores;
-    if realtime == 0.0 && classes.windows(2).all(|w| w[0].weight == w[1].weight) {
+    let realtime = classes.iter().filter(|c| c.is_realtime()).count();
+    let normal = classes.len() - realtime;
+    if realtime == 0 && classes.windows(2).all(|w| w[0].weight == w[1].weight) {
         // Equal weights: `cores / running` each, at most one core.
         out.fill((cores / classes.len() as f64).min(1.0));
         return;
     }
-    let mut open: Vec<usize> = Vec::with_capacity(classes.len());
-    for (k, c) in classes.iter().enumerate() {
-        if c.realtime {
-            out[k] = realtime_cores / realtime;
-        } else {
-            open.push(k);
+    // Real-time jobs, the highest priority first, each level sharing what the ones above left.
+    let realtime_cores = if normal > 0 { cores * 0.95 } else { cores };
+    let mut left = realtime_cores;
+    let mut priorities: Vec<u8> = classes.iter().map(|c| c.realtime_priority).filter(|&p| p > 0).collect();
+    priorities.sort_unstable_by(|a, b| b.cmp(a));
+    priorities.dedup();
+    for priority in priorities {
+        let at = classes.iter().filter(|c| c.realtime_priority == priority).count() as f64;
+        let each = (left / at).min(1.0);
+        for (k, c) in classes.iter().enumerate() {
+            if c.realtime_priority == priority {
+                out[k] = each;
+            }
         }
+        left -= each * at;
     }
+    let mut left = cores - (realtime_cores - left);
+    let mut open: Vec<usize> = (0..classes.len()).filter(|&k| !classes[k].is_realtime()).collect();
     // Water-filling: shares by weight, none above one core; what a capped batch leaves goes to the others.
     while !open.is_empty() {
         let total: f64 = open.iter().map(|&k| classes[k].weight).sum();
@@ -129,8 +154,9 @@ pub fn speeds(cores: f64, classes: &[Class], out: &mut Vec<f64>) {
 mod tests {
     use super::*;
 
-    const BG: Class = Class { realtime: false, weight: 110.0 };
-    const RT: Class = Class { realtime: true, weight: 1024.0 };
+    const BG: Class = Class { realtime_priority: 0, weight: 110.0 };
+    const RT: Class = Class::REALTIME;
+    const GEN: Class = Class::GENERATOR_REALTIME;
 
     fn run(cores: f64, classes: &[Class]) -> Vec<f64> {
         let mut out = Vec::new();
@@ -155,5 +181,18 @@ mod tests {
         // Three real-time batches on two cores leave 5% to the normal one.
         let s = run(2.0, &[RT, RT, RT, Class::PLAIN]);
         assert!((s[0] - 1.9 / 3.0).abs() < 1e-9 && (s[3] - 0.1).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn the_generators_real_time_sends_take_a_core_before_the_real_time_batches() {
+        // Two real-time batches and the generator's send on two cores, a normal batch beside:
+        // the send a core, the batches the rest of 95% of the cores between them.
+        let s = run(2.0, &[RT, GEN, RT, Class::PLAIN]);
+        assert!((s[1] - 1.0).abs() < 1e-9, "{s:?}");
+        assert!((s[0] - 0.45).abs() < 1e-9 && (s[2] - 0.45).abs() < 1e-9, "{s:?}");
+        assert!((s[3] - 0.1).abs() < 1e-9, "{s:?}");
+        // Without a normal job the real-time ones may take every core.
+        assert_eq!(run(2.0, &[GEN, RT]), [1.0, 1.0]);
+        assert_eq!(run(1.0, &[RT, GEN]), [0.0, 1.0]);
     }
 }

@@ -87,6 +87,9 @@ pub struct PointSetup {
     /// With a load generator thread (`send_ns`): latency counts from each request's
     /// scheduled time, not from its send (as `baton bench --latency-from-schedule`).
     pub latency_from_schedule: bool,
+    /// With a load generator thread: its sends run at the real-time policy above the
+    /// workers' (`baton bench --generator-policy realtime`), else at the normal one.
+    pub generator_realtime: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -461,7 +464,7 @@ impl<'a> Sim<'a> {
     }
 
     /// The load generator takes its next request, when it is free and one waits: its
-    /// send runs on the cores as a normal-class job; from its start the request counts
+    /// send runs on the cores as a job of the generator's class; from its start the request counts
     /// as sent (unless latency counts from the schedule).
     fn next_send(&mut self) {
         if self.sending.is_some() {
@@ -472,7 +475,8 @@ impl<'a> Sim<'a> {
             send.sent_ns = self.now;
         }
         self.sending = Some(send);
-        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, Class::PLAIN));
+        let class = if self.setup.generator_realtime { Class::GENERATOR_REALTIME } else { Class::PLAIN };
+        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, class));
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -741,7 +745,7 @@ impl<'a> Sim<'a> {
         self.nodes[node].totals.queue_ns += queued;
         let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
-        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>(), class.realtime);
+        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>(), class.is_realtime());
         let batch = Batch {
             job: Job::Compute,
             node,
@@ -805,7 +809,10 @@ impl<'a> Sim<'a> {
             // same time as events run in the order they were set.
             self.seq += 1;
             b.speed = speed;
-            b.end = (now + (b.left / speed).round() as u64, self.seq);
+            // A job held off every core (a real-time level above takes them all) ends never,
+            // until a reschedule gives it a share.
+            let end = if speed > 0.0 { now.saturating_add((b.left / speed).round() as u64) } else { u64::MAX };
+            b.end = (end, self.seq);
         }
     }
 

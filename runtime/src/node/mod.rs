@@ -39,8 +39,8 @@ pub(crate) mod buffer;
 pub(crate) mod fault;
 pub(crate) mod join;
 pub(crate) mod niceness;
-pub use niceness::request_thread_slice;
 pub(crate) use niceness::ThreadClasses;
+pub use niceness::{request_thread_realtime, request_thread_slice};
 pub(crate) mod stop;
 pub(crate) mod stream;
 

@@ -114,6 +114,16 @@ pub fn request_thread_slice(slice_us: u64) -> bool {
     SLICE_US.contains(&slice_us) && set_nice_and_slice(tid, get_nice(tid), slice_us * 1000)
 }
 
+/// Moves the calling thread to the FIFO real-time policy at priority 2, one above the
+/// workers' real-time foreground (`foreground_realtime`, priority 1): no worker, at either
+/// policy, then delays it, woken or running. For a thread that stands for work outside the
+/// runtime and must not wait for it, such as a load generator whose sends follow a schedule
+/// (it should sleep between short bursts: at that policy it holds its core from every normal
+/// thread while it runs). Returns whether the kernel took it (root or `CAP_SYS_NICE`).
+pub fn request_thread_realtime() -> bool {
+    set_attr(thread_id(), SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 2, ..SchedAttr::default() })
+}
+
 /// The slices, µs, the kernel takes (it clamps others to these limits).
 pub(crate) const SLICE_US: std::ops::RangeInclusive<u64> = 100..=100_000;
 
@@ -504,5 +514,34 @@ mod tests {
             assert_eq!(policy(tid), libc::SCHED_FIFO);
             assert!(!nice.set_for_batch(node, false, || false));
         });
+    }
+
+    #[test]
+    fn a_thread_asking_for_real_time_runs_fifo_above_the_realtime_workers() {
+        std::thread::spawn(|| {
+            let tid = thread_id();
+            if !request_thread_realtime() {
+                eprintln!("skipped: this process may not use the real-time policy");
+                return;
+            }
+            let mut param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_getparam writes thread `tid`'s parameters into `param`.
+            assert_eq!(unsafe { libc::sched_getparam(tid as libc::pid_t, &mut param) }, 0);
+            assert_eq!(policy(tid), libc::SCHED_FIFO);
+            let mut worker = SchedAttr::default();
+            assert!(set_realtime(tid), "back to the workers' real-time priority");
+            let size = std::mem::size_of::<SchedAttr>() as u32;
+            // SAFETY: sched_getattr writes at most `size` bytes into `worker`.
+            let read = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut worker as *mut SchedAttr, size, 0) };
+            assert_eq!(read, 0);
+            assert!(
+                param.sched_priority as u32 > worker.priority,
+                "{} over the workers' {}",
+                param.sched_priority,
+                worker.priority
+            );
+        })
+        .join()
+        .unwrap();
     }
 }
