@@ -206,31 +206,41 @@ impl LoadShape {
         LoadShape { stream_chunks: 0, stream_fraction: None, priority_fraction, tenants: Vec::new() }
     }
 
-    /// A sender's `n`-th request (`i`: its number for the priority pattern). In a
-    /// mixed load, `stream_fraction` of the sender's requests (spread evenly) are
-    /// chunks and the others plain requests, which are left out of `n` first. A
-    /// chunk is chunk `n % chunks` of the sender's stream `n / chunks` (id
-    /// `(sender + 1) << 40 | n / chunks`); its final chunk is a priority task.
-    /// Its tenant: see [`LoadShape::tenant`].
+    /// A sender's `n`-th request (`i`: its number for the priority pattern).
+    ///
+    /// Each sender starts its patterns at its own phase, so that senders stepping
+    /// together (closed-loop clients answered by one batch, the open loop's senders
+    /// taking turns) do not send their stream chunks, or their streams' final
+    /// chunks, together, as independent users would not. In a mixed load,
+    /// `stream_fraction` of the sender's requests (spread evenly, from phase
+    /// `sender`) are chunks and the others plain requests, which are left out of
+    /// the count `m` of the sender's chunks. Chunk `m` is chunk `k = (m + sender)
+    /// % chunks` of the sender's stream `(m + sender) / chunks` (id `(sender + 1)
+    /// << 40 | that`): a sender's first stream starts at chunk `k` (flagged as its
+    /// start) and is shorter, every later one runs 0 to `chunks - 1`; a stream's
+    /// final chunk is a priority task. Its tenant: see [`LoadShape::tenant`].
     pub fn plan(&self, sender: u64, n: u64, i: u64) -> Planned {
         let priority = is_priority(i, self.priority_fraction);
         let tenant = self.tenant(i);
-        let mut n = n;
+        let mut m = n;
         if let Some(fraction) = self.stream_fraction {
-            if !is_priority(n, fraction) {
+            if !is_priority(n + sender, fraction) {
                 return Planned { plain: true, stream: None, priority, tenant };
             }
             // The sender's requests before this one that were stream chunks.
-            n = (n as f64 * fraction).floor() as u64;
+            let marked = |count: u64| (count as f64 * fraction.min(1.0)).floor() as u64;
+            m = marked(n + sender) - marked(sender);
         }
         if self.stream_chunks == 0 {
             return Planned { plain: false, stream: None, priority, tenant };
         }
         let chunks = self.stream_chunks;
+        let at = m + sender % chunks;
         // Ids start at 1 << 40: never 0, which the protocol reads as "no stream".
-        let (id, k) = (((sender + 1) << 40) | (n / chunks), n % chunks);
+        let (id, k) = (((sender + 1) << 40) | (at / chunks), at % chunks);
         let end = k == chunks - 1;
-        Planned { plain: false, stream: Some(Chunk { id, k, start: k == 0, end }), priority: priority || end, tenant }
+        let start = k == 0 || m == 0;
+        Planned { plain: false, stream: Some(Chunk { id, k, start, end }), priority: priority || end, tenant }
     }
 
     /// The tenant of request `i` (`i` as the priority pattern counts): the priority
@@ -593,23 +603,49 @@ mod tests {
     fn stream_chunks_number_streams_per_sender_and_mark_final_chunks_priority() {
         let pool =
             RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None }.with_streams(3);
-        let chunks: Vec<_> = (0..6).map(|n| pool.next(5, n, n)).collect();
-        let ids: Vec<(u64, bool, bool)> =
-            chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
+        let ids = |sender: u64| -> (Vec<(u64, bool, bool)>, Vec<bool>) {
+            let chunks: Vec<_> = (0..6).map(|n| pool.next(sender, n, n)).collect();
+            let ids = chunks.iter().map(|(r, _)| r.stream.map(|s| (s.id, s.start, s.end)).unwrap()).collect();
+            (ids, chunks.iter().map(|(_, p)| p.priority).collect())
+        };
+        let base = 1u64 << 40;
+        assert_eq!(
+            ids(0),
+            (
+                vec![
+                    (base, true, false),
+                    (base, false, false),
+                    (base, false, true),
+                    (base + 1, true, false),
+                    (base + 1, false, false),
+                    (base + 1, false, true)
+                ],
+                vec![false, false, true, false, false, true]
+            )
+        );
+        // Sender 5 starts at chunk 5 % 3 = 2: its first stream is that one chunk, start and end.
         let base = 6u64 << 40;
         assert_eq!(
-            ids,
-            vec![
-                (base, true, false),
-                (base, false, false),
-                (base, false, true),
-                (base + 1, true, false),
-                (base + 1, false, false),
-                (base + 1, false, true)
-            ]
+            ids(5),
+            (
+                vec![
+                    (base, true, true),
+                    (base + 1, true, false),
+                    (base + 1, false, false),
+                    (base + 1, false, true),
+                    (base + 2, true, false),
+                    (base + 2, false, false)
+                ],
+                vec![true, false, false, true, false, false]
+            )
         );
-        let priority: Vec<bool> = chunks.iter().map(|(_, p)| p.priority).collect();
-        assert_eq!(priority, vec![false, false, true, false, false, true]);
+        // Four senders stepping together: at every step one of them sends a final chunk.
+        let pool4 =
+            RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None }.with_streams(4);
+        for n in 0..8 {
+            let finals = (0..4).filter(|&s| pool4.next(s, n, n).0.stream.unwrap().end).count();
+            assert_eq!(finals, 1, "step {n}");
+        }
         let plain = RequestPool { requests: vec![Request::new()], shape: LoadShape::plain(0.0), plain: None };
         assert!(plain.next(5, 0, 0).0.stream.is_none());
     }
@@ -631,6 +667,11 @@ mod tests {
         assert_eq!(chunks, vec![(3, 0, true, false), (7, 0, false, true), (11, 1, true, false), (15, 1, false, true)]);
         let priority: Vec<u64> = (0..16).filter(|&n| sent[n as usize].1.priority).collect();
         assert_eq!(priority, vec![7, 15], "only the streams' final chunks are priority");
+        // Eight senders stepping together: at every step a quarter of them send a chunk.
+        for n in 0..8 {
+            let chunks = (0..8).filter(|&s| mixed.next(s, n, n).0.stream.is_some()).count();
+            assert_eq!(chunks, 2, "step {n}");
+        }
     }
 
     fn shares(list: &[(&str, u64)]) -> Vec<TenantShare> {
