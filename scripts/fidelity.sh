@@ -21,9 +21,9 @@
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'
 # concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones. LATENCY_FROM_SCHEDULE=1 counts
 # the real open-loop runs' latencies from each request's scheduled time (`--latency-from-schedule`),
-# as the simulator's arrivals are never late. GENERATOR_POLICY (auto, realtime or normal; default
-# auto) is the open loop's generator thread's policy (`--generator-policy`), in the real runs and,
-# with SEND_CPU=1, in the model's generator thread.
+# as the simulator's arrivals are never late. GENERATOR_POLICY (normal or realtime; default normal)
+# is the open loop's generator thread's policy (`--generator-policy`), in the real runs and, with
+# SEND_CPU=1, in the model's generator thread.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -47,7 +47,7 @@ bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a f
     shift
     # shellcheck disable=SC2046 # the flag is a word or none
     "$BATON" bench "$@" $([[ -n ${LATENCY_FROM_SCHEDULE:-} ]] && echo --latency-from-schedule) \
-        --generator-policy "${GENERATOR_POLICY:-auto}" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
+        --generator-policy "${GENERATOR_POLICY:-normal}" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
 }
 logged() { # NAME: appends the load average to load.log
     echo "$(date -u +%T) $1 $(cut -d' ' -f1-3 /proc/loadavg)" >>"$DIR/load.log"

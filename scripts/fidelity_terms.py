@@ -382,9 +382,9 @@ def terms(d, p, config):
         text += " --batch-times " + ",".join(capacity_files(d, p))
     text += realtime_flags(d, p) + tick_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
-    # the generator's policy as they ran it (GENERATOR_POLICY, default auto).
+    # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
-    return text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "auto")
+    return text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal")
 
 
 # Real-time batches a node must have run in the capacity runs for a real-time scale.

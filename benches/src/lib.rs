@@ -164,7 +164,7 @@ impl Default for BenchOptions {
             rate: Vec::new(),
             arrivals: Arrivals::Poisson,
             latency_from_schedule: false,
-            generator_policy: load::GeneratorPolicy::Auto,
+            generator_policy: load::GeneratorPolicy::Normal,
             rows: 1,
             pool: 64,
             seed: 0,
@@ -385,10 +385,6 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
         }
     }
     load::tenant_indices(&args.tenants, &spec.fairness.tenants)?;
-    // The generator's policy, resolved for this pipeline (`auto`: its scheduler settings).
-    let realtime = args.generator_policy.realtime_for(Some(&spec));
-    let generator_policy = if realtime { load::GeneratorPolicy::Realtime } else { load::GeneratorPolicy::Normal };
-    let args = &BenchOptions { generator_policy, ..args.clone() };
     let inputs: Vec<baton::TensorSpec> = spec.inputs.iter().map(|i| i.spec.clone()).collect();
     let pool = request_pool(args, &inputs)?;
     let loads = args.loads();
@@ -696,7 +692,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
                     arrivals: args.arrivals,
                     seed: args.seed,
                     from_schedule: args.latency_from_schedule,
-                    realtime: args.generator_policy.realtime_for(None),
+                    realtime: args.generator_policy.is_realtime(),
                 };
                 load::open_loop(scope, target, pool, &recorder, schedule, &args.client_cores)
             }

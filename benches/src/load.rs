@@ -347,23 +347,20 @@ impl Arrivals {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GeneratorPolicy {
-    /// Real-time where the pipeline's workers may run real-time (`foreground_realtime`,
-    /// whatever policy a run uses, so that the policies compared see one generator), else normal.
-    Auto,
-    /// The FIFO real-time policy, above the workers' real-time batches
-    /// ([`baton::request_thread_realtime`]): no thread of the runtime holds a send back.
-    Realtime,
-    /// The normal policy: the generator shares the cores as any thread.
+    /// The normal policy: the generator shares the cores as any thread (behind real-time workers).
     Normal,
+    /// The FIFO real-time policy, above the workers' real-time batches
+    /// ([`baton::request_thread_realtime`]): no thread of the runtime holds a send back, and
+    /// each send preempts whatever runs on its core.
+    Realtime,
 }
 
 impl GeneratorPolicy {
-    pub const ALL: [GeneratorPolicy; 3] = [GeneratorPolicy::Auto, GeneratorPolicy::Realtime, GeneratorPolicy::Normal];
+    pub const ALL: [GeneratorPolicy; 2] = [GeneratorPolicy::Normal, GeneratorPolicy::Realtime];
 
     /// The name `--generator-policy` and the JSON report give it.
     pub fn name(self) -> &'static str {
         match self {
-            GeneratorPolicy::Auto => "auto",
             GeneratorPolicy::Realtime => "realtime",
             GeneratorPolicy::Normal => "normal",
         }
@@ -373,14 +370,8 @@ impl GeneratorPolicy {
         GeneratorPolicy::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    /// Whether the generator asks for the real-time policy on `spec`'s pipeline (`None`: a
-    /// server's, whose scheduler settings are not known here: `auto` keeps the normal policy).
-    pub fn realtime_for(self, spec: Option<&baton::PipelineSpec>) -> bool {
-        match self {
-            GeneratorPolicy::Auto => spec.is_some_and(|s| s.scheduler.foreground_realtime),
-            GeneratorPolicy::Realtime => true,
-            GeneratorPolicy::Normal => false,
-        }
+    pub fn is_realtime(self) -> bool {
+        self == GeneratorPolicy::Realtime
     }
 }
 

@@ -311,7 +311,6 @@ fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_
 fn real_time_sends_leave_on_schedule_while_normal_ones_wait_behind_real_time_batches() {
     let dir = folder(SUITE, "generator_policy");
     // One core; every batch (all requests priority) runs real-time for 1 ms; 500 requests/s.
-    // The pipeline sets `foreground_realtime`, so the generator's `auto` policy is real-time.
     let mut o = options(realtime_one_node(&dir), profile(&dir, &[("a", &[(1, &[1000.0])])]));
     o.bench.rate = vec![500.0];
     o.bench.priority_fraction = 1.0;
@@ -325,7 +324,8 @@ fn real_time_sends_leave_on_schedule_while_normal_ones_wait_behind_real_time_bat
         let from_send = simulate(&from_send, &engines()).unwrap().points.remove(0).latency.mean_us;
         from_schedule - from_send
     };
-    assert_eq!(o.bench.generator_policy, GeneratorPolicy::Auto, "the bench's default");
+    assert_eq!(o.bench.generator_policy, GeneratorPolicy::Normal, "the bench's default");
+    o.bench.generator_policy = GeneratorPolicy::Realtime;
     let realtime = lag(&o);
     // At the normal policy a send due during a batch gets 5% of the core until the batch ends.
     o.bench.generator_policy = GeneratorPolicy::Normal;

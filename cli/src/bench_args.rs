@@ -51,15 +51,14 @@ pub struct BenchArgs {
     /// only with its generator thread, --send-cpu-us.)
     #[arg(long)]
     pub latency_from_schedule: bool,
-    /// Open loop: the generator thread's scheduling. `realtime`: the FIFO real-time policy,
-    /// above the runtime's real-time workers, so no thread of the runtime holds a send back, as
-    /// clients on other machines would not be (needs root or CAP_SYS_NICE; where the kernel
-    /// refuses, the sends run at the normal policy and the open-loop sends block says so). Each
-    /// send then preempts whatever runs on its core: keep it off pinned workers' cores
-    /// (--client-cores). `normal`: it shares the cores as any thread, behind real-time workers.
-    /// `auto`: `realtime` where the pipeline sets `foreground_realtime` (for every --policy
-    /// alike), else `normal`.
-    #[arg(long, default_value = "auto", value_parser = generator_policy_parser())]
+    /// Open loop: the generator thread's scheduling. `normal`: it shares the cores as any
+    /// thread, behind real-time workers (`foreground_realtime`). `realtime`: the FIFO real-time
+    /// policy, above the runtime's real-time workers, so no thread of the runtime holds a send
+    /// back (needs root or CAP_SYS_NICE; where the kernel refuses, the sends run at the normal
+    /// policy and the point's open-loop sends line is not marked). Each real-time send preempts
+    /// whatever runs on its core, which costs the pipeline where sends are frequent; keep it off
+    /// pinned workers' cores (--client-cores). See BENCHMARKS.md.
+    #[arg(long, default_value = "normal", value_parser = generator_policy_parser())]
     pub generator_policy: GeneratorPolicy,
     /// Rows (dim 0) per request.
     #[arg(long, default_value_t = 1)]

@@ -197,7 +197,7 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
         let loads = sim_loads(options, &spec, &durations, terms, &traffic)?;
         let mut last_end = Vec::new();
         for (k, load) in loads.into_iter().enumerate() {
-            let setup = setup(b, &spec, load, k);
+            let setup = setup(b, load, k);
             simulated_ns += setup.warmup_ns + setup.duration_ns;
             let started = Instant::now();
             let window = traffic.sim(&spec, &durations, terms, setup, false)?.run();
@@ -249,7 +249,7 @@ pub fn trace_point(
     let spec = policy_spec(&config, policy, options, file, engines)?;
     let terms = options.model.terms(&options.profile)?;
     let durations = options.model.durations(&options.profile, &spec, b.rows)?;
-    Ok(traffic(options)?.sim(&spec, &durations, terms, setup(b, &spec, load, 0), true)?.run_traced())
+    Ok(traffic(options)?.sim(&spec, &durations, terms, setup(b, load, 0), true)?.run_traced())
 }
 
 fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_sizes: &[report::PolicyBatches]) {
@@ -295,8 +295,8 @@ fn traffic(options: &SimOptions) -> Result<Traffic, String> {
     Traffic::new(streams, options.sessions.as_ref())
 }
 
-/// The point's setup: the bench's warm-up and duration, a seed per point, the generator's policy on `spec`.
-fn setup(b: &BenchOptions, spec: &PipelineSpec, load: SimLoad, k: usize) -> PointSetup {
+/// The point's setup: the bench's warm-up and duration, a seed per point.
+fn setup(b: &BenchOptions, load: SimLoad, k: usize) -> PointSetup {
     PointSetup {
         load,
         rows: b.rows,
@@ -305,7 +305,7 @@ fn setup(b: &BenchOptions, spec: &PipelineSpec, load: SimLoad, k: usize) -> Poin
         warmup_ns: b.warmup.as_nanos() as u64,
         duration_ns: b.duration.as_nanos() as u64,
         latency_from_schedule: b.latency_from_schedule,
-        generator_realtime: b.generator_policy.realtime_for(Some(spec)),
+        generator_realtime: b.generator_policy.is_realtime(),
     }
 }
 
@@ -334,7 +334,7 @@ fn sim_loads(
     let capacity = match b.capacity_rate {
         Some(rate) => rate,
         None => {
-            let setup = setup(b, spec, SimLoad::Closed(b.capacity_concurrency), usize::MAX);
+            let setup = setup(b, SimLoad::Closed(b.capacity_concurrency), usize::MAX);
             let window = traffic.sim(spec, durations, terms, setup, false)?.run();
             let rate = window.throughput();
             if rate <= 0.0 {

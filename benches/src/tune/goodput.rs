@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use baton::{PipelineConfig, PipelineSpec};
 use toml::Table;
 
-use crate::load::{Arrivals, GeneratorPolicy};
+use crate::load::Arrivals;
 use crate::measure::{point_result, PointResult};
 use crate::simulate::durations::Durations;
 use crate::simulate::engine::{PointSetup, SimLoad, Terms};
@@ -151,7 +151,7 @@ impl<'a> Evaluator<'a> {
             warmup_ns: l.warmup_ns,
             duration_ns: l.duration_ns,
             latency_from_schedule: false,
-            generator_realtime: GeneratorPolicy::Auto.realtime_for(Some(spec)),
+            generator_realtime: false,
         };
         let window = self.traffic.sim(spec, durations, self.terms, setup, false)?.run();
         let (mode, value) = match load {
