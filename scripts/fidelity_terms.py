@@ -69,8 +69,9 @@ Batches at the real-time policy (`foreground_realtime` under the collaborative r
 their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
 (`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
 them at the profile's times (the model before it). SEND_CPU=1 gives the open-loop simulations
-the load generator's thread (`--send-cpu-us`, the real runs' median `send_cpu_us`, taken out of
-the CPU fit); LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
+the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`) and the
+closed-loop ones the clients' sends in turn (`--client-send-us`, the capacity runs' median),
+each taken out of the CPU fit; LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
 real runs then do.
 """
 import glob
@@ -306,9 +307,11 @@ def base_terms(d, p):
         return {}, compute_terms(d, p)
     tick = tick_cpu_us(d, p)
     send = send_cpu_us(d, p)
+    client = client_send_us(d, p)
     real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
     pts = [
-        fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0", less_sends=send > 0)
+        fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0",
+                            less_sends=(send if q["mode"] == "open" else client) > 0)
         for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]
@@ -316,7 +319,20 @@ def base_terms(d, p):
     request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
     flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
     flags = {**flags, "--tick-cpu-us": tick} if tick > 0 else flags
-    return ({**flags, "--send-cpu-us": send} if send > 0 else flags), compute_terms(d, p)
+    flags = {**flags, "--send-cpu-us": send} if send > 0 else flags
+    flags = {**flags, "--client-send-us": client} if client > 0 else flags
+    return flags, compute_terms(d, p)
+
+
+def client_send_us(d, p):
+    """With SEND_CPU=1: a closed-loop client's CPU per send, the median over the capacity runs'
+    points above concurrency 1 that recorded it (`send_cpu_us` at closed-loop points; 0 where none
+    did, as in runs before the bench measured it); else 0 (every client sends at once)."""
+    if os.environ.get("SEND_CPU") != "1":
+        return 0.0
+    sends = [q["send_cpu_us"] for q in load_points(f"{d}/cap_{p}_*.json")
+             if q["mode"] == "closed" and q["load"] > 1 and q.get("send_cpu_us", 0) > 0]
+    return statistics.median(sends) if sends else 0.0
 
 
 def send_cpu_us(d, p):

@@ -29,16 +29,16 @@ def point(p, less_ticks=False, less_spins=False, less_sends=False):
     it) is taken out: a model that charges the ticks themselves (--tick-cpu-us) fits the rest.
     With less_spins, the idle workers' spinning (`cpu.spin_us_per_request`, where the point recorded
     it) is taken out: it yields its core to any runnable thread, so it delays no batch and takes
-    only cores nothing else wanted. With less_sends, the open-loop generator's CPU per send
-    (`send_cpu_us`, one send a request) is taken out: a model that charges the sends
-    themselves (--send-cpu-us) fits the rest."""
+    only cores nothing else wanted. With less_sends, the load's CPU per send (`send_cpu_us`, one
+    send a request: the open loop's generator's, or the closed loop's clients') is taken out: a
+    model that charges the sends themselves (--send-cpu-us, --client-send-us) fits the rest."""
     c = p.get("cpu")
     if not c or c["runtime_us_per_request"] <= 0:
         return None
     runtime = c["runtime_us_per_request"]
     if less_spins:
         runtime -= c.get("spin_us_per_request", 0.0)
-    if less_sends and p.get("mode") == "open":
+    if less_sends:
         runtime -= p.get("send_cpu_us", 0.0)
     t = p.get("scheduler_ticks") or {}
     if less_ticks and "cpu_us_per_round" in t and p["throughput_rps"] > 0:

@@ -57,11 +57,14 @@ class CpuLine(unittest.TestCase):
         # A point without the spins' record (an older bench) keeps its reading.
         self.assertEqual(fit_cpu_terms.point(q, less_spins=True), (2.0, 50.0))
 
-    def test_the_generators_cpu_per_send_is_taken_out_of_open_loop_points_only_when_asked(self):
+    def test_the_loads_cpu_per_send_is_taken_out_only_when_asked(self):
         q = {"mode": "open", "send_cpu_us": 12.0, "cpu": {"batches_per_request": 2.0, "runtime_us_per_request": 50.0}}
         self.assertEqual(fit_cpu_terms.point(q), (2.0, 50.0))
         self.assertEqual(fit_cpu_terms.point(q, less_sends=True), (2.0, 38.0))
-        self.assertEqual(fit_cpu_terms.point({**q, "mode": "closed"}, less_sends=True), (2.0, 50.0))
+        # A closed-loop point's clients' sends, likewise; one without the record keeps its reading.
+        self.assertEqual(fit_cpu_terms.point({**q, "mode": "closed"}, less_sends=True), (2.0, 38.0))
+        closed = {"mode": "closed", "cpu": q["cpu"]}
+        self.assertEqual(fit_cpu_terms.point(closed, less_sends=True), (2.0, 50.0))
 
 
 class ComputeLine(unittest.TestCase):

@@ -435,6 +435,7 @@ pub fn closed_loop<'scope, 'env: 'scope>(
                 .name(format!("bench-client-{client}"))
                 .spawn_scoped(scope, move || {
                     pin(cores, client);
+                    let cpu_start = baton::batch_cpu::thread_cpu_ns();
                     // Clients start at different places in the pool.
                     let mut i = (client as u64).wrapping_mul(7919);
                     let mut n = 0u64;
@@ -445,6 +446,9 @@ pub fn closed_loop<'scope, 'env: 'scope>(
                         let ok = target.call(request);
                         recorder.record_sent(client, sent.elapsed().as_micros() as u64, what, ok);
                         i = i.wrapping_add(1);
+                    }
+                    if let (Some(from), Some(to)) = (cpu_start, baton::batch_cpu::thread_cpu_ns()) {
+                        recorder.client_ran(to.saturating_sub(from), n);
                     }
                 })
                 .expect("spawn a client thread")

@@ -113,6 +113,8 @@ pub struct Recorder {
     /// Open loop: the generator thread's CPU time and its sends, over its whole run, and
     /// whether it ran at the real-time policy.
     generator: Mutex<(u64, u64, bool)>,
+    /// Closed loop: the client threads' CPU time and their sends, summed over the clients.
+    clients: Mutex<(u64, u64)>,
 }
 
 impl Recorder {
@@ -124,7 +126,7 @@ impl Recorder {
     /// A recorder with `shards` shards that also keeps each of `tenants`' latencies apart.
     pub fn with_tenants(shards: usize, tenants: Vec<String>) -> Recorder {
         let shards = (0..shards.max(1)).map(|_| Mutex::new(Tally::with_tenants(&tenants))).collect();
-        Recorder { shards, tenants, generator: Mutex::new((0, 0, false)) }
+        Recorder { shards, tenants, generator: Mutex::new((0, 0, false)), clients: Mutex::new((0, 0)) }
     }
 
     /// Records one answer into shard `key % shards`: its latency when it succeeded, else an error.
@@ -162,9 +164,18 @@ impl Recorder {
         self.generator.lock().2
     }
 
-    /// Open loop: the generator's CPU per send, µs (0 before it ended, or without sends).
+    /// Closed loop: one client thread ran `cpu_ns` on a core for its `sends` sends.
+    pub fn client_ran(&self, cpu_ns: u64, sends: u64) {
+        let mut clients = self.clients.lock();
+        clients.0 += cpu_ns;
+        clients.1 += sends;
+    }
+
+    /// The load's CPU per send, µs: the open loop's generator's, else the closed loop's
+    /// clients' (0 before they ended, or without sends).
     pub fn send_cpu_us(&self) -> f64 {
-        let (cpu_ns, sends, _) = *self.generator.lock();
+        let (generator_ns, generated, _) = *self.generator.lock();
+        let (cpu_ns, sends) = if generated > 0 { (generator_ns, generated) } else { *self.clients.lock() };
         if sends == 0 {
             0.0
         } else {
@@ -439,8 +450,8 @@ pub struct PointResult {
     /// Open loop: how long after its scheduled time a send left, µs on average (part of each
     /// latency with `--latency-from-schedule`).
     pub mean_send_lag_us: f64,
-    /// Open loop: the generator thread's CPU per send, µs, over its whole run (what
-    /// `baton simulate --send-cpu-us` takes).
+    /// The generator thread's CPU per send (open loop; what `baton simulate --send-cpu-us`
+    /// takes), or the client threads' (closed loop; `--client-send-us`), µs, over the whole run.
     pub send_cpu_us: f64,
     /// Open loop: the generator's sends ran at the real-time policy (`--generator-realtime`).
     pub generator_realtime: bool,

@@ -308,6 +308,25 @@ fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_
 }
 
 #[test]
+fn closed_loop_clients_send_in_turn_so_batches_after_the_first_need_not_hold_every_client() {
+    let dir = folder(SUITE, "client_sends");
+    // One node, 100 µs a batch of any size up to 8, eight clients, two cores.
+    let sizes: Vec<(usize, &[f64])> = (1..=8).map(|b| (b, &[100.0][..])).collect();
+    let mut o = options(one_node(&dir, 8), profile(&dir, &[("a", &sizes)]));
+    o.bench.concurrency = vec![8];
+    o.model.cores = Some(2.0);
+    let point = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0);
+    let p = point(&o);
+    assert_eq!(p.nodes[0].mean_batch, 8.0, "without sends the clients step together");
+    // A 30 µs send each, in turn: the first client's request starts a batch while the others
+    // are still sending, so batches hold fewer than all eight.
+    o.model.cpu = CpuUs { client_send_us: 30.0, ..CpuUs::default() };
+    let p = point(&o);
+    assert!(p.nodes[0].mean_batch < 6.0, "mean batch {}", p.nodes[0].mean_batch);
+    assert!(p.latency.min_us >= 130, "a send and a batch at least: {} µs", p.latency.min_us);
+}
+
+#[test]
 fn real_time_sends_leave_on_schedule_while_normal_ones_wait_behind_real_time_batches() {
     let dir = folder(SUITE, "generator_policy");
     // One core; every batch (all requests priority) runs real-time for 1 ms; 500 requests/s.

@@ -59,13 +59,19 @@ pub struct ModelTermArgs {
     #[arg(long, default_value_t = 0.0)]
     pub tick_cpu_us: f64,
     /// Measured term: the load generator's CPU per open-loop send, µs: one thread sends the
-    /// requests in turn, a job on the shared cores for each (at the real-time policy above the
-    /// workers', or with --generator-policy normal a normal-class one), and a request
+    /// requests in turn, a job on the shared cores for each (normal-class, or with
+    /// --generator-policy realtime above the real-time workers), and a request
     /// reaches the runtime when its send ends (`baton bench` writes it as `send_cpu_us`).
     /// With it, latency counts from each send as `baton bench`'s does, or from the
     /// schedule with --latency-from-schedule.
     #[arg(long, default_value_t = 0.0)]
     pub send_cpu_us: f64,
+    /// Measured term: a closed-loop client's CPU per send, µs (`baton bench` writes the
+    /// clients' as `send_cpu_us` at closed-loop points): the clients answered by one batch
+    /// wake and send in turn, a normal-class job on the shared cores each, and a request
+    /// reaches the runtime when its send ends. Without it every client sends at once.
+    #[arg(long, default_value_t = 0.0)]
+    pub client_send_us: f64,
     /// The runtime CPU terms take their share of the cores without delaying requests or
     /// workers (CPU beside the requests' way: idle workers spinning, the client).
     #[arg(long)]
@@ -124,6 +130,7 @@ impl ModelTermArgs {
                 task_us: self.task_cpu_us,
                 tick_us: self.tick_cpu_us,
                 send_us: self.send_cpu_us,
+                client_send_us: self.client_send_us,
                 off_path: self.cpu_off_path,
             },
             outlier_fence: self.outlier_fence,

@@ -15,11 +15,15 @@
 //!   worker stays busy until then, as the runtime's worker routes its own
 //!   outputs.
 //!
-//! - a **send** job of `send_ns` for each open-loop request, on the load
-//!   generator's one thread: requests wait their turn at the generator, and a
+//! - a **send** job for each request of a bench load, one send at a time: of
+//!   `send_ns` for the open loop's, on the load generator's one thread, of
+//!   `client_send_ns` for the closed loop's clients' (answered together by one
+//!   batch, they wake and send in turn); requests wait their turn, and a
 //!   request reaches the runtime (its enter job, or its nodes) when its send
-//!   ends; the generator's thread is a normal-class thread like any other, so
-//!   real-time batches push it off the cores as they do the runtime's;
+//!   ends; the clients' threads are normal-class threads like any other, so
+//!   real-time batches push them off the cores as they do the runtime's (the
+//!   generator's runs above the real-time workers with `--generator-policy
+//!   realtime`);
 //! - a **tick** job of `tick_ns` each time the scheduler thread ticks, off the
 //!   requests' way (it delays no request, as the thread's wake-up and decision
 //!   run beside the workers); the ticks then go on while nothing waits, as the
@@ -48,6 +52,8 @@ pub struct CpuCosts {
     pub tick_ns: u64,
     /// Per open-loop request, on the load generator's one thread (on the requests' way).
     pub send_ns: u64,
+    /// Per closed-loop request, the clients' sends one at a time (on the requests' way).
+    pub client_send_ns: u64,
     /// The jobs take their share of the cores without delaying requests or workers.
     pub off_path: bool,
 }
@@ -62,6 +68,8 @@ pub struct CpuUs {
     pub tick_us: f64,
     /// `--send-cpu-us`: the load generator's CPU per open-loop send.
     pub send_us: f64,
+    /// `--client-send-us`: a closed-loop client's CPU per send.
+    pub client_send_us: f64,
     /// `--cpu-off-path`: see [`CpuCosts::off_path`].
     pub off_path: bool,
 }
@@ -74,6 +82,7 @@ impl CpuUs {
             off_path: self.off_path,
             tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?,
             send_ns: non_negative_ns("--send-cpu-us", self.send_us)?,
+            client_send_ns: non_negative_ns("--client-send-us", self.client_send_us)?,
             ..base
         })
     }
@@ -89,6 +98,7 @@ impl CpuCosts {
             task_ns: ns("--task-cpu-us", task_us)?,
             tick_ns: 0,
             send_ns: 0,
+            client_send_ns: 0,
             off_path: false,
         })
     }
@@ -137,7 +147,15 @@ mod tests {
         let c = CpuCosts::from_us(10.0, 2.5, 0.25).unwrap();
         assert_eq!(
             c,
-            CpuCosts { request_ns: 10_000, batch_ns: 2_500, task_ns: 250, tick_ns: 0, send_ns: 0, off_path: false }
+            CpuCosts {
+                request_ns: 10_000,
+                batch_ns: 2_500,
+                task_ns: 250,
+                tick_ns: 0,
+                send_ns: 0,
+                client_send_ns: 0,
+                off_path: false
+            }
         );
         assert_eq!(c.enter_ns(), 10_000);
         assert_eq!(c.hand_on_ns(4), 3_500);

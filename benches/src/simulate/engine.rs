@@ -203,10 +203,11 @@ pub struct Sim<'a> {
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
-    /// The load generator's thread (`send_ns` > 0, open loop): the request it is
-    /// sending, and those waiting their turn, in order.
-    sending: Option<Send>,
-    to_send: std::collections::VecDeque<Send>,
+    /// The load's sends (`send_ns`, `client_send_ns` > 0; not for sessions): the request being sent,
+    /// and those waiting their turn, in order, each with its closed-loop client
+    /// (`None`: the open loop's generator).
+    sending: Option<(Send, Option<usize>)>,
+    to_send: std::collections::VecDeque<(Send, Option<usize>)>,
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
     speeds: Vec<f64>,
@@ -446,10 +447,11 @@ impl<'a> Sim<'a> {
             }
         };
         let mut wants = false;
-        let generated = client.is_none() && self.terms.cpu.send_ns > 0 && self.streams.sessions().is_none();
+        let send_ns = if client.is_some() { self.terms.cpu.client_send_ns } else { self.terms.cpu.send_ns };
+        let generated = send_ns > 0 && self.streams.sessions().is_none();
         for send in sends.drain(..) {
             if generated {
-                self.to_send.push_back(send);
+                self.to_send.push_back((send, client));
             } else {
                 wants |= self.submit(send, client);
             }
@@ -463,20 +465,31 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The load generator takes its next request, when it is free and one waits: its
-    /// send runs on the cores as a job of the generator's class; from its start the request counts
-    /// as sent (unless latency counts from the schedule).
+    /// The next send waiting its turn starts, when none runs: a job on the cores, in the
+    /// generator's class for the open loop's, the normal class for a closed-loop client's;
+    /// from its start the request counts as sent (the open loop's: unless latency counts
+    /// from the schedule).
+    ///
+    /// The sends run one at a time: the open loop's from its one thread; the closed loop's
+    /// clients, answered together by one batch, each wake and send in turn, which spreads
+    /// their next requests over the cores as the real threads do (with every client's send
+    /// at once, processor sharing would end them together, and every batch after the first
+    /// would hold every client's request).
     fn next_send(&mut self) {
         if self.sending.is_some() {
             return;
         }
-        let Some(mut send) = self.to_send.pop_front() else { return };
-        if !self.setup.latency_from_schedule {
+        let Some((mut send, client)) = self.to_send.pop_front() else { return };
+        if client.is_some() || !self.setup.latency_from_schedule {
             send.sent_ns = self.now;
         }
-        self.sending = Some(send);
-        let class = if self.setup.generator_realtime { Class::GENERATOR_REALTIME } else { Class::PLAIN };
-        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, class));
+        self.sending = Some((send, client));
+        let (work, class) = match client {
+            None if self.setup.generator_realtime => (self.terms.cpu.send_ns, Class::GENERATOR_REALTIME),
+            None => (self.terms.cpu.send_ns, Class::PLAIN),
+            Some(_) => (self.terms.cpu.client_send_ns, Class::PLAIN),
+        };
+        self.run_job(Batch::runtime(Job::Send, work, self.now, class));
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -862,8 +875,8 @@ impl<'a> Sim<'a> {
             Job::Send => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                let send = self.sending.take().expect("the generator's request");
-                let wants = self.submit(send, None);
+                let (send, client) = self.sending.take().expect("the request being sent");
+                let wants = self.submit(send, client);
                 self.next_send();
                 if wants {
                     self.decide();
