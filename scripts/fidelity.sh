@@ -23,7 +23,8 @@
 # the real open-loop runs' latencies from each request's scheduled time (`--latency-from-schedule`),
 # as the simulator's arrivals are never late. GENERATOR_POLICY (normal or realtime; default normal)
 # is the open loop's generator thread's policy (`--generator-policy`), in the real runs and, with
-# SEND_CPU=1, in the model's generator thread.
+# SEND_CPU=1, in the model's generator thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
+# simulations the clients' sends in turn (`--client-send-us`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}

@@ -69,9 +69,9 @@ Batches at the real-time policy (`foreground_realtime` under the collaborative r
 their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
 (`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
 them at the profile's times (the model before it). SEND_CPU=1 gives the open-loop simulations
-the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`) and the
-closed-loop ones the clients' sends in turn (`--client-send-us`, the capacity runs' median),
-each taken out of the CPU fit; LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
+the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`), and with
+CLIENT_SEND=1 too the closed-loop ones the clients' sends in turn (`--client-send-us`, the
+capacity runs' median), each taken out of the CPU fit; LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
 real runs then do.
 """
 import glob
@@ -327,8 +327,9 @@ def base_terms(d, p):
 def client_send_us(d, p):
     """With SEND_CPU=1: a closed-loop client's CPU per send, the median over the capacity runs'
     points above concurrency 1 that recorded it (`send_cpu_us` at closed-loop points; 0 where none
-    did, as in runs before the bench measured it); else 0 (every client sends at once)."""
-    if os.environ.get("SEND_CPU") != "1":
+    did, as in runs before the bench measured it) with CLIENT_SEND=1 and SEND_CPU=1; else 0 (every
+    client sends at once)."""
+    if os.environ.get("SEND_CPU") != "1" or os.environ.get("CLIENT_SEND") != "1":
         return 0.0
     sends = [q["send_cpu_us"] for q in load_points(f"{d}/cap_{p}_*.json")
              if q["mode"] == "closed" and q["load"] > 1 and q.get("send_cpu_us", 0) > 0]

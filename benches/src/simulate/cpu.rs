@@ -136,6 +136,8 @@ pub enum Job {
     Beside,
     /// The load generator's send of its current request: its end submits the request.
     Send,
+    /// A closed-loop client's send of its next request: its end submits the request.
+    ClientSend { client: usize },
 }
 
 #[cfg(test)]

@@ -203,11 +203,15 @@ pub struct Sim<'a> {
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
-    /// The load's sends (`send_ns`, `client_send_ns` > 0; not for sessions): the request being sent,
-    /// and those waiting their turn, in order, each with its closed-loop client
-    /// (`None`: the open loop's generator).
-    sending: Option<(Send, Option<usize>)>,
-    to_send: std::collections::VecDeque<(Send, Option<usize>)>,
+    /// The load generator's thread (`send_ns` > 0, open loop): the request it is
+    /// sending, and those waiting their turn, in order.
+    sending: Option<Send>,
+    to_send: std::collections::VecDeque<Send>,
+    /// The closed loop's clients' sends (`client_send_ns` > 0): per client the request it
+    /// is sending, how many run (at most one), and the clients waiting their turn, in order.
+    client_sending: Vec<Option<Send>>,
+    clients_sending: usize,
+    client_queue: std::collections::VecDeque<(usize, Send)>,
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
     speeds: Vec<f64>,
@@ -309,6 +313,9 @@ impl<'a> Sim<'a> {
             sends: Vec::new(),
             sending: None,
             to_send: std::collections::VecDeque::new(),
+            client_sending: Vec::new(),
+            clients_sending: 0,
+            client_queue: std::collections::VecDeque::new(),
             classes: Classes::new(spec),
             speeds: Vec::new(),
             running_classes: Vec::new(),
@@ -447,11 +454,14 @@ impl<'a> Sim<'a> {
             }
         };
         let mut wants = false;
-        let send_ns = if client.is_some() { self.terms.cpu.client_send_ns } else { self.terms.cpu.send_ns };
-        let generated = send_ns > 0 && self.streams.sessions().is_none();
+        let bench = self.streams.sessions().is_none();
+        let generated = client.is_none() && bench && self.terms.cpu.send_ns > 0;
+        let client_sent = client.filter(|_| bench && self.terms.cpu.client_send_ns > 0);
         for send in sends.drain(..) {
             if generated {
-                self.to_send.push_back((send, client));
+                self.to_send.push_back(send);
+            } else if let Some(c) = client_sent {
+                self.client_queue.push_back((c, send));
             } else {
                 wants |= self.submit(send, client);
             }
@@ -460,36 +470,49 @@ impl<'a> Sim<'a> {
         if generated {
             self.next_send();
         }
+        if client_sent.is_some() {
+            self.next_client_sends();
+        }
         if wants {
             self.decide();
         }
     }
 
-    /// The next send waiting its turn starts, when none runs: a job on the cores, in the
-    /// generator's class for the open loop's, the normal class for a closed-loop client's;
-    /// from its start the request counts as sent (the open loop's: unless latency counts
-    /// from the schedule).
-    ///
-    /// The sends run one at a time: the open loop's from its one thread; the closed loop's
-    /// clients, answered together by one batch, each wake and send in turn, which spreads
-    /// their next requests over the cores as the real threads do (with every client's send
-    /// at once, processor sharing would end them together, and every batch after the first
-    /// would hold every client's request).
+    /// The load generator takes its next request, when it is free and one waits: its
+    /// send runs on the cores as a job of the generator's class; from its start the request counts
+    /// as sent (unless latency counts from the schedule).
     fn next_send(&mut self) {
         if self.sending.is_some() {
             return;
         }
-        let Some((mut send, client)) = self.to_send.pop_front() else { return };
-        if client.is_some() || !self.setup.latency_from_schedule {
+        let Some(mut send) = self.to_send.pop_front() else { return };
+        if !self.setup.latency_from_schedule {
             send.sent_ns = self.now;
         }
-        self.sending = Some((send, client));
-        let (work, class) = match client {
-            None if self.setup.generator_realtime => (self.terms.cpu.send_ns, Class::GENERATOR_REALTIME),
-            None => (self.terms.cpu.send_ns, Class::PLAIN),
-            Some(_) => (self.terms.cpu.client_send_ns, Class::PLAIN),
-        };
-        self.run_job(Batch::runtime(Job::Send, work, self.now, class));
+        self.sending = Some(send);
+        let class = if self.setup.generator_realtime { Class::GENERATOR_REALTIME } else { Class::PLAIN };
+        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, class));
+    }
+
+    /// The next closed-loop client waiting to send starts its send, when no client's runs: a
+    /// normal-class job on the cores, from whose start the request counts as sent. The clients
+    /// a batch answers together so send in turn, which spreads their next requests as the
+    /// real threads' are spread (all at once, processor sharing would end their sends
+    /// together, and every batch after the first would hold every client's). One at a time,
+    /// not one per core: with a worker busy on one of two cores, that matched the real
+    /// capacities at concurrency 16-32 of four pipelines of five (`docs/simulate.md`).
+    fn next_client_sends(&mut self) {
+        while self.clients_sending < 1 {
+            let Some((client, mut send)) = self.client_queue.pop_front() else { return };
+            send.sent_ns = self.now;
+            if self.client_sending.len() <= client {
+                self.client_sending.resize(client + 1, None);
+            }
+            self.client_sending[client] = Some(send);
+            self.clients_sending += 1;
+            let job = Batch::runtime(Job::ClientSend { client }, self.terms.cpu.client_send_ns, self.now, Class::PLAIN);
+            self.run_job(job);
+        }
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -875,9 +898,20 @@ impl<'a> Sim<'a> {
             Job::Send => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                let (send, client) = self.sending.take().expect("the request being sent");
-                let wants = self.submit(send, client);
+                let send = self.sending.take().expect("the generator's request");
+                let wants = self.submit(send, None);
                 self.next_send();
+                if wants {
+                    self.decide();
+                }
+            }
+            Job::ClientSend { client } => {
+                self.batches[id] = None;
+                self.free_batches.push(id);
+                let send = self.client_sending[client].take().expect("the client's request");
+                self.clients_sending -= 1;
+                let wants = self.submit(send, Some(client));
+                self.next_client_sends();
                 if wants {
                     self.decide();
                 }
