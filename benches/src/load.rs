@@ -214,11 +214,12 @@ impl LoadShape {
     /// chunks, together, as independent users would not. In a mixed load,
     /// `stream_fraction` of the sender's requests (spread evenly, from phase
     /// `sender`) are chunks and the others plain requests, which are left out of
-    /// the count `m` of the sender's chunks. Chunk `m` is chunk `k = (m + sender)
-    /// % chunks` of the sender's stream `(m + sender) / chunks` (id `(sender + 1)
-    /// << 40 | that`): a sender's first stream starts at chunk `k` (flagged as its
-    /// start) and is shorter, every later one runs 0 to `chunks - 1`; a stream's
-    /// final chunk is a priority task. Its tenant: see [`LoadShape::tenant`].
+    /// the count `m` of the sender's chunks. With `a = m + sender % chunks`, chunk
+    /// `m` is chunk `a % chunks` of the sender's stream `a / chunks` (its id
+    /// `(sender + 1) << 40 | a / chunks`): a sender's first stream starts at chunk
+    /// `sender % chunks` (flagged as its start) and is shorter, every later one
+    /// runs 0 to `chunks - 1`; a stream's final chunk is a priority task. Its
+    /// tenant: see [`LoadShape::tenant`].
     pub fn plan(&self, sender: u64, n: u64, i: u64) -> Planned {
         let priority = is_priority(i, self.priority_fraction);
         let tenant = self.tenant(i);

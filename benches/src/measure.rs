@@ -453,7 +453,7 @@ pub struct PointResult {
     /// The generator thread's CPU per send (open loop; what `baton simulate --send-cpu-us`
     /// takes), or the client threads' (closed loop; `--client-send-us`), µs, over the whole run.
     pub send_cpu_us: f64,
-    /// Open loop: the generator's sends ran at the real-time policy (`--generator-realtime`).
+    /// Open loop: the generator's sends ran at the real-time policy (`--generator-policy realtime`).
     pub generator_realtime: bool,
     pub throughput_rps: f64,
     pub rows_per_s: f64,

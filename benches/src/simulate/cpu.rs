@@ -136,8 +136,8 @@ pub enum Job {
     Beside,
     /// The load generator's send of its current request: its end submits the request.
     Send,
-    /// A closed-loop client's send of its next request: its end submits the request.
-    ClientSend { client: usize },
+    /// The closed-loop client's send now running: its end submits the client's request.
+    ClientSend,
 }
 
 #[cfg(test)]

@@ -207,10 +207,9 @@ pub struct Sim<'a> {
     /// sending, and those waiting their turn, in order.
     sending: Option<Send>,
     to_send: std::collections::VecDeque<Send>,
-    /// The closed loop's clients' sends (`client_send_ns` > 0): per client the request it
-    /// is sending, how many run (at most one), and the clients waiting their turn, in order.
-    client_sending: Vec<Option<Send>>,
-    clients_sending: usize,
+    /// The closed loop's clients' sends (`client_send_ns` > 0): the client sending and its
+    /// request, and the clients waiting their turn, in order.
+    client_sending: Option<(usize, Send)>,
     client_queue: std::collections::VecDeque<(usize, Send)>,
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
@@ -313,8 +312,7 @@ impl<'a> Sim<'a> {
             sends: Vec::new(),
             sending: None,
             to_send: std::collections::VecDeque::new(),
-            client_sending: Vec::new(),
-            clients_sending: 0,
+            client_sending: None,
             client_queue: std::collections::VecDeque::new(),
             classes: Classes::new(spec),
             speeds: Vec::new(),
@@ -471,7 +469,7 @@ impl<'a> Sim<'a> {
             self.next_send();
         }
         if client_sent.is_some() {
-            self.next_client_sends();
+            self.next_client_send();
         }
         if wants {
             self.decide();
@@ -501,18 +499,14 @@ impl<'a> Sim<'a> {
     /// together, and every batch after the first would hold every client's). One at a time,
     /// not one per core: with a worker busy on one of two cores, that matched the real
     /// capacities at concurrency 16-32 of four pipelines of five (`docs/simulate.md`).
-    fn next_client_sends(&mut self) {
-        while self.clients_sending < 1 {
-            let Some((client, mut send)) = self.client_queue.pop_front() else { return };
-            send.sent_ns = self.now;
-            if self.client_sending.len() <= client {
-                self.client_sending.resize(client + 1, None);
-            }
-            self.client_sending[client] = Some(send);
-            self.clients_sending += 1;
-            let job = Batch::runtime(Job::ClientSend { client }, self.terms.cpu.client_send_ns, self.now, Class::PLAIN);
-            self.run_job(job);
+    fn next_client_send(&mut self) {
+        if self.client_sending.is_some() {
+            return;
         }
+        let Some((client, mut send)) = self.client_queue.pop_front() else { return };
+        send.sent_ns = self.now;
+        self.client_sending = Some((client, send));
+        self.run_job(Batch::runtime(Job::ClientSend, self.terms.cpu.client_send_ns, self.now, Class::PLAIN));
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -905,13 +899,12 @@ impl<'a> Sim<'a> {
                     self.decide();
                 }
             }
-            Job::ClientSend { client } => {
+            Job::ClientSend => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                let send = self.client_sending[client].take().expect("the client's request");
-                self.clients_sending -= 1;
+                let (client, send) = self.client_sending.take().expect("the client's request");
                 let wants = self.submit(send, Some(client));
-                self.next_client_sends();
+                self.next_client_send();
                 if wants {
                     self.decide();
                 }
