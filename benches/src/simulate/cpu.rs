@@ -134,10 +134,17 @@ pub enum Job {
     HandOn { batch: usize },
     /// Runtime CPU off the requests' way: its end only frees its share of the cores.
     Beside,
-    /// The load generator's send of its current request: its end submits the request.
-    Send,
-    /// The closed-loop client's send now running: its end submits the client's request.
-    ClientSend,
+    /// The send now running of `from`'s queue: its end submits the request.
+    Send { from: Sender },
+}
+
+/// Whose sends a send job runs (each sends one request at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sender {
+    /// The open loop's load generator thread.
+    Generator,
+    /// The closed loop's clients, in turn.
+    Clients,
 }
 
 #[cfg(test)]

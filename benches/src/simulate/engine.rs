@@ -42,7 +42,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::cores::{speeds, Class, Classes};
-use super::cpu::{CpuCosts, Job};
+use super::cpu::{CpuCosts, Job, Sender};
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask, TenantQueues};
 use super::sessions::Send;
@@ -203,14 +203,10 @@ pub struct Sim<'a> {
     take_buffer: Vec<SimTask>,
     streams: Streams,
     sends: Vec<Send>,
-    /// The load generator's thread (`send_ns` > 0, open loop): the request it is
-    /// sending, and those waiting their turn, in order.
-    sending: Option<Send>,
-    to_send: std::collections::VecDeque<Send>,
-    /// The closed loop's clients' sends (`client_send_ns` > 0): the client sending and its
-    /// request, and the clients waiting their turn, in order.
-    client_sending: Option<(usize, Send)>,
-    client_queue: std::collections::VecDeque<(usize, Send)>,
+    /// The load generator's sends (`send_ns` > 0, open loop) and the closed loop's
+    /// clients' (`client_send_ns` > 0).
+    generator: SendQueue,
+    clients: SendQueue,
     classes: Classes,
     /// Each running batch's speed (in `running`'s order) since the last reschedule.
     speeds: Vec<f64>,
@@ -263,6 +259,14 @@ fn entry_nodes(spec: &PipelineSpec) -> Vec<bool> {
     entry
 }
 
+/// Sends made one at a time (one thread's, or clients' in turn): the one running, with
+/// its closed-loop client, and those waiting their turn, in order.
+#[derive(Default)]
+struct SendQueue {
+    running: Option<(Option<usize>, Send)>,
+    waiting: std::collections::VecDeque<(Option<usize>, Send)>,
+}
+
 impl<'a> Sim<'a> {
     pub fn new(spec: &'a PipelineSpec, durations: &'a Durations, terms: Terms, setup: PointSetup) -> Self {
         let decider = Decider::new(spec);
@@ -310,10 +314,8 @@ impl<'a> Sim<'a> {
             take_buffer: Vec::new(),
             streams: Streams::new(spec, LoadShape::plain(setup.priority_fraction), &[], false),
             sends: Vec::new(),
-            sending: None,
-            to_send: std::collections::VecDeque::new(),
-            client_sending: None,
-            client_queue: std::collections::VecDeque::new(),
+            generator: SendQueue::default(),
+            clients: SendQueue::default(),
             classes: Classes::new(spec),
             speeds: Vec::new(),
             running_classes: Vec::new(),
@@ -452,61 +454,65 @@ impl<'a> Sim<'a> {
             }
         };
         let mut wants = false;
-        let bench = self.streams.sessions().is_none();
-        let generated = client.is_none() && bench && self.terms.cpu.send_ns > 0;
-        let client_sent = client.filter(|_| bench && self.terms.cpu.client_send_ns > 0);
+        let from = if client.is_some() { Sender::Clients } else { Sender::Generator };
+        let queued = self.streams.sessions().is_none() && self.send_ns(from) > 0;
         for send in sends.drain(..) {
-            if generated {
-                self.to_send.push_back(send);
-            } else if let Some(c) = client_sent {
-                self.client_queue.push_back((c, send));
+            if queued {
+                self.sends_of(from).waiting.push_back((client, send));
             } else {
                 wants |= self.submit(send, client);
             }
         }
         self.sends = sends;
-        if generated {
-            self.next_send();
-        }
-        if client_sent.is_some() {
-            self.next_client_send();
+        if queued {
+            self.next_send(from);
         }
         if wants {
             self.decide();
         }
     }
 
-    /// The load generator takes its next request, when it is free and one waits: its
-    /// send runs on the cores as a job of the generator's class; from its start the request counts
-    /// as sent (unless latency counts from the schedule).
-    fn next_send(&mut self) {
-        if self.sending.is_some() {
-            return;
+    fn sends_of(&mut self, from: Sender) -> &mut SendQueue {
+        match from {
+            Sender::Generator => &mut self.generator,
+            Sender::Clients => &mut self.clients,
         }
-        let Some(mut send) = self.to_send.pop_front() else { return };
-        if !self.setup.latency_from_schedule {
-            send.sent_ns = self.now;
-        }
-        self.sending = Some(send);
-        let class = if self.setup.generator_realtime { Class::GENERATOR_REALTIME } else { Class::PLAIN };
-        self.run_job(Batch::runtime(Job::Send, self.terms.cpu.send_ns, self.now, class));
     }
 
-    /// The next closed-loop client waiting to send starts its send, when no client's runs: a
-    /// normal-class job on the cores, from whose start the request counts as sent. The clients
-    /// a batch answers together so send in turn, which spreads their next requests as the
-    /// real threads' are spread (all at once, processor sharing would end their sends
-    /// together, and every batch after the first would hold every client's). One at a time,
-    /// not one per core: with a worker busy on one of two cores, that matched the real
-    /// capacities at concurrency 16-32 of four pipelines of five (`docs/simulate.md`).
-    fn next_client_send(&mut self) {
-        if self.client_sending.is_some() {
+    fn send_ns(&self, from: Sender) -> u64 {
+        match from {
+            Sender::Generator => self.terms.cpu.send_ns,
+            Sender::Clients => self.terms.cpu.client_send_ns,
+        }
+    }
+
+    /// `from`'s next send starts, when none of its runs and one waits: a job on the cores,
+    /// from whose start the request counts as sent (the generator's: unless latency counts
+    /// from the schedule). The generator's runs in its class (`--generator-policy`), a
+    /// client's at the normal one.
+    ///
+    /// The closed loop's clients send in turn too: a batch answers them together, and the
+    /// real threads then wake and send one after another, which spreads their next requests
+    /// (all at once, processor sharing would end their sends together, and every batch after
+    /// the first would hold every client's). One at a time, not one per core: with a worker
+    /// busy on one of two cores, that matched the real capacities at concurrency 16-32 of
+    /// four pipelines of five (`docs/simulate.md`).
+    fn next_send(&mut self, from: Sender) {
+        let (now, from_schedule) = (self.now, self.setup.latency_from_schedule);
+        let queue = self.sends_of(from);
+        if queue.running.is_some() {
             return;
         }
-        let Some((client, mut send)) = self.client_queue.pop_front() else { return };
-        send.sent_ns = self.now;
-        self.client_sending = Some((client, send));
-        self.run_job(Batch::runtime(Job::ClientSend, self.terms.cpu.client_send_ns, self.now, Class::PLAIN));
+        let Some((client, mut send)) = queue.waiting.pop_front() else { return };
+        if client.is_some() || !from_schedule {
+            send.sent_ns = now;
+        }
+        queue.running = Some((client, send));
+        let class = match from {
+            Sender::Generator if self.setup.generator_realtime => Class::GENERATOR_REALTIME,
+            _ => Class::PLAIN,
+        };
+        self.run_job(Batch::runtime(Job::Send { from }, self.send_ns(from), now, class));
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -889,22 +895,12 @@ impl<'a> Sim<'a> {
                 self.batches[id] = None;
                 self.free_batches.push(id);
             }
-            Job::Send => {
+            Job::Send { from } => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                let send = self.sending.take().expect("the generator's request");
-                let wants = self.submit(send, None);
-                self.next_send();
-                if wants {
-                    self.decide();
-                }
-            }
-            Job::ClientSend => {
-                self.batches[id] = None;
-                self.free_batches.push(id);
-                let (client, send) = self.client_sending.take().expect("the client's request");
-                let wants = self.submit(send, Some(client));
-                self.next_client_send();
+                let (client, send) = self.sends_of(from).running.take().expect("the request being sent");
+                let wants = self.submit(send, client);
+                self.next_send(from);
                 if wants {
                     self.decide();
                 }
