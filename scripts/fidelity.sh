@@ -24,7 +24,9 @@
 # as the simulator's arrivals are never late. GENERATOR_POLICY (normal or realtime; default normal)
 # is the open loop's generator thread's policy (`--generator-policy`), in the real runs and, with
 # SEND_CPU=1, in the model's generator thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
-# simulations the clients' sends in turn (`--client-send-us`).
+# simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
+# with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json); STALLS=1 gives every
+# simulation of P those stalls (`--core-stalls`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -57,6 +59,8 @@ logged() { # NAME: appends the load average to load.log
 measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capacity runs, the real runs
     local p=$1 cfg=$2 c=$3
     shift 3
+    logged "$p stalls"
+    "$BATON" stalls --out "$DIR/$p.stalls.json" >"$DIR/$p.stalls.txt" 2>&1
     logged "$p profile"
     "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" >"$DIR/$p.profile.log" 2>&1
     for k in 1 2 3; do

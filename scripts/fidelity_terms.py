@@ -397,7 +397,7 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    text += realtime_flags(d, p) + tick_flags(d, p)
+    text += realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
     # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
@@ -437,6 +437,12 @@ def realtime_flags(d, p):
 def tick_flags(d, p):
     """With TICK_DELAYS=1: the runtime's recorded tick lateness for every simulation of P."""
     return " --tick-delays " + ",".join(capacity_files(d, p)) if os.environ.get("TICK_DELAYS") == "1" else ""
+
+
+def stall_flags(d, p):
+    """With STALLS=1: the machine's core stalls recorded beside P's profile (`baton stalls`), for
+    every simulation of P: the concurrency-1 one too, so the wake and hop terms leave them out."""
+    return f" --core-stalls {d}/{p}.stalls.json" if os.environ.get("STALLS") == "1" else ""
 
 
 def capacity_files(d, p):
@@ -517,6 +523,9 @@ def table(d, pipelines):
     if os.environ.get("TICK_DELAYS") == "1":
         lines.append("\nEvery simulation above drew its scheduler ticks' lateness from the capacity runs' records "
                      "(`--tick-delays cap_P_*.json`, TICK_DELAYS=1).")
+    if os.environ.get("STALLS") == "1":
+        lines.append("\nEvery simulation above took cores away as the machine's stalls recorded beside each "
+                     "profile say (`--core-stalls P.stalls.json`, STALLS=1).")
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")
@@ -534,7 +543,7 @@ if __name__ == "__main__":
     if cmd == "rates":
         print(rates(*args))
     elif cmd == "base":
-        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args))
+        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args) + stall_flags(*args))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

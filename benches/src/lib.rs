@@ -35,6 +35,7 @@ pub mod raw;
 pub mod remote;
 pub mod report;
 pub mod simulate;
+pub mod stalls;
 pub mod sweep;
 pub mod target;
 pub mod tune;

@@ -353,6 +353,43 @@ fn real_time_sends_leave_on_schedule_while_normal_ones_wait_behind_real_time_bat
     assert!(normal > 150.0, "behind the real-time batches: {normal} µs");
 }
 
+/// A `baton stalls` record: `stalls` stalls of `us` µs in one second on `core`, none on the other.
+fn stall_record(dir: &Path, core: usize, stalls: usize, us: f64) -> PathBuf {
+    let lengths = vec![us; stalls];
+    let cores: Vec<serde_json::Value> = (0..2)
+        .map(|c| serde_json::json!({"core": c, "stalls_us": if c == core { lengths.clone() } else { vec![] }}))
+        .collect();
+    let record = serde_json::json!({"kind": "baton-core-stalls", "threshold_us": 2.0, "duration_s": 1.0,
+        "read_us": 0.03, "cores": cores});
+    let path = dir.join(format!("stalls_{core}.json"));
+    std::fs::write(&path, record.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_core_stall_stops_the_worker_pinned_there_and_a_loose_one_by_chance() {
+    let dir = folder(SUITE, "core_stalls");
+    // Concurrency 1 on one node of 1 ms batches, two cores; core 0 stalls 1000 times a
+    // second for 200 µs (covering 1 - e^-0.2 = 18% of the time).
+    let pinned = one_node_with(&dir, "pinned.toml", "max_batch = 1", "max_batch = 1\ncores = [0]");
+    let mut o = options(pinned, profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.bench.duration = std::time::Duration::from_secs(20);
+    o.model.cores = Some(2.0);
+    let throughput = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0).throughput_rps;
+    assert_eq!(throughput(&o), 1000.0, "without stalls");
+    o.model.core_stalls = Some(stall_record(&dir, 0, 1000, 200.0));
+    let stalled = throughput(&o);
+    assert!((790.0..850.0).contains(&stalled), "the pinned worker stops 18% of the time: {stalled}/s");
+    o.model.core_stalls = Some(stall_record(&dir, 1, 1000, 200.0));
+    assert_eq!(throughput(&o), 1000.0, "the other core's stalls leave the pinned worker alone");
+    // Not pinned: a stall of core 1 takes the lone batch with the chance it runs there,
+    // one in two (covering 1 - e^-0.1 = 9.5% of the time).
+    o.bench.pipeline = Some(one_node(&dir, 1));
+    let loose = throughput(&o);
+    assert!((880.0..930.0).contains(&loose), "the loose worker stops half as often: {loose}/s");
+}
+
 #[test]
 fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
     let dir = folder(SUITE, "batch_times");

@@ -58,6 +58,25 @@ enum Command {
     Simulate(Box<simulate::SimulateArgs>),
     /// Search a pipeline's scheduling knobs for the most requests/s meeting an SLO, in the simulator.
     Tune(tune::TuneArgs),
+    /// Measure the machine's core stalls (the OS or the hypervisor taking a busy core) for `baton simulate --core-stalls`.
+    Stalls(StallsArgs),
+}
+
+/// `baton stalls` arguments.
+#[derive(clap::Args)]
+struct StallsArgs {
+    /// Where to write the record (JSON).
+    #[arg(long)]
+    out: PathBuf,
+    /// How long to watch every core at once.
+    #[arg(long, default_value = "5s", value_parser = baton_bench::parse_duration)]
+    duration: std::time::Duration,
+    /// A gap between two clock reads longer than this is a stall, µs.
+    #[arg(long, default_value_t = 2.0)]
+    threshold_us: f64,
+    /// The cores to watch (default: every core this process may run on).
+    #[arg(long, value_delimiter = ',')]
+    cores: Option<Vec<usize>>,
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -99,5 +118,9 @@ fn main() -> ExitCode {
         Command::Simulate(args) => baton_bench::simulate::run(args.options(), &engines()),
         Command::Flood(args) => flood::run(args),
         Command::Tune(args) => baton_bench::tune::run(args.options(), &engines()),
+        Command::Stalls(a) => {
+            let threshold = std::time::Duration::from_secs_f64(a.threshold_us.max(0.0) / 1e6);
+            baton_bench::stalls::run(a.cores, a.duration, threshold, &a.out)
+        }
     }
 }

@@ -114,6 +114,12 @@ pub struct ModelTermArgs {
     /// files hold no batches of).
     #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
     pub batch_times: Vec<PathBuf>,
+    /// Measured term: the machine's core stalls, from a `baton stalls --out FILE` record:
+    /// each core stalls at its recorded rate, for lengths drawn from its record; the jobs on
+    /// a stalled core stop until it ends (a pinned worker's always, another job with the
+    /// chance that it runs there), and the other jobs share the cores left.
+    #[arg(long, value_name = "STALLS_JSON")]
+    pub core_stalls: Option<PathBuf>,
 }
 
 impl ModelTermArgs {
@@ -140,6 +146,7 @@ impl ModelTermArgs {
             wake_delays: self.wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,
+            core_stalls: self.core_stalls,
         }
     }
 }

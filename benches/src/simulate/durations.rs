@@ -109,6 +109,8 @@ pub struct Durations {
     pub wakes: Option<super::wakes::WakeDraws>,
     /// The runtime's recorded tick lateness (`--tick-delays`); `None`: ticks on time.
     pub ticks: Option<super::wakes::TickDraws>,
+    /// The machine's recorded core stalls (`--core-stalls`); `None`: the cores never stall.
+    pub stalls: Option<super::stalls::StallDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
     stretch: Vec<Option<super::stretch::Stretch>>,
 }
@@ -166,7 +168,7 @@ impl Durations {
         }
         let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
         let realtime_scale = vec![1.0; out.len()];
-        Ok(Durations { nodes: out, scale, offset_us, realtime_scale, wakes: None, ticks: None, stretch })
+        Ok(Durations { nodes: out, scale, offset_us, realtime_scale, wakes: None, ticks: None, stalls: None, stretch })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in

@@ -113,6 +113,12 @@ enum Ev {
     Due,
     /// The measured interval begins.
     Measure,
+    /// A core stalls (`--core-stalls`).
+    Stall {
+        core: usize,
+    },
+    /// A core's stall may end (a later stall may have lengthened it).
+    StallEnd,
 }
 
 struct Req {
@@ -142,6 +148,10 @@ struct Batch {
     speed: f64,
     /// Its thread class (how it shares the cores).
     class: Class,
+    /// The core its thread is pinned to (a pinned worker's batch or hand-on), if any.
+    core: Option<usize>,
+    /// It makes no progress before this, virtual ns: its core stalled ([`Terms`]' stalls).
+    frozen_until: u64,
 }
 
 impl Batch {
@@ -159,7 +169,18 @@ impl Batch {
             end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
             class,
+            core: None,
+            frozen_until: 0,
         }
+    }
+
+    /// The same job on the pinned `core`.
+    fn on(self, core: Option<usize>) -> Batch {
+        Batch { core, ..self }
+    }
+
+    fn frozen(&self, now: u64) -> bool {
+        self.frozen_until > now
     }
 }
 
@@ -212,6 +233,14 @@ pub struct Sim<'a> {
     speeds: Vec<f64>,
     /// Each running batch's class (in `running`'s order), rebuilt at each reschedule.
     running_classes: Vec<Class>,
+    /// The speeds of the running batches not frozen, before they are merged into `speeds`.
+    unfrozen_speeds: Vec<f64>,
+    /// Per node: the core its workers are pinned to, if one (as the model numbers cores).
+    pins: Vec<Option<usize>>,
+    /// Per core of the model: until when it stalls (`--core-stalls`), virtual ns.
+    stalled_until: Vec<u64>,
+    /// The stalls' own draws, apart from the rest's.
+    stall_rng: StdRng,
 }
 
 /// Each node's buffer state at the start, batching as the runtime's selector and policy say.
@@ -257,6 +286,21 @@ fn entry_nodes(spec: &PipelineSpec) -> Vec<bool> {
         }
     }
     entry
+}
+
+/// Per node: the core all its workers are pinned to (`cores = [..]` naming one, or every
+/// worker's the same), as the model's core of `cores` (the id modulo their count); `None`
+/// where they are not pinned, or pinned to different cores.
+fn pinned_cores(spec: &PipelineSpec, cores: f64) -> Vec<Option<usize>> {
+    let count = cores.ceil().max(1.0) as usize;
+    spec.nodes
+        .iter()
+        .map(|n| {
+            let first = *n.cores.first()?;
+            let one = (0..n.workers.max(1)).all(|i| n.cores[i % n.cores.len()] == first);
+            one.then_some(first % count)
+        })
+        .collect()
 }
 
 /// Sends made one at a time (one thread's, or clients' in turn): the one running, with
@@ -319,6 +363,10 @@ impl<'a> Sim<'a> {
             classes: Classes::new(spec),
             speeds: Vec::new(),
             running_classes: Vec::new(),
+            unfrozen_speeds: Vec::new(),
+            pins: pinned_cores(spec, terms.cores),
+            stalled_until: vec![0; terms.cores.ceil().max(1.0) as usize],
+            stall_rng: StdRng::seed_from_u64(setup.seed ^ 0x0057_a11e_d0c0_4e55),
         }
     }
 
@@ -361,6 +409,9 @@ impl<'a> Sim<'a> {
         }
         self.at(self.tick_ns, Ev::Tick);
         self.at(self.setup.warmup_ns, Ev::Measure);
+        for core in 0..self.stalled_until.len() {
+            self.next_stall(core);
+        }
         let end = self.setup.warmup_ns + self.setup.duration_ns;
         let mut start_stats = Vec::new();
         loop {
@@ -405,6 +456,8 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Ev::Due => self.decide(),
+                Ev::Stall { core } => self.stall(core),
+                Ev::StallEnd => self.stall_end(),
                 Ev::Measure => {
                     self.recorder.take();
                     self.measuring = true;
@@ -793,14 +846,19 @@ impl<'a> Sim<'a> {
             end: (u64::MAX, u64::MAX),
             speed: f64::NAN,
             class,
+            core: self.pins[node],
+            frozen_until: 0,
         };
         tasks.clear();
         self.take_buffer = tasks;
         self.run_job(batch);
     }
 
-    /// Puts a job on the shared cores.
-    fn run_job(&mut self, batch: Batch) {
+    /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.
+    fn run_job(&mut self, mut batch: Batch) {
+        if let Some(core) = batch.core {
+            batch.frozen_until = self.stalled_until[core];
+        }
         let id = match self.free_batches.pop() {
             Some(id) => {
                 self.batches[id] = Some(batch);
@@ -829,13 +887,25 @@ impl<'a> Sim<'a> {
     /// Schedules every running batch's end at its speed now, where that speed
     /// differs from the one its pending end was scheduled at (that end goes
     /// stale); an end scheduled at the same speed still holds.
+    /// A frozen job runs at speed 0; the others share the cores not stalled.
     fn reschedule(&mut self) {
+        let now = self.now;
         self.running_classes.clear();
         for &id in &self.running {
-            self.running_classes.push(self.batches[id].as_ref().expect("a running batch").class);
+            let b = self.batches[id].as_ref().expect("a running batch");
+            if !b.frozen(now) {
+                self.running_classes.push(b.class);
+            }
         }
-        speeds(self.terms.cores, &self.running_classes, &mut self.speeds);
-        let now = self.now;
+        let stalled = self.stalled_until.iter().filter(|&&until| until > now).count();
+        let cores = (self.terms.cores - stalled as f64).max(0.0);
+        speeds(cores, &self.running_classes, &mut self.unfrozen_speeds);
+        self.speeds.clear();
+        let mut unfrozen = self.unfrozen_speeds.iter();
+        for &id in &self.running {
+            let b = self.batches[id].as_ref().expect("a running batch");
+            self.speeds.push(if b.frozen(now) { 0.0 } else { *unfrozen.next().expect("a speed per unfrozen job") });
+        }
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             if b.speed == speed {
@@ -850,6 +920,54 @@ impl<'a> Sim<'a> {
             let end = if speed > 0.0 { now.saturating_add((b.left / speed).round() as u64) } else { u64::MAX };
             b.end = (end, self.seq);
         }
+    }
+
+    /// Schedules `core`'s next stall, if its record has any.
+    fn next_stall(&mut self, core: usize) {
+        let Some(stalls) = &self.durations.stalls else { return };
+        if let Some(gap) = stalls.gap_ns(core, self.stall_rng.random::<f64>()) {
+            self.at(self.now.saturating_add(gap), Ev::Stall { core });
+        }
+    }
+
+    /// `core` stalls for a drawn length: the running jobs pinned to it stop until it ends;
+    /// where none is, a job not pinned stops with the chance that it runs on that core (the
+    /// running ones not pinned ÷ the cores, at most 1), one drawn among them. The cores
+    /// left run the rest.
+    fn stall(&mut self, core: usize) {
+        let stalls = self.durations.stalls.as_ref().expect("stalls come from a record");
+        let end = self.now + stalls.length_ns(core, self.stall_rng.random::<f64>());
+        self.next_stall(core);
+        self.stalled_until[core] = self.stalled_until[core].max(end);
+        self.at(end, Ev::StallEnd);
+        self.share();
+        let now = self.now;
+        let mut pinned_here = false;
+        let mut loose = Vec::new();
+        for &id in &self.running {
+            let b = self.batches[id].as_mut().expect("a running batch");
+            if b.core == Some(core) {
+                b.frozen_until = b.frozen_until.max(end);
+                pinned_here = true;
+            } else if b.core.is_none() && !b.frozen(now) {
+                loose.push(id);
+            }
+        }
+        if !pinned_here && !loose.is_empty() {
+            let (u, v) = (self.stall_rng.random::<f64>(), self.stall_rng.random::<f64>());
+            if u * self.terms.cores < loose.len() as f64 {
+                let id = loose[((v * loose.len() as f64) as usize).min(loose.len() - 1)];
+                self.batches[id].as_mut().expect("a running batch").frozen_until = end;
+            }
+        }
+        self.reschedule();
+    }
+
+    /// A stall's end: the jobs it froze run again, and the core is back (unless a later
+    /// stall lengthened it).
+    fn stall_end(&mut self) {
+        self.share();
+        self.reschedule();
     }
 
     /// The running batch that ends first: its end and id (None: none running).
@@ -873,10 +991,13 @@ impl<'a> Sim<'a> {
                 match self.terms.cpu.hand_on_ns(tasks) {
                     0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),
                     work if self.terms.cpu.off_path => {
-                        self.run_job(Batch::runtime(Job::Beside, work, self.now, class));
+                        self.run_job(Batch::runtime(Job::Beside, work, self.now, class).on(self.pins[node]));
                         self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id });
                     }
-                    work => self.run_job(Batch::runtime(Job::HandOn { batch: id }, work, self.now, class)),
+                    work => {
+                        let hand_on = Batch::runtime(Job::HandOn { batch: id }, work, self.now, class);
+                        self.run_job(hand_on.on(self.pins[node]))
+                    }
                 }
             }
             Job::Enter { request } => {

@@ -11,7 +11,7 @@
 //! thread classes included), [`cpu`] (the runtime's own CPU as work on the
 //! cores), [`nodes`] (buffers, joins, totals), [`streams`] (what each request
 //! carries, per-stream order at stateful nodes), [`sessions`] (the collab
-//! example's sessions as a load), [`traffic`] (what a point sends: the options
+//! example's sessions as a load), [`stalls`] (the machine's core stalls), [`traffic`] (what a point sends: the options
 //! checked, each point's simulation set up), [`engine`] (the event loop of one point).
 //! docs/simulate.md says what it models, what it does not, and how close it
 //! comes to real runs.
@@ -25,6 +25,7 @@ pub mod nodes;
 pub mod outliers;
 pub mod records;
 pub mod sessions;
+pub mod stalls;
 pub mod streams;
 pub mod stretch;
 pub mod traffic;

@@ -42,6 +42,8 @@ pub struct ModelTerms {
     /// `baton bench --json` files whose recorded batch times give each node's stretch over
     /// the profile (instead of its compute scale; see [`super::stretch`]).
     pub batch_times: Vec<std::path::PathBuf>,
+    /// A `baton stalls` record: the cores stall as it says (see [`super::stalls`]).
+    pub core_stalls: Option<std::path::PathBuf>,
 }
 
 impl ModelTerms {
@@ -112,6 +114,9 @@ impl ModelTerms {
         if !self.tick_delays.is_empty() {
             durations.ticks = Some(super::wakes::TickDraws::load(&self.tick_delays, &spec.name)?);
         }
+        if let Some(file) = &self.core_stalls {
+            durations.stalls = Some(super::stalls::StallDraws::load(file)?);
+        }
         if !self.batch_times.is_empty() {
             durations.stretch(&super::stretch::load(&self.batch_times, &spec.name, &names)?);
         }
@@ -141,5 +146,6 @@ impl ModelTerms {
         s["tick_delays"] = serde_json::json!(files);
         let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
         s["batch_times"] = serde_json::json!(files);
+        s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
     }
 }

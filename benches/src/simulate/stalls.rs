@@ -1,0 +1,98 @@
+//! The machine's core stalls as the model draws them (`--core-stalls`, a
+//! `baton stalls` record): per core of the model, stalls come as a Poisson
+//! process at the rate its record core saw, each as long as a draw from that
+//! core's stalls. The model's core `k` takes record core `k mod n` of the
+//! record's `n`.
+//!
+//! What a stall does is the engine's ([`super::engine`]): the jobs on the
+//! stalled core stop until it ends, and the others share the cores left.
+
+use std::path::Path;
+
+use crate::stalls::StallRecord;
+
+/// One core's stalls: their rate and lengths.
+#[derive(Clone, Debug, PartialEq)]
+struct CoreDraws {
+    /// Stalls per ns.
+    rate_per_ns: f64,
+    /// Every recorded stall's length, ns.
+    lengths_ns: Vec<u64>,
+}
+
+/// The record's cores, in its order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StallDraws {
+    cores: Vec<CoreDraws>,
+}
+
+impl StallDraws {
+    /// Reads a `baton stalls` record (errors name `--core-stalls` and the file).
+    pub fn load(path: &Path) -> Result<StallDraws, String> {
+        let record = StallRecord::read(path).map_err(|e| format!("--core-stalls {e}"))?;
+        Ok(StallDraws::of(&record))
+    }
+
+    pub fn of(record: &StallRecord) -> StallDraws {
+        let per_ns = 1.0 / (record.duration_s * 1e9);
+        let cores = record
+            .cores
+            .iter()
+            .map(|c| CoreDraws {
+                rate_per_ns: c.stalls_us.len() as f64 * per_ns,
+                lengths_ns: c.stalls_us.iter().map(|us| (us * 1e3).round() as u64).collect(),
+            })
+            .collect();
+        StallDraws { cores }
+    }
+
+    fn core(&self, core: usize) -> &CoreDraws {
+        &self.cores[core % self.cores.len()]
+    }
+
+    /// From one stall of the model's `core` to its next, ns (`u` uniform in [0, 1));
+    /// `None`: that core never stalls.
+    pub fn gap_ns(&self, core: usize, u: f64) -> Option<u64> {
+        let c = self.core(core);
+        (c.rate_per_ns > 0.0).then(|| (-(1.0 - u).ln() / c.rate_per_ns).round() as u64)
+    }
+
+    /// A stall's length on the model's `core`, ns (`u` uniform in [0, 1)): one of its record's, each as likely.
+    pub fn length_ns(&self, core: usize, u: f64) -> u64 {
+        let c = &self.core(core).lengths_ns;
+        c[((u * c.len() as f64) as usize).min(c.len() - 1)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stalls::{CoreStalls, KIND};
+
+    fn record() -> StallRecord {
+        StallRecord {
+            kind: KIND.into(),
+            threshold_us: 2.0,
+            duration_s: 2.0,
+            read_us: 0.03,
+            cores: vec![
+                CoreStalls { core: 0, stalls_us: vec![10.0, 30.0, 50.0, 4000.0] },
+                CoreStalls { core: 1, stalls_us: vec![] },
+            ],
+        }
+    }
+
+    #[test]
+    fn gaps_follow_the_cores_rate_and_lengths_its_record() {
+        let d = StallDraws::of(&record());
+        // 4 stalls in 2 s: 2 a second, a mean gap of 0.5 s; the median gap is ln 2 × 0.5 s.
+        assert_eq!(d.gap_ns(0, 0.5), Some((0.5e9 * std::f64::consts::LN_2).round() as u64));
+        assert_eq!(d.gap_ns(0, 0.0), Some(0));
+        assert_eq!(d.gap_ns(1, 0.5), None);
+        // The model's core 2 takes record core 0.
+        assert_eq!(d.gap_ns(2, 0.5), d.gap_ns(0, 0.5));
+        assert_eq!(d.length_ns(0, 0.0), 10_000);
+        assert_eq!(d.length_ns(0, 0.6), 50_000);
+        assert_eq!(d.length_ns(0, 0.999), 4_000_000);
+    }
+}
