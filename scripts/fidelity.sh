@@ -25,8 +25,9 @@
 # is the open loop's generator thread's policy (`--generator-policy`), in the real runs and, with
 # SEND_CPU=1, in the model's generator thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
 # simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
-# with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json); STALLS=1 gives every
-# simulation of P those stalls (`--core-stalls`).
+# with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
+# of P takes cores away as they say (`--core-stalls`; STALLS=0: none). HAND_ON=1 gives each node the
+# worker's measured hand-on time per batch (`--hand-on-us`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}

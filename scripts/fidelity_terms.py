@@ -368,7 +368,9 @@ def compute_flags(compute, code=""):
 
 
 def flags_text(flags, compute):
-    text = " ".join(f"{k} {v:.1f}" for k, v in flags.items())
+    # Every term is a non-negative number of µs: a rounding error below 0 is 0, not `-0.0`
+    # (which the command line would read as an option).
+    text = " ".join(f"{k} {max(v, 0.0):.1f}" for k, v in flags.items())
     text += " --cpu-off-path" if "--request-cpu-us" in flags else ""
     return text + compute_flags(compute)
 
@@ -397,7 +399,7 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    text += realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p)
+    text += realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p) + hand_on_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
     # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
@@ -439,10 +441,27 @@ def tick_flags(d, p):
     return " --tick-delays " + ",".join(capacity_files(d, p)) if os.environ.get("TICK_DELAYS") == "1" else ""
 
 
+def hand_on_flags(d, p):
+    """With HAND_ON=1: --hand-on-us of every node that ran in the capacity runs at concurrency 1,
+    the median of its worker's time handing a batch's outputs on (`nodes[].mean_hand_on_us`), for
+    every simulation of P: the concurrency-1 one too, so the hop term leaves it out."""
+    if os.environ.get("HAND_ON") != "1":
+        return ""
+    per_node = {}
+    for q in concurrency_one(d, p):
+        for n in q["nodes"]:
+            if n["executions"] > 0 and "mean_hand_on_us" in n:
+                per_node.setdefault(n["name"], []).append(n["mean_hand_on_us"])
+    items = [f"{n}={statistics.median(v):.1f}" for n, v in sorted(per_node.items())]
+    return " --hand-on-us " + ",".join(items) if items else ""
+
+
 def stall_flags(d, p):
-    """With STALLS=1: the machine's core stalls recorded beside P's profile (`baton stalls`), for
-    every simulation of P: the concurrency-1 one too, so the wake and hop terms leave them out."""
-    return f" --core-stalls {d}/{p}.stalls.json" if os.environ.get("STALLS") == "1" else ""
+    """The machine's core stalls recorded beside P's profile (`baton stalls`), for every simulation
+    of P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
+    measurements taken before the records: none)."""
+    record = f"{d}/{p}.stalls.json"
+    return f" --core-stalls {record}" if os.environ.get("STALLS", "1") == "1" and os.path.exists(record) else ""
 
 
 def capacity_files(d, p):
@@ -495,7 +514,7 @@ def table(d, pipelines):
         flags = json.load(open(f"{d}/terms_{p}.json"))
         compute = flags.pop("--compute", {})
         lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
-                  + " ".join(f"`{k} {v:.1f}`" for k, v in flags.items())
+                  + " ".join(f"`{k} {max(v, 0.0):.1f}`" for k, v in flags.items())
                   + compute_flags(compute, "`")
                   + ")\n",
                   "| load | | req/s | mean µs | p50 µs | p99 µs | " + "".join(f"{k} µs | " for k in prio) + "errors |",
@@ -523,9 +542,12 @@ def table(d, pipelines):
     if os.environ.get("TICK_DELAYS") == "1":
         lines.append("\nEvery simulation above drew its scheduler ticks' lateness from the capacity runs' records "
                      "(`--tick-delays cap_P_*.json`, TICK_DELAYS=1).")
-    if os.environ.get("STALLS") == "1":
+    if os.environ.get("HAND_ON") == "1":
+        lines.append("\nEvery simulation above gave each node's hand-on the capacity runs' time at concurrency 1 "
+                     "(`--hand-on-us`, HAND_ON=1).")
+    if os.environ.get("STALLS", "1") == "1" and glob.glob(f"{d}/*.stalls.json"):
         lines.append("\nEvery simulation above took cores away as the machine's stalls recorded beside each "
-                     "profile say (`--core-stalls P.stalls.json`, STALLS=1).")
+                     "profile say, where one was recorded (`--core-stalls P.stalls.json`; STALLS=0: none).")
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")
@@ -543,7 +565,8 @@ if __name__ == "__main__":
     if cmd == "rates":
         print(rates(*args))
     elif cmd == "base":
-        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args) + stall_flags(*args))
+        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args) + stall_flags(*args)
+              + hand_on_flags(*args))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

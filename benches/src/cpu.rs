@@ -134,6 +134,7 @@ mod tests {
             mean_batch: 4.0,
             mean_queue_us: 0.0,
             mean_compute_us: 50.0,
+            mean_hand_on_us: 0.0,
             host_device_bytes: 0,
             wakes: Default::default(),
             compute_p99_us: 0.0,

@@ -252,6 +252,8 @@ pub struct NodeDelta {
     pub mean_queue_us: f64,
     /// Stitching and running the stages, µs per batch.
     pub mean_compute_us: f64,
+    /// Handing the outputs on after a batch (the worker's time), µs per batch.
+    pub mean_hand_on_us: f64,
     /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
     pub host_device_bytes: u64,
     /// Its workers' wake-ups (from the scheduler's word to the worker taking it).
@@ -378,6 +380,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_batch: per(rows, executions),
                 mean_queue_us: per(queue_ns, tasks) / 1000.0,
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
+                mean_hand_on_us: per(b.hand_on_ns.saturating_sub(a.hand_on_ns), executions) / 1000.0,
                 host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
                 compute_p99_us: compute_quantile_us(&batch_times, 0.99),
@@ -572,6 +575,7 @@ mod tests {
             queue_ns,
             compute_ns,
             task_compute_ns: compute_ns,
+            hand_on_ns: 0,
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,

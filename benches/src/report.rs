@@ -362,7 +362,8 @@ pub fn points_table(points: &[PointResult]) -> String {
 
 /// One row per point and node: mean batch size, queue time per task, compute time per batch
 /// (mean and p99), the share of it its threads ran on a core (sampled; `-` without
-/// samples), its workers' wake-up p50 and p99.
+/// samples), the worker's time handing the outputs on per batch, its workers' wake-up p50
+/// and p99.
 pub fn nodes_table(points: &[PointResult]) -> String {
     let rows: Vec<Vec<String>> = points
         .iter()
@@ -378,6 +379,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     format!("{:.1}", n.mean_compute_us),
                     format!("{:.1}", n.compute_p99_us),
                     n.cpu_per_wall.map_or("-".into(), |share| format!("{share:.2}")),
+                    format!("{:.1}", n.mean_hand_on_us),
                     format!("{:.1}", n.wakes.p50_us),
                     format!("{:.1}", n.wakes.p99_us),
                     n.executions.to_string(),
@@ -399,6 +401,7 @@ pub fn nodes_table(points: &[PointResult]) -> String {
             "compute µs/batch",
             "compute p99 µs",
             "on core",
+            "hand-on µs/batch",
             "wake p50 µs",
             "wake p99 µs",
             "batches",
@@ -541,6 +544,7 @@ mod tests {
                 mean_batch: 8.0,
                 mean_queue_us: 12.25,
                 mean_compute_us: 300.0,
+                mean_hand_on_us: 0.0,
                 host_device_bytes: 0,
                 wakes: Default::default(),
                 compute_p99_us: 0.0,
@@ -670,6 +674,7 @@ mod tests {
             queue_ns: 0,
             compute_ns: 0,
             task_compute_ns: 0,
+            hand_on_ns: 0,
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,

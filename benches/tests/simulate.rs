@@ -429,6 +429,22 @@ fn measured_terms_add_to_each_hop_and_cores_are_shared() {
 }
 
 #[test]
+fn a_nodes_hand_on_adds_to_its_batches_hops_and_unknown_nodes_are_named() {
+    let dir = folder(SUITE, "hand_on");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.hop_us = 50.0;
+    o.model.hand_on_us = vec!["a=200".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    // Each request: 1000 µs of compute, then 200 µs of hand-on and the 50 µs hop.
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1250, 1250));
+    assert_eq!(p.nodes[0].mean_hand_on_us, 200.0, "the report shows the hand-on");
+    o.model.hand_on_us = vec!["nope=1".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--hand-on-us") && e.contains("`nope`"), "{e}");
+}
+
+#[test]
 fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
     let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));

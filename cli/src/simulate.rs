@@ -96,6 +96,11 @@ pub struct ModelTermArgs {
     /// profile's at the same sizes, e.g. `speech=0.8`; default 1.
     #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
     pub realtime_scale: Vec<String>,
+    /// Measured term: NODE=US, the time the node's worker takes to hand each batch's outputs
+    /// on (splitting them, routing them on, answering requests), before --hop-us: the
+    /// runtime's own record (`baton bench --json`, `nodes[].mean_hand_on_us`), e.g. `text=90`.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
+    pub hand_on_us: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
     /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
@@ -143,6 +148,7 @@ impl ModelTermArgs {
             compute_scale: self.compute_scale,
             compute_offset: self.compute_offset,
             realtime_scale: self.realtime_scale,
+            hand_on_us: self.hand_on_us,
             wake_delays: self.wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,

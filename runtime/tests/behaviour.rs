@@ -504,6 +504,20 @@ fn no_batching_policy_runs_one_request_per_batch() {
 }
 
 #[test]
+fn a_workers_hand_on_is_counted_before_it_takes_its_next_batch() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    // One worker: it counts a batch's hand-on after answering, and only then takes the next.
+    let runtime = start(&engines, ONE_NODE);
+    runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    assert_eq!(runtime.node_stats()[0].executions, 1);
+    runtime.submit(Request::new().input("x", value(2.0))).wait().unwrap();
+    let stats = &runtime.node_stats()[0];
+    assert_eq!(stats.executions, 2);
+    assert!(stats.hand_on_ns > 0, "the first batch's hand-on is counted: {stats:?}");
+}
+
+#[test]
 fn node_stats_add_up_rows_and_batches() {
     let engines = TestEngines::default();
     engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));

@@ -109,6 +109,8 @@ pub struct Durations {
     pub wakes: Option<super::wakes::WakeDraws>,
     /// The runtime's recorded tick lateness (`--tick-delays`); `None`: ticks on time.
     pub ticks: Option<super::wakes::TickDraws>,
+    /// Per node: ns its worker takes to hand a batch's outputs on, before `--hop-us` (0: none).
+    hand_on_ns: Vec<u64>,
     /// The machine's recorded core stalls (`--core-stalls`); `None`: the cores never stall.
     pub stalls: Option<super::stalls::StallDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
@@ -167,8 +169,18 @@ impl Durations {
             out.push(sizes);
         }
         let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
-        let realtime_scale = vec![1.0; out.len()];
-        Ok(Durations { nodes: out, scale, offset_us, realtime_scale, wakes: None, ticks: None, stalls: None, stretch })
+        let (realtime_scale, hand_on_ns) = (vec![1.0; out.len()], vec![0; out.len()]);
+        Ok(Durations {
+            nodes: out,
+            scale,
+            offset_us,
+            realtime_scale,
+            wakes: None,
+            ticks: None,
+            stalls: None,
+            stretch,
+            hand_on_ns,
+        })
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
@@ -222,6 +234,16 @@ impl Durations {
         self.offset_us[node] = us;
     }
 
+    /// Sets `node`'s hand-on time per batch, µs.
+    pub fn hand_on(&mut self, node: usize, us: f64) {
+        self.hand_on_ns[node] = (us * 1000.0).round() as u64;
+    }
+
+    /// `node`'s hand-on time per batch, ns.
+    pub fn hand_on_ns(&self, node: usize) -> u64 {
+        self.hand_on_ns[node]
+    }
+
     /// The median duration, µs, of a normal-class batch of `batch` rows at `node`.
     pub fn median_us(&self, node: usize, batch: usize) -> f64 {
         self.draw_ns(node, batch, 0.5, false) as f64 / 1000.0
@@ -241,6 +263,11 @@ pub fn parse_realtime_scales(items: &[String]) -> Result<Vec<(String, f64)>, Str
 /// `--compute-offset`'s `NODE=US` items, each a finite number of µs, not negative.
 pub fn parse_offsets(items: &[String]) -> Result<Vec<(String, f64)>, String> {
     parse_node_values("--compute-offset", "US", "a non-negative", items, |v| v >= 0.0)
+}
+
+/// `--hand-on-us`'s `NODE=US` items, each a finite number of µs, not negative.
+pub fn parse_hand_ons(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--hand-on-us", "US", "a non-negative", items, |v| v >= 0.0)
 }
 
 /// `NODE=VALUE` items of `option`, each value finite and `valid`, else an error naming the item.

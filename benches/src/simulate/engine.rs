@@ -987,12 +987,13 @@ impl<'a> Sim<'a> {
                 let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
                 let class = b.class;
                 self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
+                self.nodes[node].totals.hand_on_ns += self.durations.hand_on_ns(node);
                 // The hand-on runs on the batch's worker thread, in its class.
                 match self.terms.cpu.hand_on_ns(tasks) {
-                    0 => self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id }),
+                    0 => self.at(self.now + self.hop_ns(node), Ev::Handoff { batch: id }),
                     work if self.terms.cpu.off_path => {
                         self.run_job(Batch::runtime(Job::Beside, work, self.now, class).on(self.pins[node]));
-                        self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch: id });
+                        self.at(self.now + self.hop_ns(node), Ev::Handoff { batch: id });
                     }
                     work => {
                         let hand_on = Batch::runtime(Job::HandOn { batch: id }, work, self.now, class);
@@ -1010,7 +1011,8 @@ impl<'a> Sim<'a> {
             Job::HandOn { batch } => {
                 self.batches[id] = None;
                 self.free_batches.push(id);
-                self.at(self.now + self.terms.hop_ns, Ev::Handoff { batch });
+                let node = self.batches[batch].as_ref().expect("a finished batch").node;
+                self.at(self.now + self.hop_ns(node), Ev::Handoff { batch });
             }
             Job::Beside => {
                 self.batches[id] = None;
@@ -1027,6 +1029,12 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+    }
+
+    /// From a batch of `node`'s end (and its hand-on job's, with CPU costs) to its outputs
+    /// at the next nodes or the client: the node's hand-on time and the hop.
+    fn hop_ns(&self, node: usize) -> u64 {
+        self.durations.hand_on_ns(node) + self.terms.hop_ns
     }
 
     /// A batch's outputs reach the next nodes (and answers their clients); its worker

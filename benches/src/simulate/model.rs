@@ -34,6 +34,8 @@ pub struct ModelTerms {
     pub compute_offset: Vec<String>,
     /// `NODE=FACTOR`: the node's real-time-class batches take FACTOR × the profile's times.
     pub realtime_scale: Vec<String>,
+    /// `NODE=US`: the node's worker takes US to hand each batch's outputs on, before the hop.
+    pub hand_on_us: Vec<String>,
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
@@ -67,6 +69,7 @@ impl ModelTerms {
         durations::parse_scales(&self.compute_scale)?;
         durations::parse_offsets(&self.compute_offset)?;
         durations::parse_realtime_scales(&self.realtime_scale)?;
+        durations::parse_hand_ons(&self.hand_on_us)?;
         Ok(())
     }
 
@@ -107,6 +110,9 @@ impl ModelTerms {
         for (node, factor) in durations::parse_realtime_scales(&self.realtime_scale)? {
             durations.realtime_scale(index("--realtime-scale", &node)?, factor);
         }
+        for (node, us) in durations::parse_hand_ons(&self.hand_on_us)? {
+            durations.hand_on(index("--hand-on-us", &node)?, us);
+        }
         let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
@@ -139,6 +145,7 @@ impl ModelTerms {
         s["compute_scale"] = serde_json::json!(self.compute_scale);
         s["compute_offset"] = serde_json::json!(self.compute_offset);
         s["realtime_scale"] = serde_json::json!(self.realtime_scale);
+        s["hand_on_us"] = serde_json::json!(self.hand_on_us);
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);

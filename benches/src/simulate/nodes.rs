@@ -117,6 +117,8 @@ pub struct Totals {
     pub queue_ns: u64,
     pub compute_ns: u64,
     pub task_compute_ns: u64,
+    /// Its batches' hand-on times (`--hand-on-us`), ns in all.
+    pub hand_on_ns: u64,
     /// Per batch size (rows): (batches, compute ns, largest ns).
     pub sizes: BTreeMap<usize, (u64, u64, u64)>,
     /// Its told workers' wake-ups, as the runtime records them.
@@ -228,6 +230,7 @@ impl SimNode {
             queue_ns: t.queue_ns,
             compute_ns: t.compute_ns,
             task_compute_ns: t.task_compute_ns,
+            hand_on_ns: t.hand_on_ns,
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,

@@ -129,6 +129,8 @@ pub(crate) struct NodeCounters {
     pub compute_ns: AtomicU64,
     /// Sum over tasks of their batch's compute time (each task charged its whole batch).
     pub task_compute_ns: AtomicU64,
+    /// Sum over batches of the worker's time handing the outputs on after the batch, ns.
+    pub hand_on_ns: AtomicU64,
     pub placement_retries: AtomicU64,
     pub host_device_bytes: AtomicU64,
     /// Batches stopped for priority work, and the time they had run, ns (not in `executions`).
@@ -165,6 +167,9 @@ pub struct NodeStats {
     /// Sum over tasks of their batch's compute time, ns: each task is charged its
     /// whole batch, as Triton's statistics charge each request (`compute_ns` counts a batch once).
     pub task_compute_ns: u64,
+    /// Sum over batches of the time their worker spent handing the outputs on after the
+    /// batch (splitting them, routing them to the next nodes, answering requests), ns.
+    pub hand_on_ns: u64,
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
     pub placement_retries: u64,
@@ -213,6 +218,7 @@ impl NodeCounters {
             queue_ns: get(&self.queue_ns),
             compute_ns: get(&self.compute_ns),
             task_compute_ns: get(&self.task_compute_ns),
+            hand_on_ns: get(&self.hand_on_ns),
             placement_retries: get(&self.placement_retries),
             host_device_bytes: get(&self.host_device_bytes),
             stopped_batches: get(&self.stopped_batches),

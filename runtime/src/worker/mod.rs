@@ -251,7 +251,11 @@ impl Worker {
             state.counters.cpu_samples.record(compute, cpu_ns);
         }
         match result {
-            Ok(executed) => self.route(tasks, &executed),
+            Ok(executed) => {
+                let handing = Instant::now();
+                self.route(tasks, &executed);
+                state.counters.hand_on_ns.fetch_add(handing.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
             Err(message) => self.fail_batch(tasks, rows, &message),
         }
     }
