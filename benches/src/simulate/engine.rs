@@ -14,6 +14,8 @@
 //!   handed on; the worker is idle again, and the scheduler decides.
 //! - `Tick` every `tick_us`, and `Due` when the selector said a node falls
 //!   due (the dynamic batcher): a decision.
+//! - `Stall` (with `--core-stalls`): a core stalls for a drawn length and the
+//!   jobs on it stop (see [`Sim::stall`]); `StallEnd`: they run again.
 //!
 //! Decisions run the runtime's own [`Decider`] (its selector, device budgets,
 //! join boost) on views of the virtual nodes.
@@ -150,7 +152,7 @@ struct Batch {
     class: Class,
     /// The core its thread is pinned to (a pinned worker's batch or hand-on), if any.
     core: Option<usize>,
-    /// It makes no progress before this, virtual ns: its core stalled ([`Terms`]' stalls).
+    /// It makes no progress before this, virtual ns: its core stalled (`--core-stalls`).
     frozen_until: u64,
 }
 
@@ -886,8 +888,8 @@ impl<'a> Sim<'a> {
 
     /// Schedules every running batch's end at its speed now, where that speed
     /// differs from the one its pending end was scheduled at (that end goes
-    /// stale); an end scheduled at the same speed still holds.
-    /// A frozen job runs at speed 0; the others share the cores not stalled.
+    /// stale); an end scheduled at the same speed still holds. A frozen job runs
+    /// at speed 0; the others share the cores not stalled.
     fn reschedule(&mut self) {
         let now = self.now;
         self.running_classes.clear();
@@ -943,21 +945,29 @@ impl<'a> Sim<'a> {
         self.share();
         let now = self.now;
         let mut pinned_here = false;
-        let mut loose = Vec::new();
+        let mut loose = 0;
         for &id in &self.running {
             let b = self.batches[id].as_mut().expect("a running batch");
             if b.core == Some(core) {
                 b.frozen_until = b.frozen_until.max(end);
                 pinned_here = true;
             } else if b.core.is_none() && !b.frozen(now) {
-                loose.push(id);
+                loose += 1;
             }
         }
-        if !pinned_here && !loose.is_empty() {
+        if !pinned_here && loose > 0 {
             let (u, v) = (self.stall_rng.random::<f64>(), self.stall_rng.random::<f64>());
-            if u * self.terms.cores < loose.len() as f64 {
-                let id = loose[((v * loose.len() as f64) as usize).min(loose.len() - 1)];
-                self.batches[id].as_mut().expect("a running batch").frozen_until = end;
+            if u * self.terms.cores < loose as f64 {
+                let k = ((v * loose as f64) as usize).min(loose - 1);
+                let batches = &mut self.batches;
+                let id = self
+                    .running
+                    .iter()
+                    .copied()
+                    .filter(|&id| batches[id].as_ref().is_some_and(|b| b.core.is_none() && !b.frozen(now)))
+                    .nth(k)
+                    .expect("the k-th loose job");
+                batches[id].as_mut().expect("a running batch").frozen_until = end;
             }
         }
         self.reschedule();

@@ -169,6 +169,9 @@ pub struct NodeStats {
     pub task_compute_ns: u64,
     /// Sum over batches of the time their worker spent handing the outputs on after the
     /// batch (splitting them, routing them to the next nodes, answering requests), ns.
+    /// Counted when the hand-on ends, after the answers: a requester its batch answered
+    /// may read the batch in `executions` before its hand-on is here; the worker counts
+    /// it before it takes its next batch.
     pub hand_on_ns: u64,
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
