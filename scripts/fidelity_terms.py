@@ -399,7 +399,7 @@ def terms(d, p, config):
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    text += realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p) + hand_on_flags(d, p)
+    text += record_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
     # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
@@ -462,6 +462,12 @@ def stall_flags(d, p):
     measurements taken before the records: none)."""
     record = f"{d}/{p}.stalls.json"
     return f" --core-stalls {record}" if os.environ.get("STALLS", "1") == "1" and os.path.exists(record) else ""
+
+
+def record_flags(d, p):
+    """The terms every simulation of P takes from the measurements as they are, the
+    concurrency-1 one included: real-time scales, tick lateness, core stalls, hand-on."""
+    return realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p) + hand_on_flags(d, p)
 
 
 def capacity_files(d, p):
@@ -565,8 +571,7 @@ if __name__ == "__main__":
     if cmd == "rates":
         print(rates(*args))
     elif cmd == "base":
-        print(flags_text(*base_terms(*args)) + realtime_flags(*args) + tick_flags(*args) + stall_flags(*args)
-              + hand_on_flags(*args))
+        print(flags_text(*base_terms(*args)) + record_flags(*args))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

@@ -119,7 +119,11 @@ fn main() -> ExitCode {
         Command::Flood(args) => flood::run(args),
         Command::Tune(args) => baton_bench::tune::run(args.options(), &engines()),
         Command::Stalls(a) => {
-            let threshold = std::time::Duration::from_secs_f64(a.threshold_us.max(0.0) / 1e6);
+            if !(a.threshold_us.is_finite() && a.threshold_us > 0.0) {
+                eprintln!("error: --threshold-us must be a positive number of µs, not {}", a.threshold_us);
+                return ExitCode::from(2);
+            }
+            let threshold = std::time::Duration::from_secs_f64(a.threshold_us / 1e6);
             baton_bench::stalls::run(a.cores, a.duration, threshold, &a.out)
         }
     }
