@@ -3,7 +3,8 @@
 # Runs on a machine with a GPU and ONNX Runtime's GPU build (scripts/setup.sh --gpu, or as
 # scripts/device-run.sh sets it up: ORT_DYLIB_PATH, BATON_CUDA_LIBS, BATON_BIN, COLLAB_BIN).
 #
-#   1. MLP 4096 wide on CUDA: Baton (greedy, collaborative) vs raw ONNX Runtime-CUDA, c=1 p50 and saturation
+#   1. MLP 4096 wide on CUDA: Baton (greedy, collaborative) vs raw ONNX Runtime-CUDA, c=1 p50 and saturation;
+#      then the same node replaying a CUDA graph per batch size (cuda_graph = true)
 #   2. PP-OCRv4 detection (3x640x640) and recognition (3x48x320) on CUDA: the same; then, at the
 #      concurrencies whose batches change size, the same node with one session for every size
 #      (session_per_size = false) against its default of a session per size
@@ -41,6 +42,12 @@ bench_gpu() { # NAME CONFIG CONCURRENCY RAW_BATCHES
 
 if want 1; then
     bench_gpu mlp4096 configs/gpu/mlp4096.toml 1,32,256,512 1,32,64,128
+    # A CUDA graph per batch size: each session bound once to buffers of its own.
+    config=.device/configs/mlp4096-graphs.toml
+    sed -e 's/^cuda = { tf32 = false }/cuda = { tf32 = false, cuda_graph = true }/' \
+        -e "s|\"\.\./\.\./models/|\"$PWD/models/|" configs/gpu/mlp4096.toml > "$config"
+    grep -q 'cuda_graph = true' "$config"
+    bench_gpu mlp4096-graphs "$config" 1,32,256,512 1,32,64,128
 fi
 if want 2; then
     bench_gpu ocr-det configs/gpu/ocr-det.toml 1,4,16,64 1,2,4,8

@@ -11,8 +11,12 @@
 //! - [`CudaMemory`]: device memory for tensors that stay on the device between
 //!   GPU nodes (docs/gpu.md, "Host ↔ device copies"), stitched and padded there.
 //!
-//! Copies are synchronous (`cudaMemcpy` on the default stream): a stitched
-//! batch is complete before its run starts, as ONNX Runtime's own input copies are.
+//! Copies are complete when they return: `cudaMemcpy` on the default stream,
+//! and after a copy within the device or a `cudaMemset` (which may return
+//! before the device did them) a `cudaStreamSynchronize` of that stream, since
+//! ONNX Runtime's CUDA stream does not wait for the default stream. So a
+//! stitched batch is in place before its run starts, as ONNX Runtime's own
+//! input copies are.
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::ptr::NonNull;
@@ -33,6 +37,7 @@ pub struct CudaRuntime {
     free: unsafe extern "C" fn(*mut c_void) -> c_int,
     memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
     memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int,
+    stream_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
 }
 
 impl CudaRuntime {
@@ -69,6 +74,7 @@ impl CudaRuntime {
             free: function!(c"cudaFree": unsafe extern "C" fn(*mut c_void) -> c_int),
             memcpy: function!(c"cudaMemcpy": unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int),
             memset: function!(c"cudaMemset": unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int),
+            stream_synchronize: function!(c"cudaStreamSynchronize": unsafe extern "C" fn(*mut c_void) -> c_int),
         })
     }
 
@@ -131,6 +137,15 @@ impl CudaMemory {
             status => Err(format!("cudaSetDevice({}) failed with error {status}", self.device)),
         }
     }
+
+    /// Waits for the default stream's work (see the module docs).
+    fn finish(&self, what: &str) -> Result<(), String> {
+        // SAFETY: the null stream is the default stream.
+        match unsafe { (self.runtime.stream_synchronize)(std::ptr::null_mut()) } {
+            0 => Ok(()),
+            status => Err(format!("cudaStreamSynchronize after {what} failed with error {status}")),
+        }
+    }
 }
 
 impl DeviceMemory for CudaMemory {
@@ -165,6 +180,7 @@ impl DeviceMemory for CudaMemory {
         };
         // SAFETY: the caller gives `len` valid bytes at both ends, of the kind's memories.
         match unsafe { (self.runtime.memcpy)(to.cast(), from.cast(), len, code) } {
+            0 if kind == CopyKind::DeviceToDevice => self.finish("cudaMemcpy"),
             0 => Ok(()),
             status => Err(format!("cudaMemcpy ({kind:?}, {len} bytes) failed with error {status}")),
         }
@@ -174,7 +190,7 @@ impl DeviceMemory for CudaMemory {
         self.on_device()?;
         // SAFETY: the caller gives `len` valid device bytes.
         match unsafe { (self.runtime.memset)(to.cast(), 0, len) } {
-            0 => Ok(()),
+            0 => self.finish("cudaMemset"),
             status => Err(format!("cudaMemset ({len} bytes) failed with error {status}")),
         }
     }

@@ -276,6 +276,56 @@ fn with_a_session_per_size_each_padded_size_runs_in_its_own_session() {
     assert_eq!(shared.runs_per_session(), [(usize::MAX, 6)]);
 }
 
+/// The MLP at sizes 1, 2, 4 and 8, a session each, each bound once to fixed buffers.
+fn with_fixed_buffers() -> baton::StageRequest {
+    let stage = with_sizes(&[1, 2, 4, 8]);
+    let batch_sizes = stage.batch_sizes.with_session_per_size(true).with_fixed_buffers(true);
+    baton::StageRequest { batch_sizes, ..stage }
+}
+
+#[test]
+fn at_fixed_buffers_each_batch_is_copied_in_and_its_outputs_out_so_they_outlive_later_batches() {
+    let mut fixed = OnnxEngine::new(&with_fixed_buffers()).unwrap();
+    let mut plain = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    let warmed: Vec<usize> = fixed.warmed_sizes().iter().map(|w| w.rows).collect();
+    assert_eq!(warmed, [1, 2, 4, 8], "each size warmed (twice, reported once)");
+    // 4 rows then 3 in the size-4 session: its padding row holds the earlier batch's last row.
+    let batches = [(1, 0), (3, 1), (5, 2), (8, 3), (4, 4), (3, 5), (2, 6), (8, 7)];
+    let held: Vec<(Tensor, Tensor)> = batches
+        .iter()
+        .map(|&(rows, seed)| {
+            let input = mlp_rows(rows, seed);
+            let got = fixed.run(&[&input]).unwrap().remove(0);
+            assert_eq!(got.shape(), &[rows, 10]);
+            (got, plain.run(&[&input]).unwrap().remove(0))
+        })
+        .collect();
+    for ((got, want), (rows, _)) in held.iter().zip(batches) {
+        assert_eq!(got, want, "{rows} rows: still the batch's own result after the later batches ran");
+    }
+    assert_eq!(fixed.runs_per_session(), [(1, 1), (2, 1), (4, 3), (8, 3)]);
+}
+
+#[test]
+fn a_batch_of_other_shapes_at_fixed_buffers_is_an_error_naming_both() {
+    let mut fixed = OnnxEngine::new(&with_fixed_buffers()).unwrap();
+    // Past the largest size: it would run in the size-8 session, whose buffers hold 8 rows.
+    let err = fixed.run(&[&mlp_rows(11, 0)]).unwrap_err().to_string();
+    assert!(err.contains("[8, 256]") && err.contains("[11, 256]") && err.contains("fixed buffers"), "{err}");
+    // The session still runs its own shape.
+    assert_eq!(fixed.run(&[&mlp_rows(6, 0)]).unwrap()[0].shape(), &[6, 10]);
+}
+
+#[test]
+fn fixed_buffers_refuse_a_model_whose_batch_dim_is_fixed_naming_the_stage() {
+    let stage = baton::StageRequest {
+        batch_sizes: baton::BatchSizes::new(vec![1, 2]).unwrap().with_session_per_size(true).with_fixed_buffers(true),
+        ..onnx_stage(model("fixed_batch"))
+    };
+    let err = OnnxEngine::new(&stage).err().expect("refused").to_string();
+    assert!(err.contains(&stage.location) && err.contains("dynamic first dim"), "{err}");
+}
+
 #[test]
 fn a_model_with_a_fixed_batch_dim_runs_its_own_rows_whatever_the_sizes() {
     let stage = baton::StageRequest {

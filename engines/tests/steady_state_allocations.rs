@@ -58,10 +58,17 @@ fn request(seed: usize) -> Tensor {
 
 #[test]
 fn a_steady_stream_of_stitched_batches_allocates_nothing() {
-    let stage = baton::StageRequest {
-        batch_sizes: baton::BatchSizes::new(vec![1, 2, 4, 8]).unwrap(),
-        ..onnx_stage(model("mlp"))
-    };
+    steady_stream_allocates_nothing(baton::BatchSizes::new(vec![1, 2, 4, 8]).unwrap());
+}
+
+#[test]
+fn a_steady_stream_at_fixed_buffers_allocates_nothing() {
+    let sizes = baton::BatchSizes::new(vec![1, 2, 4, 8]).unwrap();
+    steady_stream_allocates_nothing(sizes.with_session_per_size(true).with_fixed_buffers(true));
+}
+
+fn steady_stream_allocates_nothing(batch_sizes: baton::BatchSizes) {
+    let stage = baton::StageRequest { batch_sizes, ..onnx_stage(model("mlp")) };
     let mut engine = OnnxEngine::new(&stage).unwrap();
     let requests: Vec<Tensor> = (0..8).map(request).collect();
     let mut pool = TensorPool::new(4);

@@ -35,6 +35,15 @@
 //! provider = "cuda"
 //! session_per_size = false   # one session for all sizes: less device memory, plans rebuilt per change
 //! ```
+//!
+//! A CUDA node may go one step further with `cuda = { cuda_graph = true }`: each
+//! size's session records its kernel launches once (ONNX Runtime's CUDA graphs)
+//! and replays them, which needs its inputs and outputs at the same device
+//! addresses on every run. Such a node runs with [`BatchSizes::fixed_buffers`]:
+//! each session owns one buffer per input and output at its size, a batch is
+//! copied into the input buffers and its outputs copied out of the output
+//! buffers. It needs a session per size; without one it is refused, naming
+//! the key.
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::execution::Execution;
@@ -45,6 +54,7 @@ use crate::execution::Execution;
 pub struct BatchSizes {
     sizes: Vec<usize>,
     session_per_size: bool,
+    fixed_buffers: bool,
 }
 
 impl BatchSizes {
@@ -56,14 +66,30 @@ impl BatchSizes {
     /// Sizes from a list that is ascending, without repeats, each at least 1 (else `None`),
     /// all run in one session.
     pub fn new(sizes: Vec<usize>) -> Option<Self> {
-        (sizes.first().is_none_or(|&s| s >= 1) && sizes.windows(2).all(|w| w[0] < w[1]))
-            .then_some(BatchSizes { sizes, session_per_size: false })
+        (sizes.first().is_none_or(|&s| s >= 1) && sizes.windows(2).all(|w| w[0] < w[1])).then_some(BatchSizes {
+            sizes,
+            session_per_size: false,
+            fixed_buffers: false,
+        })
     }
 
     /// These sizes, each run in a session of its own when `own` (and there are sizes).
     pub fn with_session_per_size(self, own: bool) -> Self {
         let session_per_size = own && !self.sizes.is_empty();
-        BatchSizes { session_per_size, ..self }
+        BatchSizes { session_per_size, fixed_buffers: self.fixed_buffers && session_per_size, ..self }
+    }
+
+    /// These sizes with each session's inputs and outputs in buffers of its own, at fixed
+    /// addresses, when `fixed` (and there is a session per size).
+    pub fn with_fixed_buffers(self, fixed: bool) -> Self {
+        BatchSizes { fixed_buffers: fixed && self.session_per_size, ..self }
+    }
+
+    /// Whether each size's session reads its inputs from and writes its outputs to buffers
+    /// of its own whose addresses never change (a batch is copied in and its outputs copied
+    /// out), as a CUDA graph's replay needs (see the module docs).
+    pub fn fixed_buffers(&self) -> bool {
+        self.fixed_buffers
     }
 
     /// Whether an engine opens one session per size, so that each session only
@@ -83,7 +109,7 @@ impl BatchSizes {
             .collect();
         sizes.dedup();
         sizes.push(max_batch.max(1));
-        BatchSizes { sizes, session_per_size: false }
+        BatchSizes { sizes, session_per_size: false, fixed_buffers: false }
     }
 
     pub fn sizes(&self) -> &[usize] {
@@ -100,21 +126,36 @@ impl BatchSizes {
         self.sizes.iter().copied().find(|&s| s >= rows).unwrap_or(rows)
     }
 
-    /// The node's sizes from its config, checked (errors at `nodes.NAME.batch_sizes` and
-    /// `nodes.NAME.session_per_size`). A CUDA node opens a session per size unless told not to.
+    /// The node's sizes from its config, checked (errors at `nodes.NAME.batch_sizes`,
+    /// `nodes.NAME.session_per_size` and `nodes.NAME.cuda.cuda_graph`). A CUDA node opens a
+    /// session per size unless told not to, and keeps fixed buffers where it asks for CUDA graphs.
     pub(crate) fn for_node(name: &str, cfg: &NodeConfig, execution: &Execution) -> Result<BatchSizes, ConfigError> {
         let gpu = matches!(execution, Execution::Cuda { .. });
         let sizes = Self::declared(name, cfg, gpu)?;
-        match cfg.session_per_size {
-            Some(true) if sizes.is_empty() => Err(ConfigError::new(
-                format!("nodes.{name}.session_per_size"),
-                format!(
-                    "node `{name}` runs no fixed batch sizes, so there is no size to open a session for; \
+        let sizes = match cfg.session_per_size {
+            Some(true) if sizes.is_empty() => {
+                return Err(ConfigError::new(
+                    format!("nodes.{name}.session_per_size"),
+                    format!(
+                        "node `{name}` runs no fixed batch sizes, so there is no size to open a session for; \
                          declare `batch_sizes` or leave `session_per_size` out"
+                    ),
+                ))
+            }
+            own => sizes.with_session_per_size(own.unwrap_or(gpu)),
+        };
+        let graphs = matches!(execution, Execution::Cuda { options, .. } if options.cuda_graph);
+        if graphs && !sizes.session_per_size() {
+            let why = if sizes.is_empty() { "runs no fixed batch sizes" } else { "has `session_per_size = false`" };
+            return Err(ConfigError::new(
+                format!("nodes.{name}.cuda.cuda_graph"),
+                format!(
+                    "node `{name}` {why}: a CUDA graph replays one shape, so it needs batch sizes run in a \
+                     session each (leave `batch_sizes` and `session_per_size` out for the defaults)"
                 ),
-            )),
-            own => Ok(sizes.with_session_per_size(own.unwrap_or(gpu))),
+            ));
         }
+        Ok(sizes.with_fixed_buffers(graphs))
     }
 
     fn declared(name: &str, cfg: &NodeConfig, gpu: bool) -> Result<BatchSizes, ConfigError> {
@@ -196,6 +237,29 @@ mod tests {
         assert!(!BatchSizes::for_node("n", &node("batch_sizes = [1, 8]"), &Execution::Cpu).unwrap().session_per_size());
         let asked = node("batch_sizes = [1, 8]\nsession_per_size = true");
         assert!(BatchSizes::for_node("n", &asked, &Execution::Cpu).unwrap().session_per_size());
+    }
+
+    #[test]
+    fn cuda_graphs_keep_fixed_buffers_and_need_a_session_per_size_naming_the_key() {
+        let graphs: crate::execution::CudaOptions = toml::from_str("cuda_graph = true").unwrap();
+        let cuda = Execution::Cuda { device: 0, options: graphs };
+        let sizes = BatchSizes::for_node("n", &node(""), &cuda).unwrap();
+        assert!(sizes.session_per_size() && sizes.fixed_buffers());
+        let plain = Execution::Cuda { device: 0, options: Default::default() };
+        assert!(!BatchSizes::for_node("n", &node(""), &plain).unwrap().fixed_buffers());
+        for (text, why) in
+            [("session_per_size = false", "session_per_size = false"), ("batch_sizes = []", "no fixed batch sizes")]
+        {
+            let err = BatchSizes::for_node("det", &node(text), &cuda).unwrap_err().to_string();
+            assert!(err.contains("nodes.det.cuda.cuda_graph") && err.contains(why), "{err}");
+        }
+    }
+
+    #[test]
+    fn fixed_buffers_need_a_session_per_size() {
+        let sizes = BatchSizes::new(vec![1, 2]).unwrap();
+        assert!(!sizes.clone().with_fixed_buffers(true).fixed_buffers());
+        assert!(sizes.with_session_per_size(true).with_fixed_buffers(true).fixed_buffers());
     }
 
     #[test]

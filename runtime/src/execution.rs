@@ -72,6 +72,11 @@ pub struct CudaOptions {
     pub copy_in_default_stream: Option<bool>,
     /// TensorFloat-32 matrix products (`use_tf32`): faster, about 1e-3 relative precision. Default: ONNX Runtime's.
     pub tf32: Option<bool>,
+    /// CUDA graphs (`enable_cuda_graph`): each batch size's session records its kernel
+    /// launches once and replays them, with its inputs and outputs at fixed device
+    /// addresses (see [`crate::BatchSizes::fixed_buffers`]). Needs a session per size.
+    #[serde(default)]
+    pub cuda_graph: bool,
 }
 
 /// Where a node's stages run, validated.

@@ -246,6 +246,18 @@ fn bad_cuda_options_are_errors_naming_the_key() {
 }
 
 #[test]
+fn a_cuda_graph_node_runs_fixed_buffers_per_size_and_without_sessions_per_size_is_refused() {
+    let toml = node("a", &format!("{ON_CUDA0}\ncuda = {{ cuda_graph = true }}"));
+    let spec = spec(&GatedEngines::default(), &toml).unwrap();
+    let sizes = &spec.nodes[0].stages[0].request.batch_sizes;
+    assert!(sizes.session_per_size() && sizes.fixed_buffers() && !sizes.is_empty());
+    config_error(
+        &node("a", &format!("{ON_CUDA0}\nsession_per_size = false\ncuda = {{ cuda_graph = true }}")),
+        &["nodes.a.cuda.cuda_graph", "session_per_size = false"],
+    );
+}
+
+#[test]
 fn device_entries_must_be_used_and_have_a_budget() {
     config_error(
         &format!("{}[devices.cuda1]\nbudget = 2\n", node("a", ON_CUDA0)),

@@ -187,6 +187,38 @@ fn a_batch_padded_to_a_fixed_size_on_cuda_equals_the_cpu_and_every_size_ran_at_l
 }
 
 #[test]
+fn cuda_graphs_per_size_equal_the_cpu_and_keep_held_outputs() {
+    if !gpu("cuda graphs") {
+        return;
+    }
+    let options = CudaOptions { tf32: Some(false), cuda_graph: true, ..CudaOptions::default() };
+    let sizes = baton::BatchSizes::gpu_default(8).with_session_per_size(true).with_fixed_buffers(true);
+    let request =
+        StageRequest { batch_sizes: sizes, ..stage(model("mlp.onnx"), Execution::Cuda { device: 0, options }) };
+    let mut engine = OnnxEngine::new(&request).unwrap_or_else(|e| panic!("{e}"));
+    for w in engine.warmed_sizes() {
+        eprintln!("cuda graphs: warm-up and capture of {} rows took {:.1} ms", w.rows, w.took.as_secs_f64() * 1e3);
+    }
+    let mut direct = Direct::load("mlp.onnx");
+    let mut rng = rng();
+    let held: Vec<(usize, Tensor, Tensor)> = [3, 5, 7, 3, 8, 1]
+        .into_iter()
+        .map(|rows| {
+            let input = baton_e2e::random_f32(&mut rng, rows, 256);
+            let got = engine.run(&[&input]).unwrap_or_else(|e| panic!("{e}")).remove(0);
+            (rows, got, direct.run(&[("input", &input)]).remove(0).1)
+        })
+        .collect();
+    for (rows, got, want) in &held {
+        assert_eq!(got.shape()[0], *rows, "padding rows are cut from the outputs");
+        let err = scaled_error(got, want);
+        assert!(err <= 1e-3, "{rows} rows through a CUDA graph differ from the CPU by {err:.2e}");
+    }
+    let runs = engine.runs_per_session();
+    assert_eq!(runs, [(1, 1), (2, 0), (3, 0), (4, 2), (6, 1), (8, 2)], "each batch in its padded size's graph");
+}
+
+#[test]
 fn bound_runs_on_cuda_reuse_their_output_buffers_and_keep_held_outputs() {
     if !gpu("bound") {
         return;

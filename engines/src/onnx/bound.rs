@@ -28,6 +28,16 @@
 //! A session with a BYTES input or output (an ONNX string tensor, whose
 //! elements live in ONNX Runtime's memory, see [`super::strings`]) always runs
 //! unbound, and unpadded.
+//!
+//! With fixed buffers ([`baton::BatchSizes::fixed_buffers`], a session of one
+//! batch size, for ONNX Runtime's CUDA graphs) the session is bound once, to
+//! buffers of its own that are never handed on: its first batch runs as any
+//! first shape does and fixes the shapes; from then on each batch is copied
+//! into the input buffers, the session runs on the same binding, and each
+//! output's rows are copied out into a pooled buffer. The padding rows past a
+//! smaller batch hold an earlier batch's rows, not zeros: their results are cut
+//! off, and a node pads only where each row's result depends on that row alone. A batch of other shapes is an error
+//! naming both: a CUDA graph replays the shapes and addresses it recorded.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -75,6 +85,21 @@ pub(super) struct BoundRuns {
     sizes: BatchSizes,
     /// Some input or output is a string tensor: every run is unbound.
     strings: bool,
+    /// Runs at fixed buffers (see the module docs); `slot` holds them once the first batch ran.
+    fixed: bool,
+    slot: Option<FixedSlot>,
+}
+
+/// The buffers a session with fixed buffers is bound to, at the one set of shapes it runs.
+struct FixedSlot {
+    /// The input shapes, padded (as [`ShapeKey`]).
+    key: ShapeKey,
+    /// The rows every input has.
+    rows: usize,
+    inputs: Vec<PooledTensor>,
+    outputs: Vec<PooledTensor>,
+    /// The descriptions bound, kept for as long as the binding.
+    _values: Vec<OwnedValue>,
 }
 
 // SAFETY: the binding is used only through `&mut self`, by the one thread that owns the engine.
@@ -120,6 +145,12 @@ impl BoundRuns {
         let batch_dim_dynamic =
             signature.inputs.iter().chain(&signature.outputs).all(|s| matches!(s.shape.first(), Some(Dim::Dynamic(_))));
         let strings = signature.inputs.iter().chain(&signature.outputs).any(|s| s.dtype == DType::Bytes);
+        let fixed = sizes.fixed_buffers();
+        if fixed && (strings || !batch_dim_dynamic) {
+            return Err("fixed buffers (a CUDA graph) need every input and output batched along a dynamic first \
+                        dim, and no string tensor"
+                .into());
+        }
         let outputs = signature.outputs.len();
         let on_device = |j: usize| device.is_some() && device_outputs.get(j).copied().unwrap_or(false);
         let output_pools = (0..outputs)
@@ -148,6 +179,8 @@ impl BoundRuns {
             output_shapes: HashMap::new(),
             sizes: if batch_dim_dynamic && !strings { sizes.clone() } else { BatchSizes::none() },
             strings,
+            fixed,
+            slot: None,
         })
     }
 
@@ -172,6 +205,9 @@ impl BoundRuns {
         inputs: &[&Tensor],
         outputs: &mut Vec<Tensor>,
     ) -> Result<(), String> {
+        if self.slot.is_some() {
+            return self.run_fixed(session, options, inputs, outputs);
+        }
         let rows = batch_rows(inputs);
         let target = rows.map_or(0, |r| self.sizes.padded(r));
         let mut run_inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
@@ -189,6 +225,7 @@ impl BoundRuns {
         if self.strings {
             return self.run_unbound(session, options, &run_inputs, None, outputs);
         }
+        let slot_key = self.fixed.then(|| key.clone());
         match self.output_shapes.get(&key) {
             Some(Some(_)) => {
                 if let Err(e) = self.run_bound(session, options, &run_inputs, &key, outputs) {
@@ -211,6 +248,86 @@ impl BoundRuns {
                     *output = output.rows(0..r);
                 }
             }
+        }
+        if let Some(key) = slot_key {
+            let rows = rows.ok_or("fixed buffers need every input to have the same rows")?;
+            self.slot = Some(self.fixed_slot(key, self.sizes.padded(rows), &run_inputs)?);
+        }
+        Ok(())
+    }
+
+    /// The buffers this session is bound to from now on: the inputs' at the shapes of
+    /// `padded` (zeroed at first), the outputs' at the shapes learned for them; each bound once.
+    fn fixed_slot(&mut self, key: ShapeKey, rows: usize, padded: &[Tensor]) -> Result<FixedSlot, String> {
+        let Some(Some(shapes)) = self.output_shapes.get(&key) else {
+            return Err("the first batch's output shapes depend on more than its input shapes, which fixed \
+                        buffers (a CUDA graph) cannot run"
+                .into());
+        };
+        let (memory, mut pool) = match &self.device {
+            Some((d, info)) => (info, TensorPool::on_device(0, Arc::clone(d))),
+            None => (&self.memory, TensorPool::in_memory(0, None)),
+        };
+        let mut values = Vec::with_capacity(padded.len() + shapes.len());
+        let mut inputs = Vec::with_capacity(padded.len());
+        for (i, tensor) in padded.iter().enumerate() {
+            let mut buffer = pool.take(tensor.dtype(), tensor.shape(), 0).map_err(|e| e.to_string())?;
+            buffer.zero_at(0, tensor.len() * tensor.dtype().size()).map_err(|e| e.to_string())?;
+            let value = OwnedValue::describe(memory, buffer.data_ptr_mut(), tensor.shape(), tensor.dtype())?;
+            check(unsafe { (ort::api().BindInput)(self.binding.as_ptr(), self.input_names[i].as_ptr(), value.ptr()) })?;
+            values.push(value);
+            inputs.push(buffer);
+        }
+        let mut outputs = Vec::with_capacity(shapes.len());
+        for (j, shape) in shapes.iter().enumerate() {
+            let dtype = self.output_dtypes[j];
+            let mut buffer = pool.take(dtype, shape, 0).map_err(|e| e.to_string())?;
+            let value = OwnedValue::describe(memory, buffer.data_ptr_mut(), shape, dtype)?;
+            check(unsafe {
+                (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value.ptr())
+            })?;
+            values.push(value);
+            outputs.push(buffer);
+        }
+        Ok(FixedSlot { key, rows, inputs, outputs, _values: values })
+    }
+
+    /// Runs one batch at the fixed buffers: copied in, run on the one binding, copied out.
+    fn run_fixed(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[&Tensor],
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
+        let slot = self.slot.as_mut().expect("checked by the caller");
+        let rows = batch_rows(inputs).unwrap_or(usize::MAX);
+        let mut key = ShapeKey::new();
+        for tensor in inputs {
+            key.push(self.sizes.padded(rows));
+            key.extend_from_slice(tensor.shape().get(1..).unwrap_or_default());
+            key.push(usize::MAX);
+        }
+        if key != slot.key || rows > slot.rows {
+            let shapes = |tensors: &mut dyn Iterator<Item = &[usize]>| {
+                tensors.map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+            };
+            return Err(format!(
+                "this session runs inputs of shapes {} only (fixed buffers, for its CUDA graph), not {}",
+                shapes(&mut slot.inputs.iter().map(|b| b.shape())),
+                shapes(&mut inputs.iter().map(|t| t.shape())),
+            ));
+        }
+        for (buffer, tensor) in slot.inputs.iter_mut().zip(inputs) {
+            buffer.write_at(0, tensor).map_err(|e| e.to_string())?;
+        }
+        check(unsafe { (ort::api().RunWithBinding)(session.ptr().cast_mut(), options.ptr(), self.binding.as_ptr()) })?;
+        for (j, buffer) in slot.outputs.iter().enumerate() {
+            let whole = buffer.as_tensor();
+            let part = if whole.shape().first() == Some(&slot.rows) { whole.rows(0..rows) } else { whole.clone() };
+            let mut copy = self.output_pools[j].take(part.dtype(), part.shape(), 0).map_err(|e| e.to_string())?;
+            copy.write_at(0, &part).map_err(|e| e.to_string())?;
+            outputs.push(copy.into_tensor());
         }
         Ok(())
     }
@@ -411,6 +528,12 @@ impl OwnedValue {
             )
         })?;
         NonNull::new(value).map(OwnedValue).ok_or_else(|| "ONNX Runtime returned no value".to_string())
+    }
+}
+
+impl OwnedValue {
+    fn ptr(&self) -> *const OrtValue {
+        self.0.as_ptr()
     }
 }
 

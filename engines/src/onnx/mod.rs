@@ -180,6 +180,9 @@ impl OnnxEngine {
                 (crate::cuda_runtime::pinned_memory(), crate::cuda_runtime::device_memory(device as u32))
             }
         };
+        if stage.batch_sizes.fixed_buffers() && stage.execution != Execution::Cpu && device_memory.is_none() {
+            return Err(setup_error("cuda_graph", "its buffers need the CUDA runtime, which is not loaded".into()));
+        }
         // One session per size where asked (warmed where the model's shapes are known per
         // size; else each meets its shapes with the first batches); else one for every batch.
         let own_sizes = stage.batch_sizes.session_per_size();
@@ -212,7 +215,8 @@ impl OnnxEngine {
             host_memory,
             device_memory,
         };
-        engine.warm_up(stage.batch_sizes.sizes())?;
+        let runs_per_size = if stage.batch_sizes.fixed_buffers() { 2 } else { 1 };
+        engine.warm_up(stage.batch_sizes.sizes(), runs_per_size)?;
         for session in &mut engine.sessions {
             session.runs = 0;
         }
@@ -232,12 +236,14 @@ impl OnnxEngine {
 
     /// Runs every batch size once on zeros, timing each, so that ONNX Runtime's set-up for
     /// a shape (on a GPU: algorithm search, memory growth, kernel selection) is done before
-    /// the first request. Sizes of a model with a dynamic dim besides the batch dim, or a
-    /// fixed batch dim, are not run (their shapes are unknown or not the sizes').
-    fn warm_up(&mut self, sizes: &[usize]) -> Result<(), EngineError> {
+    /// the first request. With fixed buffers each size runs twice: the first run fixes the
+    /// buffers, the second is the one ONNX Runtime records a CUDA graph in. Sizes of a model
+    /// with a dynamic dim besides the batch dim, or a fixed batch dim, are not run (their
+    /// shapes are unknown or not the sizes').
+    fn warm_up(&mut self, sizes: &[usize], runs_per_size: usize) -> Result<(), EngineError> {
         let Some(shapes) = warm_up_shapes(&self.signature) else { return Ok(()) };
         let mut outputs = Vec::with_capacity(self.signature.outputs.len());
-        for &rows in sizes {
+        for &rows in sizes.iter().flat_map(|s| std::iter::repeat_n(s, runs_per_size)) {
             let inputs = shapes
                 .iter()
                 .map(|(dtype, dims)| Tensor::zeros(*dtype, std::iter::once(rows).chain(dims.iter().copied()).collect()))
@@ -248,7 +254,10 @@ impl OnnxEngine {
             outputs.clear();
             self.run_into(&refs, &mut outputs)
                 .map_err(|e| EngineError::Run(format!("warm-up batch of {rows} rows: {e}")))?;
-            self.warmed.push(WarmedSize { rows, took: started.elapsed() });
+            match self.warmed.last_mut() {
+                Some(last) if last.rows == rows => last.took += started.elapsed(),
+                _ => self.warmed.push(WarmedSize { rows, took: started.elapsed() }),
+            }
         }
         // Warm-up copies are not the pipeline's.
         self.host_device_bytes();
@@ -423,6 +432,9 @@ fn cuda_provider(device: usize, options: &CudaOptions) -> ExecutionProviderDispa
     }
     if let Some(default_stream) = options.copy_in_default_stream {
         ep = ep.with_arbitrary_config("do_copy_in_default_stream", u8::from(default_stream));
+    }
+    if options.cuda_graph {
+        ep = ep.with_cuda_graph(true);
     }
     ep.build().error_on_failure()
 }

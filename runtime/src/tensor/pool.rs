@@ -186,6 +186,12 @@ impl PooledTensor {
         &self.0.shape
     }
 
+    /// The tensor as written so far, to read while this handle keeps it: a view made of it
+    /// ([`Tensor::rows`]) must be dropped before the next write through this handle.
+    pub fn as_tensor(&self) -> &Tensor {
+        &self.0
+    }
+
     /// The finished tensor, shared and read-only from now on.
     pub fn into_tensor(self) -> Tensor {
         self.0
