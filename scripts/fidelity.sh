@@ -26,7 +26,9 @@
 # SEND_CPU=1, in the model's generator thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
 # simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
-# of P takes cores away as they say (`--core-stalls`; STALLS=0: none). HAND_ON=1 gives each node the
+# of P takes cores away as they say (`--core-stalls`; STALLS=0: none). STALLS_DUTIES (default 1) lists
+# the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
+# (default 1) the one the simulations take. HAND_ON=1 gives each node the
 # worker's measured hand-on time per batch (`--hand-on-us`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,6 +38,7 @@ BATON=${BATON_BIN:-target/release/baton}
 ROUNDS=${ROUNDS:-5}
 LOADS=${LOADS:-30,50,70}
 CALIBRATE=${CALIBRATE:-0}
+STALLS_DUTIES=${STALLS_DUTIES:-1}
 mkdir -p "$DIR"
 
 load_flags() { # PIPELINE: the load options its real and simulated runs share
@@ -60,8 +63,13 @@ logged() { # NAME: appends the load average to load.log
 measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capacity runs, the real runs
     local p=$1 cfg=$2 c=$3
     shift 3
-    logged "$p stalls"
-    "$BATON" stalls --out "$DIR/$p.stalls.json" >"$DIR/$p.stalls.txt" 2>&1
+    local duty record
+    for duty in ${STALLS_DUTIES//,/ }; do
+        logged "$p stalls at duty $duty"
+        record=$DIR/$p.stalls.json
+        [[ $duty == 1 ]] || record=$DIR/$p.stalls-d$duty.json
+        "$BATON" stalls --duty "$duty" --out "$record" >"${record%.json}.txt" 2>&1
+    done
     logged "$p profile"
     "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" >"$DIR/$p.profile.log" 2>&1
     for k in 1 2 3; do

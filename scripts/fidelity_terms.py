@@ -456,12 +456,40 @@ def hand_on_flags(d, p):
     return " --hand-on-us " + ",".join(items) if items else ""
 
 
+def stall_record_name(p):
+    duty = os.environ.get("STALLS_DUTY", "1")
+    return f"{p}.stalls.json" if duty == "1" else f"{p}.stalls-d{duty}.json"
+
+
+def pooled_stalls(d):
+    """Every pipeline's stall record of the campaign in one (DIR/stalls-pooled[-dD].json): per
+    core their stalls one after another, their durations added. A stall of several ms comes
+    a few times a minute, so one 5-s record sees it or not by chance; the campaign's records
+    together give its rate from the whole campaign."""
+    records = [json.load(open(f)) for f in sorted(glob.glob(f"{d}/{stall_record_name('*')}"))]
+    records = [r for r in records if r.get("kind") == "baton-core-stalls"]
+    if not records:
+        return None
+    pooled = dict(records[0], duration_s=sum(r["duration_s"] for r in records), cores=[])
+    for core in records[0]["cores"]:
+        stalls = [s for r in records for c in r["cores"] if c["core"] == core["core"] for s in c["stalls_us"]]
+        pooled["cores"].append({"core": core["core"], "stalls_us": stalls})
+    duty = os.environ.get("STALLS_DUTY", "1")
+    out = f"{d}/stalls-pooled.json" if duty == "1" else f"{d}/stalls-pooled-d{duty}.json"
+    with open(out, "w") as f:
+        json.dump(pooled, f)
+    return out
+
+
 def stall_flags(d, p):
     """The machine's core stalls recorded beside P's profile (`baton stalls`), for every simulation
     of P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
-    measurements taken before the records: none)."""
-    record = f"{d}/{p}.stalls.json"
-    return f" --core-stalls {record}" if os.environ.get("STALLS", "1") == "1" and os.path.exists(record) else ""
+    measurements taken before the records: none). STALLS_POOLED=1: the campaign's records pooled."""
+    if os.environ.get("STALLS", "1") != "1" or not os.path.exists(f"{d}/{stall_record_name(p)}"):
+        return ""
+    if os.environ.get("STALLS_POOLED") == "1":
+        return f" --core-stalls {pooled_stalls(d)}"
+    return f" --core-stalls {d}/{stall_record_name(p)}"
 
 
 def record_flags(d, p):
@@ -551,9 +579,10 @@ def table(d, pipelines):
     if os.environ.get("HAND_ON") == "1":
         lines.append("\nEvery simulation above gave each node's hand-on the capacity runs' time at concurrency 1 "
                      "(`--hand-on-us`, HAND_ON=1).")
-    if os.environ.get("STALLS", "1") == "1" and glob.glob(f"{d}/*.stalls.json"):
+    if os.environ.get("STALLS", "1") == "1" and glob.glob(f"{d}/*.stalls*.json"):
+        duty = os.environ.get("STALLS_DUTY", "1")
         lines.append("\nEvery simulation above took cores away as the machine's stalls recorded beside each "
-                     "profile say, where one was recorded (`--core-stalls P.stalls.json`; STALLS=0: none).")
+                     f"profile at duty {duty} say, where one was recorded (`--core-stalls`; STALLS=0: none).")
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")

@@ -11,7 +11,12 @@
 //! "Measured terms").
 //!
 //! A spinning thread meets the stalls of a busy core. An idle core's (the
-//! hypervisor's halts, deep C-states) are not in the record.
+//! hypervisor's halts, deep C-states) are not in the record. How busy a core
+//! is changes what it meets: a virtual core that never idles may lose whole
+//! slices of the host (10 ms here) that one busy part of the time does not.
+//! With a duty below 1 ([`Watch::duty`]) each thread spins in bursts of
+//! [`BURST`] and sleeps between them, as a runtime at part load does, and the
+//! record's rate is per second spun.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
@@ -31,6 +36,21 @@ pub struct CoreStalls {
     pub stalls_us: Vec<f64>,
 }
 
+/// One spinning burst's length at a duty below 1.
+pub const BURST: Duration = Duration::from_micros(500);
+
+/// How the cores are watched.
+#[derive(Clone, Copy, Debug)]
+pub struct Watch {
+    /// How long, wall time.
+    pub duration: Duration,
+    /// A gap between two clock reads longer than this is a stall.
+    pub threshold: Duration,
+    /// The share of the time each thread spins, in (0, 1]: at 1 all the time, below 1 in
+    /// bursts of [`BURST`] with sleeps between them.
+    pub duty: f64,
+}
+
 /// A `baton stalls` record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StallRecord {
@@ -38,11 +58,18 @@ pub struct StallRecord {
     pub kind: String,
     /// A gap between two clock reads counts as a stall above this, µs.
     pub threshold_us: f64,
-    /// How long each core was watched, s.
+    /// How long each core was watched (spun), s: the stalls' rate is per second of it.
     pub duration_s: f64,
+    /// The share of the time the watching threads spun (1: all of it).
+    #[serde(default = "whole_time")]
+    pub duty: f64,
     /// The shortest gap between two reads seen on any core (the clock's own cost), µs.
     pub read_us: f64,
     pub cores: Vec<CoreStalls>,
+}
+
+fn whole_time() -> f64 {
+    1.0
 }
 
 impl StallRecord {
@@ -68,10 +95,13 @@ impl StallRecord {
     }
 }
 
-/// Watches every core of `cores` for `duration` at once; a gap above `threshold` is a stall.
-pub fn measure(cores: &[usize], duration: Duration, threshold: Duration) -> Result<StallRecord, String> {
+/// Watches every core of `cores` at once, as `how` says.
+pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
     if cores.is_empty() {
         return Err("no cores to watch".into());
+    }
+    if !(how.duty > 0.0 && how.duty <= 1.0) {
+        return Err(format!("the duty must be in (0, 1], not {}", how.duty));
     }
     let start = Arc::new(Barrier::new(cores.len()));
     let watchers: Vec<_> = cores
@@ -81,47 +111,67 @@ pub fn measure(cores: &[usize], duration: Duration, threshold: Duration) -> Resu
             std::thread::spawn(move || {
                 let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 start.wait();
-                (pinned, watch(duration, threshold))
+                (pinned, watch(how))
             })
         })
         .collect();
     let mut record = StallRecord {
         kind: KIND.into(),
-        threshold_us: threshold.as_secs_f64() * 1e6,
-        duration_s: duration.as_secs_f64(),
+        threshold_us: how.threshold.as_secs_f64() * 1e6,
+        duration_s: 0.0,
+        duty: how.duty,
         read_us: f64::INFINITY,
         cores: Vec::new(),
     };
     for (&core, watcher) in cores.iter().zip(watchers) {
-        let (pinned, (stalls_ns, read_ns)) =
-            watcher.join().map_err(|_| format!("core {core}: the watcher panicked"))?;
+        let (pinned, seen) = watcher.join().map_err(|_| format!("core {core}: the watcher panicked"))?;
         if !pinned {
             return Err(format!("core {core}: could not pin a thread to it"));
         }
-        record.read_us = record.read_us.min(read_ns as f64 / 1e3);
-        record.cores.push(CoreStalls { core, stalls_us: stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect() });
+        record.read_us = record.read_us.min(seen.shortest_ns as f64 / 1e3);
+        record.duration_s += seen.spun.as_secs_f64() / cores.len() as f64;
+        record.cores.push(CoreStalls { core, stalls_us: seen.stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect() });
     }
     Ok(record)
 }
 
-/// Spins for `duration`: every gap between two clock reads above `threshold`, ns, and the shortest gap.
-fn watch(duration: Duration, threshold: Duration) -> (Vec<u64>, u64) {
-    let threshold = threshold.as_nanos() as u64;
-    let mut stalls = Vec::with_capacity(1 << 16);
+/// What one watching thread saw.
+struct Seen {
+    /// Every gap between two clock reads above the threshold, ns.
+    stalls_ns: Vec<u64>,
+    /// The shortest gap.
+    shortest_ns: u64,
+    /// The time it spun.
+    spun: Duration,
+}
+
+/// Spins as `how` says (bursts and sleeps at a duty below 1); gaps count within the bursts only.
+fn watch(how: Watch) -> Seen {
+    let threshold = how.threshold.as_nanos() as u64;
+    let burst = if how.duty < 1.0 { BURST } else { how.duration };
+    let rest = burst.mul_f64(1.0 / how.duty - 1.0);
+    let mut seen = Seen { stalls_ns: Vec::with_capacity(1 << 16), shortest_ns: u64::MAX, spun: Duration::ZERO };
     let start = Instant::now();
-    let mut last = start;
-    let mut shortest = u64::MAX;
     loop {
-        let now = Instant::now();
-        let gap = (now - last).as_nanos() as u64;
-        last = now;
-        shortest = shortest.min(gap);
-        if gap > threshold {
-            stalls.push(gap);
+        let burst_start = Instant::now();
+        let mut last = burst_start;
+        loop {
+            let now = Instant::now();
+            let gap = (now - last).as_nanos() as u64;
+            last = now;
+            seen.shortest_ns = seen.shortest_ns.min(gap);
+            if gap > threshold {
+                seen.stalls_ns.push(gap);
+            }
+            if now - burst_start >= burst || now - start >= how.duration {
+                break;
+            }
         }
-        if now - start >= duration {
-            return (stalls, shortest);
+        seen.spun += last - burst_start;
+        if last - start >= how.duration {
+            return seen;
         }
+        std::thread::sleep(rest);
     }
 }
 
@@ -144,10 +194,10 @@ pub fn summary(core: &CoreStalls, duration_s: f64) -> String {
 }
 
 /// Runs `baton stalls`: measures, prints each core's summary and writes the record.
-pub fn run(cores: Option<Vec<usize>>, duration: Duration, threshold: Duration, out: &std::path::Path) -> ExitCode {
+pub fn run(cores: Option<Vec<usize>>, how: Watch, out: &std::path::Path) -> ExitCode {
     let cores =
         cores.unwrap_or_else(|| core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect());
-    let record = match measure(&cores, duration, threshold) {
+    let record = match measure(&cores, how) {
         Ok(record) => record,
         Err(e) => {
             eprintln!("error: {e}");
@@ -172,8 +222,10 @@ mod tests {
     #[test]
     fn a_short_watch_records_its_cores_and_reads_back() {
         let core = core_affinity::get_core_ids().unwrap()[0].id;
-        let record = measure(&[core], Duration::from_millis(20), Duration::from_micros(2)).unwrap();
+        let how = Watch { duration: Duration::from_millis(20), threshold: Duration::from_micros(2), duty: 1.0 };
+        let record = measure(&[core], how).unwrap();
         assert_eq!(record.cores.len(), 1);
+        assert!(record.duration_s >= 0.019, "spun the whole time: {} s", record.duration_s);
         assert_eq!(record.cores[0].core, core);
         assert!(record.read_us < 2.0, "a clock read took {} µs", record.read_us);
         assert!(record.cores[0].stalls_us.iter().all(|&s| s > 2.0));
@@ -186,6 +238,24 @@ mod tests {
         let e = StallRecord::read(&file).unwrap_err();
         assert!(e.contains("kind `other`"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn at_a_duty_below_one_the_record_counts_the_time_spun_and_no_sleep_as_a_stall() {
+        let core = core_affinity::get_core_ids().unwrap()[0].id;
+        let how = Watch { duration: Duration::from_millis(40), threshold: Duration::from_micros(2), duty: 0.25 };
+        let record = measure(&[core], how).unwrap();
+        assert_eq!(record.duty, 0.25);
+        // Bursts of 500 µs with 1.5 ms sleeps between them: about 10 ms of the 40 spun.
+        assert!(record.duration_s > 0.0 && record.duration_s < 0.035, "spun {} s", record.duration_s);
+        let bursts = (0.04 / (BURST.as_secs_f64() * 4.0)).ceil() as usize;
+        let sleeps_counted = record.cores[0].stalls_us.iter().filter(|&&us| us >= 1400.0).count();
+        assert!(
+            sleeps_counted < bursts / 2,
+            "{sleeps_counted} gaps as long as a sleep: {:?}",
+            record.cores[0].stalls_us
+        );
+        assert!(measure(&[core], Watch { duty: 0.0, ..how }).unwrap_err().contains("duty"));
     }
 
     #[test]

@@ -77,6 +77,10 @@ struct StallsArgs {
     /// The cores to watch (default: every core this process may run on).
     #[arg(long, value_delimiter = ',')]
     cores: Option<Vec<usize>>,
+    /// The share of the time each watching thread spins, in (0, 1]: below 1 it spins in
+    /// bursts of 500 µs and sleeps between them, as a runtime at part load keeps a core.
+    #[arg(long, default_value_t = 1.0)]
+    duty: f64,
 }
 
 /// The engines `baton` runs pipelines with: ONNX Runtime, the cost model, and
@@ -124,7 +128,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let threshold = std::time::Duration::from_secs_f64(a.threshold_us / 1e6);
-            baton_bench::stalls::run(a.cores, a.duration, threshold, &a.out)
+            let how = baton_bench::stalls::Watch { duration: a.duration, threshold, duty: a.duty };
+            baton_bench::stalls::run(a.cores, how, &a.out)
         }
     }
 }

@@ -326,6 +326,42 @@ fn fixed_buffers_refuse_a_model_whose_batch_dim_is_fixed_naming_the_stage() {
     assert!(err.contains(&stage.location) && err.contains("dynamic first dim"), "{err}");
 }
 
+/// PP-OCRv4's detector (input `x`: [N, 3, H, W], H and W dynamic) at `sizes`, with `params`.
+fn det_stage(sizes: &[usize], params: &str) -> baton::StageRequest {
+    baton::StageRequest {
+        batch_sizes: baton::BatchSizes::new(sizes.to_vec()).unwrap(),
+        params: params.parse().unwrap(),
+        ..onnx_stage(model("real/ch_PP-OCRv4_det_infer"))
+    }
+}
+
+#[test]
+fn a_model_with_dynamic_image_dims_warms_every_size_at_the_declared_dims_and_only_then() {
+    let engine = OnnxEngine::new(&det_stage(&[1, 2], "warm_up_dims = { x = [3, 32, 64] }")).unwrap();
+    assert_eq!(engine.warmed_sizes().iter().map(|w| w.rows).collect::<Vec<_>>(), [1, 2]);
+    let undeclared = OnnxEngine::new(&det_stage(&[1, 2], "")).unwrap();
+    assert!(undeclared.warmed_sizes().is_empty(), "an image's size is not known without them");
+}
+
+#[test]
+fn warm_up_dims_errors_name_the_key_and_what_is_wrong() {
+    let provider = OnnxProvider::new();
+    let cases: [(&str, &[&str]); 4] = [
+        ("warm_up_dims = { y = [3, 32, 64] }", &["warm_up_dims.y", "no input `y`", "its inputs: x"]),
+        ("warm_up_dims = { x = [3, 32] }", &["warm_up_dims.x", "3 dims after the batch dim"]),
+        ("warm_up_dims = { x = [1, 32, 64] }", &["warm_up_dims.x", "dim 1 of input `x` is fixed at 3"]),
+        ("warm_up_dims = { x = [3, 0, 64] }", &["warm_up_dims.x", "each at least 1"]),
+    ];
+    for (params, want) in cases {
+        let err = provider.inspect(&det_stage(&[1], params)).unwrap_err().to_string();
+        assert!(want.iter().all(|w| err.contains(w)), "{params}: {err}");
+    }
+    let mlp =
+        baton::StageRequest { params: "warm_up_dims = { input = [128] }".parse().unwrap(), ..onnx_stage(model("mlp")) };
+    let err = provider.inspect(&mlp).unwrap_err().to_string();
+    assert!(err.contains("dim 1 of input `input` is fixed at 256"), "{err}");
+}
+
 #[test]
 fn a_model_with_a_fixed_batch_dim_runs_its_own_rows_whatever_the_sizes() {
     let stage = baton::StageRequest {

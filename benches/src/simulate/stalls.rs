@@ -74,6 +74,7 @@ mod tests {
             kind: KIND.into(),
             threshold_us: 2.0,
             duration_s: 2.0,
+            duty: 1.0,
             read_us: 0.03,
             cores: vec![
                 CoreStalls { core: 0, stalls_us: vec![10.0, 30.0, 50.0, 4000.0] },

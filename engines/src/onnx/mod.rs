@@ -11,8 +11,9 @@
 //! size and runs each batch in its padded size's session, so no session sees
 //! its input shape change (ONNX Runtime's CUDA convolutions rebuild their cuDNN
 //! plans at every change); where the model's other dims are dynamic, the
-//! sessions are not warmed, and each keeps its shape only where the node's
-//! inputs do (a `pad` rule's `multiple` can make them).
+//! sessions are warmed only at the dims the stage declares
+//! ([`OnnxParams::warm_up_dims`]), and each keeps its shape only where the
+//! node's inputs do (a `pad` rule's `multiple` can make them).
 //!
 //! The ONNX Runtime library is loaded lazily (see [`crate::ort_library`]):
 //! creating the provider never fails, so pipelines that only use the cost
@@ -30,7 +31,7 @@
 mod bound;
 mod strings;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -76,6 +77,12 @@ pub struct OnnxParams {
     /// the model's required inputs, in this order. Without it they keep their defaults.
     #[serde(default)]
     pub overridable_inputs: Vec<String>,
+    /// Per input whose dims after the batch dim are not all fixed, the dims every batch
+    /// size is warmed at (`warm_up_dims = { x = [3, 160, 960] }`): the one shape the node's
+    /// batches have, where a `pad` rule's `multiple` makes it so. Without them such a model's
+    /// sizes are not warmed; with them, every such input must be named.
+    #[serde(default)]
+    pub warm_up_dims: BTreeMap<String, Vec<usize>>,
 }
 
 impl EngineProvider for OnnxProvider {
@@ -93,15 +100,20 @@ impl EngineProvider for OnnxProvider {
 
     fn inspect(&self, stage: &StageRequest) -> Result<ModelSignature, EngineError> {
         let params: OnnxParams = stage.params()?;
-        let key = (model_path(stage)?, params.overridable_inputs);
-        if let Some(sig) = self.signatures.lock().get(&key) {
-            return Ok(sig.clone());
-        }
-        // Load outside the lock; only the signature is needed, so skip graph optimizations.
-        // On the CPU even for a CUDA node: the signature does not depend on the provider.
-        let session = load_session(stage, &key.0, &Execution::Cpu, GraphOptimizationLevel::Disable, 1, 1)?;
-        let sig = signature(&session, stage, &key.0)?;
-        self.signatures.lock().insert(key, sig.clone());
+        let key = (model_path(stage)?, params.overridable_inputs.clone());
+        let cached = self.signatures.lock().get(&key).cloned();
+        let sig = match cached {
+            Some(sig) => sig,
+            None => {
+                // Load outside the lock; only the signature is needed, so skip graph optimizations.
+                // On the CPU even for a CUDA node: the signature does not depend on the provider.
+                let session = load_session(stage, &key.0, &Execution::Cpu, GraphOptimizationLevel::Disable, 1, 1)?;
+                let sig = signature(&session, stage, &key.0)?;
+                self.signatures.lock().insert(key, sig.clone());
+                sig
+            }
+        };
+        warm_up_shapes(&sig, &params.warm_up_dims).map_err(|(key, message)| stage.params_error(&key, message))?;
         Ok(sig)
     }
 
@@ -166,7 +178,7 @@ impl OnnxEngine {
     /// node ONNX Runtime's CUDA provider with the node's options (an error, never a
     /// silent fall-back to the CPU, when it cannot be registered).
     pub fn new(stage: &StageRequest) -> Result<OnnxEngine, EngineError> {
-        let _: OnnxParams = stage.params()?;
+        let params: OnnxParams = stage.params()?;
         let path = model_path(stage)?;
         let first = open_session(stage)?;
         let signature = signature(&first, stage, &path)?;
@@ -216,7 +228,11 @@ impl OnnxEngine {
             device_memory,
         };
         let runs_per_size = if stage.batch_sizes.fixed_buffers() { 2 } else { 1 };
-        engine.warm_up(stage.batch_sizes.sizes(), runs_per_size)?;
+        let shapes = warm_up_shapes(&engine.signature, &params.warm_up_dims)
+            .map_err(|(key, message)| stage.params_error(&key, message))?;
+        if let Some(shapes) = shapes {
+            engine.warm_up(&shapes, stage.batch_sizes.sizes(), runs_per_size)?;
+        }
         for session in &mut engine.sessions {
             session.runs = 0;
         }
@@ -236,12 +252,15 @@ impl OnnxEngine {
 
     /// Runs every batch size once on zeros, timing each, so that ONNX Runtime's set-up for
     /// a shape (on a GPU: algorithm search, memory growth, kernel selection) is done before
-    /// the first request. With fixed buffers each size runs twice: the first run fixes the
-    /// buffers, the second is the one ONNX Runtime records a CUDA graph in. Sizes of a model
-    /// with a dynamic dim besides the batch dim, or a fixed batch dim, are not run (their
-    /// shapes are unknown or not the sizes').
-    fn warm_up(&mut self, sizes: &[usize], runs_per_size: usize) -> Result<(), EngineError> {
-        let Some(shapes) = warm_up_shapes(&self.signature) else { return Ok(()) };
+    /// the first request, each input at its `shapes` entry (dtype, dims after the batch dim).
+    /// With fixed buffers each size runs twice: the first run fixes the buffers, the second
+    /// is the one ONNX Runtime records a CUDA graph in.
+    fn warm_up(
+        &mut self,
+        shapes: &[WarmShape],
+        sizes: &[usize],
+        runs_per_size: usize,
+    ) -> Result<(), EngineError> {
         let mut outputs = Vec::with_capacity(self.signature.outputs.len());
         for &rows in sizes.iter().flat_map(|s| std::iter::repeat_n(s, runs_per_size)) {
             let inputs = shapes
@@ -305,24 +324,69 @@ impl OnnxEngine {
     }
 }
 
-/// Per input, its dtype and dims after the batch dim, when every input has a dynamic batch
-/// dim and fixed others (so a batch of any size has a known shape); else `None`.
-fn warm_up_shapes(signature: &ModelSignature) -> Option<Vec<(DType, Vec<usize>)>> {
-    signature
-        .inputs
-        .iter()
-        .map(|spec| {
-            let (batch, rest) = spec.shape.split_first()?;
-            if !matches!(batch, Dim::Dynamic(_)) {
-                return None;
+/// An input's dtype and its dims after the batch dim, for warming the batch sizes.
+type WarmShape = (DType, Vec<usize>);
+
+/// Per input, its dtype and the dims after the batch dim that the batch sizes are warmed
+/// at: its fixed dims, or those `declared` for it (`warm_up_dims`). `None` where some input
+/// has no batch dim to vary or dynamic dims nobody declared (so a batch's shape is not
+/// known). An error, as the params key and a message: a declared input the model lacks, a
+/// declared rank or dim the model contradicts, or undeclared dynamic dims beside declared ones.
+fn warm_up_shapes(
+    signature: &ModelSignature,
+    declared: &BTreeMap<String, Vec<usize>>,
+) -> Result<Option<Vec<WarmShape>>, (String, String)> {
+    let key = |name: &str| format!("warm_up_dims.{name}");
+    if let Some(name) = declared.keys().find(|name| !signature.inputs.iter().any(|s| &s.name == *name)) {
+        let inputs: Vec<&str> = signature.inputs.iter().map(|s| s.name.as_str()).collect();
+        return Err((key(name), format!("the model has no input `{name}` (its inputs: {})", inputs.join(", "))));
+    }
+    let mut shapes = Vec::with_capacity(signature.inputs.len());
+    let mut undeclared = None;
+    for spec in &signature.inputs {
+        let Some((Dim::Dynamic(_), rest)) = spec.shape.split_first() else { return Ok(None) };
+        let fixed: Option<Vec<usize>> =
+            rest.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
+        let dims = match (declared.get(&spec.name), fixed) {
+            (Some(dims), _) => {
+                if dims.len() != rest.len() || dims.contains(&0) {
+                    return Err((
+                        key(&spec.name),
+                        format!(
+                            "{dims:?}: input `{}` has {} dims after the batch dim, each at least 1",
+                            spec.name,
+                            rest.len()
+                        ),
+                    ));
+                }
+                let contradicted = rest.iter().zip(dims).enumerate().find_map(|(at, (dim, want))| match dim {
+                    Dim::Fixed(n) if n != want => Some((at + 1, *n)),
+                    _ => None,
+                });
+                if let Some((at, n)) = contradicted {
+                    return Err((
+                        key(&spec.name),
+                        format!("{dims:?}: dim {at} of input `{}` is fixed at {n}", spec.name),
+                    ));
+                }
+                dims.clone()
             }
-            let dims = rest.iter().map(|d| match d {
-                Dim::Fixed(n) => Some(*n),
-                Dim::Dynamic(_) => None,
-            });
-            Some((spec.dtype, dims.collect::<Option<Vec<usize>>>()?))
-        })
-        .collect()
+            (None, Some(dims)) => dims,
+            (None, None) => {
+                undeclared.get_or_insert(spec.name.as_str());
+                continue;
+            }
+        };
+        shapes.push((spec.dtype, dims));
+    }
+    match undeclared {
+        None => Ok(Some(shapes)),
+        Some(name) if !declared.is_empty() => Err((
+            "warm_up_dims".into(),
+            format!("input `{name}` has dynamic dims after the batch dim too: give its dims as well"),
+        )),
+        Some(_) => Ok(None),
+    }
 }
 
 impl Engine for OnnxEngine {
