@@ -36,8 +36,9 @@
 //! into the input buffers, the session runs on the same binding, and each
 //! output's rows are copied out into a pooled buffer. The padding rows past a
 //! smaller batch hold an earlier batch's rows, not zeros: their results are cut
-//! off, and a node pads only where each row's result depends on that row alone. A batch of other shapes is an error
-//! naming both: a CUDA graph replays the shapes and addresses it recorded.
+//! off, and a node pads only where each row's result depends on that row
+//! alone. A batch of other shapes is an error naming both: a CUDA graph
+//! replays the shapes and addresses it recorded.
 
 use std::collections::HashMap;
 use std::ffi::CString;
