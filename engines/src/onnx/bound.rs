@@ -309,7 +309,8 @@ impl BoundRuns {
             key.extend_from_slice(tensor.shape().get(1..).unwrap_or_default());
             key.push(usize::MAX);
         }
-        if key != slot.key || rows > slot.rows {
+        // The key holds the padded rows: a batch past the session's size differs from it too.
+        if key != slot.key {
             let shapes = |tensors: &mut dyn Iterator<Item = &[usize]>| {
                 tensors.map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
             };

@@ -255,12 +255,7 @@ impl OnnxEngine {
     /// the first request, each input at its `shapes` entry (dtype, dims after the batch dim).
     /// With fixed buffers each size runs twice: the first run fixes the buffers, the second
     /// is the one ONNX Runtime records a CUDA graph in.
-    fn warm_up(
-        &mut self,
-        shapes: &[WarmShape],
-        sizes: &[usize],
-        runs_per_size: usize,
-    ) -> Result<(), EngineError> {
+    fn warm_up(&mut self, shapes: &[WarmShape], sizes: &[usize], runs_per_size: usize) -> Result<(), EngineError> {
         let mut outputs = Vec::with_capacity(self.signature.outputs.len());
         for &rows in sizes.iter().flat_map(|s| std::iter::repeat_n(s, runs_per_size)) {
             let inputs = shapes
