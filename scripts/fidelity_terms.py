@@ -71,7 +71,8 @@ their own scale (`--realtime-scale`): the capacity runs' real-time batches' comp
 them at the profile's times (the model before it). SEND_CPU=1 gives the open-loop simulations
 the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`), and with
 CLIENT_SEND=1 too the closed-loop ones the clients' sends in turn (`--client-send-us`, the
-capacity runs' median), each taken out of the CPU fit; LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
+capacity runs' median), each taken out of the CPU fit, and the generator's wake from its sleeps
+(`--send-wake-us`, the stall record's mean timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
 real runs then do.
 """
 import glob
@@ -320,6 +321,8 @@ def base_terms(d, p):
     flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
     flags = {**flags, "--tick-cpu-us": tick} if tick > 0 else flags
     flags = {**flags, "--send-cpu-us": send} if send > 0 else flags
+    wake = send_wake_us(d, p) if send > 0 else 0.0
+    flags = {**flags, "--send-wake-us": wake} if wake > 0 else flags
     flags = {**flags, "--client-send-us": client} if client > 0 else flags
     return flags, compute_terms(d, p)
 
@@ -344,6 +347,17 @@ def send_cpu_us(d, p):
         return 0.0
     sends = [q["send_cpu_us"] for q in load_points(f"{d}/real_{p}_*.json") if q.get("send_cpu_us", 0) > 0]
     return min(sends, default=0.0)
+
+
+def send_wake_us(d, p):
+    """With the generator's thread (SEND_CPU=1): its lateness waking from a timed sleep, the
+    mean over the cores of P's stall record (`sleep_lateness_us`, `baton stalls`); 0 where the
+    record has none, or with SEND_WAKE=0."""
+    record = f"{d}/{stall_record_name(p)}"
+    if os.environ.get("SEND_WAKE") == "0" or not os.path.exists(record):
+        return 0.0
+    late = [us for c in json.load(open(record)).get("cores", []) for us in c.get("sleep_lateness_us", [])]
+    return statistics.mean(late) if late else 0.0
 
 
 def tick_cpu_us(d, p):

@@ -115,5 +115,24 @@ class RealtimeScale(unittest.TestCase):
             self.assertEqual(fidelity_terms.realtime_scales(d, "p"), {})
 
 
+
+class SendWake(unittest.TestCase):
+    def test_the_generators_wake_is_the_mean_timed_sleep_lateness_of_the_stall_record(self):
+        with tempfile.TemporaryDirectory() as d:
+            cores = [{"core": 0, "stalls_us": [], "sleep_lateness_us": [20.0, 30.0]},
+                     {"core": 1, "stalls_us": [], "sleep_lateness_us": [40.0]}]
+            json.dump({"kind": "baton-core-stalls", "cores": cores}, open(f"{d}/p.stalls.json", "w"))
+            self.assertEqual(fidelity_terms.send_wake_us(d, "p"), 30.0)
+            os.environ["SEND_WAKE"] = "0"
+            try:
+                self.assertEqual(fidelity_terms.send_wake_us(d, "p"), 0.0)
+            finally:
+                del os.environ["SEND_WAKE"]
+            self.assertEqual(fidelity_terms.send_wake_us(d, "q"), 0.0, "no record")
+            json.dump({"kind": "baton-core-stalls", "cores": [{"core": 0, "stalls_us": []}]},
+                      open(f"{d}/q.stalls.json", "w"))
+            self.assertEqual(fidelity_terms.send_wake_us(d, "q"), 0.0, "a record made before the sleeps")
+
+
 if __name__ == "__main__":
     unittest.main()

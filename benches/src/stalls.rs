@@ -17,6 +17,11 @@
 //! With a duty below 1 ([`Watch::duty`]) each thread spins in bursts of
 //! [`BURST`] and sleeps between them, as a runtime at part load does, and the
 //! record's rate is per second spun.
+//!
+//! After its watch each thread also times [`SLEEPS`] timed sleeps of 50-300 µs
+//! at a timer slack of 1 ns (as `baton bench`'s load generator sleeps until
+//! its next send is due): how late each woke is the record's
+//! `sleep_lateness_us`, which `baton simulate --send-wake-us` takes.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
@@ -34,10 +39,16 @@ pub struct CoreStalls {
     pub core: usize,
     /// Every stall's length, µs, in the order they came.
     pub stalls_us: Vec<f64>,
+    /// How late each timed sleep on the core woke, µs (none in records made before them).
+    #[serde(default)]
+    pub sleep_lateness_us: Vec<f64>,
 }
 
 /// One spinning burst's length at a duty below 1.
 pub const BURST: Duration = Duration::from_micros(500);
+
+/// Timed sleeps each watching thread makes after its watch.
+pub const SLEEPS: usize = 1000;
 
 /// How the cores are watched.
 #[derive(Clone, Copy, Debug)]
@@ -111,7 +122,8 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
             std::thread::spawn(move || {
                 let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 start.wait();
-                (pinned, watch(how))
+                let seen = watch(how);
+                (pinned, seen, sleep_lateness(SLEEPS))
             })
         })
         .collect();
@@ -124,13 +136,14 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
         cores: Vec::new(),
     };
     for (&core, watcher) in cores.iter().zip(watchers) {
-        let (pinned, seen) = watcher.join().map_err(|_| format!("core {core}: the watcher panicked"))?;
+        let (pinned, seen, lateness) = watcher.join().map_err(|_| format!("core {core}: the watcher panicked"))?;
         if !pinned {
             return Err(format!("core {core}: could not pin a thread to it"));
         }
         record.read_us = record.read_us.min(seen.shortest_ns as f64 / 1e3);
         record.duration_s += seen.spun.as_secs_f64() / cores.len() as f64;
-        record.cores.push(CoreStalls { core, stalls_us: seen.stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect() });
+        let stalls_us = seen.stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+        record.cores.push(CoreStalls { core, stalls_us, sleep_lateness_us: lateness });
     }
     Ok(record)
 }
@@ -175,6 +188,23 @@ fn watch(how: Watch) -> Seen {
     }
 }
 
+/// Sleeps `count` times for 50-300 µs (a fixed sequence) at a timer slack of 1 ns: how late
+/// each woke, µs.
+fn sleep_lateness(count: usize) -> Vec<f64> {
+    // SAFETY: PR_SET_TIMERSLACK changes only the calling thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..count)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let asked = Duration::from_micros(50 + (state >> 33) % 250);
+            let start = Instant::now();
+            std::thread::sleep(asked);
+            start.elapsed().saturating_sub(asked).as_nanos() as f64 / 1e3
+        })
+        .collect()
+}
+
 /// One core's summary line: stalls per second, the share of the time they took, quantiles.
 pub fn summary(core: &CoreStalls, duration_s: f64) -> String {
     let mut s = core.stalls_us.clone();
@@ -193,6 +223,23 @@ pub fn summary(core: &CoreStalls, duration_s: f64) -> String {
     )
 }
 
+/// One core's timed sleeps: how late they woke, mean and quantiles.
+pub fn sleep_summary(core: &CoreStalls) -> String {
+    let mut s = core.sleep_lateness_us.clone();
+    s.sort_by(f64::total_cmp);
+    let q = |p: f64| if s.is_empty() { 0.0 } else { s[((s.len() - 1) as f64 * p).round() as usize] };
+    let mean = if s.is_empty() { 0.0 } else { s.iter().sum::<f64>() / s.len() as f64 };
+    format!(
+        "core {:>3}: {} timed sleeps woke {:.1} µs late on average; p50 {:.1}, p99 {:.1}, max {:.1}",
+        core.core,
+        s.len(),
+        mean,
+        q(0.5),
+        q(0.99),
+        q(1.0)
+    )
+}
+
 /// Runs `baton stalls`: measures, prints each core's summary and writes the record.
 pub fn run(cores: Option<Vec<usize>>, how: Watch, out: &std::path::Path) -> ExitCode {
     let cores =
@@ -206,6 +253,9 @@ pub fn run(cores: Option<Vec<usize>>, how: Watch, out: &std::path::Path) -> Exit
     };
     for core in &record.cores {
         println!("{}", summary(core, record.duration_s));
+    }
+    for core in &record.cores {
+        println!("{}", sleep_summary(core));
     }
     let text = serde_json::to_string(&record).expect("a record serializes");
     if let Err(e) = std::fs::write(out, text) {
@@ -229,6 +279,9 @@ mod tests {
         assert_eq!(record.cores[0].core, core);
         assert!(record.read_us < 2.0, "a clock read took {} µs", record.read_us);
         assert!(record.cores[0].stalls_us.iter().all(|&s| s > 2.0));
+        let lateness = &record.cores[0].sleep_lateness_us;
+        assert_eq!(lateness.len(), SLEEPS);
+        assert!(lateness.iter().all(|&us| us >= 0.0 && us.is_finite()));
         let dir = std::env::temp_dir().join(format!("baton-stalls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("stalls.json");
@@ -260,7 +313,9 @@ mod tests {
 
     #[test]
     fn the_summary_counts_rate_and_share() {
-        let core = CoreStalls { core: 1, stalls_us: vec![10.0, 20.0, 30.0, 1000.0] };
+        let core =
+            CoreStalls { core: 1, stalls_us: vec![10.0, 20.0, 30.0, 1000.0], sleep_lateness_us: vec![20.0, 40.0] };
+        assert!(sleep_summary(&core).contains("2 timed sleeps woke 30.0 µs late"), "{}", sleep_summary(&core));
         let line = summary(&core, 2.0);
         assert!(line.contains("2 stalls/s"), "{line}");
         // 1060 µs of 2 s: 0.05%.

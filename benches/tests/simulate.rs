@@ -308,6 +308,37 @@ fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_
 }
 
 #[test]
+fn a_send_due_while_the_generator_sleeps_starts_when_it_wakes_and_one_queued_does_not_wait_again() {
+    let dir = folder(SUITE, "generator_wake");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.arrivals = Arrivals::Constant;
+    o.bench.latency_from_schedule = true;
+    o.model.cores = Some(2.0);
+    let latency = |o: &SimOptions| {
+        let p = simulate(o, &engines()).unwrap().points.remove(0);
+        (p.latency.min_us, p.latency.max_us)
+    };
+    // 1000 requests/s, 10 µs sends: the generator sleeps between them and wakes 40 µs late.
+    o.bench.rate = vec![1000.0];
+    o.model.cpu = CpuUs { send_us: 10.0, send_wake_us: 40.0, ..CpuUs::default() };
+    assert_eq!(latency(&o), (150, 150), "the wake, the send, the batch");
+    o.model.cpu.send_wake_us = 0.0;
+    assert_eq!(latency(&o), (110, 110), "without the term");
+    // 10 000 requests/s (100 µs apart), 150 µs sends: after the first the generator never
+    // sleeps, so only the first send waits for a wake and every latency moves by it once.
+    o.bench.rate = vec![10_000.0];
+    o.model.cpu = CpuUs { send_us: 150.0, send_wake_us: 40.0, ..CpuUs::default() };
+    let mean = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0).latency.mean_us;
+    let (woken, (min, max)) = (mean(&o), latency(&o));
+    assert!(max > min + 1000, "the sends fall behind: {min}..{max} µs");
+    o.model.cpu.send_wake_us = 0.0;
+    let moved = woken - mean(&o);
+    assert!((moved - 40.0).abs() < 0.5, "one wake, not one per send: every latency moved {moved} µs");
+    o.model.cpu.send_wake_us = -1.0;
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--send-wake-us"));
+}
+
+#[test]
 fn closed_loop_clients_send_in_turn_so_batches_after_the_first_need_not_hold_every_client() {
     let dir = folder(SUITE, "client_sends");
     // One node, 100 µs a batch of any size up to 8, eight clients, two cores.

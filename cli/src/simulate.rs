@@ -72,6 +72,11 @@ pub struct ModelTermArgs {
     /// reaches the runtime when its send ends. Without it every client sends at once.
     #[arg(long, default_value_t = 0.0)]
     pub client_send_us: f64,
+    /// Measured term, with --send-cpu-us: the load generator's lateness waking from its
+    /// sleep until a send is due, µs: a send due while the generator sleeps (nothing else
+    /// to send) starts this late (`baton stalls` measures the machine's timed-sleep lateness).
+    #[arg(long, default_value_t = 0.0)]
+    pub send_wake_us: f64,
     /// The runtime CPU terms take their share of the cores without delaying requests or
     /// workers (CPU beside the requests' way: idle workers spinning, the client).
     #[arg(long)]
@@ -142,6 +147,7 @@ impl ModelTermArgs {
                 tick_us: self.tick_cpu_us,
                 send_us: self.send_cpu_us,
                 client_send_us: self.client_send_us,
+                send_wake_us: self.send_wake_us,
                 off_path: self.cpu_off_path,
             },
             outlier_fence: self.outlier_fence,

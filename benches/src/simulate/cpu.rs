@@ -23,7 +23,9 @@
 //!   ends; the clients' threads are normal-class threads like any other, so
 //!   real-time batches push them off the cores as they do the runtime's (the
 //!   generator's runs above the real-time workers with `--generator-policy
-//!   realtime`);
+//!   realtime`); the generator sleeps until its next send is due, and a send
+//!   due while it sleeps starts `send_wake_ns` late (its thread's wake-up from
+//!   a timed sleep);
 //! - a **tick** job of `tick_ns` each time the scheduler thread ticks, off the
 //!   requests' way (it delays no request, as the thread's wake-up and decision
 //!   run beside the workers); the ticks then go on while nothing waits, as the
@@ -54,6 +56,8 @@ pub struct CpuCosts {
     pub send_ns: u64,
     /// Per closed-loop request, the clients' sends one at a time (on the requests' way).
     pub client_send_ns: u64,
+    /// The generator's lateness waking from its sleep until a send is due (with `send_ns`).
+    pub send_wake_ns: u64,
     /// The jobs take their share of the cores without delaying requests or workers.
     pub off_path: bool,
 }
@@ -70,6 +74,8 @@ pub struct CpuUs {
     pub send_us: f64,
     /// `--client-send-us`: a closed-loop client's CPU per send.
     pub client_send_us: f64,
+    /// `--send-wake-us`: the generator's lateness waking from a timed sleep.
+    pub send_wake_us: f64,
     /// `--cpu-off-path`: see [`CpuCosts::off_path`].
     pub off_path: bool,
 }
@@ -83,6 +89,7 @@ impl CpuUs {
             tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?,
             send_ns: non_negative_ns("--send-cpu-us", self.send_us)?,
             client_send_ns: non_negative_ns("--client-send-us", self.client_send_us)?,
+            send_wake_ns: non_negative_ns("--send-wake-us", self.send_wake_us)?,
             ..base
         })
     }
@@ -99,6 +106,7 @@ impl CpuCosts {
             tick_ns: 0,
             send_ns: 0,
             client_send_ns: 0,
+            send_wake_ns: 0,
             off_path: false,
         })
     }
@@ -163,6 +171,7 @@ mod tests {
                 tick_ns: 0,
                 send_ns: 0,
                 client_send_ns: 0,
+                send_wake_ns: 0,
                 off_path: false
             }
         );

@@ -121,6 +121,8 @@ enum Ev {
     },
     /// A core's stall may end (a later stall may have lengthened it).
     StallEnd,
+    /// The generator's thread wakes from its sleep until a send was due.
+    GeneratorWakes,
 }
 
 struct Req {
@@ -311,6 +313,8 @@ fn pinned_cores(spec: &PipelineSpec, cores: f64) -> Vec<Option<usize>> {
 struct SendQueue {
     running: Option<(Option<usize>, Send)>,
     waiting: std::collections::VecDeque<(Option<usize>, Send)>,
+    /// Asleep until a send was due, waking (the generator's).
+    waking: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -436,6 +440,10 @@ impl<'a> Sim<'a> {
             let Some(Reverse((_, _, ev))) = self.events.pop() else { break };
             match ev {
                 Ev::Arrive { client } => self.arrive(client),
+                Ev::GeneratorWakes => {
+                    self.generator.waking = false;
+                    self.next_send(Sender::Generator);
+                }
                 Ev::Start { node } => self.start(node),
                 Ev::Woken { node } => self.take_and_run(node),
                 Ev::Handoff { batch } => self.handoff(batch),
@@ -511,6 +519,10 @@ impl<'a> Sim<'a> {
         let mut wants = false;
         let from = if client.is_some() { Sender::Clients } else { Sender::Generator };
         let queued = self.streams.sessions().is_none() && self.send_ns(from) > 0;
+        let asleep = queued && {
+            let q = self.sends_of(from);
+            q.running.is_none() && q.waiting.is_empty() && !q.waking
+        };
         for send in sends.drain(..) {
             if queued {
                 self.sends_of(from).waiting.push_back((client, send));
@@ -519,7 +531,12 @@ impl<'a> Sim<'a> {
             }
         }
         self.sends = sends;
-        if queued {
+        let wake_ns = self.terms.cpu.send_wake_ns;
+        if asleep && from == Sender::Generator && wake_ns > 0 {
+            // The generator slept until this send was due: it starts when the thread wakes.
+            self.generator.waking = true;
+            self.at(now + wake_ns, Ev::GeneratorWakes);
+        } else if queued {
             self.next_send(from);
         }
         if wants {
@@ -555,7 +572,7 @@ impl<'a> Sim<'a> {
     fn next_send(&mut self, from: Sender) {
         let (now, from_schedule) = (self.now, self.setup.latency_from_schedule);
         let queue = self.sends_of(from);
-        if queue.running.is_some() {
+        if queue.running.is_some() || queue.waking {
             return;
         }
         let Some((client, mut send)) = queue.waiting.pop_front() else { return };

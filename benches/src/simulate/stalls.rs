@@ -77,8 +77,8 @@ mod tests {
             duty: 1.0,
             read_us: 0.03,
             cores: vec![
-                CoreStalls { core: 0, stalls_us: vec![10.0, 30.0, 50.0, 4000.0] },
-                CoreStalls { core: 1, stalls_us: vec![] },
+                CoreStalls { core: 0, stalls_us: vec![10.0, 30.0, 50.0, 4000.0], sleep_lateness_us: vec![] },
+                CoreStalls { core: 1, stalls_us: vec![], sleep_lateness_us: vec![] },
             ],
         }
     }
