@@ -313,7 +313,8 @@ fn pinned_cores(spec: &PipelineSpec, cores: f64) -> Vec<Option<usize>> {
 struct SendQueue {
     running: Option<(Option<usize>, Send)>,
     waiting: std::collections::VecDeque<(Option<usize>, Send)>,
-    /// Asleep until a send was due, waking (the generator's).
+    /// The generator's thread is waking from its sleep until a send was due: no send
+    /// starts before [`Ev::GeneratorWakes`].
     waking: bool,
 }
 
