@@ -28,7 +28,10 @@
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
 # of P takes cores away as they say (`--core-stalls`; STALLS=0: none). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
-# (default 1) the one the simulations take. HAND_ON=1 gives each node the
+# (default 1) the one the simulations take. Each pipeline also runs one light open load (10% of
+# its capacity, DIR/light_P.json), whose sends' mean lag behind their schedule is the generator's
+# wake (`--send-wake-us` with SEND_CPU=1; SEND_WAKE=sleeps: the stall record's timed sleeps
+# instead, SEND_WAKE=0: none). HAND_ON=1 gives each node the
 # worker's measured hand-on time per batch (`--hand-on-us`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -77,6 +80,11 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
         bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"
     done
     local rates
+    # A light open load (10% of the capacity), where the generator sleeps before nearly every
+    # send: its mean lag behind the schedule is the generator's wake (`--send-wake-us`).
+    logged "$p light"
+    bench "light_${p}" "$cfg" "$@" --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" 10)" \
+        --duration 3s --warmup 1s --seed 9
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
     for k in $(seq 1 "$ROUNDS"); do
         logged "$p real $k"

@@ -72,8 +72,10 @@ them at the profile's times (the model before it). SEND_CPU=1 gives the open-loo
 the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`), and with
 CLIENT_SEND=1 too the closed-loop ones the clients' sends in turn (`--client-send-us`, the
 capacity runs' median), each taken out of the CPU fit, and the generator's wake from its sleeps
-(`--send-wake-us`, the stall record's mean timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated latencies from the schedule, as the
-real runs then do.
+(`--send-wake-us`: the sends' mean lag behind their schedule in the light open-loop run at 10%
+of the capacity, light_P.json; without it or with SEND_WAKE=sleeps the stall record's mean
+timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated
+latencies from the schedule, as the real runs then do.
 """
 import glob
 import json
@@ -350,11 +352,20 @@ def send_cpu_us(d, p):
 
 
 def send_wake_us(d, p):
-    """With the generator's thread (SEND_CPU=1): its lateness waking from a timed sleep, the
-    mean over the cores of P's stall record (`sleep_lateness_us`, `baton stalls`); 0 where the
-    record has none, or with SEND_WAKE=0."""
+    """With the generator's thread (SEND_CPU=1): its wake from a sleep until a send is due, the
+    mean lag of the sends behind their schedule in P's light open-loop run (DIR/light_P.json, 10%
+    of the capacity: the generator sleeps before nearly every send, and no send queues behind
+    another); without that run (campaigns before it) or with SEND_WAKE=sleeps, the mean lateness
+    of the timed sleeps in P's stall record (`sleep_lateness_us`, `baton stalls`); 0 where neither
+    holds one, or with SEND_WAKE=0."""
+    how = os.environ.get("SEND_WAKE", "")
+    if how == "0":
+        return 0.0
+    light = [q["mean_send_lag_us"] for q in load_points(f"{d}/light_{p}.json") if "mean_send_lag_us" in q]
+    if light and how != "sleeps":
+        return statistics.median(light)
     record = f"{d}/{stall_record_name(p)}"
-    if os.environ.get("SEND_WAKE") == "0" or not os.path.exists(record):
+    if not os.path.exists(record):
         return 0.0
     late = [us for c in json.load(open(record)).get("cores", []) for us in c.get("sleep_lateness_us", [])]
     return statistics.mean(late) if late else 0.0
@@ -541,8 +552,28 @@ def figures_median(qs):
 
 
 def within(ratio, key):
-    bar = BARS[key] if key in BARS else PRIORITY[key][1]
-    return abs(ratio - 1.0) <= bar
+    return abs(ratio - 1.0) <= bar_of(key)
+
+
+def bar_of(key):
+    return BARS[key] if key in BARS else PRIORITY[key][1]
+
+
+def verdict(sim, median, lo, hi, key):
+    """How one simulated figure stands against the real runs of its point: "within" its bar
+    around their median; else "noise" where the real runs themselves spread past the bar and
+    the figure lies within their min-max (the runs cannot tell it from the median); else "miss"."""
+    bar = bar_of(key)
+    if median and abs(sim / median - 1.0) <= bar:
+        return "within"
+    return "noise" if lo <= sim <= hi and (lo < median * (1 - bar) or hi > median * (1 + bar)) else "miss"
+
+
+def resolves(median, lo, hi, key):
+    """Whether the real runs of a point can judge a figure at its bar: their min-max (for five
+    runs, about a 94% interval of their median) lies within the bar around their median."""
+    bar = bar_of(key)
+    return median * (1 - bar) <= lo and hi <= median * (1 + bar)
 
 
 def ratio_cell(s, real, key):
@@ -553,6 +584,7 @@ def ratio_cell(s, real, key):
 
 def table(d, pipelines):
     lines, met, total, prio_met, prio_total, in_range = [], 0, 0, 0, 0, 0
+    verdicts, resolved, resolved_met = {"within": 0, "noise": 0, "miss": 0}, 0, 0
     for p in pipelines.split(","):
         if not os.path.exists(f"{d}/sim_{p}.json"):
             continue
@@ -574,6 +606,11 @@ def table(d, pipelines):
             lines.append("| | real min-max | " + " | ".join(f"{lo:.0f}-{hi:.0f}" for lo, hi in (real["range"][k] for k in keys)) + " | |")
             lines.append("| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in keys) + " | |")
             in_range += sum(real["range"][k][0] <= s[k] <= real["range"][k][1] for k in BARS)
+            for k in BARS:
+                (lo, hi), v = real["range"][k], verdict(s[k], real[k], *real["range"][k], k)
+                verdicts[v] += 1
+                if resolves(real[k], lo, hi, k):
+                    resolved, resolved_met = resolved + 1, resolved_met + (v == "within")
             cells = []
             for k in keys:
                 ok, cell = ratio_cell(s, real, k)
@@ -604,6 +641,10 @@ def table(d, pipelines):
         lines.append(f"\nEvery simulation above also ran with `{extra}` (SIM_FLAGS).")
     lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")
     lines.append(f"{in_range} of {total} simulated figures within the real runs' own range (min-max over the runs).")
+    lines.append(f"The real runs can judge {resolved} of {total} figures (their min-max within the bar around their "
+                 f"median); the model is within the bars at {resolved_met} of those.")
+    lines.append(f"Outside the bars: {verdicts['noise']} within the real runs' min-max where it spreads past the bar "
+                 f"(the runs cannot tell them from their median), {verdicts['miss']} misses.")
     if prio_total:
         lines.append(f"Priority class: {prio_met} of {prio_total} within the p50 and p99 bars.")
     return "\n".join(lines)

@@ -133,6 +133,36 @@ class SendWake(unittest.TestCase):
                       open(f"{d}/q.stalls.json", "w"))
             self.assertEqual(fidelity_terms.send_wake_us(d, "q"), 0.0, "a record made before the sleeps")
 
+    def test_a_light_open_loop_run_gives_the_generators_wake_as_its_sends_mean_lag(self):
+        with tempfile.TemporaryDirectory() as d:
+            cores = [{"core": 0, "stalls_us": [], "sleep_lateness_us": [20.0, 100.0]}]
+            json.dump({"kind": "baton-core-stalls", "cores": cores}, open(f"{d}/p.stalls.json", "w"))
+            json.dump({"points": [{"mean_send_lag_us": 41.0}]}, open(f"{d}/light_p.json", "w"))
+            self.assertEqual(fidelity_terms.send_wake_us(d, "p"), 41.0)
+            for how, wake in (("sleeps", 60.0), ("0", 0.0)):
+                os.environ["SEND_WAKE"] = how
+                try:
+                    self.assertEqual(fidelity_terms.send_wake_us(d, "p"), wake, how)
+                finally:
+                    del os.environ["SEND_WAKE"]
+
+
+class Verdicts(unittest.TestCase):
+    def test_a_figure_is_within_its_bar_noise_where_the_runs_spread_past_it_else_a_miss(self):
+        # p99's bar is 30%: 1250 of a median of 1000 is within it wherever the runs lie.
+        self.assertEqual(fidelity_terms.verdict(1250.0, 1000.0, 990.0, 1010.0, "p99"), "within")
+        # 2000 is outside the bar: within runs that spread to 3000 it is noise, past them a miss.
+        self.assertEqual(fidelity_terms.verdict(2000.0, 1000.0, 600.0, 3000.0, "p99"), "noise")
+        self.assertEqual(fidelity_terms.verdict(4000.0, 1000.0, 600.0, 3000.0, "p99"), "miss")
+        # Runs that stay within the bar tell every figure outside it apart from their median.
+        self.assertEqual(fidelity_terms.verdict(1400.0, 1000.0, 800.0, 1290.0, "p99"), "miss")
+
+    def test_the_runs_judge_a_figure_only_where_their_min_max_lies_within_its_bar(self):
+        self.assertTrue(fidelity_terms.resolves(1000.0, 990.0, 1010.0, "mean"))
+        self.assertFalse(fidelity_terms.resolves(1000.0, 990.0, 1200.0, "mean"), "15% bar")
+        self.assertTrue(fidelity_terms.resolves(1000.0, 960.0, 1040.0, "throughput"))
+        self.assertFalse(fidelity_terms.resolves(1000.0, 940.0, 1040.0, "throughput"), "5% bar")
+
 
 if __name__ == "__main__":
     unittest.main()

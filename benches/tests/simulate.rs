@@ -109,6 +109,23 @@ fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration(
 }
 
 #[test]
+fn an_efficient_batches_node_takes_at_most_the_size_its_profile_makes_cheapest_per_row() {
+    let dir = folder(SUITE, "efficient");
+    // 4 rows cost 100 µs (25 a row), 8 rows 240 (30 a row), 1 and 2 rows 50 and 80.
+    let sizes: &[(usize, &[f64])] = &[(1, &[50.0]), (2, &[80.0]), (4, &[100.0]), (8, &[240.0])];
+    let eight = one_node(&dir, 8);
+    let efficient = dir.join("efficient.toml");
+    let text = std::fs::read_to_string(&eight).unwrap();
+    std::fs::write(&efficient, text.replace("max_batch = 8", "max_batch = 8\nefficient_batches = true")).unwrap();
+    let mut o = options(eight, profile(&dir, &[("a", sizes)]));
+    o.bench.concurrency = vec![16];
+    let batch = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].nodes[0].mean_batch;
+    assert_eq!(batch(&o), 8.0, "16 clients: full batches of max_batch");
+    o.bench.pipeline = Some(efficient);
+    assert_eq!(batch(&o), 4.0, "capped at the cheapest size per row");
+}
+
+#[test]
 fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes() {
     let dir = folder(SUITE, "scale");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));

@@ -1090,6 +1090,29 @@ fn with_separate_priority_batches_a_priority_task_runs_in_a_batch_of_its_own() {
 }
 
 #[test]
+fn an_efficient_batches_worker_first_takes_each_size_class_in_turn() {
+    let engines = TestEngines::default();
+    let (gate, batches) = gated(&engines);
+    let _open = OpenOnDrop(gate.clone());
+    let runtime = start(&engines, &format!("{ONE_NODE}efficient_batches = true\n"));
+    let blocker = runtime.submit(Request::new().input("x", value(0.0)));
+    wait_until("the worker holds the first batch", || runtime.pending(0).0 == 0 && runtime.in_flight() == 1);
+    let waiting: Vec<_> = (1..=40).map(|i| runtime.submit(Request::new().input("x", value(i as f32)))).collect();
+    open(&gate);
+    blocker.wait().unwrap();
+    for t in waiting {
+        t.wait().unwrap();
+    }
+    let rows: Vec<usize> = batches.lock().iter().map(Vec::len).collect();
+    // The classes 1, 2, 4 and 8 rows, each nine batches (its first run does not count) before
+    // the next, with more tasks waiting than any: 1 + 8 single rows, nine pairs, then fours.
+    let mut expected = vec![1; 9];
+    expected.extend([2; 9]);
+    expected.extend([4, 4, 4, 2]);
+    assert_eq!(rows, expected);
+}
+
+#[test]
 fn priority_max_batch_caps_the_batch_that_holds_a_priority_task() {
     let collaborative = "[scheduler]\npolicy = \"collaborative\"\n";
     assert_eq!(

@@ -419,6 +419,21 @@ fn batch_sizes_that_leave_a_batch_without_a_size_or_do_not_ascend_are_refused() 
 }
 
 #[test]
+fn efficient_batches_with_batch_sizes_are_refused_naming_both_keys() {
+    config_error(
+        &node("a", "max_batch = 8\nbatch_sizes = [2, 8]\nefficient_batches = true"),
+        &["nodes.a.efficient_batches", "[2, 8]", "`batch_sizes`"],
+    );
+    // A CUDA node's default sizes count too; `batch_sizes = []` lets its batches choose their rows.
+    config_error(
+        &node("c", &format!("{ON_CUDA0}\nmax_batch = 8\nefficient_batches = true")),
+        &["nodes.c.efficient_batches"],
+    );
+    let chosen = node("c", &format!("{ON_CUDA0}\nmax_batch = 8\nbatch_sizes = []\nefficient_batches = true"));
+    assert!(spec(&GatedEngines::default(), &chosen).unwrap().nodes[0].efficient_batches);
+}
+
+#[test]
 fn batch_sizes_on_a_node_with_per_stream_state_are_refused_naming_the_node() {
     let toml = "[inputs.x]\nto = [\"s.x\"]\n[outputs.y]\nfrom = \"s.y\"\n\
                 [nodes.s]\nstages = [{ engine = \"test\", params = { node = \"s\" } }]\nmax_batch = 4\n\

@@ -267,6 +267,20 @@ fn sim_nodes(spec: &PipelineSpec, selector: &dyn NodeSelector) -> Vec<SimNode> {
         .collect()
 }
 
+/// The cap an `efficient_batches` node's workers settle on: of the powers of two below its
+/// batch rows and the batch rows themselves, the size whose median batch (the profile's, with
+/// the node's compute terms) costs least per row. The runtime's workers measure it on their
+/// own batches and take the other sizes now and then to see them again; the model takes the
+/// size they settle on from the start.
+fn efficient_rows(durations: &Durations, node: usize, batch_rows: usize) -> usize {
+    let per_row = |rows: usize| durations.median_us(node, rows) / rows as f64;
+    std::iter::successors(Some(1usize), |r| r.checked_mul(2))
+        .take_while(|&r| r < batch_rows)
+        .chain([batch_rows])
+        .min_by(|&a, &b| per_row(a).total_cmp(&per_row(b)))
+        .unwrap_or(batch_rows)
+}
+
 /// Per node: the batch size each row count (0 to its batch rows, at least `rows`) is padded to.
 fn padded_sizes(spec: &PipelineSpec, nodes: &[SimNode], rows: usize) -> Vec<Vec<usize>> {
     spec.nodes
@@ -323,7 +337,12 @@ impl<'a> Sim<'a> {
         let decider = Decider::new(spec);
         let selector = decider.selector();
         let decide_on_arrival = spec.scheduler.decide_on_arrival || selector.decides_on_every_arrival();
-        let nodes = sim_nodes(spec, selector);
+        let mut nodes = sim_nodes(spec, selector);
+        for (n, node) in nodes.iter_mut().enumerate() {
+            if spec.nodes[n].efficient_batches {
+                node.batch_rows = efficient_rows(durations, n, node.batch_rows);
+            }
+        }
         let padded = padded_sizes(spec, &nodes, setup.rows);
         let entry = entry_nodes(spec);
         let gaps = match setup.load {

@@ -171,6 +171,12 @@ pub struct NodeConfig {
     /// (priority tasks first, then others up to this), so the answer waits on a
     /// shorter batch ("Priority batch cap" in docs/scheduling.md). Default: `max_batch`.
     pub priority_max_batch: Option<usize>,
+    /// Each worker caps its batches at the size whose rows cost least, as it measures its own
+    /// batches (the powers of two up to `max_batch`, and `max_batch`): for a model whose cost
+    /// per row rises past some size on this machine. See `docs/scheduling.md`, "Efficient
+    /// batches". Refused with `batch_sizes` (those fix the sizes instead).
+    #[serde(default)]
+    pub efficient_batches: bool,
     /// Collaboration weight: inference priority = pending tasks × weight.
     #[serde(default = "defaults::one")]
     pub weight: f64,

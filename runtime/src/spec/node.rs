@@ -22,6 +22,15 @@ impl Builder<'_> {
         let remote = super::remote::check(name, cfg)?;
         let execution = node_execution(name, cfg)?;
         let batch_sizes = BatchSizes::for_node(name, cfg, &execution)?;
+        if cfg.efficient_batches && !batch_sizes.is_empty() {
+            return err(
+                format!("nodes.{name}.efficient_batches"),
+                format!(
+                    "the node's batches run at its batch sizes {:?}: leave out one of `efficient_batches` and `batch_sizes`",
+                    batch_sizes.sizes()
+                ),
+            );
+        }
         let mut chain = StageChain::default();
         for (s, stage) in cfg.stages.iter().enumerate() {
             let location = format!("nodes.{name}.stages[{s}]");
@@ -67,6 +76,7 @@ impl Builder<'_> {
             routes,
             max_batch: cfg.max_batch,
             priority_max_batch: cfg.priority_max_batch.unwrap_or(cfg.max_batch),
+            efficient_batches: cfg.efficient_batches,
             weight: cfg.weight,
             cost: resource.budget_cost(),
             resource,

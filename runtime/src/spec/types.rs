@@ -98,6 +98,8 @@ pub struct NodeSpec {
     pub max_batch: usize,
     /// Most rows in a batch holding a priority task (the node's `priority_max_batch`, else `max_batch`).
     pub priority_max_batch: usize,
+    /// Its workers cap their batches at their most efficient size (`efficient_batches`).
+    pub efficient_batches: bool,
     pub weight: f64,
     /// What a running batch holds against `scheduler.compute_budget`: [`Resource::budget_cost`].
     pub cost: f64,

@@ -3,7 +3,9 @@
 //! Life of a worker: pin to its core (if configured), create one engine per
 //! stage (reporting success or the error to the starting runtime), then loop:
 //! wait for an instruction (spinning `idle_spin_us` first, then parking in
-//! the channel), take up to `max_batch` rows of tasks from the buffer, stitch
+//! the channel), take up to `max_batch` rows of tasks from the buffer (with
+//! `efficient_batches`, up to the size the worker measured cheapest per row:
+//! [`efficient`]), stitch
 //! them along dim 0, run the stages in order, split each routed output per
 //! task (views, no copy) and hand it on. Then mark itself idle and poke
 //! the scheduler (the *node finished* event), once per batch.
@@ -19,6 +21,7 @@
 //! its requests get an error naming node and stage, and the stage's engine
 //! is recreated so the node keeps serving.
 
+mod efficient;
 mod execute;
 mod handoff;
 mod route;
@@ -42,6 +45,7 @@ use crate::request::{RequestError, StreamChunk};
 use crate::scheduler::Reason;
 use crate::spec::{NodeSpec, PadSpec};
 use crate::tensor::{Tensor, TensorPool};
+use efficient::EfficientRows;
 
 /// Stitch buffers a worker keeps per input slot (batches whose inputs are still held, plus one).
 const INPUT_BUFFERS_KEPT: usize = 4;
@@ -84,6 +88,8 @@ struct Worker {
     group: Option<usize>,
     /// Most rows per batch: the node's (1 without batching), within the group's capacity.
     batch_rows: usize,
+    /// With `efficient_batches`: the cap under `batch_rows` its own batches' times choose.
+    efficient: Option<EfficientRows>,
     /// Per stage: what its engine was created from (threads as the worker's group says).
     requests: Vec<StageRequest>,
     /// The thread's nice value per batch (background batches, see [`crate::node::niceness`]).
@@ -165,9 +171,10 @@ impl Worker {
     /// Takes tasks, drops those that no longer need running, and runs the rest as one batch.
     fn run_batch(&mut self) {
         let mut tasks = std::mem::take(&mut self.tasks);
+        let rows = self.efficient.as_mut().map_or(self.batch_rows, EfficientRows::cap);
         match self.group {
-            None => self.state.buffer.take(self.batch_rows, &self.pad_axes, &mut tasks),
-            Some(g) => self.state.buffer.take_for(g, self.batch_rows, &self.pad_axes, &mut tasks),
+            None => self.state.buffer.take(rows, &self.pad_axes, &mut tasks),
+            Some(g) => self.state.buffer.take_for(g, rows, &self.pad_axes, &mut tasks),
         }
         self.state.publish_depths();
         let started = Instant::now();
@@ -252,6 +259,9 @@ impl Worker {
         }
         match result {
             Ok(executed) => {
+                if let Some(efficient) = &mut self.efficient {
+                    efficient.record(rows, compute);
+                }
                 let handing = Instant::now();
                 self.route(tasks, &executed);
                 state.counters.hand_on_ns.fetch_add(handing.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::efficient::EfficientRows;
 use super::{Handoff, Worker, WorkerSettings, INPUT_BUFFERS_KEPT};
 use crate::batch_cpu::Sampler;
 use crate::engine::{Engine, StageRequest, WarmUp};
@@ -110,6 +111,7 @@ impl Worker {
         let host_memory = engines.first().and_then(|engine| engine.host_memory());
         let device_memory = engines.first().and_then(|engine| engine.device_memory());
         let inputs = spec.inputs.len();
+        let batch_rows = group.map_or(settings.batch_rows, |g| settings.batch_rows.min(spec.groups[g].max_rows));
         Worker {
             faults: spec.faults.as_ref().map(|f| FaultDraws::new(f, settings.node, index)),
             tasks: Vec::new(),
@@ -119,7 +121,8 @@ impl Worker {
             state_outputs: state_outputs(spec),
             cuts: cuts(spec),
             pad_axes: spec.pad_axes(),
-            batch_rows: group.map_or(settings.batch_rows, |g| settings.batch_rows.min(spec.groups[g].max_rows)),
+            batch_rows,
+            efficient: spec.efficient_batches.then(|| EfficientRows::new(batch_rows)),
             group,
             nice: BatchNice::new(&state.nice, index, settings.thread_classes),
             stoppable: false,
