@@ -267,16 +267,15 @@ fn sim_nodes(spec: &PipelineSpec, selector: &dyn NodeSelector) -> Vec<SimNode> {
         .collect()
 }
 
-/// The cap an `efficient_batches` node's workers settle on: of the powers of two below its
-/// batch rows and the batch rows themselves, the size whose median batch (the profile's, with
-/// the node's compute terms) costs least per row. The runtime's workers measure it on their
-/// own batches and take the other sizes now and then to see them again; the model takes the
-/// size they settle on from the start.
+/// The cap an `efficient_batches` node's workers settle on: of their size classes
+/// ([`baton::spec::NodeSpec::efficient_batch_classes`]), the size whose median batch (the
+/// profile's, with the node's compute terms) costs least per row. The runtime's workers
+/// measure it on their own batches and take the other sizes now and then to see them again;
+/// the model takes the size they settle on from the start.
 fn efficient_rows(durations: &Durations, node: usize, batch_rows: usize) -> usize {
     let per_row = |rows: usize| durations.median_us(node, rows) / rows as f64;
-    std::iter::successors(Some(1usize), |r| r.checked_mul(2))
-        .take_while(|&r| r < batch_rows)
-        .chain([batch_rows])
+    baton::spec::NodeSpec::efficient_batch_classes(batch_rows)
+        .into_iter()
         .min_by(|&a, &b| per_row(a).total_cmp(&per_row(b)))
         .unwrap_or(batch_rows)
 }

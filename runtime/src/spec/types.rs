@@ -171,6 +171,16 @@ pub struct GroupSpec {
 pub const MAX_GROUPS: usize = 64;
 
 impl NodeSpec {
+    /// The batch sizes an `efficient_batches` worker that takes at most `max_rows` rows
+    /// chooses among: the powers of two below `max_rows`, and `max_rows` itself.
+    pub fn efficient_batch_classes(max_rows: usize) -> Vec<usize> {
+        let max_rows = max_rows.max(1);
+        let mut rows: Vec<usize> =
+            std::iter::successors(Some(1usize), |r| r.checked_mul(2)).take_while(|&r| r < max_rows).collect();
+        rows.push(max_rows);
+        rows
+    }
+
     /// Chunks of one stream pass this node one at a time, in order: it keeps
     /// per-stream state here (write-back) or on its remote server.
     pub fn keeps_streams(&self) -> bool {

@@ -3,9 +3,8 @@
 //!
 //! A node's cost per row is not always lowest at `max_batch`: on a CPU a
 //! batch whose activations outgrow the caches costs more per row than a
-//! smaller one (the MLP of `configs/mlp.toml` here: a row at 32 rows costs
-//! 11-23% more than at 4 or 8 on some runs, about the same on others). So
-//! the worker keeps, per size class (the powers of two up to its batch
+//! smaller one. So the worker keeps, per size class
+//! ([`NodeSpec::efficient_batch_classes`]: the powers of two up to its batch
 //! rows, and the batch rows themselves), an average of the time per row of
 //! its batches that had exactly that many rows, and takes at most the class
 //! with the lowest.
@@ -24,6 +23,8 @@
 //! One worker owns its tracker: no sharing, no locks.
 
 use std::time::Duration;
+
+use crate::spec::NodeSpec;
 
 /// Batches a class needs before its average counts.
 pub const SAMPLES: u32 = 8;
@@ -54,14 +55,12 @@ pub struct EfficientRows {
 }
 
 impl EfficientRows {
-    /// The classes for a worker that takes at most `max_rows` rows: the powers of two below
-    /// it, and `max_rows` itself.
+    /// The classes for a worker that takes at most `max_rows` rows.
     pub fn new(max_rows: usize) -> EfficientRows {
-        let max_rows = max_rows.max(1);
-        let mut rows: Vec<usize> =
-            std::iter::successors(Some(1usize), |r| r.checked_mul(2)).take_while(|&r| r < max_rows).collect();
-        rows.push(max_rows);
-        let classes = rows.into_iter().map(|rows| Class { rows, seen: 0, batches: 0, ns_per_row: 0.0 }).collect();
+        let classes = NodeSpec::efficient_batch_classes(max_rows)
+            .into_iter()
+            .map(|rows| Class { rows, seen: 0, batches: 0, ns_per_row: 0.0 })
+            .collect();
         EfficientRows { classes, batches: 0, explore_next: 0 }
     }
 
