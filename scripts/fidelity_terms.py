@@ -563,10 +563,9 @@ def verdict(sim, median, lo, hi, key):
     """How one simulated figure stands against the real runs of its point: "within" its bar
     around their median; else "noise" where the real runs themselves spread past the bar and
     the figure lies within their min-max (the runs cannot tell it from the median); else "miss"."""
-    bar = bar_of(key)
-    if median and abs(sim / median - 1.0) <= bar:
+    if median and within(sim / median, key):
         return "within"
-    return "noise" if lo <= sim <= hi and (lo < median * (1 - bar) or hi > median * (1 + bar)) else "miss"
+    return "noise" if lo <= sim <= hi and not resolves(median, lo, hi, key) else "miss"
 
 
 def resolves(median, lo, hi, key):
@@ -607,7 +606,8 @@ def table(d, pipelines):
             lines.append("| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in keys) + " | |")
             in_range += sum(real["range"][k][0] <= s[k] <= real["range"][k][1] for k in BARS)
             for k in BARS:
-                (lo, hi), v = real["range"][k], verdict(s[k], real[k], *real["range"][k], k)
+                lo, hi = real["range"][k]
+                v = verdict(s[k], real[k], lo, hi, k)
                 verdicts[v] += 1
                 if resolves(real[k], lo, hi, k):
                     resolved, resolved_met = resolved + 1, resolved_met + (v == "within")

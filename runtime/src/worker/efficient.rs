@@ -37,8 +37,8 @@ pub const WEIGHT: f64 = 0.125;
 #[derive(Clone, Debug)]
 struct Class {
     rows: usize,
-    /// Its batches seen, the first (its shape's first run) included.
-    seen: u32,
+    /// Whether its first batch (its shape's first run, not counted) has run.
+    warmed: bool,
     /// Its batches counted in its average.
     batches: u32,
     ns_per_row: f64,
@@ -59,7 +59,7 @@ impl EfficientRows {
     pub fn new(max_rows: usize) -> EfficientRows {
         let classes = NodeSpec::efficient_batch_classes(max_rows)
             .into_iter()
-            .map(|rows| Class { rows, seen: 0, batches: 0, ns_per_row: 0.0 })
+            .map(|rows| Class { rows, warmed: false, batches: 0, ns_per_row: 0.0 })
             .collect();
         EfficientRows { classes, batches: 0, explore_next: 0 }
     }
@@ -91,8 +91,7 @@ impl EfficientRows {
     /// A batch of `rows` rows took `compute`; only a class's exact size counts.
     pub fn record(&mut self, rows: usize, compute: Duration) {
         let Some(class) = self.classes.iter_mut().find(|c| c.rows == rows) else { return };
-        class.seen = class.seen.saturating_add(1);
-        if class.seen == 1 {
+        if !std::mem::replace(&mut class.warmed, true) {
             return;
         }
         let per_row = compute.as_nanos() as f64 / rows as f64;
@@ -118,7 +117,7 @@ mod tests {
         (0..batches)
             .map(|_| {
                 let rows = e.cap().min(waiting);
-                let first = e.classes.iter().any(|c| c.rows == rows && c.seen == 0);
+                let first = e.classes.iter().any(|c| c.rows == rows && !c.warmed);
                 e.record(rows, cost(rows) + if first { Duration::from_millis(10) } else { Duration::ZERO });
                 rows
             })
