@@ -32,6 +32,7 @@ pub mod load;
 pub mod measure;
 pub mod plot;
 pub mod raw;
+pub mod raw_beside;
 pub mod remote;
 pub mod report;
 pub mod simulate;
@@ -141,6 +142,9 @@ pub struct BenchOptions {
     /// Raw engine: loops of each node run at once, each on its own thread (pinned to the
     /// node's `cores[i % len]`) and session; their rows/s is summed (the baseline for N workers).
     pub raw_loops: usize,
+    /// Raw engine: the points' ratios against raw measured beside each point (default) or
+    /// against the sweep at the start (see [`raw_beside`]).
+    pub raw_ratios: raw_beside::RawRatios,
     /// Pin the load-generating threads to these cores (round-robin), e.g. away from
     /// the cores the pipeline's workers are pinned to, as remote clients would be.
     pub client_cores: Vec<usize>,
@@ -191,6 +195,7 @@ impl Default for BenchOptions {
             raw_batches: vec![1, 2, 4, 8, 16, 32],
             raw_io: raw::RawIo::Binding,
             raw_loops: 1,
+            raw_ratios: raw_beside::RawRatios::Beside,
             client_cores: Vec::new(),
             csv: None,
             json: None,
@@ -337,6 +342,7 @@ impl BenchOptions {
             "raw_batches": self.raw_batches,
             "raw_io": self.raw_io.name(),
             "raw_loops": self.raw_loops,
+            "raw_ratios": self.raw_ratios.name(),
         })
     }
 }
@@ -395,12 +401,29 @@ pub fn bench_with(args: &BenchOptions, engines: &baton::EngineRegistry) -> Resul
     if !args.sweep.is_empty() {
         return run_sweep(args, &config, file, engines, &spec, &pool);
     }
+    let probe = match &raw {
+        Some(raw) if args.raw_ratios == raw_beside::RawRatios::Beside => {
+            raw_beside::RawProbe::new(&spec, &raw_options(args), raw)
+        }
+        _ => None,
+    };
+    // A point at concurrency 1 has its latency against raw's batch-1 path: measured beside it too.
+    let latency = |load: Option<&Load>| load.is_some_and(|l| *l == Load::Closed(1));
     let mut points = Vec::new();
     let mut batch_sizes = Vec::new();
     for policy in &args.policy {
         let runtime = policy_runtime(&config, *policy, args, file, engines)?;
-        for &load in &loads {
-            points.push(run_point(&runtime, &pool, args, policy.name(), load));
+        let mut before = probe.as_ref().map(|p| p.sample(latency(loads.first()))).transpose()?;
+        for (i, &load) in loads.iter().enumerate() {
+            let mut point = run_point(&runtime, &pool, args, policy.name(), load);
+            if let (Some(probe), Some(previous)) = (&probe, before.take()) {
+                // The measurement after this point is the one before the next.
+                let next = loads.get(i + 1);
+                let after = probe.sample(latency(Some(&load)) || latency(next))?;
+                point.raw_beside = Some(probe.beside(point.rows_per_s, previous, after.clone()));
+                before = Some(after);
+            }
+            points.push(point);
         }
         batch_sizes.push(report::policy_batches(policy.name(), &runtime.node_stats(), raw.as_ref()));
         runtime.shutdown();
@@ -429,14 +452,7 @@ fn measure_raw(args: &BenchOptions, spec: &PipelineSpec) -> Result<raw::RawRepor
     let batches =
         spec.nodes.iter().map(|n| args.raw_batches.iter().filter(|&&b| b <= n.max_batch).count()).sum::<usize>().max(1);
     let bar = progress_bar(batches as u64, "raw engine".into());
-    let options = raw::RawOptions {
-        batches: args.raw_batches.clone(),
-        duration: args.raw_duration,
-        seed: args.seed,
-        io: args.raw_io,
-        loops: args.raw_loops,
-    };
-    let report = raw::measure(spec, &options, |node, batch| {
+    let report = raw::measure(spec, &raw_options(args), |node, batch| {
         bar.set_message(format!("{node} batch {batch}"));
         bar.inc(1);
     });
@@ -444,6 +460,18 @@ fn measure_raw(args: &BenchOptions, spec: &PipelineSpec) -> Result<raw::RawRepor
     let report = report?;
     println!("{}", report::raw_table(&report, args.raw_duration.as_secs_f64()));
     Ok(report)
+}
+
+/// The raw engine's options the arguments say, every node.
+fn raw_options(args: &BenchOptions) -> raw::RawOptions {
+    raw::RawOptions {
+        batches: args.raw_batches.clone(),
+        duration: args.raw_duration,
+        seed: args.seed,
+        io: args.raw_io,
+        loops: args.raw_loops,
+        node: None,
+    }
 }
 
 /// Prints the points (with their ratios to the raw engine), the per-node table and the batch-size table.
@@ -458,15 +486,30 @@ fn print_points(
     print!("{}", report::points_table(points));
     if let Some(raw) = raw {
         if let Some(b) = &raw.bottleneck {
-            println!(
-                "×raw = rows/s ÷ raw best of bottleneck node `{}` ({:.0} rows/s at batch {})",
-                b.node, b.rows_per_s, b.batch
-            );
+            if points.iter().any(|p| p.raw_beside.is_some()) {
+                println!(
+                    "×raw = rows/s ÷ raw of bottleneck node `{}` at its best batch {}, measured beside the \
+                     point (below)",
+                    b.node, b.batch
+                );
+            } else {
+                println!(
+                    "×raw = rows/s ÷ raw best of bottleneck node `{}` ({:.0} rows/s at batch {})",
+                    b.node, b.rows_per_s, b.batch
+                );
+            }
         }
         if let Some(us) = raw.batch1_path_us {
-            println!("p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only");
+            if points.iter().any(|p| p.raw_beside.is_some()) {
+                println!("p50−raw = p50 − raw batch-1 latency along the critical path, concurrency 1 only");
+            } else {
+                println!(
+                    "p50−raw = p50 − raw batch-1 latency along the critical path ({us:.1} µs), concurrency 1 only"
+                );
+            }
         }
     }
+    print!("{}", report::raw_beside_table(points));
     print!("{}", report::tenants_table(points));
     print!("{}", report::ticks_table(points));
     print!("{}", report::sends_table(points));
@@ -633,12 +676,17 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Sets each point's ratios to the raw engine.
+/// Sets each point's ratios to the raw engine: to the raw figures measured beside it
+/// where it has them, else to the sweep's.
 pub fn add_ratios(points: &mut [PointResult], raw: &raw::RawReport) {
     for p in points {
-        p.ratio_to_raw = raw.bottleneck.as_ref().map(|b| p.rows_per_s / b.rows_per_s);
+        let (rows_per_s, batch1_path_us) = match &p.raw_beside {
+            Some(b) => (Some(b.rows_per_s()), b.batch1_path_us()),
+            None => (raw.bottleneck.as_ref().map(|b| b.rows_per_s), raw.batch1_path_us),
+        };
+        p.ratio_to_raw = rows_per_s.map(|raw| p.rows_per_s / raw);
         if p.mode == "closed" && p.load == 1.0 && p.latency.count > 0 {
-            p.p50_minus_raw_us = raw.batch1_path_us.map(|us| p.latency.p50_us as f64 - us);
+            p.p50_minus_raw_us = batch1_path_us.map(|us| p.latency.p50_us as f64 - us);
         }
     }
 }

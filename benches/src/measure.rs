@@ -476,6 +476,9 @@ pub struct PointResult {
     pub ratio_to_raw: Option<f64>,
     /// Concurrency 1: p50 − the raw engine's batch-1 median along the pipeline's critical path, µs (with `--raw`).
     pub p50_minus_raw_us: Option<f64>,
+    /// The raw figures measured just before and after this point, which its ratios use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_beside: Option<crate::raw_beside::RawBeside>,
     /// Bytes copied between host and device memory per successful request, all nodes (0 on the CPU).
     pub host_device_bytes_per_request: f64,
     /// The process's CPU over the measured interval, per request (a real run of
@@ -550,6 +553,7 @@ pub fn point_result(
         stable,
         ratio_to_raw: None,
         p50_minus_raw_us: None,
+        raw_beside: None,
         host_device_bytes_per_request,
         cpu: None,
         scheduler_ticks: None,

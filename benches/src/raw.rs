@@ -146,9 +146,11 @@ pub struct RawOptions {
     pub io: RawIo,
     /// Loops at once per node (at least 1).
     pub loops: usize,
+    /// Only this node (all of them when `None`).
+    pub node: Option<String>,
 }
 
-/// Measures every single-ONNX-stage node of `spec` at `options.batches` (≤ its
+/// Measures every single-ONNX-stage node of `spec` (or `options.node` alone) at `options.batches` (≤ its
 /// `max_batch`), `options.duration` per batch size. `progress` is told (node, batch) before each.
 pub fn measure(
     spec: &PipelineSpec,
@@ -159,7 +161,7 @@ pub fn measure(
     let progress = Mutex::new(progress);
     let mut nodes = Vec::new();
     let mut skipped = Vec::new();
-    for node in &spec.nodes {
+    for node in spec.nodes.iter().filter(|n| options.node.as_ref().is_none_or(|only| *only == n.name)) {
         let [stage] = node.stages.as_slice() else {
             skipped.push(format!("{}: {} stages (raw runs single-stage nodes)", node.name, node.stages.len()));
             continue;

@@ -229,6 +229,50 @@ pub fn raw_table(raw: &RawReport, seconds: f64) -> String {
     out
 }
 
+/// Per point, the raw figures measured just before and after it (which its ratios use),
+/// their drift, and the ratio the start's sweep would have given: empty when no point has them.
+pub fn raw_beside_table(points: &[PointResult]) -> String {
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .filter_map(|p| {
+            let b = p.raw_beside.as_ref()?;
+            let us = |s: &crate::raw_beside::RawSample| s.batch1_path_us.map_or("-".into(), |u| format!("{u:.1}"));
+            Some(vec![
+                p.policy.clone(),
+                p.mode.clone(),
+                load_label(p),
+                format!("{:.0}", b.before.rows_per_s),
+                format!("{:.0}", b.after.rows_per_s),
+                format!("{:+.1}%", b.drift() * 100.0),
+                us(&b.before),
+                us(&b.after),
+                format!("{:.3}", b.ratio_to_start),
+            ])
+        })
+        .collect();
+    let Some(b) = points.iter().find_map(|p| p.raw_beside.as_ref()) else { return String::new() };
+    let mut out = format!(
+        "raw beside each point: node `{}` at batch {} just before and just after it (×raw divides by their mean)\n",
+        b.node, b.batch
+    );
+    out += &table(
+        &[
+            "policy",
+            "mode",
+            "load",
+            "raw before rows/s",
+            "raw after rows/s",
+            "drift",
+            "batch-1 path before µs",
+            "after µs",
+            "×raw at start",
+        ],
+        &rows,
+        3,
+    );
+    out
+}
+
 /// Per point, each tenant's answered requests and latencies (µs), below the points'
 /// rows: empty when no point has tenants.
 pub fn tenants_table(points: &[PointResult]) -> String {
@@ -558,6 +602,7 @@ mod tests {
             stable: None,
             ratio_to_raw: Some(0.91234),
             p50_minus_raw_us: None,
+            raw_beside: None,
             host_device_bytes_per_request: 0.0,
             cpu: None,
             scheduler_ticks: None,

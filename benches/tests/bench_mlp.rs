@@ -92,6 +92,26 @@ fn check_points(points: &Value) {
         assert!(node["mean_batch"].as_f64().unwrap() >= 1.0, "{p}");
         assert!(node["mean_compute_us"].as_f64().unwrap() > 0.0, "{p}");
         assert_eq!(p["p50_minus_raw_us"].is_null(), p["load"].as_f64() != Some(1.0), "{p}");
+        check_raw_beside(p);
+    }
+}
+
+/// The raw figures measured beside a point (the default `--raw-ratios beside`): the
+/// bottleneck at its best batch before and after it, whose mean the point's ratio divides by;
+/// a point at concurrency 1 has the batch-1 path beside it too.
+fn check_raw_beside(p: &Value) {
+    let beside = &p["raw_beside"];
+    assert_eq!(beside["node"], "mlp", "{p}");
+    let (before, after) =
+        (beside["before"]["rows_per_s"].as_f64().unwrap(), beside["after"]["rows_per_s"].as_f64().unwrap());
+    assert!(before > 0.0 && after > 0.0, "{p}");
+    let ratio = p["rows_per_s"].as_f64().unwrap() / ((before + after) / 2.0);
+    assert!((p["ratio_to_raw"].as_f64().unwrap() - ratio).abs() < 1e-9 * ratio, "{p}");
+    if p["load"].as_f64() == Some(1.0) {
+        let path = |side: &str| beside[side]["batch1_path_us"].as_f64().unwrap();
+        let p50 = p["latency"]["p50_us"].as_f64().unwrap();
+        let want = p50 - (path("before") + path("after")) / 2.0;
+        assert!((p["p50_minus_raw_us"].as_f64().unwrap() - want).abs() < 1e-6, "{p}");
     }
 }
 

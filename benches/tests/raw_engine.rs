@@ -55,8 +55,14 @@ fn io_binding_gives_the_plain_runs_outputs_bit_for_bit() {
 #[test]
 fn raw_loops_run_at_once_and_sum_their_figures() {
     let spec = mlp_spec();
-    let options =
-        RawOptions { batches: vec![1, 8], duration: Duration::from_millis(100), seed: 0, io: RawIo::Binding, loops: 2 };
+    let options = RawOptions {
+        batches: vec![1, 8],
+        duration: Duration::from_millis(100),
+        seed: 0,
+        io: RawIo::Binding,
+        loops: 2,
+        node: None,
+    };
     let mut told = Vec::new();
     let report = raw::measure(&spec, &options, |node, batch| told.push((node.to_string(), batch))).unwrap();
     assert_eq!(told, [("mlp".to_string(), 1), ("mlp".to_string(), 8)], "progress is told once per size");

@@ -126,6 +126,25 @@ fn an_efficient_batches_node_takes_at_most_the_size_its_profile_makes_cheapest_p
 }
 
 #[test]
+fn a_node_in_pieces_costs_each_piece_at_its_own_size() {
+    let dir = folder(SUITE, "pieces");
+    let sizes: &[(usize, &[f64])] = &[(1, &[50.0]), (2, &[80.0]), (4, &[100.0]), (8, &[240.0])];
+    let eight = one_node(&dir, 8);
+    let pieces = dir.join("pieces.toml");
+    let text = std::fs::read_to_string(&eight).unwrap();
+    std::fs::write(&pieces, text.replace("max_batch = 8", "max_batch = 8\npiece_rows = 4")).unwrap();
+    let mut o = options(eight, profile(&dir, &[("a", sizes)]));
+    o.bench.concurrency = vec![16];
+    let node = |o: &SimOptions| {
+        let n = &simulate(o, &engines()).unwrap().points[0].nodes[0];
+        (n.mean_batch, n.mean_compute_us)
+    };
+    assert_eq!(node(&o), (8.0, 240.0), "whole batches of 8 rows");
+    o.bench.pipeline = Some(pieces);
+    assert_eq!(node(&o), (8.0, 200.0), "the same batches, run as two pieces of 4 rows (100 µs each)");
+}
+
+#[test]
 fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes() {
     let dir = folder(SUITE, "scale");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));

@@ -8,6 +8,7 @@ use baton::BatchingPolicy;
 use baton_bench::fairness::FairnessOptions;
 use baton_bench::load::{Arrivals, GeneratorPolicy};
 use baton_bench::raw::RawIo;
+use baton_bench::raw_beside::RawRatios;
 use baton_bench::{parse_duration, BenchOptions};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
@@ -134,6 +135,11 @@ pub struct BenchArgs {
     /// cores[i % len]) and session, their rows/s summed: the baseline for N workers.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub raw_loops: usize,
+    /// Raw engine: the points' ratios against raw measured again just before and just after
+    /// each point (`beside`: the bottleneck node at its best batch, and batch 1 beside points at
+    /// concurrency 1) or against the sweep at the start (`start`).
+    #[arg(long, default_value = "beside", value_parser = raw_ratios_parser())]
+    pub raw_ratios: RawRatios,
     /// Pin the load-generating threads to these cores (round-robin), e.g. away from
     /// the cores the pipeline's workers are pinned to, as remote clients would be.
     #[arg(long, value_delimiter = ',')]
@@ -189,6 +195,7 @@ impl BenchArgs {
             raw_batches: self.raw_batches,
             raw_io: self.raw_io,
             raw_loops: self.raw_loops,
+            raw_ratios: self.raw_ratios,
             client_cores: self.client_cores,
             csv: self.csv,
             json: self.json,
@@ -249,6 +256,11 @@ fn policy_parser() -> impl TypedValueParser<Value = BatchingPolicy> {
 fn raw_io_parser() -> impl TypedValueParser<Value = RawIo> {
     PossibleValuesParser::new(RawIo::ALL.map(RawIo::name))
         .map(|name| RawIo::from_name(&name).expect("one of the possible values"))
+}
+
+fn raw_ratios_parser() -> impl TypedValueParser<Value = RawRatios> {
+    PossibleValuesParser::new(RawRatios::ALL.map(RawRatios::name))
+        .map(|name| RawRatios::from_name(&name).expect("one of the possible values"))
 }
 
 /// `--arrivals` values: the names [`Arrivals::name`] gives.
@@ -327,6 +339,9 @@ mod tests {
         };
         let options = args.options();
         assert_eq!((options.raw_io, options.raw_loops), (RawIo::Plain, 4));
+        assert_eq!(options.raw_ratios, RawRatios::Beside, "ratios beside each point by default");
+        let Cli::Bench(args) = parse(&["bench", "p.toml", "--raw", "--raw-ratios", "start"]) else { panic!("bench") };
+        assert_eq!(args.options().raw_ratios, RawRatios::Start);
         assert!(Cli::try_parse_from(["baton", "bench", "p.toml", "--raw-io", "mmap"]).is_err());
     }
 

@@ -248,6 +248,47 @@ fn a_batch_padded_to_a_fixed_size_equals_the_batch_run_at_its_own_rows() {
     }
 }
 
+fn in_pieces(sizes: &[usize], piece: usize) -> baton::StageRequest {
+    let sizes =
+        if sizes.is_empty() { baton::BatchSizes::none() } else { baton::BatchSizes::new(sizes.to_vec()).unwrap() };
+    baton::StageRequest { batch_sizes: sizes.with_piece_rows(Some(piece)), ..onnx_stage(model("mlp")) }
+}
+
+#[test]
+fn a_batch_run_in_pieces_equals_the_batch_run_whole_and_makes_one_run_a_piece() {
+    let mut plain = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    for sizes in [&[][..], &[1, 2, 4, 8, 16][..]] {
+        let mut pieces = OnnxEngine::new(&in_pieces(sizes, 4)).unwrap();
+        pieces.take_ort_runs();
+        // Twice each: the first run of a piece's shape is unbound (learning), the second bound.
+        for rows in [1, 3, 4, 5, 11, 16, 11, 16] {
+            let input = mlp_rows(rows, rows);
+            let got = pieces.run(&[&input]).unwrap();
+            let want = plain.run(&[&input]).unwrap();
+            assert_eq!(pieces.take_ort_runs(), rows.div_ceil(4) as u64, "{rows} rows in pieces of 4 ({sizes:?})");
+            assert_eq!(got[0].shape(), &[rows, 10], "{sizes:?}");
+            for (g, w) in got[0].as_slice::<f32>().unwrap().iter().zip(want[0].as_slice::<f32>().unwrap()) {
+                assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{rows} rows ({sizes:?}): {g} vs {w}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_row_of_a_batch_in_pieces_is_answered_as_that_row_alone() {
+    // Each row's answer is the row's alone: a batch of 11 rows in pieces of 4 answers row 9
+    // as a batch of that one row does.
+    let mut pieces = OnnxEngine::new(&in_pieces(&[], 4)).unwrap();
+    let mut plain = OnnxEngine::new(&onnx_stage(model("mlp"))).unwrap();
+    let input = mlp_rows(11, 3);
+    let got = pieces.run(&[&input]).unwrap();
+    let alone = plain.run(&[&input.rows(9..10).compact()]).unwrap();
+    let row9 = got[0].rows(9..10);
+    for (g, w) in row9.as_slice::<f32>().unwrap().iter().zip(alone[0].as_slice::<f32>().unwrap()) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+    }
+}
+
 #[test]
 fn every_batch_size_runs_once_when_the_engine_is_made() {
     let engine = OnnxEngine::new(&with_sizes(&[1, 2, 4, 8])).unwrap();

@@ -67,6 +67,13 @@ fn a_steady_stream_at_fixed_buffers_allocates_nothing() {
     steady_stream_allocates_nothing(sizes.with_session_per_size(true).with_fixed_buffers(true));
 }
 
+#[test]
+fn a_steady_stream_in_pieces_allocates_nothing() {
+    // Batches of 5 and 8 rows run as pieces of 4 (the 5's last piece padded to 1).
+    let sizes = baton::BatchSizes::new(vec![1, 2, 4, 8]).unwrap();
+    steady_stream_allocates_nothing(sizes.with_piece_rows(Some(4)));
+}
+
 fn steady_stream_allocates_nothing(batch_sizes: baton::BatchSizes) {
     let stage = baton::StageRequest { batch_sizes, ..onnx_stage(model("mlp")) };
     let mut engine = OnnxEngine::new(&stage).unwrap();

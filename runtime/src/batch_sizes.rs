@@ -44,6 +44,27 @@
 //! copied into the input buffers and its outputs copied out of the output
 //! buffers. It needs a session per size; without one it is refused, naming
 //! the key.
+//!
+//! ## Pieces
+//!
+//! A model may run a row cheapest at fewer rows than the node batches (on a
+//! CPU, a small MLP's rows cost least at 4-8 rows where its weights and
+//! activations stay in the caches). With `piece_rows = N` a batch of more than
+//! `N` rows runs through each ONNX stage in pieces of `N` rows, one after
+//! another on the same session, each bound to its rows of the batch's input
+//! and writing into its rows of the batch's output buffers: no copy, and the
+//! node still stitches, routes and answers whole batches, so Baton's cost per
+//! batch is shared by all its rows. With batch sizes, `N` must be one of them
+//! (the last piece is padded like any batch), and each size's session would
+//! see pieces of another size, so a session per size is refused, as are fixed
+//! buffers. Like padding, pieces are only right where each row's result
+//! depends on that row alone.
+//!
+//! ```toml
+//! [nodes.mlp]
+//! max_batch = 32
+//! piece_rows = 8     # a 32-row batch runs as four 8-row runs
+//! ```
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::execution::Execution;
@@ -55,6 +76,8 @@ pub struct BatchSizes {
     sizes: Vec<usize>,
     session_per_size: bool,
     fixed_buffers: bool,
+    /// The most rows one run takes (see "Pieces" in the module docs).
+    piece_rows: Option<usize>,
 }
 
 impl BatchSizes {
@@ -70,6 +93,7 @@ impl BatchSizes {
             sizes,
             session_per_size: false,
             fixed_buffers: false,
+            piece_rows: None,
         })
     }
 
@@ -109,7 +133,17 @@ impl BatchSizes {
             .collect();
         sizes.dedup();
         sizes.push(max_batch.max(1));
-        BatchSizes { sizes, session_per_size: false, fixed_buffers: false }
+        BatchSizes { sizes, session_per_size: false, fixed_buffers: false, piece_rows: None }
+    }
+
+    /// These sizes, with batches of more than `rows` run in pieces of `rows` (see the module docs).
+    pub fn with_piece_rows(self, rows: Option<usize>) -> Self {
+        BatchSizes { piece_rows: rows, ..self }
+    }
+
+    /// The most rows one run takes, when batches run in pieces.
+    pub fn piece_rows(&self) -> Option<usize> {
+        self.piece_rows
     }
 
     pub fn sizes(&self) -> &[usize] {
@@ -155,7 +189,31 @@ impl BatchSizes {
                 ),
             ));
         }
-        Ok(sizes.with_fixed_buffers(graphs))
+        let sizes = sizes.with_fixed_buffers(graphs);
+        let pieces = Self::pieces(name, cfg, &sizes)?;
+        Ok(sizes.with_piece_rows(pieces))
+    }
+
+    /// The node's `piece_rows`, checked against its `max_batch`, stages and `sizes`.
+    fn pieces(name: &str, cfg: &NodeConfig, sizes: &BatchSizes) -> Result<Option<usize>, ConfigError> {
+        let Some(rows) = cfg.piece_rows else { return Ok(None) };
+        let refuse = |why: String| Err(ConfigError::new(format!("nodes.{name}.piece_rows"), why));
+        if rows == 0 || rows > cfg.max_batch {
+            return refuse(format!("{rows} must be between 1 and the node's max_batch ({})", cfg.max_batch));
+        }
+        if cfg.stages.iter().any(|s| s.remote.is_some()) {
+            return refuse("a remote stage runs the batches its server is sent; leave `piece_rows` out".into());
+        }
+        if !sizes.is_empty() && !sizes.sizes.contains(&rows) {
+            return refuse(format!("{rows} must be one of the node's batch sizes {:?}", sizes.sizes));
+        }
+        if sizes.session_per_size {
+            return refuse(format!(
+                "node `{name}` runs each batch size in a session of its own, and pieces would take every batch to \
+                 the session of size {rows}; write `session_per_size = false` (one session for every size)"
+            ));
+        }
+        Ok(Some(rows))
     }
 
     fn declared(name: &str, cfg: &NodeConfig, gpu: bool) -> Result<BatchSizes, ConfigError> {

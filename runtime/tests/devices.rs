@@ -434,6 +434,27 @@ fn efficient_batches_with_batch_sizes_are_refused_naming_both_keys() {
 }
 
 #[test]
+fn piece_rows_past_max_batch_off_the_sizes_or_with_a_session_per_size_are_refused_naming_the_key() {
+    config_error(&node("a", "max_batch = 8\npiece_rows = 16"), &["nodes.a.piece_rows", "max_batch (8)"]);
+    config_error(&node("a", "max_batch = 8\npiece_rows = 0"), &["nodes.a.piece_rows", "between 1"]);
+    config_error(
+        &node("a", "max_batch = 8\nbatch_sizes = [2, 4, 8]\npiece_rows = 3"),
+        &["nodes.a.piece_rows", "one of the node's batch sizes [2, 4, 8]"],
+    );
+    // A CUDA node's default sizes run a session each: pieces need one session for them all.
+    config_error(
+        &node("c", &format!("{ON_CUDA0}\nmax_batch = 8\npiece_rows = 4")),
+        &["nodes.c.piece_rows", "`session_per_size = false`"],
+    );
+    let one_session = node("c", &format!("{ON_CUDA0}\nmax_batch = 8\npiece_rows = 4\nsession_per_size = false"));
+    let built = spec(&GatedEngines::default(), &one_session).unwrap();
+    assert_eq!(built.nodes[0].stages[0].request.batch_sizes.piece_rows(), Some(4));
+    let cpu = spec(&GatedEngines::default(), &node("a", "max_batch = 32\npiece_rows = 8")).unwrap();
+    assert_eq!(cpu.nodes[0].stages[0].request.batch_sizes.piece_rows(), Some(8));
+    assert_eq!(batch_sizes(&cpu, "a"), Vec::<usize>::new(), "pieces pad nothing of their own");
+}
+
+#[test]
 fn batch_sizes_on_a_node_with_per_stream_state_are_refused_naming_the_node() {
     let toml = "[inputs.x]\nto = [\"s.x\"]\n[outputs.y]\nfrom = \"s.y\"\n\
                 [nodes.s]\nstages = [{ engine = \"test\", params = { node = \"s\" } }]\nmax_batch = 4\n\

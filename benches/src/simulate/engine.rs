@@ -197,6 +197,8 @@ pub struct Sim<'a> {
     nodes: Vec<SimNode>,
     /// Per node: the batch size each row count is padded to.
     padded: Vec<Vec<usize>>,
+    /// Per node: the rows its engine runs take at most (`piece_rows`), if it runs batches in pieces.
+    pieces: Vec<Option<usize>>,
     entry: Vec<bool>,
     decide_on_arrival: bool,
     tick_ns: u64,
@@ -355,6 +357,13 @@ impl<'a> Sim<'a> {
             decider,
             nodes,
             padded,
+            pieces: spec
+                .nodes
+                .iter()
+                .map(|n| {
+                    n.stages.iter().find(|st| !st.is_function()).and_then(|st| st.request.batch_sizes.piece_rows())
+                })
+                .collect(),
             entry,
             decide_on_arrival,
             tick_ns: spec.scheduler.tick_us.max(1) * 1000,
@@ -870,9 +879,8 @@ impl<'a> Sim<'a> {
         let rows: usize = tasks.iter().map(|t| t.rows).sum();
         let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
         self.nodes[node].totals.queue_ns += queued;
-        let size = self.padded[node].get(rows).copied().unwrap_or(rows);
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
-        let work = self.durations.draw_ns(node, size, self.rng.random::<f64>(), class.is_realtime());
+        let work = self.work_ns(node, rows, class.is_realtime());
         let batch = Batch {
             job: Job::Compute,
             node,
@@ -890,6 +898,19 @@ impl<'a> Sim<'a> {
         tasks.clear();
         self.take_buffer = tasks;
         self.run_job(batch);
+    }
+
+    /// A batch's work at full speed: one draw from the profile at its padded size, or with
+    /// `piece_rows` one draw per piece (the runtime runs the pieces one after another).
+    fn work_ns(&mut self, node: usize, rows: usize, realtime: bool) -> u64 {
+        let piece = self.pieces[node].filter(|&p| rows > p).unwrap_or(rows.max(1));
+        let mut work = 0;
+        for start in (0..rows.max(1)).step_by(piece) {
+            let n = (rows - start).min(piece);
+            let size = self.padded[node].get(n).copied().unwrap_or(n);
+            work += self.durations.draw_ns(node, size, self.rng.random::<f64>(), realtime);
+        }
+        work
     }
 
     /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.

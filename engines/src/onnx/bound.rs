@@ -25,6 +25,15 @@
 //! else copied into a padded buffer of the engine's, and the outputs are cut
 //! back to their first `r` rows.
 //!
+//! A batch of more rows than [`baton::BatchSizes::piece_rows`] runs in pieces
+//! of that many rows, one after another ([`BoundRuns::run_pieces`]): each
+//! piece's inputs are views of its rows of the batch, and its outputs are
+//! bound to its rows of one pooled buffer per output, made for the whole
+//! batch (with room for a padded last piece). A piece of shapes not seen
+//! before runs unbound, as any first shape does, and its outputs are copied
+//! into its rows. Every output must then have the piece's rows as its first
+//! dim, else the batch fails naming the output.
+//!
 //! A session with a BYTES input or output (an ONNX string tensor, whose
 //! elements live in ONNX Runtime's memory, see [`super::strings`]) always runs
 //! unbound, and unpadded.
@@ -55,8 +64,8 @@ use ort::value::TensorElementType;
 use ort::AsPointer;
 use smallvec::SmallVec;
 
-/// Most buffer descriptions kept per input or output.
-const VALUES_KEPT: usize = 8;
+/// Most buffer descriptions kept per input or output (a few buffers, each at a few pieces' rows).
+const VALUES_KEPT: usize = 32;
 /// Most sets of input shapes whose output shapes are remembered.
 const SHAPES_KEPT: usize = 512;
 /// Buffers a pool keeps per output (batches whose outputs are still held downstream, plus one).
@@ -74,6 +83,8 @@ pub(super) struct BoundRuns {
     device_padding_pools: Vec<TensorPool>,
     /// Bytes this side copied between host and device since last read (see [`BoundRuns::take_crossed`]).
     crossed: u64,
+    /// ONNX Runtime runs made (a batch in pieces makes one per piece).
+    ort_runs: u64,
     input_names: Vec<CString>,
     output_names: Vec<CString>,
     input_values: Vec<ValueCache>,
@@ -170,6 +181,7 @@ impl BoundRuns {
             device,
             device_padding_pools,
             crossed: 0,
+            ort_runs: 0,
             input_names: names(&signature.inputs)?,
             output_names: names(&signature.outputs)?,
             input_values: (0..signature.inputs.len()).map(|_| ValueCache::default()).collect(),
@@ -191,6 +203,11 @@ impl BoundRuns {
         self.sizes.padded(rows)
     }
 
+    /// ONNX Runtime runs since the last call (a batch in pieces makes one per piece).
+    pub(super) fn take_ort_runs(&mut self) -> u64 {
+        std::mem::take(&mut self.ort_runs)
+    }
+
     /// Bytes copied between host and device by this side (a first run's inputs and outputs
     /// moved through the host) since the last call.
     pub(super) fn take_crossed(&mut self) -> u64 {
@@ -209,6 +226,23 @@ impl BoundRuns {
         if self.slot.is_some() {
             return self.run_fixed(session, options, inputs, outputs);
         }
+        let rows = batch_rows(inputs);
+        if let (Some(rows), Some(piece)) = (rows, self.sizes.piece_rows()) {
+            if rows > piece {
+                return self.run_pieces(session, options, inputs, rows, piece, outputs);
+            }
+        }
+        self.run_whole(session, options, inputs, outputs)
+    }
+
+    /// Runs `inputs` as one batch: padded, bound where its shapes were seen, else unbound.
+    fn run_whole(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[&Tensor],
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
         let rows = batch_rows(inputs);
         let target = rows.map_or(0, |r| self.sizes.padded(r));
         let mut run_inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
@@ -255,6 +289,123 @@ impl BoundRuns {
             self.slot = Some(self.fixed_slot(key, self.sizes.padded(rows), &run_inputs)?);
         }
         Ok(())
+    }
+
+    /// Runs a batch of `rows` in pieces of `piece` rows (see the module docs), appending one
+    /// output per signature output, of `rows` rows each.
+    fn run_pieces(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[&Tensor],
+        rows: usize,
+        piece: usize,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<(), String> {
+        let last_start = (rows - 1) / piece * piece;
+        let extent = last_start + self.sizes.padded(rows - last_start);
+        let mut whole: SmallVec<[PooledTensor; 4]> = SmallVec::new();
+        let mut views: SmallVec<[Tensor; 4]> = SmallVec::new();
+        let mut padded: SmallVec<[Tensor; 4]> = SmallVec::new();
+        let mut first_run = Vec::new();
+        for start in (0..rows).step_by(piece) {
+            let end = (start + piece).min(rows);
+            let target = self.sizes.padded(end - start);
+            views.clear();
+            padded.clear();
+            let mut key = ShapeKey::new();
+            for (i, tensor) in inputs.iter().enumerate() {
+                let view = tensor.rows(start..end);
+                let wide = if target > end - start { self.pad(i, &view, target)? } else { view.clone() };
+                key.extend_from_slice(wide.shape());
+                key.push(usize::MAX);
+                views.push(view);
+                padded.push(wide);
+            }
+            let batched = |shapes: &[SmallVec<[usize; 6]>]| shapes.iter().all(|s| s.first() == Some(&target));
+            if matches!(self.output_shapes.get(&key), Some(Some(shapes)) if batched(shapes)) {
+                // Taken out of the map while the piece runs (not copied), then put back.
+                let Some(Some(shapes)) = self.output_shapes.remove(&key) else { unreachable!("just found") };
+                let ran = if whole.is_empty() {
+                    self.whole_outputs(shapes.iter().map(|s| &s[1..]), rows, extent).map(|w| whole = w)
+                } else {
+                    Ok(())
+                }
+                .and_then(|()| self.run_bound_at(session, options, &padded, &shapes, &mut whole, start));
+                self.output_shapes.insert(key, Some(shapes));
+                ran?;
+                continue;
+            }
+            // Shapes not seen before (or not bound): a run of its own, which learns them; copied in.
+            first_run.clear();
+            let refs: SmallVec<[&Tensor; 4]> = views.iter().collect();
+            self.run_whole(session, options, &refs, &mut first_run)?;
+            for (j, output) in first_run.iter().enumerate() {
+                if output.shape().first() != Some(&(end - start)) {
+                    return Err(format!(
+                        "output `{}` has shape {:?} for a piece of {} rows: running in pieces (`piece_rows`) needs \
+                         every output batched along its first dim",
+                        self.output_names[j].to_string_lossy(),
+                        output.shape(),
+                        end - start
+                    ));
+                }
+            }
+            if whole.is_empty() {
+                whole = self.whole_outputs(first_run.iter().map(|t| &t.shape()[1..]), rows, extent)?;
+            }
+            for (buffer, output) in whole.iter_mut().zip(&first_run) {
+                let row_bytes = buffer.shape()[1..].iter().product::<usize>() * output.dtype().size();
+                self.crossed += buffer.write_at(start * row_bytes, output).map_err(|e| e.to_string())?;
+            }
+        }
+        outputs.extend(whole.into_iter().map(|t| t.into_tensor()));
+        Ok(())
+    }
+
+    /// The buffers that hold a pieced batch's outputs: `rows` rows each of the dims `rests`
+    /// gives per output (those after the first), with room for `extent` rows.
+    fn whole_outputs<'s>(
+        &mut self,
+        rests: impl Iterator<Item = &'s [usize]>,
+        rows: usize,
+        extent: usize,
+    ) -> Result<SmallVec<[PooledTensor; 4]>, String> {
+        let mut whole = SmallVec::new();
+        for (j, rest) in rests.enumerate() {
+            let full: SmallVec<[usize; 6]> = std::iter::once(rows).chain(rest.iter().copied()).collect();
+            whole.push(self.output_pools[j].take(self.output_dtypes[j], &full, extent).map_err(|e| e.to_string())?);
+        }
+        Ok(whole)
+    }
+
+    /// Runs one piece bound: `inputs` as they are, each output `j` into `whole[j]` from row
+    /// `start` on, at `shapes[j]`.
+    fn run_bound_at(
+        &mut self,
+        session: &mut Session,
+        options: &RunOptions,
+        inputs: &[Tensor],
+        shapes: &[SmallVec<[usize; 6]>],
+        whole: &mut [PooledTensor],
+        start: usize,
+    ) -> Result<(), String> {
+        self.bind_inputs(inputs)?;
+        for (j, shape) in shapes.iter().enumerate() {
+            let dtype = self.output_dtypes[j];
+            let row_bytes = shape[1..].iter().product::<usize>() * dtype.size();
+            let buffer = &mut whole[j];
+            let memory = match (&self.device, buffer.device()) {
+                (Some((_, on_device)), Some(_)) => on_device,
+                _ => &self.memory,
+            };
+            // SAFETY: `whole_outputs` made the buffer with room for every piece's padded rows.
+            let data = unsafe { buffer.data_ptr_mut().add(start * row_bytes) };
+            let value = self.output_values[j].value(memory, data, shape, dtype)?;
+            check(unsafe { (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value) })?;
+        }
+        self.ort_runs += 1;
+        check(unsafe { (ort::api().RunWithBinding)(session.ptr().cast_mut(), options.ptr(), self.binding.as_ptr()) })
     }
 
     /// The buffers this session is bound to from now on: the inputs' at the shapes of
@@ -323,6 +474,7 @@ impl BoundRuns {
         for (buffer, tensor) in slot.inputs.iter_mut().zip(inputs) {
             buffer.write_at(0, tensor).map_err(|e| e.to_string())?;
         }
+        self.ort_runs += 1;
         check(unsafe { (ort::api().RunWithBinding)(session.ptr().cast_mut(), options.ptr(), self.binding.as_ptr()) })?;
         for (j, buffer) in slot.outputs.iter().enumerate() {
             let whole = buffer.as_tensor();
@@ -371,6 +523,7 @@ impl BoundRuns {
             check(unsafe { (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value) })?;
             pooled.push(tensor);
         }
+        self.ort_runs += 1;
         check(unsafe { (ort::api().RunWithBinding)(session.ptr().cast_mut(), options.ptr(), self.binding.as_ptr()) })?;
         outputs.extend(pooled.into_iter().map(PooledTensor::into_tensor));
         Ok(())
@@ -417,6 +570,7 @@ impl BoundRuns {
             .zip(&self.input_names)
             .map(|(t, name)| Ok((name.to_str().map_err(|e| e.to_string())?, super::input_view(t)?)))
             .collect::<Result<Vec<(&str, SessionInputValue<'_>)>, String>>()?;
+        self.ort_runs += 1;
         let results = session.run_with_options(values, options).map_err(|e| format!("ONNX Runtime failed: {e}"))?;
         let mut shapes = Vec::with_capacity(self.output_dtypes.len());
         for (j, &dtype) in self.output_dtypes.iter().enumerate() {

@@ -235,6 +235,7 @@ impl OnnxEngine {
         }
         for session in &mut engine.sessions {
             session.runs = 0;
+            session.bound.take_ort_runs();
         }
         Ok(engine)
     }
@@ -243,6 +244,12 @@ impl OnnxEngine {
     /// the engine was made (warm-up not counted).
     pub fn runs_per_session(&self) -> Vec<(usize, u64)> {
         self.sessions.iter().map(|s| (s.rows, s.runs)).collect()
+    }
+
+    /// ONNX Runtime runs since the last call (warm-up not counted): one per batch, or one
+    /// per piece of a batch run in pieces ([`baton::BatchSizes::piece_rows`]).
+    pub fn take_ort_runs(&mut self) -> u64 {
+        self.sessions.iter_mut().map(|s| s.bound.take_ort_runs()).sum()
     }
 
     /// The model's inputs and outputs, in the order `run` takes and returns them.

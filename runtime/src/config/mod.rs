@@ -245,6 +245,12 @@ pub struct NodeConfig {
     /// which only ever sees that size's shape (see [`crate::batch_sizes`]). Default: `true` on
     /// a CUDA node with batch sizes, `false` otherwise; `true` needs batch sizes.
     pub session_per_size: Option<bool>,
+    /// The most rows one engine run takes: a larger batch runs through each ONNX stage in
+    /// pieces of this many rows, one after another, each written into the batch's own output
+    /// buffers (see [`crate::batch_sizes`], "Pieces"). For a model that runs a row cheapest at
+    /// a batch smaller than the node's `max_batch`, while the node still stitches, routes and
+    /// answers whole batches. Default: whole batches.
+    pub piece_rows: Option<usize>,
 }
 
 /// `[[nodes.NAME.worker_groups]]`: a group of a node's workers of one *kind*.
