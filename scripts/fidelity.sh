@@ -32,7 +32,10 @@
 # its capacity, DIR/light_P.json), whose sends' mean lag behind their schedule is the generator's
 # wake (`--send-wake-us` with SEND_CPU=1; SEND_WAKE=sleeps: the stall record's timed sleeps
 # instead, SEND_WAKE=0: none). HAND_ON=1 gives each node the
-# worker's measured hand-on time per batch (`--hand-on-us`).
+# worker's measured hand-on time per batch (`--hand-on-us`). LIGHT_TERMS=1 takes the wake and
+# hop terms from the light open load (real less its simulation with the base terms) instead of
+# concurrency 1; NODE_HOPS=1 gives each node its own hop (`--hand-on-us`: what its own time per
+# task there exceeds the model's) and the one hop term the rest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -110,6 +113,14 @@ for p in ${PIPELINES//,/ }; do
             --duration 20s --warmup 1s \
             --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     done
+    if [[ ${LIGHT_TERMS:-} == 1 ]]; then
+        # The light open load with the base terms: what it leaves out of the real light run
+        # gives the wake and hop terms instead of concurrency 1.
+        # shellcheck disable=SC2046 # the terms are flags
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" \
+            --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" 10)" --duration 20s --warmup 1s --seed 1 \
+            $(python3 scripts/fidelity_terms.py base-open "$DIR" "$p") --json "$DIR/simlight_$p.json" >/dev/null 2>&1
+    fi
     # shellcheck disable=SC2046 # the terms are flags
     "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
         --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-} \

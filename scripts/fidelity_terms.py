@@ -407,17 +407,26 @@ def queue_per_task(point):
 
 def terms(d, p, config):
     flags, compute = base_terms(d, p)
-    ones = concurrency_one(d, p)
-    sim = next(q for q in json.load(open(f"{d}/sim1_{p}.json"))["points"] if q["load"] == 1)
+    if os.environ.get("LIGHT_TERMS") == "1":
+        # The light open load and its simulation with the base terms, in place of concurrency 1.
+        ones = load_points(f"{d}/light_{p}.json")
+        sim = json.load(open(f"{d}/simlight_{p}.json"))["points"][0]
+    else:
+        ones = concurrency_one(d, p)
+        sim = next(q for q in json.load(open(f"{d}/sim1_{p}.json"))["points"] if q["load"] == 1)
     succ, entries = node_graph(config)
     hop_count = statistics.median(hops_on_way(q, succ, entries) for q in ones)
     missing = max(statistics.median(q["latency"]["mean_us"] for q in ones) - sim["latency"]["mean_us"], 0.0)
     queued = statistics.median(queue_per_task(q) for q in ones) - queue_per_task(sim)
     wake = min(max(queued, 0.0), missing / hop_count)
-    hop = (missing - wake * hop_count) / hop_count
+    hops = node_hops(ones, sim, wake) if os.environ.get("NODE_HOPS") == "1" else {}
+    # Each node's own hop is its share of what is missing; the one hop term takes the rest.
+    own = sum(h * visits(ones, n) for n, h in hops.items())
+    hop = max(missing - wake * hop_count - own, 0.0) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
-    json.dump({**flags, "--compute": compute}, open(f"{d}/terms_{p}.json", "w"), indent=1)
-    text = flags_text(flags, compute)
+    split = node_hop_split(ones, hops)
+    json.dump({**flags, "--compute": compute, "--node-hops": split}, open(f"{d}/terms_{p}.json", "w"), indent=1)
+    text = flags_text(flags, compute) + node_hop_flags(split)
     if os.environ.get("WAKE_DELAYS") == "1":
         # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
         text += " --wake-delays " + ",".join(capacity_files(d, p))
@@ -466,11 +475,61 @@ def tick_flags(d, p):
     return " --tick-delays " + ",".join(capacity_files(d, p)) if os.environ.get("TICK_DELAYS") == "1" else ""
 
 
+def visits(ones, name):
+    """Tasks of node `name` per request at concurrency 1 (median over the runs)."""
+    return statistics.median(
+        sum(n["tasks"] for n in q["nodes"] if n["name"] == name) / max(q["requests"], 1) for q in ones
+    )
+
+
+def node_hops(ones, sim, wake):
+    """With NODE_HOPS=1: per node that ran, what its own time per task at concurrency 1 in the
+    real runs (queue, compute and the worker's hand-on; median over the runs) exceeds the model's
+    at concurrency 1 (queue and compute) and the wake term: the node's own hop, given as its
+    --hand-on-us (a delay before its outputs go on). At concurrency 1 a batch is one task."""
+    model = {n["name"]: n for n in sim["nodes"] if n["tasks"] > 0}
+    hops = {}
+    for name, m in model.items():
+        real = [
+            n["mean_queue_us"] + n["mean_compute_us"] + n.get("mean_hand_on_us", 0.0)
+            for q in ones
+            for n in q["nodes"]
+            if n["name"] == name and n["tasks"] > 0
+        ]
+        if real:
+            hops[name] = max(statistics.median(real) - m["mean_queue_us"] - m["mean_compute_us"] - wake, 0.0)
+    return hops
+
+
+def node_hop_split(ones, hops):
+    """A node's own hop as the simulator takes it: its worker's measured hand-on (which holds
+    the worker, `--hand-on-us`; at most the hop) and the rest as its route (`--route-us`, which
+    does not), each {node: µs}."""
+    hand_ons, routes = {}, {}
+    for n, h in hops.items():
+        measured = [x["mean_hand_on_us"] for q in ones for x in q["nodes"] if x["name"] == n and "mean_hand_on_us" in x]
+        hand_ons[n] = min(h, statistics.median(measured)) if measured else 0.0
+        routes[n] = h - hand_ons[n]
+    return hand_ons, routes
+
+
+def node_hop_flags(split, code=""):
+    """`--hand-on-us` and `--route-us` of a `node_hop_split` (none without node hops)."""
+    hand_ons, routes = split
+    if not hand_ons:
+        return ""
+
+    def items(values):
+        return ",".join(f"{n}={v:.1f}" for n, v in sorted(values.items()))
+
+    return f" {code}--hand-on-us {items(hand_ons)}{code} {code}--route-us {items(routes)}{code}"
+
+
 def hand_on_flags(d, p):
     """With HAND_ON=1: --hand-on-us of every node that ran in the capacity runs at concurrency 1,
     the median of its worker's time handing a batch's outputs on (`nodes[].mean_hand_on_us`), for
     every simulation of P: the concurrency-1 one too, so the hop term leaves it out."""
-    if os.environ.get("HAND_ON") != "1":
+    if os.environ.get("HAND_ON") != "1" or os.environ.get("NODE_HOPS") == "1":
         return ""
     per_node = {}
     for q in concurrency_one(d, p):
@@ -592,9 +651,11 @@ def table(d, pipelines):
         prio = [k for k in PRIORITY if all(k in f for f in list(sim.values()) + list(real_points.values()))]
         flags = json.load(open(f"{d}/terms_{p}.json"))
         compute = flags.pop("--compute", {})
+        split = flags.pop("--node-hops", ({}, {}))
         lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
                   + " ".join(f"`{k} {max(v, 0.0):.1f}`" for k, v in flags.items())
                   + compute_flags(compute, "`")
+                  + node_hop_flags(split, "`")
                   + ")\n",
                   "| load | | req/s | mean µs | p50 µs | p99 µs | " + "".join(f"{k} µs | " for k in prio) + "errors |",
                   "|---|---|---|---|---|---|" + "---|" * len(prio) + "---|"]
@@ -656,6 +717,11 @@ if __name__ == "__main__":
         print(rates(*args))
     elif cmd == "base":
         print(flags_text(*base_terms(*args)) + record_flags(*args))
+    elif cmd == "base-open":
+        # The base terms for an open-loop simulation, counted as the real open-loop runs count.
+        text = flags_text(*base_terms(*args)) + record_flags(*args)
+        text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
+        print(text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal"))
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

@@ -147,6 +147,24 @@ class SendWake(unittest.TestCase):
                     del os.environ["SEND_WAKE"]
 
 
+def node(name, tasks, queue, compute, hand_on=None):
+    n = {"name": name, "tasks": tasks, "mean_queue_us": queue, "mean_compute_us": compute}
+    return n if hand_on is None else {**n, "mean_hand_on_us": hand_on}
+
+
+class NodeHops(unittest.TestCase):
+    def test_a_nodes_hop_is_its_real_time_per_task_past_the_models_and_the_wake(self):
+        runs = [{"requests": 100, "nodes": [node("a", 100, 10.0, 100.0, 5.0), node("b", 50, 0.0, 20.0, 1.0)]},
+                {"requests": 100, "nodes": [node("a", 100, 30.0, 120.0, 5.0), node("b", 50, 0.0, 20.0, 1.0)]}]
+        model = {"nodes": [node("a", 1000, 0.0, 80.0), node("b", 500, 2.0, 40.0), node("c", 0, 0.0, 0.0)]}
+        hops = fidelity_terms.node_hops(runs, model, 5.0)
+        # a: median of 115 and 155 is 135, less the model's 80 and the wake's 5.
+        self.assertEqual(hops["a"], 50.0)
+        self.assertEqual(hops["b"], 0.0, "a node faster in the real runs than in the model has none")
+        self.assertNotIn("c", hops, "a node that did not run has none")
+        self.assertEqual(fidelity_terms.visits(runs, "b"), 0.5)
+
+
 class Verdicts(unittest.TestCase):
     def test_a_figure_is_within_its_bar_noise_where_the_runs_spread_past_it_else_a_miss(self):
         # p99's bar is 30%: 1250 of a median of 1000 is within it wherever the runs lie.

@@ -512,6 +512,27 @@ fn a_nodes_hand_on_adds_to_its_batches_hops_and_unknown_nodes_are_named() {
 }
 
 #[test]
+fn a_nodes_route_time_delays_its_outputs_without_holding_its_worker() {
+    let dir = folder(SUITE, "route");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.route_us = vec!["a=300".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1300, 1300), "1000 µs of compute, then 300 µs on the way");
+    // Two clients: with the route the worker runs a batch every 1000 µs; a hop of the same
+    // 300 µs holds it for 1300.
+    o.bench.concurrency = vec![2];
+    let throughput = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].throughput_rps;
+    assert!((throughput(&o) - 1000.0).abs() < 5.0, "{}", throughput(&o));
+    o.model.route_us = Vec::new();
+    o.model.hop_us = 300.0;
+    assert!((throughput(&o) - 1000.0 / 1.3).abs() < 5.0, "{}", throughput(&o));
+    o.model.route_us = vec!["nope=1".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--route-us") && e.contains("`nope`"), "{e}");
+}
+
+#[test]
 fn the_runtime_cpu_of_a_request_adds_to_its_latency_by_hand() {
     let dir = folder(SUITE, "cpu_latency");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[800.0])])]));

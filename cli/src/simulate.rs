@@ -106,6 +106,11 @@ pub struct ModelTermArgs {
     /// runtime's own record (`baton bench --json`, `nodes[].mean_hand_on_us`), e.g. `text=90`.
     #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
     pub hand_on_us: Vec<String>,
+    /// Measured term: NODE=US, the time from the node's hand-on and the hop to its outputs at
+    /// the next nodes or the client that does not hold its worker (the requester's wake-up, the
+    /// answer's way out), e.g. `text=300`.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
+    pub route_us: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
     /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
@@ -155,6 +160,7 @@ impl ModelTermArgs {
             compute_offset: self.compute_offset,
             realtime_scale: self.realtime_scale,
             hand_on_us: self.hand_on_us,
+            route_us: self.route_us,
             wake_delays: self.wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,

@@ -111,6 +111,9 @@ pub struct Durations {
     pub ticks: Option<super::wakes::TickDraws>,
     /// Per node: ns its worker takes to hand a batch's outputs on, before `--hop-us` (0: none).
     hand_on_ns: Vec<u64>,
+    /// Per node: ns from its worker's hand-on (and the hop) to its outputs at the next nodes,
+    /// not holding the worker (`--route-us`; 0: none).
+    route_ns: Vec<u64>,
     /// The machine's recorded core stalls (`--core-stalls`); `None`: the cores never stall.
     pub stalls: Option<super::stalls::StallDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
@@ -179,6 +182,7 @@ impl Durations {
             ticks: None,
             stalls: None,
             stretch,
+            route_ns: hand_on_ns.clone(),
             hand_on_ns,
         })
     }
@@ -244,6 +248,16 @@ impl Durations {
         self.hand_on_ns[node]
     }
 
+    /// Sets `node`'s route time per batch, µs.
+    pub fn route(&mut self, node: usize, us: f64) {
+        self.route_ns[node] = (us * 1000.0).round() as u64;
+    }
+
+    /// `node`'s route time per batch, ns: from its worker's hand-on to its outputs at the next nodes.
+    pub fn route_ns(&self, node: usize) -> u64 {
+        self.route_ns[node]
+    }
+
     /// The median duration, µs, of a normal-class batch of `batch` rows at `node`.
     pub fn median_us(&self, node: usize, batch: usize) -> f64 {
         self.draw_ns(node, batch, 0.5, false) as f64 / 1000.0
@@ -268,6 +282,11 @@ pub fn parse_offsets(items: &[String]) -> Result<Vec<(String, f64)>, String> {
 /// `--hand-on-us`'s `NODE=US` items, each a finite number of µs, not negative.
 pub fn parse_hand_ons(items: &[String]) -> Result<Vec<(String, f64)>, String> {
     parse_node_values("--hand-on-us", "US", "a non-negative", items, |v| v >= 0.0)
+}
+
+/// `--route-us`'s `NODE=US` items, each a finite number of µs, not negative.
+pub fn parse_routes(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--route-us", "US", "a non-negative", items, |v| v >= 0.0)
 }
 
 /// `NODE=VALUE` items of `option`, each value finite and `valid`, else an error naming the item.

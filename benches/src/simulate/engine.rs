@@ -111,6 +111,10 @@ enum Ev {
     Handoff {
         batch: usize,
     },
+    /// A batch's outputs reach the next nodes, its node's route time after its hand-off.
+    Route {
+        batch: usize,
+    },
     Tick,
     Due,
     /// The measured interval begins.
@@ -475,6 +479,10 @@ impl<'a> Sim<'a> {
                 Ev::Start { node } => self.start(node),
                 Ev::Woken { node } => self.take_and_run(node),
                 Ev::Handoff { batch } => self.handoff(batch),
+                Ev::Route { batch } => {
+                    self.route(batch);
+                    self.decide();
+                }
                 Ev::Tick => {
                     // With the tick thread's CPU modelled, its ticks go on whatever waits, as the
                     // runtime's do; without, a tick that finds nothing waiting parks them.
@@ -1104,9 +1112,21 @@ impl<'a> Sim<'a> {
         self.durations.hand_on_ns(node) + self.terms.hop_ns
     }
 
-    /// A batch's outputs reach the next nodes (and answers their clients); its worker
-    /// is idle again and the scheduler decides (the runtime's node-finished poke).
+    /// A batch is handed off: its worker is idle again and the scheduler decides (the
+    /// runtime's node-finished poke); its outputs reach the next nodes (and answer their
+    /// clients) now, or with a route time (`--route-us`) that much later.
     fn handoff(&mut self, id: usize) {
+        let node = self.batches[id].as_ref().expect("a finished batch").node;
+        match self.durations.route_ns(node) {
+            0 => self.route(id),
+            route => self.at(self.now + route, Ev::Route { batch: id }),
+        }
+        self.nodes[node].busy -= 1;
+        self.decide();
+    }
+
+    /// A handed-off batch's outputs reach the next nodes and answer their clients.
+    fn route(&mut self, id: usize) {
         let batch = self.batches[id].take().expect("a finished batch");
         self.free_batches.push(id);
         let node = batch.node;
@@ -1121,8 +1141,6 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.nodes[node].busy -= 1;
-        self.decide();
     }
 
     /// `request`'s chunk ran at stateful node `node`: its state is written back (before

@@ -36,6 +36,9 @@ pub struct ModelTerms {
     pub realtime_scale: Vec<String>,
     /// `NODE=US`: the node's worker takes US to hand each batch's outputs on, before the hop.
     pub hand_on_us: Vec<String>,
+    /// `NODE=US`: the node's outputs reach the next nodes or the client US after its worker's
+    /// hand-on and the hop, a delay that does not hold the worker.
+    pub route_us: Vec<String>,
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
@@ -70,6 +73,7 @@ impl ModelTerms {
         durations::parse_offsets(&self.compute_offset)?;
         durations::parse_realtime_scales(&self.realtime_scale)?;
         durations::parse_hand_ons(&self.hand_on_us)?;
+        durations::parse_routes(&self.route_us)?;
         Ok(())
     }
 
@@ -113,6 +117,9 @@ impl ModelTerms {
         for (node, us) in durations::parse_hand_ons(&self.hand_on_us)? {
             durations.hand_on(index("--hand-on-us", &node)?, us);
         }
+        for (node, us) in durations::parse_routes(&self.route_us)? {
+            durations.route(index("--route-us", &node)?, us);
+        }
         let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
@@ -146,6 +153,7 @@ impl ModelTerms {
         s["compute_offset"] = serde_json::json!(self.compute_offset);
         s["realtime_scale"] = serde_json::json!(self.realtime_scale);
         s["hand_on_us"] = serde_json::json!(self.hand_on_us);
+        s["route_us"] = serde_json::json!(self.route_us);
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);
