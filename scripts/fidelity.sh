@@ -31,11 +31,12 @@
 # (default 1) the one the simulations take. Each pipeline also runs one light open load (10% of
 # its capacity, DIR/light_P.json), whose sends' mean lag behind their schedule is the generator's
 # wake (`--send-wake-us` with SEND_CPU=1; SEND_WAKE=sleeps: the stall record's timed sleeps
-# instead, SEND_WAKE=0: none). HAND_ON=1 gives each node the
+# instead, SEND_WAKE=0: none). HAND_ON=1 (with NODE_HOPS=0) gives each node the
 # worker's measured hand-on time per batch (`--hand-on-us`). LIGHT_TERMS=1 takes the wake and
 # hop terms from the light open load (real less its simulation with the base terms) instead of
-# concurrency 1; NODE_HOPS=1 gives each node its own hop (`--hand-on-us`: what its own time per
-# task there exceeds the model's) and the one hop term the rest.
+# concurrency 1. Each node has its own hop (what its own time per task at concurrency 1 exceeds
+# the model's: its measured hand-on as `--hand-on-us`, the rest as `--route-us`) and the one hop
+# term the rest; NODE_HOPS=0: the one hop term alone, as before 2026-12-02.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}

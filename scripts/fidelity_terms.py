@@ -419,7 +419,7 @@ def terms(d, p, config):
     missing = max(statistics.median(q["latency"]["mean_us"] for q in ones) - sim["latency"]["mean_us"], 0.0)
     queued = statistics.median(queue_per_task(q) for q in ones) - queue_per_task(sim)
     wake = min(max(queued, 0.0), missing / hop_count)
-    hops = node_hops(ones, sim, wake) if os.environ.get("NODE_HOPS") == "1" else {}
+    hops = node_hops(ones, sim, wake) if os.environ.get("NODE_HOPS") != "0" else {}
     # Each node's own hop is its share of what is missing; the one hop term takes the rest.
     own = sum(h * visits(ones, n) for n, h in hops.items())
     hop = max(missing - wake * hop_count - own, 0.0) / hop_count
@@ -483,7 +483,7 @@ def visits(ones, name):
 
 
 def node_hops(ones, sim, wake):
-    """With NODE_HOPS=1: per node that ran, what its own time per task at concurrency 1 in the
+    """Unless NODE_HOPS=0: per node that ran, what its own time per task at concurrency 1 in the
     real runs (queue, compute and the worker's hand-on; median over the runs) exceeds the model's
     at concurrency 1 (queue and compute) and the wake term: the node's own hop, given as its
     --hand-on-us (a delay before its outputs go on). At concurrency 1 a batch is one task."""
@@ -529,7 +529,7 @@ def hand_on_flags(d, p):
     """With HAND_ON=1: --hand-on-us of every node that ran in the capacity runs at concurrency 1,
     the median of its worker's time handing a batch's outputs on (`nodes[].mean_hand_on_us`), for
     every simulation of P: the concurrency-1 one too, so the hop term leaves it out."""
-    if os.environ.get("HAND_ON") != "1" or os.environ.get("NODE_HOPS") == "1":
+    if os.environ.get("HAND_ON") != "1" or os.environ.get("NODE_HOPS") != "0":
         return ""
     per_node = {}
     for q in concurrency_one(d, p):
