@@ -35,8 +35,10 @@ run() { log "$@"; "$@"; }
 [[ -f models/mlp4096.onnx && -f models/ocr_det_640.onnx && -f models/ocr_rec_320.onnx ]] ||
     run python3 scripts/make_gpu_models.py models
 
+# Ratios against the start's raw sweep (`--raw-ratios start`): raw measured beside every point
+# would add about 2 s a point, past the device run's rehearsed time.
 bench_gpu() { # NAME CONFIG CONCURRENCY RAW_BATCHES
-    run "$BATON" bench "$2" --concurrency "$3" --policy greedy,collaborative --raw --raw-batches "$4" \
+    run "$BATON" bench "$2" --concurrency "$3" --policy greedy,collaborative --raw --raw-ratios start --raw-batches "$4" \
         --duration "$DURATION" --client-threads 8 --json "$DIR/$1.json" --csv "$DIR/$1.csv" 2>&1 | tee "$DIR/$1.txt"
 }
 
@@ -98,7 +100,7 @@ if want 4; then
         client_cores=()
         [[ -n $clients ]] && client_cores=(--client-cores "$clients")
         run "$BATON" bench "$config" --concurrency $((workers * 64)) --policy greedy,collaborative \
-            --raw --raw-loops "$workers" --raw-batches 32 \
+            --raw --raw-ratios start --raw-loops "$workers" --raw-batches 32 \
             --duration "$DURATION" --client-threads 4 "${client_cores[@]}" \
             --json "$DIR/mlp-cpu-$workers.json" 2>&1 | tee "$DIR/mlp-cpu-$workers.txt"
     done
@@ -109,8 +111,10 @@ files = sorted(glob.glob(f"{sys.argv[1]}/mlp-cpu-*.json"), key=lambda f: int(re.
 print("workers  raw rows/s (N loops)  policy         rows/s  x raw")
 for f in files:
     r = json.load(open(f))
-    raw = r["raw"]["bottleneck"]["rows_per_s"]
     for p in r["points"]:
+        # The raw figure the ratio divides by: measured beside the point (the default), else the sweep's.
+        beside = p.get("raw_beside")
+        raw = (beside["before"]["rows_per_s"] + beside["after"]["rows_per_s"]) / 2 if beside else r["raw"]["bottleneck"]["rows_per_s"]
         print(f"{r['raw']['loops']:>7}  {raw:>20,.0f}  {p['policy']:<13} {p['rows_per_s']:>8,.0f}  {p['ratio_to_raw']:.2f}")
 PY
 fi
