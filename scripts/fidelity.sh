@@ -36,7 +36,9 @@
 # hop terms from the light open load (real less its simulation with the base terms) instead of
 # concurrency 1. Each node has its own hop (what its own time per task at concurrency 1 exceeds
 # the model's: its measured hand-on as `--hand-on-us`, the rest as `--route-us`) and the one hop
-# term the rest; NODE_HOPS=0: the one hop term alone, as before 2026-12-02.
+# term the rest; NODE_HOPS=0: the one hop term alone, as before 2026-12-02. The wake term comes
+# from the light open load (its queue per task beyond the model's), where the workers park between
+# requests as in the open-loop loads; LIGHT_WAKE=0 takes it from concurrency 1, as before.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -114,7 +116,7 @@ for p in ${PIPELINES//,/ }; do
             --duration 20s --warmup 1s \
             --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     done
-    if [[ ${LIGHT_TERMS:-} == 1 ]]; then
+    if [[ ${LIGHT_TERMS:-} == 1 || ${LIGHT_WAKE:-1} == 1 ]]; then
         # The light open load with the base terms: what it leaves out of the real light run
         # gives the wake and hop terms instead of concurrency 1.
         # shellcheck disable=SC2046 # the terms are flags

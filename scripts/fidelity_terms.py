@@ -405,20 +405,33 @@ def queue_per_task(point):
     return sum(n["mean_queue_us"] * n["tasks"] for n in nodes) / max(sum(n["tasks"] for n in nodes), 1)
 
 
-def terms(d, p, config):
-    flags, compute = base_terms(d, p)
-    if os.environ.get("LIGHT_TERMS") == "1":
-        # The light open load and its simulation with the base terms, in place of concurrency 1.
-        ones = load_points(f"{d}/light_{p}.json")
-        sim = json.load(open(f"{d}/simlight_{p}.json"))["points"][0]
-    else:
-        ones = concurrency_one(d, p)
-        sim = next(q for q in json.load(open(f"{d}/sim1_{p}.json"))["points"] if q["load"] == 1)
-    succ, entries = node_graph(config)
+def light_run(d, p):
+    """The light open load's real points and its simulation with the base terms."""
+    return load_points(f"{d}/light_{p}.json"), json.load(open(f"{d}/simlight_{p}.json"))["points"][0]
+
+
+def one_run(d, p):
+    """The capacity runs' concurrency-1 points and their simulation with the base terms."""
+    return concurrency_one(d, p), next(q for q in json.load(open(f"{d}/sim1_{p}.json"))["points"] if q["load"] == 1)
+
+
+def missing_and_wake(ones, sim, succ, entries):
+    """(hops on a request's way, the mean latency the model leaves out, the wake term) of the
+    real points `ones` against their simulation `sim` (see the module's docs)."""
     hop_count = statistics.median(hops_on_way(q, succ, entries) for q in ones)
     missing = max(statistics.median(q["latency"]["mean_us"] for q in ones) - sim["latency"]["mean_us"], 0.0)
     queued = statistics.median(queue_per_task(q) for q in ones) - queue_per_task(sim)
-    wake = min(max(queued, 0.0), missing / hop_count)
+    return hop_count, missing, min(max(queued, 0.0), missing / hop_count)
+
+
+def terms(d, p, config):
+    flags, compute = base_terms(d, p)
+    ones, sim = light_run(d, p) if os.environ.get("LIGHT_TERMS") == "1" else one_run(d, p)
+    succ, entries = node_graph(config)
+    hop_count, missing, wake = missing_and_wake(ones, sim, succ, entries)
+    if os.environ.get("LIGHT_WAKE") != "0" and os.path.exists(f"{d}/simlight_{p}.json"):
+        # The wake of a worker parked between the open loop's requests, from the light run.
+        wake = missing_and_wake(*light_run(d, p), succ, entries)[2]
     hops = node_hops(ones, sim, wake) if os.environ.get("NODE_HOPS") != "0" else {}
     # Each node's own hop is its share of what is missing; the one hop term takes the rest.
     own = sum(h * visits(ones, n) for n, h in hops.items())
