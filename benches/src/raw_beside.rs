@@ -114,8 +114,11 @@ impl<'a> RawProbe<'a> {
             .map(|b| b.rows_per_s)
             .ok_or_else(|| format!("raw engine: node `{}` gave no figure at batch {}", self.node, self.batch))?;
         let batch1_path_us = if latency {
-            let ones = if self.batch == 1 { best } else { measure(self.spec, &only(None, vec![1]), |_, _| ())? };
-            ones.batch1_path_us
+            // The bottleneck's batch-1 figure is the path only where it is the one node on it.
+            match best.batch1_path_us.filter(|_| self.batch == 1) {
+                Some(us) => Some(us),
+                None => measure(self.spec, &only(None, vec![1]), |_, _| ())?.batch1_path_us,
+            }
         } else {
             None
         };
