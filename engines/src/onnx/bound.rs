@@ -395,10 +395,7 @@ impl BoundRuns {
             let dtype = self.output_dtypes[j];
             let row_bytes = shape[1..].iter().product::<usize>() * dtype.size();
             let buffer = &mut whole[j];
-            let memory = match (&self.device, buffer.device()) {
-                (Some((_, on_device)), Some(_)) => on_device,
-                _ => &self.memory,
-            };
+            let memory = output_memory(&self.device, &self.memory, buffer.device());
             // SAFETY: `whole_outputs` made the buffer with room for every piece's padded rows.
             let data = unsafe { buffer.data_ptr_mut().add(start * row_bytes) };
             let value = self.output_values[j].value(memory, data, shape, dtype)?;
@@ -515,10 +512,7 @@ impl BoundRuns {
         let mut pooled: SmallVec<[PooledTensor; 4]> = SmallVec::new();
         for (j, shape) in shapes.iter().enumerate() {
             let mut tensor = self.output_pools[j].take(self.output_dtypes[j], shape, 0).map_err(|e| e.to_string())?;
-            let memory = match (&self.device, tensor.device()) {
-                (Some((_, on_device)), Some(_)) => on_device,
-                _ => &self.memory,
-            };
+            let memory = output_memory(&self.device, &self.memory, tensor.device());
             let value = self.output_values[j].value(memory, tensor.data_ptr_mut(), shape, self.output_dtypes[j])?;
             check(unsafe { (ort::api().BindOutput)(self.binding.as_ptr(), self.output_names[j].as_ptr(), value) })?;
             pooled.push(tensor);
@@ -596,6 +590,19 @@ impl Drop for BoundRuns {
     fn drop(&mut self) {
         // SAFETY: made by CreateIoBinding, released once.
         unsafe { (ort::api().ReleaseIoBinding)(self.binding.as_ptr()) }
+    }
+}
+
+/// ONNX Runtime's name for the memory an output buffer lies in: the session's device where
+/// the buffer is on one (`device`: the buffer's), else the host's.
+fn output_memory<'m>(
+    session_device: &'m Option<(Arc<dyn DeviceMemory>, MemoryInfo<'static>)>,
+    host: &'m MemoryInfo<'static>,
+    device: Option<u32>,
+) -> &'m MemoryInfo<'static> {
+    match (session_device, device) {
+        (Some((_, on_device)), Some(_)) => on_device,
+        _ => host,
     }
 }
 
