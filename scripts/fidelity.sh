@@ -39,6 +39,9 @@
 # term the rest; NODE_HOPS=0: the one hop term alone, as before 2026-12-02. The wake term comes
 # from the light open load (its queue per task beyond the model's), where the workers park between
 # requests as in the open-loop loads; LIGHT_WAKE=0 takes it from concurrency 1, as before.
+# KEEP_AWAKE=1 runs every real run with the cores kept awake (`baton bench --keep-cores-awake`).
+# SPARSE=1 gives the open-loop simulations each node's sparse stretch from the light load
+# (`--sparse-stretch`); RT_ROUTE=0 leaves out the real-time batches' own route (`--realtime-route-us`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -63,6 +66,7 @@ bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a f
     shift
     # shellcheck disable=SC2046 # the flag is a word or none
     "$BATON" bench "$@" $([[ -n ${LATENCY_FROM_SCHEDULE:-} ]] && echo --latency-from-schedule) \
+        $([[ ${KEEP_AWAKE:-} == 1 ]] && echo --keep-cores-awake) \
         --generator-policy "${GENERATOR_POLICY:-normal}" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
 }
 logged() { # NAME: appends the load average to load.log

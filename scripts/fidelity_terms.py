@@ -438,15 +438,17 @@ def terms(d, p, config):
     hop = max(missing - wake * hop_count - own, 0.0) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
     split = node_hop_split(ones, hops)
-    json.dump({**flags, "--compute": compute, "--node-hops": split}, open(f"{d}/terms_{p}.json", "w"), indent=1)
-    text = flags_text(flags, compute) + node_hop_flags(split)
+    realtime = realtime_routes(ones, sim, split[1])
+    json.dump({**flags, "--compute": compute, "--node-hops": split, "--realtime-route-us": realtime},
+              open(f"{d}/terms_{p}.json", "w"), indent=1)
+    text = flags_text(flags, compute) + node_hop_flags(split, realtime=realtime)
     if os.environ.get("WAKE_DELAYS") == "1":
         # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
         text += " --wake-delays " + ",".join(capacity_files(d, p))
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
-    text += record_flags(d, p)
+    text += record_flags(d, p) + sparse_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
     # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
@@ -526,8 +528,28 @@ def node_hop_split(ones, hops):
     return hand_ons, routes
 
 
-def node_hop_flags(split, code=""):
-    """`--hand-on-us` and `--route-us` of a `node_hop_split` (none without node hops)."""
+def realtime_routes(ones, sim, routes):
+    """Unless RT_ROUTE=0: per node that ran real-time batches at concurrency 1 (the real runs'
+    `nodes[].realtime_batch_times`), its route less its compute per batch beyond the model's there
+    (real mean compute less simulated, median over the runs; not below 0): that part of the node's
+    hop at concurrency 1 was its normal-class batches' stretch, which a real-time batch, at its own
+    `--realtime-scale`, does not have. {node: µs}; `--realtime-route-us`."""
+    if os.environ.get("RT_ROUTE") == "0":
+        return {}
+    model = {n["name"]: n["mean_compute_us"] for n in sim["nodes"] if n["tasks"] > 0}
+    out = {}
+    for name, route in routes.items():
+        ran = [n for q in ones for n in q["nodes"] if n["name"] == name and n["tasks"] > 0]
+        if name not in model or not any(n.get("realtime_batch_times") for n in ran):
+            continue
+        excess = max(statistics.median(n["mean_compute_us"] for n in ran) - model[name], 0.0)
+        out[name] = max(route - excess, 0.0)
+    return out
+
+
+def node_hop_flags(split, code="", realtime=None):
+    """`--hand-on-us` and `--route-us` of a `node_hop_split` (none without node hops), and
+    `--realtime-route-us` of `realtime_routes` where any."""
     hand_ons, routes = split
     if not hand_ons:
         return ""
@@ -535,7 +557,8 @@ def node_hop_flags(split, code=""):
     def items(values):
         return ",".join(f"{n}={v:.1f}" for n, v in sorted(values.items()))
 
-    return f" {code}--hand-on-us {items(hand_ons)}{code} {code}--route-us {items(routes)}{code}"
+    text = f" {code}--hand-on-us {items(hand_ons)}{code} {code}--route-us {items(routes)}{code}"
+    return text + (f" {code}--realtime-route-us {items(realtime)}{code}" if realtime else "")
 
 
 def hand_on_flags(d, p):
@@ -587,6 +610,36 @@ def stall_flags(d, p):
     if os.environ.get("STALLS_POOLED") == "1":
         return f" --core-stalls {pooled_stalls(d)}"
     return f" --core-stalls {d}/{stall_record_name(p)}"
+
+
+def sparse_stretches(d, p):
+    """With SPARSE=1: per node that ran in the light open load (light_P.json), its compute
+    per batch there (`batch_compute_us`) ÷ the model's at its mean batch (the profile's median ×
+    the node's scale + its offset): how much slower a batch runs when the cores halt between
+    sparse arrivals. With the light run's rate and the capacity: {node: factor}, rate, capacity."""
+    if os.environ.get("SPARSE") != "1" or not os.path.exists(f"{d}/light_{p}.json"):
+        return {}, 0.0, 0.0
+    profile = json.load(open(f"{d}/{p}.profile.json"))
+    compute = compute_terms(d, p)
+    light = load_points(f"{d}/light_{p}.json")
+    factors = {}
+    for n in light[0]["nodes"]:
+        if n["executions"] == 0 or n["name"] not in compute:
+            continue
+        scale, offset = compute[n["name"]]
+        model = profile_median(profile, n["name"], n["mean_batch"]) * scale + offset
+        if model > 0:
+            factors[n["name"]] = batch_compute_us(n) / model
+    return factors, light[0]["load"], capacity(d, p)
+
+
+def sparse_flags(d, p):
+    """--sparse-stretch with its rates (see `sparse_stretches`; none without SPARSE=1)."""
+    factors, rate, dense = sparse_stretches(d, p)
+    if not factors or dense <= rate:
+        return ""
+    items = ",".join(f"{n}={f:.2f}" for n, f in sorted(factors.items()))
+    return f" --sparse-stretch {items} --sparse-rate {rate:.1f} --dense-rate {dense:.1f}"
 
 
 def record_flags(d, p):
@@ -665,10 +718,13 @@ def table(d, pipelines):
         flags = json.load(open(f"{d}/terms_{p}.json"))
         compute = flags.pop("--compute", {})
         split = flags.pop("--node-hops", ({}, {}))
+        realtime = flags.pop("--realtime-route-us", {})
+        sparse = sparse_flags(d, p).strip()
         lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
                   + " ".join(f"`{k} {max(v, 0.0):.1f}`" for k, v in flags.items())
                   + compute_flags(compute, "`")
-                  + node_hop_flags(split, "`")
+                  + node_hop_flags(split, "`", realtime)
+                  + (f" `{sparse}`" if sparse else "")
                   + ")\n",
                   "| load | | req/s | mean µs | p50 µs | p99 µs | " + "".join(f"{k} µs | " for k in prio) + "errors |",
                   "|---|---|---|---|---|---|" + "---|" * len(prio) + "---|"]
@@ -732,7 +788,7 @@ if __name__ == "__main__":
         print(flags_text(*base_terms(*args)) + record_flags(*args))
     elif cmd == "base-open":
         # The base terms for an open-loop simulation, counted as the real open-loop runs count.
-        text = flags_text(*base_terms(*args)) + record_flags(*args)
+        text = flags_text(*base_terms(*args)) + record_flags(*args) + sparse_flags(*args)
         text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
         print(text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal"))
     elif cmd == "terms":

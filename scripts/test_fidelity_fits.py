@@ -165,6 +165,23 @@ class NodeHops(unittest.TestCase):
         self.assertEqual(fidelity_terms.visits(runs, "b"), 0.5)
 
 
+class RealtimeRoutes(unittest.TestCase):
+    def test_a_real_time_batch_takes_its_nodes_route_less_the_normal_batches_compute_excess(self):
+        rt = {"realtime_batch_times": [{"batch_size": 1, "buckets": [[100, 200, 5]]}]}
+        runs = [{"nodes": [{**node("a", 10, 0.0, 150.0), **rt}, node("b", 10, 0.0, 50.0)]},
+                {"nodes": [{**node("a", 10, 0.0, 170.0), **rt}, node("b", 10, 0.0, 50.0)]}]
+        model = {"nodes": [node("a", 100, 0.0, 100.0), node("b", 100, 0.0, 40.0)]}
+        # a: its real compute (median 160) is 60 past the model's, 60 of its 80 µs route.
+        routes = fidelity_terms.realtime_routes(runs, model, {"a": 80.0, "b": 30.0})
+        self.assertEqual(routes, {"a": 20.0}, "b ran no real-time batch: it keeps its one route")
+        self.assertEqual(fidelity_terms.realtime_routes(runs, model, {"a": 50.0}), {"a": 0.0}, "never below 0")
+        os.environ["RT_ROUTE"] = "0"
+        try:
+            self.assertEqual(fidelity_terms.realtime_routes(runs, model, {"a": 80.0}), {})
+        finally:
+            del os.environ["RT_ROUTE"]
+
+
 class Verdicts(unittest.TestCase):
     def test_a_figure_is_within_its_bar_noise_where_the_runs_spread_past_it_else_a_miss(self):
         # p99's bar is 30%: 1250 of a median of 1000 is within it wherever the runs lie.

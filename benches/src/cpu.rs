@@ -55,6 +55,14 @@ pub struct RuntimeCpu {
     pub tasks_per_request: f64,
     /// Process CPU time ÷ the interval: cores the process kept busy.
     pub busy_cores: f64,
+    /// Cores the keepers spun on over the interval (`keep_cores_awake`), CPU left out of
+    /// every figure above (see [`RuntimeCpu::less_keepers`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub keepers_cores: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl RuntimeCpu {
@@ -76,7 +84,23 @@ impl RuntimeCpu {
             batches_per_request: per(nodes.iter().map(|n| n.executions as f64).sum()),
             tasks_per_request: per(nodes.iter().map(|n| n.tasks as f64).sum()),
             busy_cores: cpu_ns as f64 / 1e9 / seconds,
+            keepers_cores: 0.0,
         })
+    }
+
+    /// Like [`RuntimeCpu::of`], from a process CPU time that holds `keepers_ns` of the cores'
+    /// keepers (`keep_cores_awake`): their spinning, which yields to every other thread, is
+    /// neither the runtime's work nor its requests', so it is taken out and reported apart.
+    pub fn less_keepers(
+        cpu_ns: u64,
+        keepers_ns: u64,
+        seconds: f64,
+        nodes: &[NodeDelta],
+        requests: u64,
+    ) -> Option<RuntimeCpu> {
+        let mut cpu = Self::of(cpu_ns.saturating_sub(keepers_ns), seconds, nodes, requests)?;
+        cpu.keepers_cores = keepers_ns as f64 / 1e9 / seconds;
+        Some(cpu)
     }
 }
 

@@ -131,6 +131,8 @@ pub struct BenchOptions {
     pub policy: Vec<BatchingPolicy>,
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
     pub max_queue_delay_us: Option<u64>,
+    /// Keep the cores awake (`[scheduler] keep_cores_awake = true`) whatever the pipeline file says.
+    pub keep_cores_awake: bool,
     /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
     pub raw: bool,
     /// Raw engine: measured time per batch size.
@@ -190,6 +192,7 @@ impl Default for BenchOptions {
             repeat: 2,
             policy: vec![BatchingPolicy::Collaborative],
             max_queue_delay_us: None,
+            keep_cores_awake: false,
             raw: false,
             raw_duration: Duration::from_secs(2),
             raw_batches: vec![1, 2, 4, 8, 16, 32],
@@ -337,6 +340,7 @@ impl BenchOptions {
             "capacity_rate": self.capacity_rate,
             "repeat": self.repeat,
             "max_queue_delay_us": self.max_queue_delay_us,
+            "keep_cores_awake": self.keep_cores_awake,
             "raw": self.raw,
             "raw_duration_s": self.raw_duration.as_secs_f64(),
             "raw_batches": self.raw_batches,
@@ -523,7 +527,7 @@ fn print_points(
     }
 }
 
-/// A runtime of `config` under `policy` (with `--max-queue-delay-us`, when given).
+/// A runtime of `config` under `policy` (with `--max-queue-delay-us` and `--keep-cores-awake`, when given).
 fn policy_runtime(
     config: &PipelineConfig,
     policy: BatchingPolicy,
@@ -536,6 +540,7 @@ fn policy_runtime(
     if let Some(delay) = args.max_queue_delay_us {
         cfg.scheduler.max_queue_delay_us = delay;
     }
+    cfg.scheduler.keep_cores_awake |= args.keep_cores_awake;
     Runtime::from_config(&cfg, Some(file), engines).map_err(|e| format!("policy {}: {e}", policy.name()))
 }
 
@@ -729,6 +734,8 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     // The process's CPU time over the measured windows (read as the first starts and the last ends).
     let mut cpu_from = None;
     let mut cpu_to = None;
+    // Of it, the core keepers' (`keep_cores_awake`), left out of the runtime's CPU.
+    let (mut keepers_from, mut keepers_to) = (0, 0);
     // The scheduler's tick lateness over the same interval.
     let mut ticks_from = None;
     let mut ticks_to = None;
@@ -751,6 +758,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
         bar.set_message("measuring");
         let mut windows: Vec<Window> = Vec::new();
         cpu_from = cpu::process_cpu_ns();
+        keepers_from = target.keepers_cpu_ns();
         ticks_from = target.ticks();
         let mut mark = (Instant::now(), target.node_stats());
         let length = if args.stability { args.window } else { args.duration };
@@ -758,6 +766,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
             wait_until(mark.0 + length, start, &bar);
             let tally = recorder.take();
             cpu_to = cpu::process_cpu_ns();
+            keepers_to = target.keepers_cpu_ns();
             ticks_to = target.ticks();
             let now = Instant::now();
             let stats = target.node_stats();
@@ -793,7 +802,8 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
     point.generator_realtime = recorder.generator_realtime();
     if !args.stability && args.url.is_none() {
         if let (Some(from), Some(to)) = (cpu_from, cpu_to) {
-            point.cpu = cpu::RuntimeCpu::of(to.saturating_sub(from), point.seconds, &point.nodes, point.requests);
+            let (cpu_ns, keepers_ns) = (to.saturating_sub(from), keepers_to.saturating_sub(keepers_from));
+            point.cpu = cpu::RuntimeCpu::less_keepers(cpu_ns, keepers_ns, point.seconds, &point.nodes, point.requests);
         }
     }
     if let (Some(from), Some(to)) = (ticks_from, ticks_to) {

@@ -25,6 +25,12 @@ pub trait Target: Sync {
     fn ticks(&self) -> Option<baton::scheduler::TickRecord> {
         None
     }
+
+    /// CPU time the target's core keepers have spun so far, ns (`keep_cores_awake`; 0 without,
+    /// and where the target cannot tell).
+    fn keepers_cpu_ns(&self) -> u64 {
+        0
+    }
 }
 
 impl Target for Runtime {
@@ -46,5 +52,9 @@ impl Target for Runtime {
 
     fn ticks(&self) -> Option<baton::scheduler::TickRecord> {
         Some(Runtime::ticks(self))
+    }
+
+    fn keepers_cpu_ns(&self) -> u64 {
+        Runtime::keepers_cpu_ns(self)
     }
 }

@@ -194,6 +194,48 @@ fn a_compute_scale_leaves_real_time_batches_at_the_profiles_times() {
 }
 
 #[test]
+fn a_sparse_stretch_slows_open_loads_by_their_density_and_leaves_closed_loops_alone() {
+    let dir = folder(SUITE, "sparse");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0, 100.0])])]));
+    o.model.compute_scale = vec!["a=2".into()];
+    o.model.sparse_stretch = vec!["a=3".into()];
+    (o.model.sparse_rate, o.model.dense_rate) = (Some(100.0), Some(500.0));
+    let compute = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].nodes[0].mean_compute_us;
+    o.bench.concurrency = vec![1];
+    assert_eq!(compute(&o), 200.0, "a closed loop: the scale alone");
+    o.bench.concurrency = vec![];
+    for (rate, want) in [(50.0, 600.0), (100.0, 600.0), (300.0, 400.0), (500.0, 200.0), (900.0, 200.0)] {
+        o.bench.rate = vec![rate];
+        assert_eq!(compute(&o), want, "at {rate} requests/s: 2 × 100 µs × the stretch at that density");
+    }
+    o.bench.priority_fraction = 1.0;
+    o.bench.rate = vec![100.0];
+    let rt = realtime_one_node(&dir);
+    o.bench.pipeline = Some(rt);
+    assert_eq!(compute(&o), 100.0, "real-time batches keep the profile's times");
+}
+
+#[test]
+fn a_sparse_stretch_needs_both_rates_in_order_and_a_known_node() {
+    let dir = folder(SUITE, "sparse_refused");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.rate = vec![100.0];
+    o.model.sparse_stretch = vec!["a=3".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--sparse-rate") && e.contains("--dense-rate"), "{e}");
+    (o.model.sparse_rate, o.model.dense_rate) = (Some(500.0), Some(100.0));
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("below --dense-rate"), "{e}");
+    (o.model.sparse_rate, o.model.dense_rate) = (Some(100.0), Some(500.0));
+    o.model.sparse_stretch = vec!["z=3".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--sparse-stretch") && e.contains("`z`"), "{e}");
+    o.model.sparse_stretch = vec![];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("go with --sparse-stretch"), "{e}");
+}
+
+#[test]
 fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     let dir = folder(SUITE, "slice");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
@@ -530,6 +572,27 @@ fn a_nodes_route_time_delays_its_outputs_without_holding_its_worker() {
     o.model.route_us = vec!["nope=1".into()];
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--route-us") && e.contains("`nope`"), "{e}");
+}
+
+#[test]
+fn a_real_time_batch_takes_its_nodes_real_time_route_and_a_normal_one_its_route() {
+    let dir = folder(SUITE, "realtime_route");
+    let mut o = options(realtime_one_node(&dir), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.route_us = vec!["a=300".into()];
+    o.model.realtime_route_us = vec!["a=100".into()];
+    let latency = |o: &SimOptions| {
+        let p = &simulate(o, &engines()).unwrap().points[0];
+        (p.latency.min_us, p.latency.max_us)
+    };
+    assert_eq!(latency(&o), (1300, 1300), "no priority task: normal batches, the route");
+    o.bench.priority_fraction = 1.0;
+    assert_eq!(latency(&o), (1100, 1100), "every batch real-time: its own route");
+    o.model.realtime_route_us = vec![];
+    assert_eq!(latency(&o), (1300, 1300), "without one a real-time batch takes the route");
+    o.model.realtime_route_us = vec!["nope=1".into()];
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--realtime-route-us") && e.contains("`nope`"), "{e}");
 }
 
 #[test]

@@ -118,6 +118,11 @@ pub struct BenchArgs {
     /// Dynamic policy: longest a task waits for its batch to fill, µs (default: the pipeline file's).
     #[arg(long)]
     pub max_queue_delay_us: Option<u64>,
+    /// Keep the cores awake between requests (`[scheduler] keep_cores_awake = true`, docs/scheduling.md
+    /// "Cores kept awake") whatever the pipeline file says; their keepers' CPU is left out of the
+    /// runtime's CPU figures and reported apart.
+    #[arg(long)]
+    pub keep_cores_awake: bool,
     /// Also run ONNX Runtime directly (no Baton) on each single-ONNX-stage node, and give ratios to it.
     #[arg(long)]
     pub raw: bool,
@@ -190,6 +195,7 @@ impl BenchArgs {
             repeat: self.repeat,
             policy: self.policy,
             max_queue_delay_us: self.max_queue_delay_us,
+            keep_cores_awake: self.keep_cores_awake,
             raw: self.raw,
             raw_duration: self.raw_duration,
             raw_batches: self.raw_batches,

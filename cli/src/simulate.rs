@@ -101,6 +101,18 @@ pub struct ModelTermArgs {
     /// profile's at the same sizes, e.g. `speech=0.8`; default 1.
     #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
     pub realtime_scale: Vec<String>,
+    /// Measured term: NODE=FACTOR, how much slower the node's normal-class batches run under a
+    /// light open load at --sparse-rate than the other terms give (the cores halt between sparse
+    /// arrivals): the light load's compute per batch ÷ the model's, e.g. `text=2.4`. The factor
+    /// falls linearly in the rate to 1 at --dense-rate; closed-loop points take 1.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=FACTOR")]
+    pub sparse_stretch: Vec<String>,
+    /// The light open load's rate at which --sparse-stretch was measured, requests/s.
+    #[arg(long, value_name = "RATE")]
+    pub sparse_rate: Option<f64>,
+    /// The rate at which --sparse-stretch is gone (the capacity's), requests/s.
+    #[arg(long, value_name = "RATE")]
+    pub dense_rate: Option<f64>,
     /// Measured term: NODE=US, the time the node's worker takes to hand each batch's outputs
     /// on (splitting them, routing them on, answering requests), before --hop-us: the
     /// runtime's own record (`baton bench --json`, `nodes[].mean_hand_on_us`), e.g. `text=90`.
@@ -111,6 +123,12 @@ pub struct ModelTermArgs {
     /// answer's way out), e.g. `text=300`.
     #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
     pub route_us: Vec<String>,
+    /// Measured term: NODE=US, the route time of the node's real-time-class batches
+    /// (`foreground_realtime`), in place of --route-us: its route less the part of it that
+    /// was its normal-class batches' compute beyond the model's at concurrency 1, which a
+    /// real-time batch (at its own --realtime-scale) does not have, e.g. `speech=13`.
+    #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
+    pub realtime_route_us: Vec<String>,
     /// Measured term: draw each told worker's wake-up from the wake-ups the runtime recorded
     /// per node in these `baton bench --json` files (contended or not, as the simulated
     /// scheduler counts busy workers against the cores), instead of --wake-us (which stays for
@@ -159,8 +177,12 @@ impl ModelTermArgs {
             compute_scale: self.compute_scale,
             compute_offset: self.compute_offset,
             realtime_scale: self.realtime_scale,
+            sparse_stretch: self.sparse_stretch,
+            sparse_rate: self.sparse_rate,
+            dense_rate: self.dense_rate,
             hand_on_us: self.hand_on_us,
             route_us: self.route_us,
+            realtime_route_us: self.realtime_route_us,
             wake_delays: self.wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,

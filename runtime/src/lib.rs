@@ -12,6 +12,7 @@
 //! Start with [`Runtime`]: build it from a file and an [`EngineRegistry`],
 //! [`Runtime::submit`] [`Request`]s, and wait on the [`Ticket`]s.
 
+mod awake;
 pub mod batch_cpu;
 pub mod batch_sizes;
 mod clock;

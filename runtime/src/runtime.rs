@@ -27,6 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::awake::{self, Keepers};
 use crate::config::{ConfigError, PipelineConfig};
 use crate::engine::{EngineRegistry, WarmUp};
 use crate::node::NodeStats;
@@ -44,6 +45,9 @@ pub enum StartError {
     Worker { node: String, worker: usize, message: String },
     #[error("could not spawn a thread: {0}")]
     Spawn(#[from] std::io::Error),
+    /// `[scheduler] keep_cores_awake`: a core's keeper could not start.
+    #[error("{0}")]
+    Keepers(String),
 }
 
 /// Submits requests to a running pipeline; made by [`Runtime::submitter`], cheap to clone.
@@ -69,6 +73,8 @@ pub struct Runtime {
     router: Arc<Router>,
     workers: Vec<JoinHandle<()>>,
     ticker: Option<JoinHandle<()>>,
+    /// With `keep_cores_awake`: a keeper thread per core (see [`crate::awake`]).
+    keepers: Option<Keepers>,
     warm_ups: Vec<WarmUp>,
 }
 
@@ -90,8 +96,13 @@ impl Runtime {
     /// Starts worker threads (each creating its engines) and the scheduler's tick thread.
     pub fn start(spec: PipelineSpec) -> Result<Runtime, StartError> {
         let router = Arc::new(Router::new(spec));
-        let mut runtime =
-            Runtime { router: Arc::clone(&router), workers: Vec::new(), ticker: None, warm_ups: Vec::new() };
+        let mut runtime = Runtime {
+            router: Arc::clone(&router),
+            workers: Vec::new(),
+            ticker: None,
+            keepers: None,
+            warm_ups: Vec::new(),
+        };
         let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
         let mut expected = Vec::new();
         for (n, node) in router.spec.nodes.iter().enumerate() {
@@ -140,6 +151,15 @@ impl Runtime {
             runtime.stop(true);
             return Err(error);
         }
+        if router.spec.scheduler.keep_cores_awake {
+            match Keepers::start(&awake::process_cores()) {
+                Ok(keepers) => runtime.keepers = Some(keepers),
+                Err(message) => {
+                    runtime.stop(true);
+                    return Err(StartError::Keepers(message));
+                }
+            }
+        }
         runtime.ticker = Some(ticker::spawn(Arc::clone(&router))?);
         Ok(runtime)
     }
@@ -180,6 +200,12 @@ impl Runtime {
     /// its rounds and their CPU time (see [`crate::scheduler::TickRecord`]).
     pub fn ticks(&self) -> crate::scheduler::TickRecord {
         self.router.scheduler.ticks()
+    }
+
+    /// CPU time the cores' keepers have spun so far (`keep_cores_awake`; zero without), ns:
+    /// process CPU that is neither the runtime's work nor its requests'.
+    pub fn keepers_cpu_ns(&self) -> u64 {
+        self.keepers.as_ref().map_or(0, Keepers::cpu_ns)
     }
 
     /// Per stateful node: (node name, open streams, bytes of state held).
@@ -245,6 +271,9 @@ impl Runtime {
         router.tell_workers_to_exit();
         for worker in self.workers.drain(..) {
             let _ = worker.join();
+        }
+        if let Some(mut keepers) = self.keepers.take() {
+            keepers.stop();
         }
         router.clear_joins();
     }

@@ -1223,3 +1223,30 @@ fn without_a_hold_or_brief_nodes_the_budget_holds_plain_work_while_priority_work
         "a node that has not run yet is not brief"
     );
 }
+
+/// This process's threads whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().starts_with(prefix))
+        .count()
+}
+
+#[test]
+fn kept_awake_a_pipeline_runs_a_keeper_per_core_until_it_shuts_down() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |inputs| Ok(map(inputs, |x| x + 1.0)));
+    let cores = core_affinity::get_core_ids().unwrap().len();
+    let runtime = start(&engines, &format!("[scheduler]\nkeep_cores_awake = true\n{ONE_NODE}"));
+    assert_eq!(threads_named("baton-awake-"), cores, "one keeper per core of the process");
+    let out = runtime.submit(Request::new().input("x", value(1.0))).wait().unwrap();
+    assert_eq!(first(out.get("y").unwrap()), 2.0);
+    // The keepers spin whenever a core is free: their CPU clock moves.
+    let before = runtime.keepers_cpu_ns();
+    wait_until("the keepers to run", || runtime.keepers_cpu_ns() > before);
+    runtime.shutdown();
+    assert_eq!(threads_named("baton-awake-"), 0, "the keepers stop with the runtime");
+    let plain = start(&engines, ONE_NODE);
+    assert_eq!((threads_named("baton-awake-"), plain.keepers_cpu_ns()), (0, 0), "none by default");
+}

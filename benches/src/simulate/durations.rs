@@ -19,6 +19,14 @@
 //! stretches by a part that does not grow with its rows (its weights fetched
 //! again after other nodes' batches ran on its core) and a part that does.
 //!
+//! A node's sparse stretch (`--sparse-stretch`, measured) multiplies its
+//! normal-class batches under an open load by a factor that follows the load's
+//! density: the measured factor at a light rate (`--sparse-rate`), falling
+//! linearly in the rate to 1 at a dense one (`--dense-rate`, the capacity).
+//! Between sparse arrivals the cores halt, and a batch that starts on a core
+//! woken from its halt runs slower (its clock and caches cold); a closed loop's
+//! clients keep the cores awake, so closed-loop points take factor 1.
+//!
 //! Checks, each naming what is wrong: every node of the pipeline has an entry;
 //! every batch size the node can form (1 to its batch rows, or its fixed
 //! `batch_sizes` when it pads) lies within its measured sizes; and a profile
@@ -114,10 +122,17 @@ pub struct Durations {
     /// Per node: ns from its worker's hand-on (and the hop) to its outputs at the next nodes,
     /// not holding the worker (`--route-us`; 0: none).
     route_ns: Vec<u64>,
+    /// Per node: the route time of its real-time-class batches, ns, where it differs
+    /// (`--realtime-route-us`; `None`: `route_ns`).
+    realtime_route_ns: Vec<Option<u64>>,
     /// The machine's recorded core stalls (`--core-stalls`); `None`: the cores never stall.
     pub stalls: Option<super::stalls::StallDraws>,
     /// Per node: how far its normal-class batches stretch (`--batch-times`), in place of its scale.
     stretch: Vec<Option<super::stretch::Stretch>>,
+    /// Per node: the factor on its normal-class batches at the sparse rate (1: none).
+    sparse_stretch: Vec<f64>,
+    /// (sparse rate, dense rate), requests/s: where the sparse stretch is whole and where it is gone.
+    sparse_rates: Option<(f64, f64)>,
 }
 
 impl Durations {
@@ -173,7 +188,10 @@ impl Durations {
         }
         let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
         let (realtime_scale, hand_on_ns) = (vec![1.0; out.len()], vec![0; out.len()]);
+        let nodes = out.len();
         Ok(Durations {
+            sparse_stretch: vec![1.0; nodes],
+            sparse_rates: None,
             nodes: out,
             scale,
             offset_us,
@@ -183,6 +201,7 @@ impl Durations {
             stalls: None,
             stretch,
             route_ns: hand_on_ns.clone(),
+            realtime_route_ns: vec![None; nodes],
             hand_on_ns,
         })
     }
@@ -228,6 +247,28 @@ impl Durations {
         self.scale[node] = factor;
     }
 
+    /// Sets `node`'s sparse stretch: its normal-class batches take `factor` × their time at
+    /// the sparse rate (see [`Durations::sparse_rates`]).
+    pub fn sparse_stretch(&mut self, node: usize, factor: f64) {
+        self.sparse_stretch[node] = factor;
+    }
+
+    /// Sets the rates, requests/s, at which the sparse stretch is whole (`sparse`) and gone (`dense`).
+    pub fn sparse_rates(&mut self, sparse: f64, dense: f64) {
+        self.sparse_rates = Some((sparse, dense));
+    }
+
+    /// The factor on `node`'s normal-class batches under `load`: its sparse stretch at the
+    /// sparse rate and below, 1 at the dense rate and above, linear in the rate between;
+    /// 1 under a closed loop, and without sparse rates.
+    pub fn sparse_factor(&self, node: usize, load: &super::engine::SimLoad) -> f64 {
+        let (super::engine::SimLoad::Open { rate, .. }, Some((sparse, dense))) = (load, self.sparse_rates) else {
+            return 1.0;
+        };
+        let dense_share = ((rate - sparse) / (dense - sparse)).clamp(0.0, 1.0);
+        1.0 + (self.sparse_stretch[node] - 1.0) * (1.0 - dense_share)
+    }
+
     /// Sets `node`'s real-time scale: its real-time-class batches take `factor` × the profile's times.
     pub fn realtime_scale(&mut self, node: usize, factor: f64) {
         self.realtime_scale[node] = factor;
@@ -253,9 +294,18 @@ impl Durations {
         self.route_ns[node] = (us * 1000.0).round() as u64;
     }
 
-    /// `node`'s route time per batch, ns: from its worker's hand-on to its outputs at the next nodes.
-    pub fn route_ns(&self, node: usize) -> u64 {
-        self.route_ns[node]
+    /// Sets `node`'s route time per real-time-class batch, µs.
+    pub fn realtime_route(&mut self, node: usize, us: f64) {
+        self.realtime_route_ns[node] = Some((us * 1000.0).round() as u64);
+    }
+
+    /// `node`'s route time per batch, ns: from its worker's hand-on to its outputs at the next
+    /// nodes; a `realtime` batch's own where the node has one.
+    pub fn route_ns(&self, node: usize, realtime: bool) -> u64 {
+        match self.realtime_route_ns[node] {
+            Some(ns) if realtime => ns,
+            _ => self.route_ns[node],
+        }
     }
 
     /// The median duration, µs, of a normal-class batch of `batch` rows at `node`.
@@ -267,6 +317,16 @@ impl Durations {
 /// `--compute-scale`'s `NODE=FACTOR` items, each factor positive and finite.
 pub fn parse_scales(items: &[String]) -> Result<Vec<(String, f64)>, String> {
     parse_node_values("--compute-scale", "FACTOR", "a positive", items, |v| v > 0.0)
+}
+
+/// `--realtime-route-us`'s `NODE=US` items, each a finite number of µs, not negative.
+pub fn parse_realtime_routes(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--realtime-route-us", "US", "a non-negative", items, |v| v >= 0.0)
+}
+
+/// `--sparse-stretch`'s `NODE=FACTOR` items, each factor positive and finite.
+pub fn parse_sparse_stretches(items: &[String]) -> Result<Vec<(String, f64)>, String> {
+    parse_node_values("--sparse-stretch", "FACTOR", "a positive", items, |v| v > 0.0)
 }
 
 /// `--realtime-scale`'s `NODE=FACTOR` items, each factor positive and finite.

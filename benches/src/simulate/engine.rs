@@ -196,6 +196,8 @@ impl Batch {
 pub struct Sim<'a> {
     spec: &'a PipelineSpec,
     durations: &'a Durations,
+    /// Per node: the factor on its normal-class batches at this point's load (`--sparse-stretch`).
+    sparse: Vec<f64>,
     terms: Terms,
     decider: Decider,
     nodes: Vec<SimNode>,
@@ -357,6 +359,7 @@ impl<'a> Sim<'a> {
         Sim {
             spec,
             durations,
+            sparse: (0..spec.nodes.len()).map(|n| durations.sparse_factor(n, &setup.load)).collect(),
             terms,
             decider,
             nodes,
@@ -909,7 +912,8 @@ impl<'a> Sim<'a> {
     }
 
     /// A batch's work at full speed: one draw from the profile at its padded size, or with
-    /// `piece_rows` one draw per piece (the runtime runs the pieces one after another).
+    /// `piece_rows` one draw per piece (the runtime runs the pieces one after another);
+    /// a normal-class batch's times the node's sparse factor at this load.
     fn work_ns(&mut self, node: usize, rows: usize, realtime: bool) -> u64 {
         let piece = self.pieces[node].filter(|&p| rows > p).unwrap_or(rows.max(1));
         let mut work = 0;
@@ -918,7 +922,11 @@ impl<'a> Sim<'a> {
             let size = self.padded[node].get(n).copied().unwrap_or(n);
             work += self.durations.draw_ns(node, size, self.rng.random::<f64>(), realtime);
         }
-        work
+        if realtime || self.sparse[node] == 1.0 {
+            work
+        } else {
+            (work as f64 * self.sparse[node]).round() as u64
+        }
     }
 
     /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.
@@ -1114,10 +1122,12 @@ impl<'a> Sim<'a> {
 
     /// A batch is handed off: its worker is idle again and the scheduler decides (the
     /// runtime's node-finished poke); its outputs reach the next nodes (and answer their
-    /// clients) now, or with a route time (`--route-us`) that much later.
+    /// clients) now, or with a route time (`--route-us`, for a real-time batch
+    /// `--realtime-route-us` where the node has one) that much later.
     fn handoff(&mut self, id: usize) {
-        let node = self.batches[id].as_ref().expect("a finished batch").node;
-        match self.durations.route_ns(node) {
+        let batch = self.batches[id].as_ref().expect("a finished batch");
+        let (node, realtime) = (batch.node, batch.class.is_realtime());
+        match self.durations.route_ns(node, realtime) {
             0 => self.route(id),
             route => self.at(self.now + route, Ev::Route { batch: id }),
         }

@@ -34,11 +34,20 @@ pub struct ModelTerms {
     pub compute_offset: Vec<String>,
     /// `NODE=FACTOR`: the node's real-time-class batches take FACTOR × the profile's times.
     pub realtime_scale: Vec<String>,
+    /// `NODE=FACTOR`: under an open load at `sparse_rate`, the node's normal-class batches take
+    /// FACTOR × what the other terms give; the factor falls linearly to 1 at `dense_rate`.
+    pub sparse_stretch: Vec<String>,
+    /// Requests/s at which `sparse_stretch` is whole (a light load's rate).
+    pub sparse_rate: Option<f64>,
+    /// Requests/s at which `sparse_stretch` is gone (the capacity's rate).
+    pub dense_rate: Option<f64>,
     /// `NODE=US`: the node's worker takes US to hand each batch's outputs on, before the hop.
     pub hand_on_us: Vec<String>,
     /// `NODE=US`: the node's outputs reach the next nodes or the client US after its worker's
     /// hand-on and the hop, a delay that does not hold the worker.
     pub route_us: Vec<String>,
+    /// `NODE=US`: the route time of the node's real-time-class batches, in place of `route_us`.
+    pub realtime_route_us: Vec<String>,
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
@@ -72,9 +81,30 @@ impl ModelTerms {
         durations::parse_scales(&self.compute_scale)?;
         durations::parse_offsets(&self.compute_offset)?;
         durations::parse_realtime_scales(&self.realtime_scale)?;
+        self.sparse_rates()?;
         durations::parse_hand_ons(&self.hand_on_us)?;
         durations::parse_routes(&self.route_us)?;
+        durations::parse_realtime_routes(&self.realtime_route_us)?;
         Ok(())
+    }
+
+    /// The sparse stretch's (sparse, dense) rates: both given, positive and the sparse
+    /// one below the dense one, where a node has a sparse stretch; `None` where none has.
+    fn sparse_rates(&self) -> Result<Option<(f64, f64)>, String> {
+        let stretches = durations::parse_sparse_stretches(&self.sparse_stretch)?;
+        match (stretches.is_empty(), self.sparse_rate, self.dense_rate) {
+            (true, None, None) => Ok(None),
+            (true, _, _) => Err("--sparse-rate and --dense-rate go with --sparse-stretch".into()),
+            (false, Some(sparse), Some(dense))
+                if sparse.is_finite() && sparse > 0.0 && dense.is_finite() && dense > sparse =>
+            {
+                Ok(Some((sparse, dense)))
+            }
+            (false, Some(sparse), Some(dense)) => {
+                Err(format!("--sparse-rate ({sparse}) must be a positive rate below --dense-rate ({dense})"))
+            }
+            (false, _, _) => Err("--sparse-stretch needs --sparse-rate and --dense-rate (requests/s)".into()),
+        }
     }
 
     /// The engine's terms, in ns; the cores default to `profile`'s.
@@ -114,11 +144,20 @@ impl ModelTerms {
         for (node, factor) in durations::parse_realtime_scales(&self.realtime_scale)? {
             durations.realtime_scale(index("--realtime-scale", &node)?, factor);
         }
+        for (node, factor) in durations::parse_sparse_stretches(&self.sparse_stretch)? {
+            durations.sparse_stretch(index("--sparse-stretch", &node)?, factor);
+        }
+        if let Some((sparse, dense)) = self.sparse_rates()? {
+            durations.sparse_rates(sparse, dense);
+        }
         for (node, us) in durations::parse_hand_ons(&self.hand_on_us)? {
             durations.hand_on(index("--hand-on-us", &node)?, us);
         }
         for (node, us) in durations::parse_routes(&self.route_us)? {
             durations.route(index("--route-us", &node)?, us);
+        }
+        for (node, us) in durations::parse_realtime_routes(&self.realtime_route_us)? {
+            durations.realtime_route(index("--realtime-route-us", &node)?, us);
         }
         let names: Vec<String> = nodes.into_iter().map(|(name, _)| name).collect();
         if !self.wake_delays.is_empty() {
@@ -152,8 +191,12 @@ impl ModelTerms {
         s["compute_scale"] = serde_json::json!(self.compute_scale);
         s["compute_offset"] = serde_json::json!(self.compute_offset);
         s["realtime_scale"] = serde_json::json!(self.realtime_scale);
+        s["sparse_stretch"] = serde_json::json!(self.sparse_stretch);
+        s["sparse_rate"] = serde_json::json!(self.sparse_rate);
+        s["dense_rate"] = serde_json::json!(self.dense_rate);
         s["hand_on_us"] = serde_json::json!(self.hand_on_us);
         s["route_us"] = serde_json::json!(self.route_us);
+        s["realtime_route_us"] = serde_json::json!(self.realtime_route_us);
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);

@@ -167,6 +167,11 @@ pub struct SchedulerConfig {
     /// (ONNX Runtime's) and nodes without per-stream state or worker groups.
     /// Absent: batches always run to their end.
     pub preempt_before: Option<f64>,
+    /// Keep every core of the process's CPU set from halting while the pipeline runs: one
+    /// thread per core spins at the idle policy, which any other thread preempts at once
+    /// ("Cores kept awake" in docs/scheduling.md). For sparse loads on machines whose idle
+    /// cores halt (virtual machines): each batch then runs at the speed of a busy core.
+    pub keep_cores_awake: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -191,6 +196,7 @@ impl Default for SchedulerConfig {
             max_hold_us: None,
             brief_batch_us: None,
             preempt_before: None,
+            keep_cores_awake: false,
         }
     }
 }
