@@ -3,10 +3,10 @@
 //!
 //! A core with nothing to run halts (on a virtual machine its virtual CPU
 //! leaves for the host), and the next batch on it runs slower: on the 2-vCPU
-//! development VM, at 30% of `collab_early`'s capacity the OCR's batches took
-//! 23% longer than with the cores kept busy (docs/scheduling.md, "Cores kept
-//! awake"). A light load pays that on nearly every batch; a saturated one
-//! never halts.
+//! development VM, at 30-50% of `collab_early`'s capacity the OCR's batches
+//! took up to a third longer than with the cores kept busy (docs/scheduling.md,
+//! "Cores kept awake"). A light load pays that on nearly every batch; a
+//! saturated one never halts.
 //!
 //! One *keeper* thread per core of the process's CPU set spins at the idle
 //! scheduling policy (`SCHED_IDLE`): the kernel runs it only while no thread
@@ -126,7 +126,8 @@ fn thread_cpu_ns(thread: libc::pthread_t) -> Option<u64> {
     Some(now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
 }
 
-/// The cores keepers run on: every core of the process's CPU set.
+/// The cores keepers run on: every core of the calling thread's CPU set (the process's,
+/// unless the thread that starts the runtime was pinned).
 pub(crate) fn process_cores() -> Vec<usize> {
     core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect()
 }
