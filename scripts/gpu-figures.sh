@@ -19,7 +19,8 @@
 #      summed (N loops sharing the memory bandwidth, not N x one loop)
 #   5. (not in the default list) cores kept awake on this machine's CPUs: collab_early's stream load at
 #      10 and 50% of its closed-loop capacity, three rounds alternating the runtime with and without
-#      --keep-cores-awake on the same arrivals (docs/scheduling.md, "Cores kept awake"); about a minute
+#      --keep-cores-awake on the same arrivals (scripts/awake-ab.sh; docs/scheduling.md, "Cores kept
+#      awake"); about a minute
 #
 # FIGURES=1,2,3,4 picks some (FIGURES=5 the fifth); DURATION (default 5s) is each bench point's length; OPEN_LOOP_S
 # (default 20) each open-loop collab run's.
@@ -124,29 +125,7 @@ for f in files:
 PY
 fi
 if want 5; then
-    load=(--stream-chunks 16 --stream-inputs chunk --stream-fraction 0.2)
-    run "$BATON" bench configs/collab_early.toml "${load[@]}" --concurrency 32 --duration "$DURATION" \
-        --json "$DIR/awake-capacity.json" >"$DIR/awake-capacity.txt" 2>&1
-    rates=$(python3 -c "import json, sys; c = json.load(open(sys.argv[1]))['points'][0]['throughput_rps']
-print(f'{c * 0.1:.0f},{c * 0.5:.0f}')" "$DIR/awake-capacity.json")
-    for round in 1 2 3; do
-        for kept in no yes; do
-            flags=()
-            [[ $kept == yes ]] && flags=(--keep-cores-awake)
-            run "$BATON" bench configs/collab_early.toml "${load[@]}" --rate "$rates" --duration "$DURATION" \
-                --seed "$round" --latency-from-schedule "${flags[@]}" --json "$DIR/awake-$round-$kept.json" \
-                >"$DIR/awake-$round-$kept.txt" 2>&1
-        done
-    done
-    # Per round and rate: kept awake ÷ not, mean and p99.
-    python3 - "$DIR" <<'PY' | tee "$DIR/awake-summary.txt"
-import json, sys
-print("round  rate/s  mean kept/not  p99 kept/not")
-for k in (1, 2, 3):
-    no, yes = (json.load(open(f"{sys.argv[1]}/awake-{k}-{x}.json"))["points"] for x in ("no", "yes"))
-    for a, b in zip(no, yes):
-        print(f"{k:>5}  {a['load']:>6.0f}  {b['latency']['mean_us'] / a['latency']['mean_us']:>13.2f}  "
-              f"{b['latency']['p99_us'] / a['latency']['p99_us']:>12.2f}")
-PY
+    run env DURATION="$DURATION" BATON_BIN="$BATON" scripts/awake-ab.sh "$DIR/awake" configs/collab_early.toml 10,50 \
+        --stream-chunks 16 --stream-inputs chunk --stream-fraction 0.2
 fi
 echo "figures in $DIR (commands in $DIR/commands.txt)"
