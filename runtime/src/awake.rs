@@ -79,7 +79,7 @@ impl Keepers {
 
     /// CPU time the keepers have run so far, ns (a keeper whose clock cannot be read counts 0).
     pub(crate) fn cpu_ns(&self) -> u64 {
-        self.threads.iter().map(|t| thread_cpu_ns(t.as_pthread_t()).unwrap_or(0)).sum()
+        self.threads.iter().map(|t| other_thread_cpu_ns(t.as_pthread_t()).unwrap_or(0)).sum()
     }
 
     /// Stops the keepers and waits for them.
@@ -111,19 +111,14 @@ fn take_core(core: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The CPU time thread `thread` has run, ns, from its CPU clock.
-fn thread_cpu_ns(thread: libc::pthread_t) -> Option<u64> {
+/// The CPU time thread `thread` (another than the caller) has run, ns, from its CPU clock.
+fn other_thread_cpu_ns(thread: libc::pthread_t) -> Option<u64> {
     let mut clock: libc::clockid_t = 0;
     // SAFETY: `thread` is a live thread (its handle is held), and `clock` a valid out-pointer.
     if unsafe { libc::pthread_getcpuclockid(thread, &mut clock) } != 0 {
         return None;
     }
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid clock id and out-pointer.
-    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
-        return None;
-    }
-    Some(now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
+    crate::batch_cpu::clock_ns(clock)
 }
 
 /// The cores keepers run on: every core of the calling thread's CPU set (the process's,

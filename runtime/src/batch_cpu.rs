@@ -27,9 +27,14 @@ pub const SAMPLE_EVERY: u64 = 8;
 
 /// The calling thread's CPU time, ns (None where the clock cannot be read).
 pub fn thread_cpu_ns() -> Option<u64> {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// What `clock` reads now, ns (None where it cannot be read).
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `t` is a valid, writable timespec for the call's duration.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    let ok = unsafe { libc::clock_gettime(clock, &mut t) } == 0;
     ok.then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 

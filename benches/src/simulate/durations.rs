@@ -186,23 +186,21 @@ impl Durations {
             }
             out.push(sizes);
         }
-        let (scale, offset_us, stretch) = (vec![1.0; out.len()], vec![0.0; out.len()], vec![None; out.len()]);
-        let (realtime_scale, hand_on_ns) = (vec![1.0; out.len()], vec![0; out.len()]);
-        let nodes = out.len();
+        let n = out.len();
         Ok(Durations {
-            sparse_stretch: vec![1.0; nodes],
-            sparse_rates: None,
             nodes: out,
-            scale,
-            offset_us,
-            realtime_scale,
+            scale: vec![1.0; n],
+            offset_us: vec![0.0; n],
+            realtime_scale: vec![1.0; n],
             wakes: None,
             ticks: None,
+            hand_on_ns: vec![0; n],
+            route_ns: vec![0; n],
+            realtime_route_ns: vec![None; n],
             stalls: None,
-            stretch,
-            route_ns: hand_on_ns.clone(),
-            realtime_route_ns: vec![None; nodes],
-            hand_on_ns,
+            stretch: vec![None; n],
+            sparse_stretch: vec![1.0; n],
+            sparse_rates: None,
         })
     }
 
