@@ -42,6 +42,12 @@
 # KEEP_AWAKE=1 runs every real run with the cores kept awake (`baton bench --keep-cores-awake`).
 # SPARSE=1 gives the open-loop simulations each node's sparse stretch from the light load
 # (`--sparse-stretch`); RT_ROUTE=0 leaves out the real-time batches' own route (`--realtime-route-us`).
+# Each profile measures its nodes' idle gaps (`baton profile --idle-gaps`, IDLE_GAP_US), and every
+# simulation takes the extra a batch pays after its node sat idle (`--idle-gaps`), the compute terms
+# fitted without what the model's gaps add at the capacity runs' concurrencies (IDLE_GAPS=0: neither,
+# for measurements whose profiles hold no gaps). SPIN_WAKES=1
+# gives the wake term to parked workers alone (`--spin-wakes`; the term from the light load then
+# over its share of parked wake-ups).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -84,7 +90,8 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
         "$BATON" stalls --duty "$duty" --out "$record" >"${record%.json}.txt" 2>&1
     done
     logged "$p profile"
-    "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" >"$DIR/$p.profile.log" 2>&1
+    "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" --idle-gaps "${IDLE_GAP_US:-100,300,1000,3000,10000,30000}" \
+        >"$DIR/$p.profile.log" 2>&1
     for k in 1 2 3; do
         logged "$p capacity $k"
         bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"
@@ -102,6 +109,10 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
     done
 }
 
+# Terms every simulation takes.
+model=()
+[[ ${IDLE_GAPS:-1} != 1 ]] || model+=(--idle-gaps)
+[[ ${SPIN_WAKES:-} != 1 ]] || model+=(--spin-wakes)
 echo "${SIM_FLAGS:-}" >"$DIR/sim_flags.txt"
 for p in ${PIPELINES//,/ }; do
     cfg=configs/$p.toml
@@ -116,20 +127,33 @@ for p in ${PIPELINES//,/ }; do
     for round in $(seq 0 "$CALIBRATE"); do
         ((round == 0)) || python3 scripts/fidelity_terms.py calibrate "$DIR" "$p" >>"$DIR/load.log"
         # shellcheck disable=SC2046 # the terms are flags
-        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency "1,$(capacity_concurrency "$p")" \
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "${model[@]}" "$@" --concurrency "1,$(capacity_concurrency "$p")" \
             --duration 20s --warmup 1s \
             --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     done
+    if [[ ${IDLE_GAPS:-1} == 1 ]]; then
+        # The real compute at concurrency 1 holds the nodes' idle gaps, which the model adds
+        # itself: the compute terms are fitted again without what the model's gaps add there.
+        # shellcheck disable=SC2046 # the terms are flags
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --concurrency "1,$(capacity_concurrency "$p")" \
+            --duration 20s --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") \
+            --json "$DIR/sim1_warm_$p.json" >/dev/null 2>&1
+        python3 scripts/fidelity_terms.py idle-correct "$DIR" "$p" >>"$DIR/load.log"
+        # shellcheck disable=SC2046 # the terms are flags
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "${model[@]}" "$@" \
+            --concurrency "1,$(capacity_concurrency "$p")" --duration 20s --warmup 1s \
+            --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
+    fi
     if [[ ${LIGHT_TERMS:-} == 1 || ${LIGHT_WAKE:-1} == 1 ]]; then
         # The light open load with the base terms: what it leaves out of the real light run
         # gives the wake and hop terms instead of concurrency 1.
         # shellcheck disable=SC2046 # the terms are flags
-        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" \
+        "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "${model[@]}" "$@" \
             --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" 10)" --duration 20s --warmup 1s --seed 1 \
             $(python3 scripts/fidelity_terms.py base-open "$DIR" "$p") --json "$DIR/simlight_$p.json" >/dev/null 2>&1
     fi
     # shellcheck disable=SC2046 # the terms are flags
-    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
+    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "${model[@]}" "$@" --rate "$rates" --duration 20s \
         --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-} \
         --json "$DIR/sim_$p.json" >"$DIR/sim_$p.txt" 2>&1
 done

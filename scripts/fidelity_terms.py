@@ -244,11 +244,13 @@ def one_scale(xy):
     return y / x, 0.0
 
 
-def measured_compute(d, p):
+def measured_compute(d, p, less=None):
     """Per node (scale, offset): the line through its compute at concurrency 1 and at the
     capacity's (`line_through`), else its compute ÷ the profile's median at the capacity's
     concurrency (or at 1, where it ran only there) and no offset. COMPUTE_OFFSET=0: the
-    concurrency-1 ratio and no offset for every node (the model before the offsets)."""
+    concurrency-1 ratio and no offset for every node (the model before the offsets).
+    `less(name, concurrency)`: µs taken off the node's compute there first (`idle_correct`),
+    not below the profile's time (its warm runs back to back)."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
     points = load_points(f"{d}/cap_{p}_*.json")
     out = {}
@@ -257,10 +259,37 @@ def measured_compute(d, p):
         ran = capacity_compute(points, name)
         if 1 not in ran:
             continue
-        xy = [(profile_median(profile, name, b), c) for b, c in ran.values()]
+        xy = []
+        for load, (batch, compute) in ran.items():
+            x = profile_median(profile, name, batch)
+            xy.append((x, max(compute - less(name, load), x) if less else compute))
         line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
         out[name] = line or one_scale(xy)
     return out
+
+
+def idle_extras(with_gaps, without):
+    """Per (node, concurrency): the compute per batch µs the idle gaps add in the model, the
+    simulation with `--idle-gaps` less the one without (bench points of both; at least 0)."""
+    def by_load(points):
+        return {(n["name"], q["load"]): batch_compute_us(n) for q in points if q["mode"] == "closed"
+                for n in q["nodes"] if n["executions"] > 0}
+    off = by_load(without)
+    return {k: max(v - off[k], 0.0) for k, v in by_load(with_gaps).items() if k in off}
+
+
+def idle_correct(d, p):
+    """The compute terms fitted through the capacity runs' compute less what the model's idle
+    gaps add at each concurrency (sim1_P.json with `--idle-gaps`, sim1_warm_P.json without),
+    written to scales_P.json: the real compute at concurrency 1 holds its nodes' idle gaps,
+    which the model adds itself with `--idle-gaps`. Prints the largest change."""
+    extras = idle_extras(json.load(open(f"{d}/sim1_{p}.json"))["points"],
+                         json.load(open(f"{d}/sim1_warm_{p}.json"))["points"])
+    before = measured_compute(d, p)
+    after = measured_compute(d, p, lambda name, load: extras.get((name, load), 0.0))
+    json.dump(after, open(f"{d}/scales_{p}.json", "w"), indent=1)
+    moved = {n: f"{before[n][0]:.2f}+{before[n][1]:.0f} -> {after[n][0]:.2f}+{after[n][1]:.0f}" for n in after}
+    return f"{p}: compute terms less the idle gaps: {moved}"
 
 
 def calibrate(d, p):
@@ -424,6 +453,24 @@ def missing_and_wake(ones, sim, succ, entries):
     return hop_count, missing, min(max(queued, 0.0), missing / hop_count)
 
 
+# A recorded wake-up below this took a worker that was spinning for work (ns); a parked
+# worker's wake-up through the OS takes several µs.
+SPIN_WAKE_NS = 2000
+
+
+def parked_share(points):
+    """The share of the told workers in `points` (bench points with each node's recorded
+    wake-ups) that were parked, not spinning: wake-ups from SPIN_WAKE_NS up. 1 without any."""
+    total = parked = 0
+    for q in points:
+        for n in q["nodes"]:
+            wakes = n.get("wakes") or {}
+            for lower, _, count in wakes.get("free_buckets", []) + wakes.get("contended_buckets", []):
+                total += count
+                parked += count if lower >= SPIN_WAKE_NS else 0
+    return parked / total if total else 1.0
+
+
 def terms(d, p, config):
     flags, compute = base_terms(d, p)
     ones, sim = light_run(d, p) if os.environ.get("LIGHT_TERMS") == "1" else one_run(d, p)
@@ -432,6 +479,9 @@ def terms(d, p, config):
     if os.environ.get("LIGHT_WAKE") != "0" and os.path.exists(f"{d}/simlight_{p}.json"):
         # The wake of a worker parked between the open loop's requests, from the light run.
         wake = missing_and_wake(*light_run(d, p), succ, entries)[2]
+        if os.environ.get("SPIN_WAKES") == "1":
+            # The model gives the wake term to parked workers alone (`--spin-wakes`).
+            wake /= max(parked_share(light_run(d, p)[0]), 0.05)
     hops = node_hops(ones, sim, wake) if os.environ.get("NODE_HOPS") != "0" else {}
     # Each node's own hop is its share of what is missing; the one hop term takes the rest.
     own = sum(h * visits(ones, n) for n, h in hops.items())
@@ -795,6 +845,8 @@ if __name__ == "__main__":
         print(terms(*args))
     elif cmd == "calibrate":
         print(calibrate(*args))
+    elif cmd == "idle-correct":
+        print(idle_correct(*args))
     elif cmd == "table":
         print(table(*args))
     else:

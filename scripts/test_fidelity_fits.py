@@ -165,6 +165,24 @@ class NodeHops(unittest.TestCase):
         self.assertEqual(fidelity_terms.visits(runs, "b"), 0.5)
 
 
+class IdleExtras(unittest.TestCase):
+    def test_the_idle_gaps_add_what_the_simulation_with_them_computes_past_the_one_without(self):
+        def point(load, compute):
+            return {"mode": "closed", "load": load,
+                    "nodes": [{"name": "a", "executions": 10, "mean_compute_us": compute, "cpu_per_wall": 1.0},
+                              {"name": "b", "executions": 0, "mean_compute_us": 0.0}]}
+        extras = fidelity_terms.idle_extras([point(1, 300.0), point(32, 95.0)], [point(1, 200.0), point(32, 100.0)])
+        self.assertEqual(extras, {("a", 1): 100.0, ("a", 32): 0.0})
+
+
+class ParkedShare(unittest.TestCase):
+    def test_wake_ups_from_two_microseconds_up_were_parked_workers_and_the_rest_spinning_ones(self):
+        node = {"wakes": {"free_buckets": [[500, 600, 30], [12000, 13000, 50]],
+                          "contended_buckets": [[2000, 2200, 20]]}}
+        self.assertAlmostEqual(fidelity_terms.parked_share([{"nodes": [node]}]), 0.7)
+        self.assertEqual(fidelity_terms.parked_share([{"nodes": [{"name": "a"}]}]), 1.0)
+
+
 class RealtimeRoutes(unittest.TestCase):
     def test_a_real_time_batch_takes_its_nodes_route_less_the_normal_batches_compute_excess(self):
         rt = {"realtime_batch_times": [{"batch_size": 1, "buckets": [[100, 200, 5]]}]}

@@ -215,6 +215,78 @@ fn a_sparse_stretch_slows_open_loads_by_their_density_and_leaves_closed_loops_al
     assert_eq!(compute(&o), 100.0, "real-time batches keep the profile's times");
 }
 
+/// `path`'s profile with node `node`'s idle gaps: (gap µs, extra µs).
+fn with_idle_gaps(path: &Path, node: &str, gaps: &[(f64, f64)]) {
+    let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let gaps: Vec<serde_json::Value> = gaps
+        .iter()
+        .map(|&(gap_us, extra_us)| serde_json::json!({"gap_us": gap_us, "median_us": 0.0, "extra_us": extra_us}))
+        .collect();
+    p["nodes"][node]["idle_gaps"] = serde_json::json!(gaps);
+    std::fs::write(path, p.to_string()).unwrap();
+}
+
+#[test]
+fn a_normal_batch_pays_the_extra_its_nodes_idle_gap_measured_and_back_to_back_batches_pay_none() {
+    let dir = folder(SUITE, "idle_gaps");
+    let prof = profile(&dir, &[("a", &[(1, &[100.0, 100.0])])]);
+    with_idle_gaps(&prof, "a", &[(10000.0, 300.0), (1000.0, 50.0)]);
+    let mut o = options(one_node(&dir, 1), prof);
+    o.model.idle_gaps = true;
+    o.bench.arrivals = Arrivals::Constant;
+    let compute = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].nodes[0].mean_compute_us;
+    o.bench.concurrency = vec![1];
+    assert_eq!(compute(&o), 100.0, "a closed loop without wake or hop: each batch starts as the last ends");
+    o.bench.concurrency = vec![];
+    o.bench.rate = vec![20.0];
+    assert_eq!(compute(&o), 400.0, "50 ms apart: past the longest gap measured, its extra");
+    // 1 ms apart: the gap is 1 ms less the batch d, and d = 100 + 50 × (1000 - d) / 1000.
+    o.bench.rate = vec![1000.0];
+    let d = compute(&o);
+    assert!((d - 150.0 / 1.05).abs() < 0.01, "linear from no extra at no gap: {d}");
+    o.model.idle_gaps = false;
+    assert_eq!(compute(&o), 100.0, "without --idle-gaps: the profile's times");
+    o.model.idle_gaps = true;
+    (o.bench.rate, o.bench.priority_fraction) = (vec![20.0], 1.0);
+    o.bench.pipeline = Some(realtime_one_node(&dir));
+    assert_eq!(compute(&o), 100.0, "real-time batches keep the profile's times");
+}
+
+#[test]
+fn with_spin_wakes_a_worker_told_while_it_spins_takes_no_wake_up_and_a_parked_one_does() {
+    let dir = folder(SUITE, "spin_wakes");
+    let spinning = one_node_with(&dir, "spin.toml", "max_batch = 1", "max_batch = 1\nidle_spin_us = 5000");
+    let mut o = options(spinning, profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.model.wake_us = 100.0;
+    o.model.spin_wakes = true;
+    let latency = |o: &SimOptions| {
+        let l = simulate(o, &engines()).unwrap().points[0].latency.clone();
+        (l.min_us, l.max_us)
+    };
+    o.bench.concurrency = vec![1];
+    assert_eq!(latency(&o), (1000, 1000), "told as its last batch ends: spinning, no wake-up");
+    o.bench.concurrency = vec![];
+    (o.bench.rate, o.bench.arrivals) = (vec![20.0], Arrivals::Constant);
+    assert_eq!(latency(&o), (1100, 1100), "50 ms apart, past its 5 ms spin: parked, the wake-up");
+    (o.bench.concurrency, o.bench.rate) = (vec![1], vec![]);
+    o.model.spin_wakes = false;
+    assert_eq!(latency(&o), (1100, 1100), "without --spin-wakes every told worker wakes");
+    o.model.spin_wakes = true;
+    o.bench.pipeline = Some(realtime_one_node(&dir));
+    o.bench.priority_fraction = 1.0;
+    assert_eq!(latency(&o), (1100, 1100), "a real-time foreground worker never spins");
+}
+
+#[test]
+fn idle_gaps_need_a_profile_that_measured_them() {
+    let dir = folder(SUITE, "idle_gaps_refused");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.rate = vec![100.0];
+    o.model.idle_gaps = true;
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--idle-gaps") && e.contains("measured no node's idle gaps"), "{e}");
+}
+
 #[test]
 fn a_sparse_stretch_needs_both_rates_in_order_and_a_known_node() {
     let dir = folder(SUITE, "sparse_refused");

@@ -14,6 +14,7 @@ mod plan_partition;
 mod plan_place;
 mod plan_schedule;
 mod profile;
+mod profile_gaps;
 mod profile_jobs;
 mod run;
 mod serve_args;

@@ -25,6 +25,9 @@
 //! only in an image that holds some) are profiled on samples. A stage input produced by an
 //! earlier stage of the node takes that stage's output, as in the runtime.
 //!
+//! With `--idle-gaps`, each node's smallest batch also runs after idle gaps
+//! ([`crate::profile_gaps`]): what a gap adds to a batch, for `baton simulate`.
+//!
 //! It also prints the collaboration weights and costs [`crate::suggest`]
 //! derives from these measurements (formula in docs/scheduling.md), as
 //! `[nodes.NAME]` lines to paste into the pipeline file.
@@ -74,6 +77,14 @@ pub struct ProfileArgs {
     /// Repeat the option for other inputs.
     #[arg(long = "input", value_name = "NODE.INPUT=FILE[,FILE..]")]
     pub inputs: Vec<String>,
+    /// Idle gaps to measure, µs: after its timed runs each node's smallest batch runs
+    /// after sleeping each gap, against runs back to back (`idle_gaps` in the profile,
+    /// for `baton simulate --idle-gaps`). Default: none.
+    #[arg(long, value_delimiter = ',', value_name = "US,..")]
+    pub idle_gaps: Vec<f64>,
+    /// Rounds of `--idle-gaps`: in each, every gap once, after warm runs back to back.
+    #[arg(long, default_value_t = 40)]
+    pub idle_gap_rounds: usize,
 }
 
 /// One input's sample files.
@@ -165,6 +176,7 @@ fn profile(args: &ProfileArgs, engines: &EngineRegistry) -> Result<(), String> {
     let cfg = PipelineConfig::read(&args.pipeline).map_err(|e| e.to_string())?;
     let jobs = jobs(&cfg, args.providers.as_deref())?;
     let samples = sample_files(&args.inputs, &cfg)?;
+    crate::profile_gaps::check(&args.idle_gaps)?;
     // CUDA first: the GPU build must be the process's ONNX Runtime before any session opens.
     for job in jobs.iter().filter(|j| j.provider == Provider::Cuda) {
         prepare(job, engines)?;
@@ -289,6 +301,18 @@ fn measure(
         0 => 1.0,
         n => cpu_ns[n - 1] as f64 / wall_ns[n - 1].max(1) as f64,
     };
+    let idle_gaps = match sizes.first() {
+        Some(&b) => crate::profile_gaps::measure(&args.idle_gaps, args.idle_gap_rounds, || {
+            run_node(&mut stages, &prepared[0], args.warmup).map(drop).map_err(|e| format!("{}: {e}", at(b)))
+        })?,
+        None => Vec::new(),
+    };
+    for g in &idle_gaps {
+        println!(
+            "{name:<16} {on:<4} batch {:>3} after {:>7.0} µs idle: median {:>9.1} µs, {:+.1} over back to back",
+            sizes[0], g.gap_us, g.median_us, g.extra_us
+        );
+    }
     let mut batches = Vec::new();
     for (&b, samples) in sizes.iter().zip(times) {
         let t = batch_timing(b, samples);
@@ -303,7 +327,8 @@ fn measure(
     }
     // Engines allocate their buffers on first runs: measured after all batch sizes ran.
     let memory_bytes = resident_bytes().saturating_sub(before);
-    let mut measured = NodeProfile { provider: on, batches, memory_bytes, model_bytes, ..NodeProfile::default() };
+    let mut measured =
+        NodeProfile { provider: on, batches, memory_bytes, model_bytes, idle_gaps, ..NodeProfile::default() };
     if let Some(d) = device {
         let free_after = device_memory.and_then(|dm| dm.memory_info(d)).map(|(free, _)| free);
         measured.device_memory_bytes = free_before.zip(free_after).map(|(b, a)| b.saturating_sub(a));

@@ -153,6 +153,17 @@ pub struct ModelTermArgs {
     /// chance that it runs there), and the other jobs share the cores left.
     #[arg(long, value_name = "STALLS_JSON")]
     pub core_stalls: Option<PathBuf>,
+    /// Measured term: each batch takes longer by what its node's idle gap adds (the time
+    /// since the node's last batch ended), as the profile measured it at a few gaps
+    /// (`baton profile --idle-gaps US,..`; linear between them, from 0 at no gap).
+    #[arg(long)]
+    pub idle_gaps: bool,
+    /// Model term: a worker told within its node's `idle_spin_us` of going idle is still
+    /// spinning for work and takes it at once, without --wake-us (workers at the real-time
+    /// policy, `foreground_realtime`, never spin). Recorded wake-ups (--wake-delays) hold
+    /// both kinds already.
+    #[arg(long)]
+    pub spin_wakes: bool,
 }
 
 impl ModelTermArgs {
@@ -187,6 +198,8 @@ impl ModelTermArgs {
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,
             core_stalls: self.core_stalls,
+            idle_gaps: self.idle_gaps,
+            spin_wakes: self.spin_wakes,
         }
     }
 }

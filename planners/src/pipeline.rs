@@ -89,6 +89,23 @@ pub struct NodeProfile {
     /// tensor the node's stages took and gave at its largest profiled batch, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_memory_estimate_bytes: Option<u64>,
+    /// The node's batch of one row after it sat idle, one entry per idle gap measured
+    /// (`baton profile --idle-gaps`); empty where not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_gaps: Vec<IdleGap>,
+}
+
+/// A batch's time after its node sat idle for `gap_us` (its worker asleep, the
+/// core free to halt): caches and the core's clock go cold while it waits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdleGap {
+    /// How long the node sat idle before each timed run, µs.
+    pub gap_us: f64,
+    /// The runs' median, µs.
+    pub median_us: f64,
+    /// The median less that of the runs made back to back in the same turns, µs
+    /// (at least 0): what the gap adds to a batch.
+    pub extra_us: f64,
 }
 
 impl NodeProfile {

@@ -78,6 +78,12 @@ impl Classes {
         }
     }
 
+    /// Whether the workers' threads run at the real-time policy outside the background
+    /// (`foreground_realtime` under the collaborative rule): such a worker never spins for work.
+    pub fn realtime_workers(&self) -> bool {
+        self.on && self.realtime
+    }
+
     /// Whether a batch starting at `node` would run at the real-time policy (`urgent`:
     /// it would take a priority task).
     pub fn is_realtime(&self, node: usize, urgent: bool) -> bool {

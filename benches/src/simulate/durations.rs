@@ -53,6 +53,8 @@ struct Timing {
 #[derive(Clone, Debug, Deserialize)]
 struct NodeEntry {
     batches: Vec<Timing>,
+    #[serde(default)]
+    idle_gaps: Vec<super::idle::GapEntry>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -133,6 +135,10 @@ pub struct Durations {
     sparse_stretch: Vec<f64>,
     /// (sparse rate, dense rate), requests/s: where the sparse stretch is whole and where it is gone.
     sparse_rates: Option<(f64, f64)>,
+    /// Per node: what an idle gap adds to its batches, as the profile measured it.
+    idle_curves: Vec<Option<super::idle::IdleCurve>>,
+    /// Whether batches pay their node's idle gap (`--idle-gaps`).
+    idle_gaps: bool,
 }
 
 impl Durations {
@@ -167,6 +173,7 @@ impl Durations {
             ));
         }
         let mut out = Vec::new();
+        let mut idle_curves = Vec::new();
         for (name, formable) in nodes {
             let entry = file.nodes.get(name).ok_or_else(|| {
                 format!(
@@ -185,6 +192,7 @@ impl Durations {
                 ));
             }
             out.push(sizes);
+            idle_curves.push(super::idle::IdleCurve::of(&entry.idle_gaps));
         }
         let n = out.len();
         Ok(Durations {
@@ -201,7 +209,30 @@ impl Durations {
             stretch: vec![None; n],
             sparse_stretch: vec![1.0; n],
             sparse_rates: None,
+            idle_curves,
+            idle_gaps: false,
         })
+    }
+
+    /// Batches pay their node's idle gap ([`super::idle`]); an error where the profile
+    /// measured no node's.
+    pub fn use_idle_gaps(&mut self, profile: &str) -> Result<(), String> {
+        if self.idle_curves.iter().all(Option::is_none) {
+            return Err(format!(
+                "--idle-gaps: {profile} measured no node's idle gaps (baton profile --idle-gaps US,..)"
+            ));
+        }
+        self.idle_gaps = true;
+        Ok(())
+    }
+
+    /// What `node`'s idle gap of `gap_ns` adds to its batch, ns (`None`: it has not run
+    /// yet); 0 without `--idle-gaps` or without the node's measurement.
+    pub fn idle_extra_ns(&self, node: usize, gap_ns: Option<u64>) -> u64 {
+        match (&self.idle_curves[node], self.idle_gaps) {
+            (Some(curve), true) => (curve.extra_us(gap_ns.map(|ns| ns as f64 / 1000.0)) * 1000.0).round() as u64,
+            _ => 0,
+        }
     }
 
     /// A duration, ns, for a batch of `batch` rows at node `node` at quantile `u` in
@@ -389,7 +420,7 @@ mod tests {
                         samples_us: Vec::new(),
                     })
                     .collect();
-                (name.to_string(), NodeEntry { batches })
+                (name.to_string(), NodeEntry { batches, idle_gaps: Vec::new() })
             })
             .collect();
         ProfileFile { pipeline: "p.toml".into(), nodes }

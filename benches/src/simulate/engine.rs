@@ -68,6 +68,10 @@ pub struct Terms {
     /// The OS's time slice, ns: a worker woken into the normal class while every core is
     /// taken waits a uniform draw of up to this long before its batch starts (0: never).
     pub slice_ns: u64,
+    /// A worker told within its node's `idle_spin_us` of going idle is still spinning for
+    /// work and takes it at once: no wake-up term (the one `wake_ns` only; recorded
+    /// wake-ups hold both kinds).
+    pub spin_wakes: bool,
 }
 
 /// How requests arrive.
@@ -192,12 +196,33 @@ impl Batch {
     }
 }
 
+/// Per node: how long its idle workers spin for work before they park, ns, where the
+/// model counts the spin (`spin_wakes`); workers at the real-time policy never spin.
+fn spin_ns(spec: &PipelineSpec, spin_wakes: bool) -> Vec<u64> {
+    let spins = spin_wakes && !Classes::new(spec).realtime_workers();
+    spec.nodes.iter().map(|n| if spins { n.idle_spin_us * 1000 } else { 0 }).collect()
+}
+
 /// The simulation of one point.
 pub struct Sim<'a> {
     spec: &'a PipelineSpec,
     durations: &'a Durations,
     /// Per node: the factor on its normal-class batches at this point's load (`--sparse-stretch`).
     sparse: Vec<f64>,
+    /// The time the cores sat idle since the start, ns of the whole machine (an idle
+    /// core counts its share, 1 / cores): the integral of the cores no job ran on.
+    idle_ns: f64,
+    /// Per node: `idle_ns` when its last batch's compute ended (`None`: none has run),
+    /// and how many of its batches compute now: its idle gap (`--idle-gaps`).
+    idle_ns_at_end: Vec<Option<f64>>,
+    computing: Vec<usize>,
+    /// Per node: when each of its idle workers went idle (0: idle since the start), the
+    /// latest last; a told worker is the one idle the shortest time (a spinning worker
+    /// takes the instruction first).
+    idle_workers_since: Vec<Vec<u64>>,
+    /// Per node: how long its idle workers spin before they park, ns (0: they park at once,
+    /// or `spin_wakes` is off).
+    spin_ns: Vec<u64>,
     terms: Terms,
     decider: Decider,
     nodes: Vec<SimNode>,
@@ -360,6 +385,11 @@ impl<'a> Sim<'a> {
             spec,
             durations,
             sparse: (0..spec.nodes.len()).map(|n| durations.sparse_factor(n, &setup.load)).collect(),
+            idle_ns: 0.0,
+            idle_ns_at_end: vec![None; spec.nodes.len()],
+            computing: vec![0; spec.nodes.len()],
+            idle_workers_since: spec.nodes.iter().map(|n| vec![0; n.workers]).collect(),
+            spin_ns: spin_ns(spec, terms.spin_wakes),
             terms,
             decider,
             nodes,
@@ -825,7 +855,7 @@ impl<'a> Sim<'a> {
         // (those told before it in this decision included), as the runtime's scheduler counts.
         for (busy, n) in (running..).zip(picked) {
             let contended = busy as f64 >= self.terms.cores;
-            let wake = self.wake_ns(n, contended);
+            let wake = if self.told_while_spinning(n) { 0 } else { self.wake_ns(n, contended) };
             self.nodes[n].totals.wakes.record(wake, contended);
             self.nodes[n].busy += 1;
             self.at(now + wake, Ev::Start { node: n });
@@ -834,6 +864,20 @@ impl<'a> Sim<'a> {
             self.last_due = due;
             self.at(due.max(now), Ev::Due);
         }
+    }
+
+    /// Tells the worker of `node` idle the shortest time: whether it still spins for work
+    /// (`spin_wakes`; a node with recorded wake-ups draws from them, which hold both kinds).
+    fn told_while_spinning(&mut self, node: usize) -> bool {
+        let since = self.idle_workers_since[node].pop().unwrap_or(0);
+        let recorded = self.durations.wakes.as_ref().is_some_and(|w| w.has(node));
+        !recorded && self.spin_ns[node] > 0 && since > 0 && self.now - since <= self.spin_ns[node]
+    }
+
+    /// A worker of `node` goes idle: it spins for work, then parks.
+    fn worker_idle(&mut self, node: usize) {
+        self.nodes[node].busy -= 1;
+        self.idle_workers_since[node].push(self.now);
     }
 
     /// How long a worker of `node` told now takes to wake: drawn from the runtime's
@@ -877,7 +921,7 @@ impl<'a> Sim<'a> {
         self.nodes[node].take(&mut tasks);
         if tasks.is_empty() {
             self.take_buffer = tasks;
-            self.nodes[node].busy -= 1;
+            self.worker_idle(node);
             self.decide();
             return;
         }
@@ -891,7 +935,8 @@ impl<'a> Sim<'a> {
         let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
         self.nodes[node].totals.queue_ns += queued;
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
-        let work = self.work_ns(node, rows, class.is_realtime());
+        let work = self.work_ns(node, rows, class.is_realtime()) + self.idle_extra_ns(node, class.is_realtime());
+        self.computing[node] += 1;
         let batch = Batch {
             job: Job::Compute,
             node,
@@ -929,6 +974,25 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// What `node`'s idle gap adds to the normal-class batch it starts now (`--idle-gaps`):
+    /// the gap is the time the cores sat idle since its last batch ended (`idle_ns`); none
+    /// while another of its batches computes, and none to a real-time batch (its measured
+    /// `--realtime-scale` holds what it pays).
+    fn idle_extra_ns(&self, node: usize, realtime: bool) -> u64 {
+        if realtime || self.computing[node] > 0 {
+            return 0;
+        }
+        let gap = self.idle_ns_at_end[node].map(|at| (self.idle_ns_now() - at).round() as u64);
+        self.durations.idle_extra_ns(node, gap)
+    }
+
+    /// `idle_ns` brought up to now at the cores' current use.
+    fn idle_ns_now(&self) -> f64 {
+        let busy: f64 = self.speeds.iter().sum();
+        let cores = self.terms.cores;
+        self.idle_ns + (self.now - self.shared_at) as f64 * ((cores - busy) / cores).max(0.0)
+    }
+
     /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.
     fn run_job(&mut self, mut batch: Batch) {
         if let Some(core) = batch.core {
@@ -952,6 +1016,7 @@ impl<'a> Sim<'a> {
     /// Brings the running batches' work left up to now at the speed they ran at.
     fn share(&mut self) {
         let elapsed = (self.now - self.shared_at) as f64;
+        self.idle_ns = self.idle_ns_now();
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             b.left = (b.left - elapsed * speed).max(0.0);
@@ -1069,6 +1134,8 @@ impl<'a> Sim<'a> {
             Job::Compute => {
                 let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
                 let class = b.class;
+                self.computing[node] -= 1;
+                self.idle_ns_at_end[node] = Some(self.idle_ns);
                 self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
                 self.nodes[node].totals.hand_on_ns += self.durations.hand_on_ns(node);
                 // The hand-on runs on the batch's worker thread, in its class.
@@ -1131,7 +1198,7 @@ impl<'a> Sim<'a> {
             0 => self.route(id),
             route => self.at(self.now + route, Ev::Route { batch: id }),
         }
-        self.nodes[node].busy -= 1;
+        self.worker_idle(node);
         self.decide();
     }
 

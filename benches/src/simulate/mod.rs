@@ -7,7 +7,7 @@
 //!
 //! Modules: [`model`] (the measured terms as given, shared with `baton
 //! tune`), [`durations`] (the profile, draws), [`outliers`] (dropping a
-//! profile's far tail), [`cores`] (how running batches share the cores,
+//! profile's far tail), [`idle`] (what an idle gap adds to a batch), [`cores`] (how running batches share the cores,
 //! thread classes included), [`cpu`] (the runtime's own CPU as work on the
 //! cores), [`nodes`] (buffers, joins, totals), [`streams`] (what each request
 //! carries, per-stream order at stateful nodes), [`sessions`] (the collab
@@ -20,6 +20,7 @@ pub mod cores;
 pub mod cpu;
 pub mod durations;
 pub mod engine;
+pub mod idle;
 pub mod model;
 pub mod nodes;
 pub mod outliers;

@@ -58,6 +58,11 @@ pub struct ModelTerms {
     pub batch_times: Vec<std::path::PathBuf>,
     /// A `baton stalls` record: the cores stall as it says (see [`super::stalls`]).
     pub core_stalls: Option<std::path::PathBuf>,
+    /// Each batch pays what its node's idle gap adds, as the profile measured it ([`super::idle`]).
+    pub idle_gaps: bool,
+    /// A worker told while it still spins for work (within its node's `idle_spin_us` of
+    /// going idle) takes no wake-up term.
+    pub spin_wakes: bool,
 }
 
 impl ModelTerms {
@@ -121,6 +126,7 @@ impl ModelTerms {
             cpu: self.cpu.costs()?,
             fence: self.outlier_fence,
             slice_ns: ns(self.slice_us),
+            spin_wakes: self.spin_wakes,
         })
     }
 
@@ -169,6 +175,9 @@ impl ModelTerms {
         if let Some(file) = &self.core_stalls {
             durations.stalls = Some(super::stalls::StallDraws::load(file)?);
         }
+        if self.idle_gaps {
+            durations.use_idle_gaps(&profile.display().to_string())?;
+        }
         if !self.batch_times.is_empty() {
             durations.stretch(&super::stretch::load(&self.batch_times, &spec.name, &names)?);
         }
@@ -204,6 +213,8 @@ impl ModelTerms {
         s["tick_delays"] = serde_json::json!(files);
         let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
         s["batch_times"] = serde_json::json!(files);
+        s["idle_gaps"] = serde_json::json!(self.idle_gaps);
+        s["spin_wakes"] = serde_json::json!(self.spin_wakes);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
     }
 }
