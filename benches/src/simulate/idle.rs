@@ -2,17 +2,21 @@
 //! `idle_gaps` (`baton profile --idle-gaps`).
 //!
 //! While a node sits idle its worker sleeps, its core may halt, and other work
-//! (the machine's other threads, other tenants of the host) takes the caches: the
-//! node's next batch fetches its weights again and waits for the core's clock to
-//! rise. The profile measured, per node, a batch of one row after sleeping each of
-//! a few gaps against warm runs back to back: the extra µs at each gap. The model
-//! adds to each normal-class batch the extra at its node's idle gap: the time
-//! since the node's last batch ended, 0 while another of its batches computes,
-//! and the longest gap measured for a node that has not run yet. Real-time batches
-//! take none: their measured `--realtime-scale` holds what they pay. Between two measured gaps the
-//! extra is linear in the gap, from 0 at gap 0; past the last it stays at the
-//! last's. The extra does not grow with the batch's rows (the weights are fetched
-//! once) and takes no factor of the other terms.
+//! (other tenants of the host) takes the caches: the node's next batch fetches
+//! its weights again and waits for the core's clock to rise. The profile
+//! measured, per node, its smallest batch after sleeping each of a few gaps
+//! against warm runs back to back: the extra µs at each gap ([`IdleCurve`]).
+//!
+//! The engine (`Sim::idle_extra_ns`) adds to each normal-class batch the extra
+//! at its node's idle gap: the time the cores sat idle since the node's last
+//! batch ended (the integral of the share of the cores no job ran on: a core
+//! busy with another node's batch does not halt, and keeps the node's weights in
+//! its last-level cache), 0 while another of its batches computes, and the
+//! longest gap measured for a node that has not run yet. Real-time batches take
+//! none: their measured `--realtime-scale` holds what they pay. Between two
+//! measured gaps the extra is linear in the gap, from 0 at gap 0; past the last
+//! it stays at the last's. The extra does not grow with the batch's rows (the
+//! weights are fetched once) and takes no factor of the other terms.
 
 use serde::Deserialize;
 
