@@ -78,8 +78,8 @@ pub struct ProfileArgs {
     #[arg(long = "input", value_name = "NODE.INPUT=FILE[,FILE..]")]
     pub inputs: Vec<String>,
     /// Idle gaps to measure, µs: after its timed runs each node's smallest batch runs
-    /// after sleeping each gap, against runs back to back (`idle_gaps` in the profile,
-    /// for `baton simulate --idle-gaps`). Default: none.
+    /// after sleeping each gap, against warm runs back to back (`idle_gaps` in the
+    /// profile, for `baton simulate --idle-gaps`). Default: none.
     #[arg(long, value_delimiter = ',', value_name = "US,..")]
     pub idle_gaps: Vec<f64>,
     /// Rounds of `--idle-gaps`: in each, every gap once, after warm runs back to back.

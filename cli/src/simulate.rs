@@ -153,9 +153,10 @@ pub struct ModelTermArgs {
     /// chance that it runs there), and the other jobs share the cores left.
     #[arg(long, value_name = "STALLS_JSON")]
     pub core_stalls: Option<PathBuf>,
-    /// Measured term: each batch takes longer by what its node's idle gap adds (the time
-    /// since the node's last batch ended), as the profile measured it at a few gaps
-    /// (`baton profile --idle-gaps US,..`; linear between them, from 0 at no gap).
+    /// Measured term: each normal-class batch takes longer by what its node's idle gap adds
+    /// (the time the cores sat idle since the node's last batch ended), as the profile
+    /// measured it at a few gaps (`baton profile --idle-gaps US,..`; linear between them,
+    /// from 0 at no gap).
     #[arg(long)]
     pub idle_gaps: bool,
     /// Model term: a worker told within its node's `idle_spin_us` of going idle is still
