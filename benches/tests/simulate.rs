@@ -756,9 +756,13 @@ fn the_same_seed_gives_byte_identical_output() {
     let samples: &[f64] = &[90.0, 100.0, 110.0, 150.0, 400.0];
     let batches: Batches = &[(1, samples), (8, &[300.0, 320.0, 500.0])];
     let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
+    for node in ["a", "b", "c", "d"] {
+        with_idle_gaps(&prof, node, &[(100.0, 20.0), (1000.0, 80.0)]);
+    }
     let run = |tag: &str, cpu: CpuUs| {
         let mut o = options(diamond(&dir), prof.clone());
         o.model.cpu = cpu;
+        (o.model.idle_gaps, o.model.spin_wakes, o.model.wake_us) = (tag.starts_with("cpu"), true, 20.0);
         o.bench.rate = vec![3000.0];
         o.bench.concurrency = vec![8];
         o.bench.priority_fraction = 0.1;
@@ -775,7 +779,7 @@ fn the_same_seed_gives_byte_identical_output() {
     let (first, second) = (run("first", CpuUs::default()), run("second", CpuUs::default()));
     assert_eq!(first, second);
     let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0, off_path: false, ..CpuUs::default() };
-    assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms");
+    assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms and the idle gaps");
     let text = String::from_utf8(first.0).unwrap();
     assert!(text.contains("\"policy\": \"greedy\""), "the report holds every policy");
 }
