@@ -44,8 +44,8 @@
 # (`--sparse-stretch`); RT_ROUTE=0 leaves out the real-time batches' own route (`--realtime-route-us`).
 # Each profile measures its nodes' idle gaps (`baton profile --idle-gaps`, IDLE_GAP_US), and every
 # simulation takes the extra a batch pays after its node sat idle (`--idle-gaps`), the compute terms
-# fitted without what the model's gaps add at the capacity runs' concurrencies (IDLE_GAPS=0: neither,
-# for measurements whose profiles hold no gaps). SPIN_WAKES=1
+# fitted without what the model's gaps add at the capacity runs' concurrencies (IDLE_GAPS=0: neither;
+# neither for a profile that holds no gaps, measured before). SPIN_WAKES=1
 # gives the wake term to parked workers alone (`--spin-wakes`; the term from the light load then
 # over its share of parked wake-ups).
 set -euo pipefail
@@ -109,16 +109,20 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
     done
 }
 
-# Terms every simulation takes.
-model=()
-[[ ${IDLE_GAPS:-1} != 1 ]] || model+=(--idle-gaps)
-[[ ${SPIN_WAKES:-} != 1 ]] || model+=(--spin-wakes)
 echo "${SIM_FLAGS:-}" >"$DIR/sim_flags.txt"
 for p in ${PIPELINES//,/ }; do
     cfg=configs/$p.toml
     # shellcheck disable=SC2046 # the load flags are words
     set -- $(load_flags "$p")
     [[ -n ${SIMULATE_ONLY:-} ]] || measure "$p" "$cfg" "$(capacity_concurrency "$p")" "$@"
+    # Terms every simulation of P takes; the idle gaps where its profile measured them.
+    model=()
+    idle_gaps=0
+    if [[ ${IDLE_GAPS:-1} == 1 ]] && grep -q '"idle_gaps"' "$DIR/$p.profile.json"; then
+        idle_gaps=1
+        model+=(--idle-gaps)
+    fi
+    [[ ${SPIN_WAKES:-} != 1 ]] || model+=(--spin-wakes)
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
     # The compute terms start from the capacity runs' compute over the profile and are calibrated
     # through the model at the same concurrencies (CALIBRATE rounds); the last simulation's
@@ -131,7 +135,7 @@ for p in ${PIPELINES//,/ }; do
             --duration 20s --warmup 1s \
             --seed 1 $(python3 scripts/fidelity_terms.py base "$DIR" "$p") --json "$DIR/sim1_$p.json" >/dev/null 2>&1
     done
-    if [[ ${IDLE_GAPS:-1} == 1 ]]; then
+    if ((idle_gaps)); then
         # The real compute at concurrency 1 holds the nodes' idle gaps, which the model adds
         # itself: the compute terms are fitted again without what the model's gaps add there.
         # shellcheck disable=SC2046 # the terms are flags
