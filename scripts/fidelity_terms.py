@@ -40,6 +40,10 @@ terms"):
   (`collab_early`'s speech node: about 2x its profile at 100 requests/s and at concurrency
   1, 1.3x at 900/s). COMPUTE_OFFSET=0: the concurrency-1 ratio and no offset for every node
   (the model before the offsets).
+  With the idle gaps (`--idle-gaps`, the default of scripts/fidelity.sh where the profile
+  measured them), the line is fitted through the real compute less what the model's gaps add
+  at each concurrency (`idle_correct`; not below the profile's time): the real compute at
+  concurrency 1 holds the nodes' idle gaps there, which the model then adds itself.
   Then optionally calibrated through the model (`calibrate`; CALIBRATE=N in
   scripts/fidelity.sh): a real compute measured as wall time holds the stretch of batches
   sharing the cores, which the model adds again where a request's branches overlap on more threads than
@@ -282,7 +286,7 @@ def idle_correct(d, p):
     """The compute terms fitted through the capacity runs' compute less what the model's idle
     gaps add at each concurrency (sim1_P.json with `--idle-gaps`, sim1_warm_P.json without),
     written to scales_P.json: the real compute at concurrency 1 holds its nodes' idle gaps,
-    which the model adds itself with `--idle-gaps`. Prints the largest change."""
+    which the model adds itself with `--idle-gaps`. Returns the terms before and after."""
     extras = idle_extras(json.load(open(f"{d}/sim1_{p}.json"))["points"],
                          json.load(open(f"{d}/sim1_warm_{p}.json"))["points"])
     before = measured_compute(d, p)

@@ -309,7 +309,7 @@ fn measure(
     };
     for g in &idle_gaps {
         println!(
-            "{name:<16} {on:<4} batch {:>3} after {:>7.0} µs idle: median {:>9.1} µs, {:+.1} over back to back",
+            "{name:<16} {on:<4} batch {:>3} after {:>7.0} µs idle: median {:>9.1} µs, {:+.1} over warm runs",
             sizes[0], g.gap_us, g.median_us, g.extra_us
         );
     }
