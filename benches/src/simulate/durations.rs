@@ -86,20 +86,27 @@ impl Quantiles {
 
     /// The `u`-quantile, µs (linear between points).
     fn at(&self, u: f64) -> f64 {
-        let p = &self.points;
-        let i = p.partition_point(|&(q, _)| q < u);
-        if i == 0 {
-            return p[0].1;
-        }
-        if i >= p.len() {
-            return p[p.len() - 1].1;
-        }
-        let ((q0, a), (q1, b)) = (p[i - 1], p[i]);
-        if q1 <= q0 {
-            b
-        } else {
-            a + (b - a) * (u - q0) / (q1 - q0)
-        }
+        linear_at(&self.points, u)
+    }
+}
+
+/// The value at `x` of the line through `points` (ascending in x, at least one): the
+/// first point's value before it, the last's after it, linear between two points (the
+/// later one's value where two share an x).
+pub(super) fn linear_at(points: &[(f64, f64)], x: f64) -> f64 {
+    let p = points;
+    let i = p.partition_point(|&(at, _)| at < x);
+    if i == 0 {
+        return p[0].1;
+    }
+    if i >= p.len() {
+        return p[p.len() - 1].1;
+    }
+    let ((x0, a), (x1, b)) = (p[i - 1], p[i]);
+    if x1 <= x0 {
+        b
+    } else {
+        a + (b - a) * (x - x0) / (x1 - x0)
     }
 }
 

@@ -48,18 +48,8 @@ impl IdleCurve {
 
     /// The extra, µs, after an idle gap of `gap_us` (`None`: never ran, the longest gap's).
     pub fn extra_us(&self, gap_us: Option<f64>) -> f64 {
-        let p = &self.points;
-        let last = p[p.len() - 1];
-        let Some(gap) = gap_us else { return last.1 };
-        let i = p.partition_point(|&(g, _)| g < gap);
-        if i == 0 {
-            return 0.0;
-        }
-        if i >= p.len() {
-            return last.1;
-        }
-        let ((g0, e0), (g1, e1)) = (p[i - 1], p[i]);
-        e0 + (e1 - e0) * (gap - g0) / (g1 - g0)
+        let last = self.points[self.points.len() - 1].1;
+        gap_us.map_or(last, |gap| super::durations::linear_at(&self.points, gap))
     }
 }
 
