@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use baton::log_buckets::{self, Buckets};
+use baton::queue_times::QueueTimes;
 use baton::stats::BatchTimes;
 use baton::wake_delays::WakeDelays;
 use baton::NodeStats;
@@ -254,10 +255,17 @@ pub struct NodeDelta {
     pub mean_compute_us: f64,
     /// Handing the outputs on after a batch (the worker's time), µs per batch.
     pub mean_hand_on_us: f64,
+    /// The same, p99 and p99.9 over the batches (the lower bound of the bucket holding
+    /// them; 0 when nothing ran): the worker holds its node busy while it hands on.
+    pub hand_on_p99_us: f64,
+    pub hand_on_p999_us: f64,
     /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
     pub host_device_bytes: u64,
     /// Its workers' wake-ups (from the scheduler's word to the worker taking it).
     pub wakes: WakeSummary,
+    /// Its tasks' waits in the buffer: the whole wait and the part before the word to run
+    /// (`baton::queue_times`).
+    pub queue: QueueSummary,
     /// Compute per batch (stitching and running the stages), p99 over every size, µs
     /// (the lower bound of its histogram bucket; 0 when nothing ran).
     pub compute_p99_us: f64,
@@ -274,6 +282,34 @@ pub struct NodeDelta {
     /// CPU its idle workers spent spinning for their next batch, µs in all, estimated
     /// from the runtime's sampled spins (`baton::spin_cpu`; 0 without samples).
     pub spin_cpu_us: f64,
+}
+
+/// A node's tasks' waits over a measured interval (see `baton::queue_times`): quantiles
+/// (the lower bound of the bucket holding them), µs; 0 without tasks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// The whole wait, from entering the buffer to the batch's start.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    /// Its part before the scheduler told a worker to run the batch (waiting to be picked).
+    pub picked_p50_us: f64,
+    pub picked_p99_us: f64,
+    pub picked_p999_us: f64,
+}
+
+impl QueueSummary {
+    pub fn of(times: &QueueTimes) -> Self {
+        let us = |ns: Option<u64>| ns.map_or(0.0, |ns| ns as f64 / 1000.0);
+        QueueSummary {
+            p50_us: us(times.waited_ns(0.5)),
+            p99_us: us(times.waited_ns(0.99)),
+            p999_us: us(times.waited_ns(0.999)),
+            picked_p50_us: us(times.picked_ns(0.5)),
+            picked_p99_us: us(times.picked_ns(0.99)),
+            picked_p999_us: us(times.picked_ns(0.999)),
+        }
+    }
 }
 
 /// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
@@ -369,6 +405,9 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
             let compute_ns = b.compute_ns.saturating_sub(a.compute_ns);
             let per = |total: u64, count: u64| if count == 0 { 0.0 } else { total as f64 / count as f64 };
             let batch_times = batch_times_since(&b.batch_times, &a.batch_times);
+            let hand_on_times = log_buckets::since(&b.hand_on_times, &a.hand_on_times);
+            let hand_on_us =
+                |q: f64| log_buckets::quantile_ns(&[&hand_on_times], q).map_or(0.0, |ns| ns as f64 / 1000.0);
             NodeDelta {
                 name: b.name.clone(),
                 executions,
@@ -381,8 +420,11 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_queue_us: per(queue_ns, tasks) / 1000.0,
                 mean_compute_us: per(compute_ns, executions) / 1000.0,
                 mean_hand_on_us: per(b.hand_on_ns.saturating_sub(a.hand_on_ns), executions) / 1000.0,
+                hand_on_p99_us: hand_on_us(0.99),
+                hand_on_p999_us: hand_on_us(0.999),
                 host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
+                queue: QueueSummary::of(&b.queue_times.since(&a.queue_times)),
                 compute_p99_us: compute_quantile_us(&batch_times, 0.99),
                 batch_times,
                 realtime_batch_times: batch_times_since(&b.realtime_batch_times, &a.realtime_batch_times),
@@ -580,12 +622,14 @@ mod tests {
             compute_ns,
             task_compute_ns: compute_ns,
             hand_on_ns: 0,
+            hand_on_times: Vec::new(),
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,
             stopped_ns: 0,
             batch_sizes: Vec::new(),
             wake_delays: Default::default(),
+            queue_times: Default::default(),
             batch_times: Vec::new(),
             realtime_batch_times: Vec::new(),
             batch_cpu: Default::default(),

@@ -404,9 +404,10 @@ pub fn points_table(points: &[PointResult]) -> String {
     table(&headers, &rows, 3)
 }
 
-/// One row per point and node: mean batch size, queue time per task, compute time per batch
+/// One row per point and node: mean batch size, queue time per task (mean, p99, and the
+/// p99 of its part before the word to run the batch), compute time per batch
 /// (mean and p99), the share of it its threads ran on a core (sampled; `-` without
-/// samples), the worker's time handing the outputs on per batch, its workers' wake-up p50
+/// samples), the worker's time handing the outputs on per batch (mean and p99), its workers' wake-up p50
 /// and p99.
 pub fn nodes_table(points: &[PointResult]) -> String {
     let rows: Vec<Vec<String>> = points
@@ -420,10 +421,13 @@ pub fn nodes_table(points: &[PointResult]) -> String {
                     n.name.clone(),
                     format!("{:.2}", n.mean_batch),
                     format!("{:.1}", n.mean_queue_us),
+                    format!("{:.1}", n.queue.p99_us),
+                    format!("{:.1}", n.queue.picked_p99_us),
                     format!("{:.1}", n.mean_compute_us),
                     format!("{:.1}", n.compute_p99_us),
                     n.cpu_per_wall.map_or("-".into(), |share| format!("{share:.2}")),
                     format!("{:.1}", n.mean_hand_on_us),
+                    format!("{:.1}", n.hand_on_p99_us),
                     format!("{:.1}", n.wakes.p50_us),
                     format!("{:.1}", n.wakes.p99_us),
                     n.executions.to_string(),
@@ -442,10 +446,13 @@ pub fn nodes_table(points: &[PointResult]) -> String {
             "node",
             "mean batch",
             "queue µs/task",
+            "queue p99 µs",
+            "picked p99 µs",
             "compute µs/batch",
             "compute p99 µs",
             "on core",
             "hand-on µs/batch",
+            "hand-on p99 µs",
             "wake p50 µs",
             "wake p99 µs",
             "batches",
@@ -589,8 +596,11 @@ mod tests {
                 mean_queue_us: 12.25,
                 mean_compute_us: 300.0,
                 mean_hand_on_us: 0.0,
+                hand_on_p99_us: 0.0,
+                hand_on_p999_us: 0.0,
                 host_device_bytes: 0,
                 wakes: Default::default(),
+                queue: Default::default(),
                 compute_p99_us: 0.0,
                 batch_times: Vec::new(),
                 realtime_batch_times: Vec::new(),
@@ -720,6 +730,7 @@ mod tests {
             compute_ns: 0,
             task_compute_ns: 0,
             hand_on_ns: 0,
+            hand_on_times: Vec::new(),
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,
@@ -734,6 +745,7 @@ mod tests {
                 })
                 .collect(),
             wake_delays: Default::default(),
+            queue_times: Default::default(),
             batch_times: Vec::new(),
             realtime_batch_times: Vec::new(),
             batch_cpu: Default::default(),

@@ -275,6 +275,16 @@ fn with_spin_wakes_a_worker_told_while_it_spins_takes_no_wake_up_and_a_parked_on
     o.bench.pipeline = Some(realtime_one_node(&dir));
     o.bench.priority_fraction = 1.0;
     assert_eq!(latency(&o), (1100, 1100), "a real-time foreground worker never spins");
+    // Two spinning workers on one core, two clients: each worker is told while the other is
+    // busy, and waits for the core as a parked one does (its wake-up counted contended).
+    let two = one_node_with(&dir, "spin2.toml", "max_batch = 1", "max_batch = 1\nworkers = 2\nidle_spin_us = 5000");
+    (o.bench.pipeline, o.bench.priority_fraction, o.bench.concurrency) = (Some(two), 0.0, vec![2]);
+    o.bench.policy = vec![BatchingPolicy::Greedy];
+    o.model.cores = Some(1.0);
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    let w = &p.nodes[0].wakes;
+    let lower = baton::log_buckets::bucket_lower_ns(baton::log_buckets::bucket(100_000));
+    assert!(w.contended == w.count && w.contended_buckets.iter().all(|b| b.0 == lower), "{w:?}");
 }
 
 #[test]
@@ -408,6 +418,45 @@ fn recorded_tick_lateness_delays_each_tick_by_the_class_of_the_last_decision() {
     o.model.tick_delays = vec![none];
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--tick-delays") && e.contains("none.json"), "{e}");
+}
+
+#[test]
+fn a_tasks_queue_time_is_its_wait_to_be_picked_and_its_workers_wake_up_and_each_hand_on_is_counted() {
+    let dir = folder(SUITE, "queue_times");
+    let mut o = options(ticks_only(&dir), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(1.0);
+    o.model.wake_us = 50.0;
+    o.model.hand_on_us = vec!["a=30".into()];
+    // Each request is sent as the last is answered: a tick's decision, 50 µs to the worker's
+    // start, 100 µs compute and a 30 µs hand-on later. It waits 820 µs for the next tick
+    // (picked) and 50 more for the worker.
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1000, 1000), "{:?}", p.latency);
+    let lower_us = |us: u64| baton::log_buckets::bucket_lower_ns(baton::log_buckets::bucket(us * 1000)) as f64 / 1000.0;
+    let (n, q) = (&p.nodes[0], &p.nodes[0].queue);
+    assert_eq!((q.p50_us, q.p99_us), (lower_us(870), lower_us(870)), "{q:?}");
+    assert_eq!((q.picked_p50_us, q.picked_p99_us), (lower_us(820), lower_us(820)), "{q:?}");
+    assert_eq!((n.hand_on_p99_us, n.mean_hand_on_us), (lower_us(30), 30.0), "{n:?}");
+}
+
+#[test]
+fn a_simulated_point_reports_the_core_time_its_jobs_took_as_a_real_run_reads_its_process_cpu() {
+    let dir = folder(SUITE, "busy_cores");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(2.0);
+    o.model.wake_us = 100.0;
+    // One request at a time: 100 µs waking, 100 µs on one core of two.
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    let cpu = p.cpu.expect("a simulated point reports its CPU");
+    assert!((cpu.busy_cores - 0.5).abs() < 0.01, "{cpu:?}");
+    assert!((cpu.compute_us_per_request - 100.0).abs() < 0.5, "{cpu:?}");
+    assert!(cpu.runtime_us_per_request.abs() < 0.5, "no runtime CPU terms: {cpu:?}");
+    // The runtime's CPU per request is a job on the cores too.
+    o.model.cpu = CpuUs { request_us: 20.0, ..CpuUs::default() };
+    let cpu = simulate(&o, &engines()).unwrap().points.remove(0).cpu.unwrap();
+    assert!((cpu.runtime_us_per_request - 20.0).abs() < 0.5, "{cpu:?}");
 }
 
 #[test]

@@ -160,9 +160,10 @@ pub struct ModelTermArgs {
     #[arg(long)]
     pub idle_gaps: bool,
     /// Model term: a worker told within its node's `idle_spin_us` of going idle is still
-    /// spinning for work and takes it at once, without --wake-us (workers at the real-time
-    /// policy, `foreground_realtime`, never spin). Recorded wake-ups (--wake-delays) hold
-    /// both kinds already.
+    /// spinning for work and takes it at once, without --wake-us, unless every core is taken
+    /// (a spinning worker yields its core, and then waits for one as a parked worker does).
+    /// Workers at the real-time policy, `foreground_realtime`, never spin. Recorded wake-ups
+    /// (--wake-delays) hold both kinds already.
     #[arg(long)]
     pub spin_wakes: bool,
 }

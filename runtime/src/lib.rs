@@ -25,6 +25,7 @@ pub mod metrics;
 mod node;
 pub mod npy;
 mod pipeline;
+pub mod queue_times;
 pub mod request;
 pub mod runtime;
 pub mod scheduler;

@@ -64,6 +64,60 @@ pub fn minus(now: &[(u64, u64, u64)], then: &[(u64, u64, u64)]) -> Buckets {
         .collect()
 }
 
+/// Dense counts by bucket, recorded by many threads at once (a relaxed atomic `fetch_add`
+/// each); a reader's copy may hold some of the records made while it reads and not others,
+/// never a torn count.
+pub struct AtomicCounts(Box<[std::sync::atomic::AtomicU64]>);
+
+impl Default for AtomicCounts {
+    fn default() -> Self {
+        AtomicCounts((0..BUCKETS).map(|_| std::sync::atomic::AtomicU64::new(0)).collect())
+    }
+}
+
+impl AtomicCounts {
+    /// Counts one value of `ns`.
+    pub fn record(&self, ns: u64) {
+        self.0[bucket(ns)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The dense counts so far.
+    pub fn snapshot(&self) -> Vec<u64> {
+        self.0.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect()
+    }
+}
+
+/// Counts one value of `ns` into dense `counts` (empty, or [`BUCKETS`] long).
+pub fn record(counts: &mut Vec<u64>, ns: u64) {
+    if counts.is_empty() {
+        counts.resize(BUCKETS, 0);
+    }
+    counts[bucket(ns)] += 1;
+}
+
+/// Dense `now` less `then` (two readings of one record; either may be empty).
+pub fn since(now: &[u64], then: &[u64]) -> Vec<u64> {
+    now.iter().enumerate().map(|(i, &c)| c.saturating_sub(then.get(i).copied().unwrap_or(0))).collect()
+}
+
+/// The `q` quantile (0..=1) of the dense counts of `records` added together, as its
+/// bucket's lower bound, ns (`None` when they hold nothing).
+pub fn quantile_ns(records: &[&[u64]], q: f64) -> Option<u64> {
+    let total: u64 = records.iter().flat_map(|r| r.iter()).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for i in 0..BUCKETS {
+        seen += records.iter().map(|r| r.get(i).copied().unwrap_or(0)).sum::<u64>();
+        if seen >= rank {
+            return Some(bucket_lower_ns(i));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

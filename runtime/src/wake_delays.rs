@@ -17,39 +17,29 @@
 //! buckets without stopping anyone, so a copy taken while workers record may
 //! hold some of a batch's wake-ups and not others, never a torn count.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::log_buckets::{bucket, bucket_lower_ns, Buckets, BUCKETS};
+use crate::log_buckets::{quantile_ns, record, since, AtomicCounts, Buckets};
 
 /// A node's wake-ups as the workers record them (see the module docs).
+#[derive(Default)]
 pub(crate) struct WakeRecorder {
-    free: Box<[AtomicU64]>,
-    contended: Box<[AtomicU64]>,
-}
-
-impl Default for WakeRecorder {
-    fn default() -> Self {
-        let buckets = || (0..BUCKETS).map(|_| AtomicU64::new(0)).collect();
-        WakeRecorder { free: buckets(), contended: buckets() }
-    }
+    free: AtomicCounts,
+    contended: AtomicCounts,
 }
 
 impl WakeRecorder {
     /// Counts one wake-up that took `ns`, in its class.
     pub fn record(&self, ns: u64, contended: bool) {
-        let buckets = if contended { &self.contended } else { &self.free };
-        buckets[bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        if contended { &self.contended } else { &self.free }.record(ns);
     }
 
     /// The counts so far.
     pub fn snapshot(&self) -> WakeDelays {
-        let copy = |b: &[AtomicU64]| b.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        WakeDelays { free: copy(&self.free), contended: copy(&self.contended) }
+        WakeDelays { free: self.free.snapshot(), contended: self.contended.snapshot() }
     }
 }
 
-/// A node's wake-ups by bucket (see [`bucket_lower_ns`]), in the two classes
-/// of the module docs. Either vector is empty or holds [`BUCKETS`] counts.
+/// A node's wake-ups by bucket (see [`crate::log_buckets::bucket_lower_ns`]), in the two classes
+/// of the module docs. Either vector is empty or holds [`crate::log_buckets::BUCKETS`] counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WakeDelays {
     pub free: Vec<u64>,
@@ -59,20 +49,13 @@ pub struct WakeDelays {
 impl WakeDelays {
     /// The wake-ups counted since `earlier` (a snapshot of the same node).
     pub fn since(&self, earlier: &WakeDelays) -> WakeDelays {
-        let minus = |now: &[u64], then: &[u64]| -> Vec<u64> {
-            now.iter().enumerate().map(|(i, &c)| c.saturating_sub(then.get(i).copied().unwrap_or(0))).collect()
-        };
-        WakeDelays { free: minus(&self.free, &earlier.free), contended: minus(&self.contended, &earlier.contended) }
+        WakeDelays { free: since(&self.free, &earlier.free), contended: since(&self.contended, &earlier.contended) }
     }
 
     /// Counts one wake-up that took `ns`, in its class (the single-threaded record, as a
     /// simulation keeps it).
     pub fn record(&mut self, ns: u64, contended: bool) {
-        let counts = if contended { &mut self.contended } else { &mut self.free };
-        if counts.is_empty() {
-            counts.resize(BUCKETS, 0);
-        }
-        counts[bucket(ns)] += 1;
+        record(if contended { &mut self.contended } else { &mut self.free }, ns);
     }
 
     /// Wake-ups in both classes.
@@ -88,25 +71,14 @@ impl WakeDelays {
     /// The `q` quantile (0..=1) of both classes together, as its bucket's lower bound, ns
     /// (`None` without wake-ups).
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
-        let total = self.count();
-        if total == 0 {
-            return None;
-        }
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for i in 0..BUCKETS {
-            seen += self.free.get(i).copied().unwrap_or(0) + self.contended.get(i).copied().unwrap_or(0);
-            if seen >= rank {
-                return Some(bucket_lower_ns(i));
-            }
-        }
-        None
+        quantile_ns(&[&self.free, &self.contended], q)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log_buckets::{bucket, bucket_lower_ns};
 
     #[test]
     fn wake_ups_are_counted_by_class_and_read_back_as_differences_and_quantiles() {

@@ -660,6 +660,48 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_b
 }
 
 #[test]
+fn every_task_records_its_queue_time_and_the_part_before_its_batch_was_picked() {
+    let engines = TestEngines::default();
+    let entered = Arc::new(AtomicUsize::new(0));
+    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let (g, e) = (gate.clone(), entered.clone());
+    engines.add("k", &["x"], &["y"], move |inputs| {
+        e.fetch_add(1, Ordering::SeqCst);
+        let mut open = g.0.lock();
+        while !*open {
+            g.1.wait(&mut open);
+        }
+        Ok(map(inputs, |x| x))
+    });
+    let _opener = OpenOnDrop(gate.clone());
+    let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
+    let first = runtime.submit(Request::new().input("x", value(1.0)));
+    wait_until("the first batch holds the worker", || entered.load(Ordering::SeqCst) == 1);
+    let second = runtime.submit(Request::new().input("x", value(2.0)));
+    wait_until("the second task waits in the buffer", || runtime.pending(0).0 == 1);
+    // The one worker is busy: the second task cannot be picked until the first batch ends,
+    // at least `held` from now.
+    let held = std::time::Duration::from_millis(3);
+    let since = std::time::Instant::now();
+    while since.elapsed() < held {
+        std::hint::spin_loop();
+    }
+    open(&gate);
+    first.wait().unwrap();
+    second.wait().unwrap();
+    let stats = &runtime.node_stats()[0];
+    let count = |counts: &[u64]| counts.iter().sum::<u64>();
+    assert_eq!(stats.executions, 2);
+    assert_eq!(count(&stats.queue_times.waited), 2, "a wait per task");
+    assert_eq!(count(&stats.queue_times.picked), 2);
+    assert_eq!(count(&stats.hand_on_times), 2, "a hand-on per batch");
+    let q = &stats.queue_times;
+    let lower_bound = baton::log_buckets::bucket_lower_ns(baton::log_buckets::bucket(held.as_nanos() as u64));
+    assert!(q.picked_ns(1.0).unwrap() >= lower_bound, "the second task waited to be picked: {q:?}");
+    assert!(q.picked_ns(1.0) <= q.waited_ns(1.0) && q.picked_ns(0.5) <= q.waited_ns(0.5), "picked is part of the wait");
+}
+
+#[test]
 fn submit_then_calls_back_exactly_once_with_outputs_or_the_refusal() {
     let engines = TestEngines::default();
     engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x * 3.0)));

@@ -69,8 +69,8 @@ pub struct Terms {
     /// taken waits a uniform draw of up to this long before its batch starts (0: never).
     pub slice_ns: u64,
     /// A worker told within its node's `idle_spin_us` of going idle is still spinning for
-    /// work and takes it at once: no wake-up term (the one `wake_ns` only; recorded
-    /// wake-ups hold both kinds).
+    /// work and, with a core free, takes it at once: no wake-up term (the one `wake_ns`
+    /// only; recorded wake-ups hold both kinds).
     pub spin_wakes: bool,
 }
 
@@ -104,12 +104,15 @@ enum Ev {
     Arrive {
         client: Option<usize>,
     },
+    /// A told worker wakes (`told_ns`: when the decision told it).
     Start {
         node: usize,
+        told_ns: u64,
     },
     /// A worker that waited for a core (see [`Terms::slice_ns`]) takes its batch.
     Woken {
         node: usize,
+        told_ns: u64,
     },
     /// A batch's outputs are handed on, `hop` after its end.
     Handoff {
@@ -212,6 +215,8 @@ pub struct Sim<'a> {
     /// The time the cores sat idle since the start, ns of the whole machine (an idle
     /// core counts its share, 1 / cores): the integral of the cores no job ran on.
     idle_ns: f64,
+    /// `idle_ns` as the measured interval started.
+    idle_ns_at_measure: f64,
     /// Per node: `idle_ns` when its last batch's compute ended (`None`: none has run),
     /// and how many of its batches compute now: its idle gap (`--idle-gaps`).
     idle_ns_at_end: Vec<Option<f64>>,
@@ -386,6 +391,7 @@ impl<'a> Sim<'a> {
             durations,
             sparse: (0..spec.nodes.len()).map(|n| durations.sparse_factor(n, &setup.load)).collect(),
             idle_ns: 0.0,
+            idle_ns_at_measure: 0.0,
             idle_ns_at_end: vec![None; spec.nodes.len()],
             computing: vec![0; spec.nodes.len()],
             idle_workers_since: spec.nodes.iter().map(|n| vec![0; n.workers]).collect(),
@@ -465,8 +471,20 @@ impl<'a> Sim<'a> {
     }
 
     /// Runs the point: warm-up, then the measured interval; returns its window.
-    pub fn run(mut self) -> Window {
-        self.run_loop()
+    pub fn run(self) -> Window {
+        self.run_busy().0
+    }
+
+    /// Like [`Sim::run`], with the core time the model's jobs took over the measured
+    /// interval, ns (batches, the runtime's CPU jobs and the sends; what a real run reads
+    /// as its process's CPU time).
+    pub fn run_busy(mut self) -> (Window, u64) {
+        let window = self.run_loop();
+        self.now = self.setup.warmup_ns + self.setup.duration_ns;
+        let cores = self.terms.cores;
+        let idle_core_ns = (self.idle_ns_now() - self.idle_ns_at_measure) * cores;
+        let busy = (window.elapsed.as_nanos() as f64 * cores - idle_core_ns).max(0.0);
+        (window, busy.round() as u64)
     }
 
     fn run_loop(&mut self) -> Window {
@@ -509,8 +527,8 @@ impl<'a> Sim<'a> {
                     self.generator.waking = false;
                     self.next_send(Sender::Generator);
                 }
-                Ev::Start { node } => self.start(node),
-                Ev::Woken { node } => self.take_and_run(node),
+                Ev::Start { node, told_ns } => self.start(node, told_ns),
+                Ev::Woken { node, told_ns } => self.take_and_run(node, told_ns),
                 Ev::Handoff { batch } => self.handoff(batch),
                 Ev::Route { batch } => {
                     self.route(batch);
@@ -541,6 +559,7 @@ impl<'a> Sim<'a> {
                     self.recorder.take();
                     self.measuring = true;
                     start_stats = self.stats();
+                    self.idle_ns_at_measure = self.idle_ns_now();
                 }
             }
         }
@@ -855,10 +874,13 @@ impl<'a> Sim<'a> {
         // (those told before it in this decision included), as the runtime's scheduler counts.
         for (busy, n) in (running..).zip(picked) {
             let contended = busy as f64 >= self.terms.cores;
-            let wake = if self.told_while_spinning(n) { 0 } else { self.wake_ns(n, contended) };
+            // A spinning worker yields its core: with every core taken it waits for one as a
+            // parked worker does.
+            let spinning = self.told_while_spinning(n);
+            let wake = if spinning && !contended { 0 } else { self.wake_ns(n, contended) };
             self.nodes[n].totals.wakes.record(wake, contended);
             self.nodes[n].busy += 1;
-            self.at(now + wake, Ev::Start { node: n });
+            self.at(now + wake, Ev::Start { node: n, told_ns: now });
         }
         if due != u64::MAX && due != self.last_due {
             self.last_due = due;
@@ -896,17 +918,17 @@ impl<'a> Sim<'a> {
     /// A told worker wakes: with every core taken, a worker of the normal class waits for
     /// a running thread's slice to end (a uniform draw up to `slice_ns`); a real-time one
     /// takes a core at once.
-    fn start(&mut self, node: usize) {
+    fn start(&mut self, node: usize, told_ns: u64) {
         let slice = self.terms.slice_ns;
         if slice > 0
             && self.running.len() as f64 >= self.terms.cores
             && !self.classes.is_realtime(node, self.priority_waits(node))
         {
             let wait = (self.rng.random::<f64>() * slice as f64) as u64;
-            self.at(self.now + wait, Ev::Woken { node });
+            self.at(self.now + wait, Ev::Woken { node, told_ns });
             return;
         }
-        self.take_and_run(node);
+        self.take_and_run(node, told_ns);
     }
 
     /// Whether priority work waits at `node`: in its buffer, or parked behind an earlier
@@ -915,8 +937,9 @@ impl<'a> Sim<'a> {
         !self.nodes[node].priority.is_empty() || self.streams.priority_parked(node) > 0
     }
 
-    /// A worker takes its batch and starts it (or, finding nothing, is idle again).
-    fn take_and_run(&mut self, node: usize) {
+    /// A worker told at `told_ns` takes its batch and starts it (or, finding nothing, is
+    /// idle again).
+    fn take_and_run(&mut self, node: usize, told_ns: u64) {
         let mut tasks = std::mem::take(&mut self.take_buffer);
         self.nodes[node].take(&mut tasks);
         if tasks.is_empty() {
@@ -932,8 +955,11 @@ impl<'a> Sim<'a> {
             }
         }
         let rows: usize = tasks.iter().map(|t| t.rows).sum();
-        let queued: u64 = tasks.iter().map(|t| self.now - t.enqueued_ns).sum();
-        self.nodes[node].totals.queue_ns += queued;
+        let totals = &mut self.nodes[node].totals;
+        for t in &tasks {
+            totals.queue_ns += self.now - t.enqueued_ns;
+            totals.queue_times.record(self.now - t.enqueued_ns, self.now - told_ns);
+        }
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
         let work = self.work_ns(node, rows, class.is_realtime()) + self.idle_extra_ns(node, class.is_realtime());
         self.computing[node] += 1;
@@ -1137,7 +1163,10 @@ impl<'a> Sim<'a> {
                 self.computing[node] -= 1;
                 self.idle_ns_at_end[node] = Some(self.idle_ns);
                 self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
-                self.nodes[node].totals.hand_on_ns += self.durations.hand_on_ns(node);
+                let hand_on_ns = self.durations.hand_on_ns(node);
+                let totals = &mut self.nodes[node].totals;
+                totals.hand_on_ns += hand_on_ns;
+                baton::log_buckets::record(&mut totals.hand_on_times, hand_on_ns);
                 // The hand-on runs on the batch's worker thread, in its class.
                 match self.terms.cpu.hand_on_ns(tasks) {
                     0 => self.at(self.now + self.hop_ns(node), Ev::Handoff { batch: id }),

@@ -39,7 +39,8 @@ use std::time::Instant;
 use baton::spec::Resource;
 use baton::{BatchingPolicy, PipelineConfig, PipelineSpec};
 
-use crate::measure::{point_result, PointResult};
+use crate::cpu::RuntimeCpu;
+use crate::measure::{point_result, PointResult, Window};
 use crate::report::{self, BenchReport};
 use crate::{BenchOptions, Load};
 use durations::Durations;
@@ -202,14 +203,10 @@ pub fn simulate(options: &SimOptions, engines: &baton::EngineRegistry) -> Result
             let setup = setup(b, load, k);
             simulated_ns += setup.warmup_ns + setup.duration_ns;
             let started = Instant::now();
-            let window = traffic.sim(&spec, &durations, terms, setup, false)?.run();
+            let (window, busy_ns) = traffic.sim(&spec, &durations, terms, setup, false)?.run_busy();
             took += started.elapsed().as_secs_f64();
-            last_end = window.nodes_end.clone();
-            let (mode, value) = match load {
-                SimLoad::Closed(c) => ("closed", c as f64),
-                SimLoad::Open { rate, .. } => ("open", rate),
-            };
-            points.push(point_result(policy.name(), mode, value, b.rows, &[window], 1, None));
+            points.push(simulated_point(policy.name(), load, b.rows, &window, busy_ns));
+            last_end = window.nodes_end;
         }
         batch_sizes.push(report::policy_batches(policy.name(), &last_end, None));
         spec_name = spec.name.clone();
@@ -309,6 +306,18 @@ fn setup(b: &BenchOptions, load: SimLoad, k: usize) -> PointSetup {
         latency_from_schedule: b.latency_from_schedule,
         generator_realtime: b.generator_policy.is_realtime(),
     }
+}
+
+/// A simulated point as `baton bench` reports a real one under `policy`: its window, and
+/// the core time the model's jobs took (`busy_ns`) as the process CPU (`cpu`).
+pub(crate) fn simulated_point(policy: &str, load: SimLoad, rows: usize, window: &Window, busy_ns: u64) -> PointResult {
+    let (mode, value) = match load {
+        SimLoad::Closed(c) => ("closed", c as f64),
+        SimLoad::Open { rate, .. } => ("open", rate),
+    };
+    let mut point = point_result(policy, mode, value, rows, std::slice::from_ref(window), 1, None);
+    point.cpu = RuntimeCpu::of(busy_ns, point.seconds, &point.nodes, point.requests);
+    point
 }
 
 /// The points: `--concurrency` and `--rate` as `baton bench` reads them, or with

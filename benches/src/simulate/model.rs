@@ -61,7 +61,7 @@ pub struct ModelTerms {
     /// Each batch pays what its node's idle gap adds, as the profile measured it ([`super::idle`]).
     pub idle_gaps: bool,
     /// A worker told while it still spins for work (within its node's `idle_spin_us` of
-    /// going idle) takes no wake-up term.
+    /// going idle) with a core free takes no wake-up term.
     pub spin_wakes: bool,
 }
 

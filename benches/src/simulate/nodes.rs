@@ -119,10 +119,14 @@ pub struct Totals {
     pub task_compute_ns: u64,
     /// Its batches' hand-on times (`--hand-on-us`), ns in all.
     pub hand_on_ns: u64,
+    /// Each batch's hand-on, dense counts by bucket (`baton::log_buckets`).
+    pub hand_on_times: Vec<u64>,
     /// Per batch size (rows): (batches, compute ns, largest ns).
     pub sizes: BTreeMap<usize, (u64, u64, u64)>,
     /// Its told workers' wake-ups, as the runtime records them.
     pub wakes: baton::wake_delays::WakeDelays,
+    /// Its tasks' waits in the buffer (`baton::queue_times`).
+    pub queue_times: baton::queue_times::QueueTimes,
     /// Per batch size (rows): compute-time counts by log bucket, as the runtime records them.
     pub times: BTreeMap<usize, Vec<u64>>,
     /// Every batch's work at full speed, ns: the CPU time the runtime samples (its wall
@@ -231,12 +235,14 @@ impl SimNode {
             compute_ns: t.compute_ns,
             task_compute_ns: t.task_compute_ns,
             hand_on_ns: t.hand_on_ns,
+            hand_on_times: t.hand_on_times.clone(),
             placement_retries: 0,
             host_device_bytes: 0,
             stopped_batches: 0,
             stopped_ns: 0,
             batch_sizes: t.sizes.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect(),
             wake_delays: t.wakes.clone(),
+            queue_times: t.queue_times.clone(),
             batch_times: t
                 .times
                 .iter()

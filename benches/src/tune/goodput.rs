@@ -23,12 +23,12 @@ use baton::{PipelineConfig, PipelineSpec};
 use toml::Table;
 
 use crate::load::Arrivals;
-use crate::measure::{point_result, PointResult};
+use crate::measure::PointResult;
 use crate::simulate::durations::Durations;
 use crate::simulate::engine::{PointSetup, SimLoad, Terms};
 use crate::simulate::sessions::{REACH_CHUNK, REACH_FINAL, REACH_IMAGE};
 use crate::simulate::traffic::Traffic;
-use crate::simulate::{formable, unmodelled, ModelTerms};
+use crate::simulate::{formable, simulated_point, unmodelled, ModelTerms};
 
 /// The service-level objective: p99 bounds per class, µs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,12 +153,8 @@ impl<'a> Evaluator<'a> {
             latency_from_schedule: false,
             generator_realtime: false,
         };
-        let window = self.traffic.sim(spec, durations, self.terms, setup, false)?.run();
-        let (mode, value) = match load {
-            SimLoad::Closed(c) => ("closed", c as f64),
-            SimLoad::Open { rate, .. } => ("open", rate),
-        };
-        Ok(point_result(spec.scheduler.policy.name(), mode, value, l.rows, &[window], 1, None))
+        let (window, busy_ns) = self.traffic.sim(spec, durations, self.terms, setup, false)?.run_busy();
+        Ok(simulated_point(spec.scheduler.policy.name(), load, l.rows, &window, busy_ns))
     }
 
     /// Whether the point at `rate` meets the SLO.

@@ -131,6 +131,8 @@ pub(crate) struct NodeCounters {
     pub task_compute_ns: AtomicU64,
     /// Sum over batches of the worker's time handing the outputs on after the batch, ns.
     pub hand_on_ns: AtomicU64,
+    /// The same by batch, as a histogram (see [`crate::log_buckets`]).
+    pub hand_on_times: crate::log_buckets::AtomicCounts,
     pub placement_retries: AtomicU64,
     pub host_device_bytes: AtomicU64,
     /// Batches stopped for priority work, and the time they had run, ns (not in `executions`).
@@ -142,6 +144,8 @@ pub(crate) struct NodeCounters {
     pub realtime_sizes: crate::stats::BatchSizes,
     /// Workers' wake-ups, from `RunBatch` sent to received.
     pub wakes: crate::wake_delays::WakeRecorder,
+    /// Tasks' waits in the buffer, and their part before the word to run.
+    pub queue_times: crate::queue_times::QueueRecorder,
     /// Sampled batches' wall and thread CPU times (see [`crate::batch_cpu`]).
     pub cpu_samples: crate::batch_cpu::CpuSamples,
     /// Idle workers' spins and their sampled CPU times (see [`crate::spin_cpu`]).
@@ -173,6 +177,8 @@ pub struct NodeStats {
     /// may read the batch in `executions` before its hand-on is here; the worker counts
     /// it before it takes its next batch.
     pub hand_on_ns: u64,
+    /// Each batch's hand-on time, dense counts by bucket (see [`crate::log_buckets`]).
+    pub hand_on_times: Vec<u64>,
     /// Placement rounds failed: tasks not taken by a fitting worker within
     /// `placement_timeout_us`, sent back to wait (nodes with worker groups).
     pub placement_retries: u64,
@@ -187,6 +193,8 @@ pub struct NodeStats {
     pub batch_sizes: Vec<crate::stats::BatchSizeStats>,
     /// How long its told workers took to wake (see [`crate::wake_delays`]).
     pub wake_delays: crate::wake_delays::WakeDelays,
+    /// How long its tasks waited in the buffer, and to be picked (see [`crate::queue_times`]).
+    pub queue_times: crate::queue_times::QueueTimes,
     /// Each batch size's compute times, by increasing size (see [`crate::stats`]).
     pub batch_times: Vec<crate::stats::BatchTimes>,
     /// The same of the batches that started at the real-time policy (`foreground_realtime`
@@ -222,12 +230,14 @@ impl NodeCounters {
             compute_ns: get(&self.compute_ns),
             task_compute_ns: get(&self.task_compute_ns),
             hand_on_ns: get(&self.hand_on_ns),
+            hand_on_times: self.hand_on_times.snapshot(),
             placement_retries: get(&self.placement_retries),
             host_device_bytes: get(&self.host_device_bytes),
             stopped_batches: get(&self.stopped_batches),
             stopped_ns: get(&self.stopped_ns),
             batch_sizes: self.batch_sizes.snapshot(),
             wake_delays: self.wakes.snapshot(),
+            queue_times: self.queue_times.snapshot(),
             batch_times: self.batch_sizes.times(),
             realtime_batch_times: self.realtime_sizes.times(),
             batch_cpu: self.cpu_samples.snapshot(),

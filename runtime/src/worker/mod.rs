@@ -126,7 +126,7 @@ impl Worker {
         let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
         while let Instruction::RunBatch { told_ns, contended } = self.next_instruction(receiver, spin) {
             self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), contended);
-            self.run_batch();
+            self.run_batch(told_ns);
             if let Some(g) = self.group {
                 self.state.groups[g].busy.fetch_sub(1, Ordering::AcqRel);
             }
@@ -169,7 +169,8 @@ impl Worker {
     }
 
     /// Takes tasks, drops those that no longer need running, and runs the rest as one batch.
-    fn run_batch(&mut self) {
+    /// `told_ns`: when the scheduler told this worker to run it (process clock).
+    fn run_batch(&mut self, told_ns: u64) {
         let mut tasks = std::mem::take(&mut self.tasks);
         let rows = self.efficient.as_mut().map_or(self.batch_rows, EfficientRows::cap);
         match self.group {
@@ -178,7 +179,8 @@ impl Worker {
         }
         self.state.publish_depths();
         let started = Instant::now();
-        self.drop_finished(&mut tasks, started);
+        let told_for_ns = crate::clock::now_ns().saturating_sub(told_ns);
+        self.drop_finished(&mut tasks, started, told_for_ns);
         if !tasks.is_empty() {
             self.run_tasks(&mut tasks, started);
         }
@@ -187,8 +189,9 @@ impl Worker {
     }
 
     /// Answers and drops the tasks that need no run any more (cancelled,
-    /// answered, past their deadline) and records the others' queue time.
-    fn drop_finished(&self, tasks: &mut Vec<Task>, now: Instant) {
+    /// answered, past their deadline) and records the others' queue time (`told_for_ns`:
+    /// how long ago the word to run this batch came).
+    fn drop_finished(&self, tasks: &mut Vec<Task>, now: Instant, told_for_ns: u64) {
         let state = &*self.state;
         let mut dropped_chunks = Vec::new();
         tasks.retain(|task| {
@@ -205,6 +208,7 @@ impl Worker {
                 let waited = now.duration_since(task.enqueued);
                 state.metrics.queue_seconds.record(waited.as_secs_f64());
                 state.counters.queue_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+                state.counters.queue_times.record(waited.as_nanos() as u64, told_for_ns);
                 true
             };
             if !keep && state.streams.is_some() {
@@ -264,7 +268,9 @@ impl Worker {
                 }
                 let handing = Instant::now();
                 self.route(tasks, &executed);
-                state.counters.hand_on_ns.fetch_add(handing.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                let hand_on_ns = handing.elapsed().as_nanos() as u64;
+                state.counters.hand_on_ns.fetch_add(hand_on_ns, Ordering::Relaxed);
+                state.counters.hand_on_times.record(hand_on_ns);
             }
             Err(message) => self.fail_batch(tasks, rows, &message),
         }
