@@ -7,7 +7,9 @@
 #
 #   scripts/fidelity.sh DIR [PIPELINES]     PIPELINES: any of mlp,diamond,many_nodes,mixed_streams,collab_early
 #
-# Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log).
+# Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log), and
+# queues.md: per node and load, where its tasks waited, real against the model (the wait's p99, its
+# part before the node was picked, the wake-up's and the hand-on's p99).
 # BATON_BIN names the binary (default: this checkout's release build). ROUNDS (default 5) real
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
@@ -163,3 +165,4 @@ for p in ${PIPELINES//,/ }; do
 done
 logged end
 python3 scripts/fidelity_terms.py table "$DIR" "$PIPELINES" | tee "$DIR/table.md"
+python3 scripts/fidelity_terms.py queues "$DIR" "$PIPELINES" >"$DIR/queues.md"

@@ -834,6 +834,45 @@ def table(d, pipelines):
     return "\n".join(lines)
 
 
+QUEUE_FIGURES = (("wait p99", lambda n: n["queue"]["p99_us"]), ("picked p99", lambda n: n["queue"]["picked_p99_us"]),
+                 ("wake p99", lambda n: n["wakes"]["p99_us"]), ("hand-on p99", lambda n: n.get("hand_on_p99_us", 0.0)))
+
+
+def node_queues(points):
+    """Per node of one load's points (the real runs, or one simulation): the median over the
+    points of each queue figure (`QUEUE_FIGURES`), µs; points without the queue record give none."""
+    by_node = {}
+    for q in points:
+        for n in q["nodes"]:
+            if "queue" in n:
+                by_node.setdefault(n["name"], []).append(n)
+    return {name: [statistics.median(f(n) for n in ns) for _, f in QUEUE_FIGURES] for name, ns in by_node.items()}
+
+
+def queues(d, pipelines):
+    """Where each node's tasks waited, real (median of the runs) against the model, per load:
+    the whole wait's p99, its part before the node was picked, the wake-up's and the hand-on's."""
+    head = " | ".join(f"real {k} | model {k}" for k, _ in QUEUE_FIGURES)
+    lines = []
+    for p in pipelines.split(","):
+        if not os.path.exists(f"{d}/sim_{p}.json"):
+            continue
+        by_load = {}
+        for q in load_points(f"{d}/real_{p}_*.json"):
+            by_load.setdefault(q["load"], []).append(q)
+        sim = {q["load"]: node_queues([q]) for q in json.load(open(f"{d}/sim_{p}.json"))["points"]}
+        rows = []
+        for load, qs in sorted(by_load.items()):
+            real, model = node_queues(qs), sim.get(load, {})
+            for name in sorted(set(real) & set(model)):
+                cells = " | ".join(f"{r:.0f} | {m:.0f}" for r, m in zip(real[name], model[name]))
+                rows.append(f"| {load:.0f}/s | {name} | {cells} |")
+        if rows:
+            lines += [f"\n`{p}`, µs\n", f"| load | node | {head} |", "|---|---|" + "---|---|" * len(QUEUE_FIGURES)]
+            lines += rows
+    return "\n".join(lines) if lines else "No real run holds the queue record (measured before 2026-12-06 09:40 UTC)."
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "rates":
@@ -853,5 +892,7 @@ if __name__ == "__main__":
         print(idle_correct(*args))
     elif cmd == "table":
         print(table(*args))
+    elif cmd == "queues":
+        print(queues(*args))
     else:
         raise SystemExit(__doc__)

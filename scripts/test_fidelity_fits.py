@@ -200,6 +200,25 @@ class RealtimeRoutes(unittest.TestCase):
             del os.environ["RT_ROUTE"]
 
 
+class Queues(unittest.TestCase):
+    def test_each_nodes_queue_figures_are_the_median_over_the_runs_beside_the_models(self):
+        def point(load, wait, picked, wake, hand_on=None):
+            n = {"name": "a", "queue": {"p99_us": wait, "picked_p99_us": picked}, "wakes": {"p99_us": wake}}
+            if hand_on is not None:
+                n["hand_on_p99_us"] = hand_on
+            return {"load": load, "nodes": [n, {"name": "old", "wakes": {"p99_us": 1.0}}]}
+
+        with tempfile.TemporaryDirectory() as d:
+            for k, (wait, picked) in enumerate([(100.0, 80.0), (300.0, 250.0), (200.0, 150.0)], 1):
+                json.dump({"points": [point(500.0, wait, picked, 20.0, 7.0)]}, open(f"{d}/real_p_{k}.json", "w"))
+            json.dump({"points": [point(500.0, 90.0, 60.0, 14.0)]}, open(f"{d}/sim_p.json", "w"))
+            text = fidelity_terms.queues(d, "p")
+        # The median of 100, 300, 200 and of 80, 250, 150; the model's hand-on absent: 0. A node
+        # without the record (measured before it) has no row.
+        self.assertIn("| 500/s | a | 200 | 90 | 150 | 60 | 20 | 14 | 7 | 0 |", text)
+        self.assertNotIn("| old |", text)
+
+
 class Verdicts(unittest.TestCase):
     def test_a_figure_is_within_its_bar_noise_where_the_runs_spread_past_it_else_a_miss(self):
         # p99's bar is 30%: 1250 of a median of 1000 is within it wherever the runs lie.
