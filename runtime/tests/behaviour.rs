@@ -250,6 +250,23 @@ fn gated(engines: &TestEngines) -> (Gate, Arc<Mutex<Vec<Vec<f32>>>>) {
     (gate, batches)
 }
 
+/// Engine kind `k`: counts each batch as it enters, waits for the gate to open, passes the
+/// values on.
+fn gated_counting(engines: &TestEngines) -> (Gate, Arc<AtomicUsize>) {
+    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let (g, e) = (gate.clone(), entered.clone());
+    engines.add("k", &["x"], &["y"], move |inputs| {
+        e.fetch_add(1, Ordering::SeqCst);
+        let mut open = g.0.lock();
+        while !*open {
+            g.1.wait(&mut open);
+        }
+        Ok(map(inputs, |x| x))
+    });
+    (gate, entered)
+}
+
 fn open(gate: &Gate) {
     *gate.0.lock() = true;
     gate.1.notify_all();
@@ -622,17 +639,7 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_b
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores + 1;
     let engines = TestEngines::default();
-    let entered = Arc::new(AtomicUsize::new(0));
-    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
-    let (g, e) = (gate.clone(), entered.clone());
-    engines.add("k", &["x"], &["y"], move |inputs| {
-        e.fetch_add(1, Ordering::SeqCst);
-        let mut open = g.0.lock();
-        while !*open {
-            g.1.wait(&mut open);
-        }
-        Ok(map(inputs, |x| x))
-    });
+    let (gate, entered) = gated_counting(&engines);
     let _opener = OpenOnDrop(gate.clone());
     let toml = ONE_NODE.replace("max_batch = 8", &format!("max_batch = 1\nworkers = {workers}"));
     let runtime = start(&engines, &toml);
@@ -662,17 +669,7 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_b
 #[test]
 fn every_task_records_its_queue_time_and_the_part_before_its_batch_was_picked() {
     let engines = TestEngines::default();
-    let entered = Arc::new(AtomicUsize::new(0));
-    let gate: Gate = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
-    let (g, e) = (gate.clone(), entered.clone());
-    engines.add("k", &["x"], &["y"], move |inputs| {
-        e.fetch_add(1, Ordering::SeqCst);
-        let mut open = g.0.lock();
-        while !*open {
-            g.1.wait(&mut open);
-        }
-        Ok(map(inputs, |x| x))
-    });
+    let (gate, entered) = gated_counting(&engines);
     let _opener = OpenOnDrop(gate.clone());
     let runtime = start(&engines, &ONE_NODE.replace("max_batch = 8", "max_batch = 1"));
     let first = runtime.submit(Request::new().input("x", value(1.0)));
