@@ -284,6 +284,11 @@ pub struct NodeDelta {
     pub spin_cpu_us: f64,
 }
 
+/// A record's quantile (the lower bound of its bucket, ns) in µs; 0 for a record that holds nothing.
+fn quantile_us(ns: Option<u64>) -> f64 {
+    ns.map_or(0.0, |ns| ns as f64 / 1000.0)
+}
+
 /// A node's tasks' waits over a measured interval (see `baton::queue_times`): quantiles
 /// (the lower bound of the bucket holding them), µs; 0 without tasks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -300,14 +305,13 @@ pub struct QueueSummary {
 
 impl QueueSummary {
     pub fn of(times: &QueueTimes) -> Self {
-        let us = |ns: Option<u64>| ns.map_or(0.0, |ns| ns as f64 / 1000.0);
         QueueSummary {
-            p50_us: us(times.waited_ns(0.5)),
-            p99_us: us(times.waited_ns(0.99)),
-            p999_us: us(times.waited_ns(0.999)),
-            picked_p50_us: us(times.picked_ns(0.5)),
-            picked_p99_us: us(times.picked_ns(0.99)),
-            picked_p999_us: us(times.picked_ns(0.999)),
+            p50_us: quantile_us(times.waited_ns(0.5)),
+            p99_us: quantile_us(times.waited_ns(0.99)),
+            p999_us: quantile_us(times.waited_ns(0.999)),
+            picked_p50_us: quantile_us(times.picked_ns(0.5)),
+            picked_p99_us: quantile_us(times.picked_ns(0.99)),
+            picked_p999_us: quantile_us(times.picked_ns(0.999)),
         }
     }
 }
@@ -329,7 +333,7 @@ pub struct WakeSummary {
 
 impl WakeSummary {
     pub fn of(delays: &WakeDelays) -> Self {
-        let us = |q: f64| delays.quantile_ns(q).map_or(0.0, |ns| ns as f64 / 1000.0);
+        let us = |q: f64| quantile_us(delays.quantile_ns(q));
         WakeSummary {
             count: delays.count(),
             contended: delays.contended.iter().sum(),
@@ -406,8 +410,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
             let per = |total: u64, count: u64| if count == 0 { 0.0 } else { total as f64 / count as f64 };
             let batch_times = batch_times_since(&b.batch_times, &a.batch_times);
             let hand_on_times = log_buckets::since(&b.hand_on_times, &a.hand_on_times);
-            let hand_on_us =
-                |q: f64| log_buckets::quantile_ns(&[&hand_on_times], q).map_or(0.0, |ns| ns as f64 / 1000.0);
+            let hand_on_us = |q: f64| quantile_us(log_buckets::quantile_ns(&[&hand_on_times], q));
             NodeDelta {
                 name: b.name.clone(),
                 executions,
