@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
 (fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through) and
-its real-time scale (fidelity_terms.realtime_scales).
+its real-time scale (fidelity_terms.realtime_scales); and where threads waited for a core in a
+scheduling trace (sched_waits).
 
     python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
 """
@@ -14,6 +15,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fidelity_terms  # noqa: E402
 import fit_cpu_terms  # noqa: E402
+import sched_waits  # noqa: E402
 
 
 class CpuLine(unittest.TestCase):
@@ -234,6 +236,40 @@ class Verdicts(unittest.TestCase):
         self.assertFalse(fidelity_terms.resolves(1000.0, 990.0, 1200.0, "mean"), "15% bar")
         self.assertTrue(fidelity_terms.resolves(1000.0, 960.0, 1040.0, "throughput"))
         self.assertFalse(fidelity_terms.resolves(1000.0, 940.0, 1040.0, "throughput"), "5% bar")
+
+
+def switch(cpu, t, prev, prev_pid, state, nxt, nxt_pid):
+    return (f"  x-1 [{cpu:03d}] d..2. {t:.6f}: sched_switch: prev_comm={prev} prev_pid={prev_pid} "
+            f"prev_prio=120 prev_state={state} ==> next_comm={nxt} next_pid={nxt_pid} next_prio=120")
+
+
+class SchedWaits(unittest.TestCase):
+    # cpu 0 runs the generator for 1 ms; a worker woken onto cpu 0 0.1 ms in waits the 0.9 ms
+    # left, while cpu 1's worker ends 0.2 ms in and leaves cpu 1 idle.
+    TRACE = [
+        switch(0, 1.0, "swapper/0", 0, "R", "gen", 10),
+        switch(1, 1.0, "swapper/1", 0, "R", "w-0", 20),
+        "  gen-10 [000] d..2. 1.000100: sched_wakeup: comm=w2-0 pid=30 prio=120 target_cpu=000",
+        switch(1, 1.0002, "w-0", 20, "S", "swapper/1", 0),
+        switch(0, 1.001, "gen", 10, "R", "w2-0", 30),
+        switch(1, 1.001, "swapper/1", 0, "R", "w-0", 20),
+    ]
+
+    def test_a_woken_thread_waits_from_its_wake_up_to_its_switch_in(self):
+        names, segments, waits, on_core, span = sched_waits.analyse(self.TRACE)
+        self.assertEqual([(pid, cpu) for pid, _, _, cpu in waits], [(30, 0)])
+        self.assertAlmostEqual((waits[0][2] - waits[0][1]) * 1e6, 900.0, places=3)
+        self.assertAlmostEqual(on_core[10], 0.001)
+        self.assertAlmostEqual(span, 0.001)
+
+    def test_a_long_wait_counts_what_ran_on_its_core_and_the_other_cores_idle_time(self):
+        names, segments, waits, _, _ = sched_waits.analyse(self.TRACE)
+        count, total, here, elsewhere = sched_waits.long_waits(names, segments, waits, 300e-6)
+        self.assertEqual(count, 1)
+        self.assertAlmostEqual(here["gen"], 0.0009)
+        self.assertAlmostEqual(elsewhere["w"], 0.0001)
+        self.assertAlmostEqual(elsewhere["idle"], 0.0008)
+        self.assertEqual(sched_waits.long_waits(names, segments, waits, 1e-3)[0], 0, "none over 1 ms")
 
 
 if __name__ == "__main__":

@@ -166,6 +166,14 @@ pub struct ModelTermArgs {
     /// (--wake-delays) hold both kinds already.
     #[arg(long)]
     pub spin_wakes: bool,
+    /// Model term: the load generator's thread holds a core while it runs (from its first
+    /// send after a sleep until its queue is empty), as the OS keeps a preempted thread on
+    /// its own core's queue: where every core is taken as its run starts, the job on the
+    /// core it takes waits until the run ends, and so does a job that starts on that core
+    /// (1 ÷ the cores of those that start while every core is taken), even where another
+    /// core goes idle meanwhile. Needs --send-cpu-us.
+    #[arg(long)]
+    pub generator_holds_core: bool,
 }
 
 impl ModelTermArgs {
@@ -202,6 +210,7 @@ impl ModelTermArgs {
             core_stalls: self.core_stalls,
             idle_gaps: self.idle_gaps,
             spin_wakes: self.spin_wakes,
+            generator_holds_core: self.generator_holds_core,
         }
     }
 }

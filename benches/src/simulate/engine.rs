@@ -72,6 +72,10 @@ pub struct Terms {
     /// work and, with a core free, takes it at once: no wake-up term (the one `wake_ns`
     /// only; recorded wake-ups hold both kinds).
     pub spin_wakes: bool,
+    /// The load generator's thread holds a core while it runs (from its first send after a
+    /// sleep until its queue is empty): its sends take that core whole, and a job on it stays
+    /// there until the run ends, whatever the other cores do ([`Sim::hold_for_generator`]).
+    pub generator_holds_core: bool,
 }
 
 /// How requests arrive.
@@ -165,8 +169,11 @@ struct Batch {
     class: Class,
     /// The core its thread is pinned to (a pinned worker's batch or hand-on), if any.
     core: Option<usize>,
-    /// It makes no progress before this, virtual ns: its core stalled (`--core-stalls`).
+    /// It makes no progress before this, virtual ns: its core stalled (`--core-stalls`),
+    /// or `u64::MAX` while it waits behind the generator's run on its core.
     frozen_until: u64,
+    /// It waits behind the generator's run (`Terms::generator_holds_core`).
+    behind_generator: bool,
 }
 
 impl Batch {
@@ -186,6 +193,7 @@ impl Batch {
             class,
             core: None,
             frozen_until: 0,
+            behind_generator: false,
         }
     }
 
@@ -283,6 +291,10 @@ pub struct Sim<'a> {
     stalled_until: Vec<u64>,
     /// The stalls' own draws, apart from the rest's.
     stall_rng: StdRng,
+    /// Whether the generator's thread runs now and holds a core (`Terms::generator_holds_core`).
+    generator_running: bool,
+    /// The draws of which job the generator's run holds off its core, apart from the rest's.
+    hold_rng: StdRng,
 }
 
 /// Each node's buffer state at the start, batching as the runtime's selector and policy say.
@@ -444,6 +456,8 @@ impl<'a> Sim<'a> {
             pins: pinned_cores(spec, terms.cores),
             stalled_until: vec![0; terms.cores.ceil().max(1.0) as usize],
             stall_rng: StdRng::seed_from_u64(setup.seed ^ 0x0057_a11e_d0c0_4e55),
+            generator_running: false,
+            hold_rng: StdRng::seed_from_u64(setup.seed ^ 0x0060_1d5c_0a3e_0001),
         }
     }
 
@@ -668,11 +682,83 @@ impl<'a> Sim<'a> {
             send.sent_ns = now;
         }
         queue.running = Some((client, send));
+        let holds = from == Sender::Generator && self.terms.generator_holds_core;
         let class = match from {
-            Sender::Generator if self.setup.generator_realtime => Class::GENERATOR_REALTIME,
+            Sender::Generator if self.setup.generator_realtime || holds => Class::GENERATOR_REALTIME,
             _ => Class::PLAIN,
         };
+        if holds && !self.generator_running {
+            self.start_generator_run();
+        }
         self.run_job(Batch::runtime(Job::Send { from }, self.send_ns(from), now, class));
+    }
+
+    /// The running jobs that run now (not frozen by a stall or behind the generator).
+    fn unfrozen_jobs(&self) -> usize {
+        let now = self.now;
+        self.running.iter().filter(|&&id| !self.batches[id].as_ref().is_some_and(|b| b.frozen(now))).count()
+    }
+
+    /// The cores not stalled now.
+    fn cores_up(&self) -> f64 {
+        let stalled = self.stalled_until.iter().filter(|&&until| until > self.now).count();
+        (self.terms.cores - stalled as f64).max(0.0)
+    }
+
+    /// The generator's thread wakes and runs (`Terms::generator_holds_core`): it takes a
+    /// core, and where every core is taken, the job on the core it takes (one drawn among
+    /// the running jobs not pinned) waits behind it, as the OS's wake-up preemption leaves
+    /// the preempted thread on its own core's queue.
+    fn start_generator_run(&mut self) {
+        self.generator_running = true;
+        if (self.unfrozen_jobs() as f64) < self.cores_up() {
+            return;
+        }
+        let now = self.now;
+        let loose: Vec<usize> = self
+            .running
+            .iter()
+            .copied()
+            .filter(|&id| self.batches[id].as_ref().is_some_and(|b| b.core.is_none() && !b.frozen(now)))
+            .collect();
+        if loose.is_empty() {
+            return;
+        }
+        let k = self.hold_rng.random_range(0..loose.len());
+        self.share();
+        let b = self.batches[loose[k]].as_mut().expect("a running batch");
+        b.frozen_until = u64::MAX;
+        b.behind_generator = true;
+        self.reschedule();
+    }
+
+    /// A job not pinned that starts while the generator runs and every core is taken lands
+    /// on the generator's core with the chance a woken thread lands on any one busy core
+    /// (1 ÷ the cores up): it waits there until the generator's run ends.
+    fn hold_for_generator(&mut self, batch: &mut Batch) {
+        let cores = self.cores_up();
+        if batch.core.is_some() || cores <= 0.0 || (self.unfrozen_jobs() as f64) < cores {
+            return;
+        }
+        if self.hold_rng.random::<f64>() * cores < 1.0 {
+            batch.frozen_until = u64::MAX;
+            batch.behind_generator = true;
+        }
+    }
+
+    /// The generator's queue is empty and its thread sleeps: the jobs behind its run go on.
+    fn end_generator_run(&mut self) {
+        self.generator_running = false;
+        self.share();
+        let now = self.now;
+        for &id in &self.running {
+            let b = self.batches[id].as_mut().expect("a running batch");
+            if b.behind_generator {
+                b.behind_generator = false;
+                b.frozen_until = now;
+            }
+        }
+        self.reschedule();
     }
 
     /// A request arrives: its entry work runs on the cores (when the model has a
@@ -964,18 +1050,11 @@ impl<'a> Sim<'a> {
         let work = self.work_ns(node, rows, class.is_realtime()) + self.idle_extra_ns(node, class.is_realtime());
         self.computing[node] += 1;
         let batch = Batch {
-            job: Job::Compute,
             node,
             tasks: tasks.clone(),
             rows,
-            left: work as f64,
-            work_ns: work,
-            started_ns: self.now,
-            end: (u64::MAX, u64::MAX),
-            speed: f64::NAN,
-            class,
             core: self.pins[node],
-            frozen_until: 0,
+            ..Batch::runtime(Job::Compute, work, self.now, class)
         };
         tasks.clear();
         self.take_buffer = tasks;
@@ -1023,6 +1102,9 @@ impl<'a> Sim<'a> {
     fn run_job(&mut self, mut batch: Batch) {
         if let Some(core) = batch.core {
             batch.frozen_until = self.stalled_until[core];
+        }
+        if self.generator_running && !matches!(batch.job, Job::Send { from: Sender::Generator }) {
+            self.hold_for_generator(&mut batch);
         }
         let id = match self.free_batches.pop() {
             Some(id) => {
@@ -1203,6 +1285,9 @@ impl<'a> Sim<'a> {
                 let (client, send) = self.sends_of(from).running.take().expect("the request being sent");
                 let wants = self.submit(send, client);
                 self.next_send(from);
+                if from == Sender::Generator && self.generator_running && self.generator.running.is_none() {
+                    self.end_generator_run();
+                }
                 if wants {
                     self.decide();
                 }

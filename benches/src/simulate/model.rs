@@ -63,6 +63,9 @@ pub struct ModelTerms {
     /// A worker told while it still spins for work (within its node's `idle_spin_us` of
     /// going idle) with a core free takes no wake-up term.
     pub spin_wakes: bool,
+    /// The load generator's thread holds a core while it runs; a job on that core waits
+    /// for the run's end.
+    pub generator_holds_core: bool,
 }
 
 impl ModelTerms {
@@ -82,6 +85,9 @@ impl ModelTerms {
             return Err("--cores must be positive".into());
         }
         self.cpu.costs()?;
+        if self.generator_holds_core && self.cpu.send_us <= 0.0 {
+            return Err("--generator-holds-core needs the generator's sends in the model: --send-cpu-us".into());
+        }
         super::outliers::check(self.outlier_fence)?;
         durations::parse_scales(&self.compute_scale)?;
         durations::parse_offsets(&self.compute_offset)?;
@@ -127,6 +133,7 @@ impl ModelTerms {
             fence: self.outlier_fence,
             slice_ns: ns(self.slice_us),
             spin_wakes: self.spin_wakes,
+            generator_holds_core: self.generator_holds_core,
         })
     }
 
@@ -215,6 +222,7 @@ impl ModelTerms {
         s["batch_times"] = serde_json::json!(files);
         s["idle_gaps"] = serde_json::json!(self.idle_gaps);
         s["spin_wakes"] = serde_json::json!(self.spin_wakes);
+        s["generator_holds_core"] = serde_json::json!(self.generator_holds_core);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
     }
 }
