@@ -24,8 +24,9 @@
 # concurrencies (scripts/fidelity_terms.py's docs); 0 keeps the measured ones. LATENCY_FROM_SCHEDULE=1 counts
 # the real open-loop runs' latencies from each request's scheduled time (`--latency-from-schedule`),
 # as the simulator's arrivals are never late. GENERATOR_POLICY (normal or realtime; default normal)
-# is the open loop's generator thread's policy (`--generator-policy`), in the real runs and, with
-# SEND_CPU=1, in the model's generator thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
+# is the open loop's generator thread's policy (`--generator-policy`), and GENERATOR_NICE (default 0)
+# its nice (`--generator-nice`), in the real runs and, with SEND_CPU=1, in the model's generator
+# thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
 # simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
 # of P takes cores away as they say (`--core-stalls`; STALLS=0: none). STALLS_DUTIES (default 1) lists
@@ -75,7 +76,7 @@ bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a f
     # shellcheck disable=SC2046 # the flag is a word or none
     "$BATON" bench "$@" $([[ -n ${LATENCY_FROM_SCHEDULE:-} ]] && echo --latency-from-schedule) \
         $([[ ${KEEP_AWAKE:-} == 1 ]] && echo --keep-cores-awake) \
-        --generator-policy "${GENERATOR_POLICY:-normal}" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
+        --generator-policy "${GENERATOR_POLICY:-normal}" --generator-nice "${GENERATOR_NICE:-0}" --json "$DIR/$name.json" >"$DIR/$name.txt" 2>&1 || echo "$name: exit $?" >>"$DIR/load.log"
 }
 logged() { # NAME: appends the load average to load.log
     echo "$(date -u +%T) $1 $(cut -d' ' -f1-3 /proc/loadavg)" >>"$DIR/load.log"

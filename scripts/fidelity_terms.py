@@ -504,9 +504,16 @@ def terms(d, p, config):
         text += " --batch-times " + ",".join(capacity_files(d, p))
     text += record_flags(d, p) + sparse_flags(d, p)
     # Latency as the real runs counted it (LATENCY_FROM_SCHEDULE=1 in scripts/fidelity.sh), and
-    # the generator's policy as they ran it (GENERATOR_POLICY, default normal).
+    # the generator's policy and nice as they ran it.
     text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
-    return text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal")
+    return text + generator_flags()
+
+
+def generator_flags():
+    """The generator thread's policy and nice as the real runs ran it (GENERATOR_POLICY, default
+    normal; GENERATOR_NICE, default 0)."""
+    return (" --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal")
+            + " --generator-nice " + os.environ.get("GENERATOR_NICE", "0"))
 
 
 # Real-time batches a node must have run in the capacity runs for a real-time scale.
@@ -883,7 +890,7 @@ if __name__ == "__main__":
         # The base terms for an open-loop simulation, counted as the real open-loop runs count.
         text = flags_text(*base_terms(*args)) + record_flags(*args) + sparse_flags(*args)
         text += " --latency-from-schedule" if os.environ.get("LATENCY_FROM_SCHEDULE") else ""
-        print(text + " --generator-policy " + os.environ.get("GENERATOR_POLICY", "normal"))
+        print(text + generator_flags())
     elif cmd == "terms":
         print(terms(*args))
     elif cmd == "calibrate":

@@ -85,6 +85,8 @@ pub struct BenchOptions {
     pub latency_from_schedule: bool,
     /// Open loop: the generator thread's scheduling policy (see [`load::GeneratorPolicy`]).
     pub generator_policy: load::GeneratorPolicy,
+    /// Open loop at the normal policy: the generator thread's nice value (0: as it starts).
+    pub generator_nice: i32,
     /// Rows (dim 0) per request.
     pub rows: usize,
     /// Pre-generated requests, cloned in turn.
@@ -172,6 +174,7 @@ impl Default for BenchOptions {
             arrivals: Arrivals::Poisson,
             latency_from_schedule: false,
             generator_policy: load::GeneratorPolicy::Normal,
+            generator_nice: 0,
             rows: 1,
             pool: 64,
             seed: 0,
@@ -300,6 +303,12 @@ impl BenchOptions {
         if self.policy.is_empty() {
             return Err("--policy needs at least one policy".into());
         }
+        if !(0..=19).contains(&self.generator_nice) {
+            return Err(format!("--generator-nice must be between 0 and 19, not {}", self.generator_nice));
+        }
+        if self.generator_nice != 0 && self.generator_policy.is_realtime() {
+            return Err("--generator-nice sets the normal policy's nice: not with --generator-policy realtime".into());
+        }
         if self.raw_loops == 0 {
             return Err("--raw-loops must be at least 1".into());
         }
@@ -321,6 +330,7 @@ impl BenchOptions {
             "arrivals": self.arrivals,
             "latency_from_schedule": self.latency_from_schedule,
             "generator_policy": self.generator_policy,
+            "generator_nice": self.generator_nice,
             "rows": self.rows,
             "pool": self.pool,
             "seed": self.seed,
@@ -749,6 +759,7 @@ fn run_point(target: &dyn Target, pool: &RequestPool, args: &BenchOptions, polic
                     seed: args.seed,
                     from_schedule: args.latency_from_schedule,
                     realtime: args.generator_policy.is_realtime(),
+                    nice: args.generator_nice,
                 };
                 load::open_loop(scope, target, pool, &recorder, schedule, &args.client_cores)
             }

@@ -475,6 +475,8 @@ pub struct Schedule {
     pub from_schedule: bool,
     /// The generator thread asks for the real-time policy above the runtime's workers.
     pub realtime: bool,
+    /// The generator thread's nice value at the normal policy (0: left as it starts).
+    pub nice: i32,
 }
 
 /// Starts one generator thread submitting on `schedule` with `call_then`; each callback records the latency
@@ -485,7 +487,7 @@ pub struct Schedule {
 /// its end, the thread's CPU time over its sends (`Recorder::send_cpu_us`). The
 /// thread asks the kernel for a timer slack of 1 ns, so its sleeps end when due, not up to 50 µs later,
 /// and, with `schedule.realtime`, for the real-time policy above the workers' (whether it got it
-/// is recorded: `Recorder::generator_realtime`).
+/// is recorded: `Recorder::generator_realtime`), or else for `schedule.nice`.
 pub fn open_loop<'scope, 'env: 'scope>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     target: &'env dyn Target,
@@ -494,7 +496,7 @@ pub fn open_loop<'scope, 'env: 'scope>(
     schedule: Schedule,
     cores: &'env [usize],
 ) -> Driver<'scope> {
-    let Schedule { rate, arrivals, seed, from_schedule, realtime } = schedule;
+    let Schedule { rate, arrivals, seed, from_schedule, realtime, nice } = schedule;
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
@@ -503,6 +505,9 @@ pub fn open_loop<'scope, 'env: 'scope>(
             pin(cores, 0);
             // SAFETY: PR_SET_TIMERSLACK changes only the calling thread's timer slack.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            if nice != 0 && !baton::set_thread_nice(nice) {
+                eprintln!("warning: the generator runs at its own nice: the kernel refused nice {nice}");
+            }
             let realtime = realtime && {
                 let granted = baton::request_thread_realtime();
                 if !granted {

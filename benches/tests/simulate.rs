@@ -558,6 +558,10 @@ fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another
         let l = simulate(o, &engines()).unwrap().points.remove(0).latency;
         (l.min_us, l.max_us)
     };
+    let compute = |o: &SimOptions| {
+        let p = simulate(o, &engines()).unwrap().points.remove(0);
+        p.nodes.iter().map(|n| n.mean_compute_us).sum::<f64>() / 2.0
+    };
     // Shared: the send and the two batches run at 2/3 of a core each until the batches end,
     // which costs each batch a third of what the send overlapped (at most 60 µs in all).
     let (min, max) = latency(&o);
@@ -569,10 +573,24 @@ fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another
     o.model.generator_holds_core = true;
     let (min, max) = latency(&o);
     assert!(min >= 1120 && max <= 1400, "held: {min}..{max} µs");
+    let held = compute(&o);
+    assert!(held >= 960.0, "one batch of two a request is held 100 µs: {held} µs a batch");
     // With a core free as the run starts, it preempts nothing: the send, then the batches
     // undisturbed.
     o.model.cores = Some(3.0);
     assert_eq!(latency(&o), (1020, 1020), "a free core: no job waits behind the generator");
+    // A generator at nice 10 holds no core: it shares them by its weight (110 against the
+    // batches' 1024), so its slow sends stretch the batches by 5% where they overlap.
+    o.model.cores = Some(2.0);
+    o.bench.generator_nice = 10;
+    let niced = compute(&o);
+    assert!(niced > 920.0 && niced < held - 15.0, "at nice 10 no batch is held: {niced} against {held} µs a batch");
+    o.bench.generator_policy = GeneratorPolicy::Realtime;
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--generator-nice") && e.contains("realtime"), "{e}");
+    (o.bench.generator_policy, o.bench.generator_nice) = (GeneratorPolicy::Normal, 20);
+    assert!(simulate(&o, &engines()).unwrap_err().contains("between 0 and 19"));
+    o.bench.generator_nice = 0;
     o.model.cpu.send_us = 0.0;
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--generator-holds-core") && e.contains("--send-cpu-us"), "{e}");

@@ -61,6 +61,12 @@ pub struct BenchArgs {
     /// pinned workers' cores (--client-cores). See BENCHMARKS.md.
     #[arg(long, default_value = "normal", value_parser = generator_policy_parser())]
     pub generator_policy: GeneratorPolicy,
+    /// Open loop at the normal policy: the generator thread's nice value, 0 to 19. At 0 the
+    /// generator, waking for a send, preempts the batch running on its core about every time,
+    /// and that batch waits out the generator's run; at 10 a running batch goes on, and the
+    /// sends wait for it instead. See docs/simulate.md, "Where the real runs wait for a core".
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub generator_nice: i32,
     /// Rows (dim 0) per request.
     #[arg(long, default_value_t = 1)]
     pub rows: usize,
@@ -175,6 +181,7 @@ impl BenchArgs {
             arrivals: self.arrivals,
             latency_from_schedule: self.latency_from_schedule,
             generator_policy: self.generator_policy,
+            generator_nice: self.generator_nice,
             rows: self.rows,
             pool: self.pool,
             seed: self.seed,

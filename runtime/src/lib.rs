@@ -47,7 +47,7 @@ pub use engine::{
 pub use execution::{CudaOptions, Execution};
 /// The `half` crate, for `f16` tensors (and [`with_element_type!`]).
 pub use half;
-pub use node::{request_thread_realtime, request_thread_slice, NodeStats};
+pub use node::{request_thread_realtime, request_thread_slice, set_thread_nice, NodeStats};
 pub use request::{Outputs, Request, RequestError, RequestResult, Ticket, WaitTimeout};
 pub use runtime::{Runtime, StartError, Submitter};
 pub use spec::PipelineSpec;

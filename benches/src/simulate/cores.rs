@@ -44,6 +44,11 @@ impl Class {
     /// (`baton bench --generator-policy realtime`).
     pub const GENERATOR_REALTIME: Class = Class { realtime_priority: 2, weight: 1024.0 };
 
+    /// A thread at the normal policy and nice value `nice`.
+    pub fn at_nice(nice: i32) -> Class {
+        Class { realtime_priority: 0, weight: weight(nice) }
+    }
+
     pub fn is_realtime(&self) -> bool {
         self.realtime_priority > 0
     }

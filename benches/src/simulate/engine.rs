@@ -100,6 +100,9 @@ pub struct PointSetup {
     /// With a load generator thread: its sends run at the real-time policy above the
     /// workers' (`baton bench --generator-policy realtime`), else at the normal one.
     pub generator_realtime: bool,
+    /// With a load generator thread at the normal policy: its nice value
+    /// (`baton bench --generator-nice`).
+    pub generator_nice: i32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -682,10 +685,12 @@ impl<'a> Sim<'a> {
             send.sent_ns = now;
         }
         queue.running = Some((client, send));
-        let holds = from == Sender::Generator && self.terms.generator_holds_core;
+        // A generator at a higher nice than the workers' does not preempt them: it shares.
+        let holds = from == Sender::Generator && self.terms.generator_holds_core && self.setup.generator_nice <= 0;
         let class = match from {
             Sender::Generator if self.setup.generator_realtime || holds => Class::GENERATOR_REALTIME,
-            _ => Class::PLAIN,
+            Sender::Generator => Class::at_nice(self.setup.generator_nice),
+            Sender::Clients => Class::PLAIN,
         };
         if holds && !self.generator_running {
             self.start_generator_run();

@@ -305,6 +305,7 @@ fn setup(b: &BenchOptions, load: SimLoad, k: usize) -> PointSetup {
         duration_ns: b.duration.as_nanos() as u64,
         latency_from_schedule: b.latency_from_schedule,
         generator_realtime: b.generator_policy.is_realtime(),
+        generator_nice: b.generator_nice,
     }
 }
 

@@ -152,6 +152,7 @@ impl<'a> Evaluator<'a> {
             duration_ns: l.duration_ns,
             latency_from_schedule: false,
             generator_realtime: false,
+            generator_nice: 0,
         };
         let (window, busy_ns) = self.traffic.sim(spec, durations, self.terms, setup, false)?.run_busy();
         Ok(simulated_point(spec.scheduler.policy.name(), load, l.rows, &window, busy_ns))

@@ -40,7 +40,7 @@ pub(crate) mod fault;
 pub(crate) mod join;
 pub(crate) mod niceness;
 pub(crate) use niceness::ThreadClasses;
-pub use niceness::{request_thread_realtime, request_thread_slice};
+pub use niceness::{request_thread_realtime, request_thread_slice, set_thread_nice};
 pub(crate) mod stop;
 pub(crate) mod stream;
 

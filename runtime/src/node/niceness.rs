@@ -104,6 +104,17 @@ fn get_slice(tid: libc::id_t) -> Option<u64> {
     ok.then_some(attr.runtime)
 }
 
+/// Sets the calling thread's nice value to `nice` (-20 to 19): for a thread of a serving
+/// binary whose work should give way to the workers', such as the one that takes requests
+/// in. At nice 0 such a thread, waking, preempts the batch running on its core about every
+/// time, and the batch waits out its run while another core may sit idle
+/// (`docs/simulate.md`, "Where the real runs wait for a core"); at a higher nice a running
+/// batch goes on. Returns whether the kernel took it (a nice below the thread's own needs
+/// `CAP_SYS_NICE`).
+pub fn set_thread_nice(nice: i32) -> bool {
+    set_nice(thread_id(), nice)
+}
+
 /// Asks the kernel for an EEVDF slice of `slice_us` µs (100 to 100000) for the
 /// calling thread, at its nice: for the threads of a serving binary that submit
 /// requests and wait for their answers, so that they, too, run at once when
