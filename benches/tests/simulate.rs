@@ -575,6 +575,13 @@ fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another
     assert!(min >= 1120 && max <= 1400, "held: {min}..{max} µs");
     let held = compute(&o);
     assert!(held >= 960.0, "one batch of two a request is held 100 µs: {held} µs a batch");
+    // Core queues hold it too: the send preempts the batch on the generator's core. And the
+    // node whose batch ends last starts its next on the core left free, the generator's,
+    // every time: it is held at every send and falls further behind each time.
+    (o.model.generator_holds_core, o.model.core_queues) = (false, true);
+    let (min, max) = latency(&o);
+    assert!(min >= 1120 && max > 2000, "queued: {min}..{max} µs");
+    (o.model.generator_holds_core, o.model.core_queues) = (true, false);
     // With a core free as the run starts, it preempts nothing: the send, then the batches
     // undisturbed.
     o.model.cores = Some(3.0);
@@ -594,6 +601,33 @@ fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another
     o.model.cpu.send_us = 0.0;
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--generator-holds-core") && e.contains("--send-cpu-us"), "{e}");
+}
+
+#[test]
+fn under_core_queues_a_job_waits_on_its_core_while_another_core_is_idle() {
+    let dir = folder(SUITE, "core_queues");
+    // Three workers of one node, 100 µs a batch, three clients, two cores.
+    let three = one_node_with(&dir, "three.toml", "max_batch = 1", "max_batch = 1\nworkers = 3");
+    let budget = std::fs::read_to_string(&three)
+        .unwrap()
+        .replace("name = \"one\"", "name = \"one\"\n[scheduler]\ncompute_budget = 3.0");
+    std::fs::write(&three, budget).unwrap();
+    let mut o = options(three, profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.concurrency = vec![3];
+    o.model.cores = Some(2.0);
+    let latency = |o: &SimOptions| {
+        let l = simulate(o, &engines()).unwrap().points.remove(0).latency;
+        (l.min_us, l.max_us)
+    };
+    assert_eq!(latency(&o), (150, 150), "one pool: three batches at 2/3 of a core each");
+    // Queues: two batches take a core each, the third waits on one of them, and when the
+    // other core's batch ends it stays where it is.
+    o.model.core_queues = true;
+    assert_eq!(latency(&o), (100, 200), "a core each, or behind one");
+    o.model.cores = Some(1.5);
+    assert!(simulate(&o, &engines()).unwrap_err().contains("whole number of cores"));
+    (o.model.cores, o.model.generator_holds_core, o.model.cpu.send_us) = (Some(2.0), true, 10.0);
+    assert!(simulate(&o, &engines()).unwrap_err().contains("give one"));
 }
 
 #[test]

@@ -174,6 +174,13 @@ pub struct ModelTermArgs {
     /// core goes idle meanwhile. Needs --send-cpu-us.
     #[arg(long)]
     pub generator_holds_core: bool,
+    /// Model term: each job runs on one core's queue, as the kernel runs threads, not on a
+    /// share of one pool of cores: placed as it starts on a core with the fewest jobs (the
+    /// generator's sends on its last core, a pinned worker's on its core), it waits there
+    /// behind the job that core runs, even while another core is idle; the generator's send
+    /// preempts the job on its core. Needs a whole number of cores.
+    #[arg(long)]
+    pub core_queues: bool,
 }
 
 impl ModelTermArgs {
@@ -211,6 +218,7 @@ impl ModelTermArgs {
             idle_gaps: self.idle_gaps,
             spin_wakes: self.spin_wakes,
             generator_holds_core: self.generator_holds_core,
+            core_queues: self.core_queues,
         }
     }
 }

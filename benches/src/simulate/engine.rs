@@ -76,6 +76,9 @@ pub struct Terms {
     /// sleep until its queue is empty): its sends take that core whole, and a job on it stays
     /// there until the run ends, whatever the other cores do ([`Sim::hold_for_generator`]).
     pub generator_holds_core: bool,
+    /// Each job runs on one core's queue, as the kernel runs threads ([`super::core_queues`]),
+    /// not on a share of one pool of cores.
+    pub core_queues: bool,
 }
 
 /// How requests arrive.
@@ -141,6 +144,8 @@ enum Ev {
     StallEnd,
     /// The generator's thread wakes from its sleep until a send was due.
     GeneratorWakes,
+    /// Under core queues: the kernel's tick moves waiting jobs to idle cores.
+    Balance,
 }
 
 struct Req {
@@ -177,6 +182,8 @@ struct Batch {
     frozen_until: u64,
     /// It waits behind the generator's run (`Terms::generator_holds_core`).
     behind_generator: bool,
+    /// Its core and its place in that core's order (`Terms::core_queues`).
+    placed: Option<(usize, u64)>,
 }
 
 impl Batch {
@@ -197,6 +204,7 @@ impl Batch {
             core: None,
             frozen_until: 0,
             behind_generator: false,
+            placed: None,
         }
     }
 
@@ -296,8 +304,12 @@ pub struct Sim<'a> {
     stall_rng: StdRng,
     /// Whether the generator's thread runs now and holds a core (`Terms::generator_holds_core`).
     generator_running: bool,
-    /// The draws of which job the generator's run holds off its core, apart from the rest's.
+    /// The draws of which job the generator's run holds off its core, and of the cores jobs
+    /// are placed on, apart from the rest's.
     hold_rng: StdRng,
+    /// Under `core_queues`: the jobs placed so far, and the core the generator's thread ran on last.
+    placed_seq: u64,
+    generator_core: Option<usize>,
 }
 
 /// Each node's buffer state at the start, batching as the runtime's selector and policy say.
@@ -461,6 +473,8 @@ impl<'a> Sim<'a> {
             stall_rng: StdRng::seed_from_u64(setup.seed ^ 0x0057_a11e_d0c0_4e55),
             generator_running: false,
             hold_rng: StdRng::seed_from_u64(setup.seed ^ 0x0060_1d5c_0a3e_0001),
+            placed_seq: 0,
+            generator_core: None,
         }
     }
 
@@ -518,6 +532,9 @@ impl<'a> Sim<'a> {
         for core in 0..self.stalled_until.len() {
             self.next_stall(core);
         }
+        if self.terms.core_queues {
+            self.at(super::core_queues::BALANCE_NS, Ev::Balance);
+        }
         let end = self.setup.warmup_ns + self.setup.duration_ns;
         let mut start_stats = Vec::new();
         loop {
@@ -572,6 +589,10 @@ impl<'a> Sim<'a> {
                 Ev::Due => self.decide(),
                 Ev::Stall { core } => self.stall(core),
                 Ev::StallEnd => self.stall_end(),
+                Ev::Balance => {
+                    self.balance();
+                    self.at(time + super::core_queues::BALANCE_NS, Ev::Balance);
+                }
                 Ev::Measure => {
                     self.recorder.take();
                     self.measuring = true;
@@ -1111,6 +1132,9 @@ impl<'a> Sim<'a> {
         if self.generator_running && !matches!(batch.job, Job::Send { from: Sender::Generator }) {
             self.hold_for_generator(&mut batch);
         }
+        if self.terms.core_queues {
+            batch.placed = Some(self.place(&batch));
+        }
         let id = match self.free_batches.pop() {
             Some(id) => {
                 self.batches[id] = Some(batch);
@@ -1123,6 +1147,92 @@ impl<'a> Sim<'a> {
         };
         self.share();
         self.running.push(id);
+        self.reschedule();
+    }
+
+    /// Under `core_queues`, the core `batch` starts on and its place in that core's order.
+    fn place(&mut self, batch: &Batch) -> (usize, u64) {
+        let cores = self.stalled_until.len();
+        let mut placed = vec![0; cores];
+        for &id in &self.running {
+            if let Some((core, _)) = self.batches[id].as_ref().and_then(|b| b.placed) {
+                placed[core] += 1;
+            }
+        }
+        let generator = matches!(batch.job, Job::Send { from: Sender::Generator });
+        let core = match batch.core {
+            Some(core) => core,
+            None if generator && self.generator_core.is_some() => self.generator_core.expect("checked"),
+            None => super::core_queues::place(&placed, self.hold_rng.random::<f64>()),
+        };
+        if generator {
+            self.generator_core = Some(core);
+        }
+        self.placed_seq += 1;
+        (core, self.placed_seq)
+    }
+
+    /// Under `core_queues`: each core runs the first job of its order at full speed (none
+    /// while it stalls), the others on it wait.
+    fn queue_speeds(&mut self) {
+        let now = self.now;
+        let mut first: Vec<Option<(super::core_queues::RunKey, usize)>> = vec![None; self.stalled_until.len()];
+        for (k, &id) in self.running.iter().enumerate() {
+            let b = self.batches[id].as_ref().expect("a running batch");
+            let (core, seq) = b.placed.expect("a job placed on a core");
+            let generator = matches!(b.job, Job::Send { from: Sender::Generator });
+            let key = super::core_queues::run_key(b.class, generator, seq);
+            if first[core].is_none_or(|(best, _)| key < best) {
+                first[core] = Some((key, k));
+            }
+        }
+        self.speeds.clear();
+        self.speeds.resize(self.running.len(), 0.0);
+        for (core, pick) in first.into_iter().enumerate() {
+            if let Some((_, k)) = pick {
+                if self.stalled_until[core] <= now {
+                    self.speeds[k] = 1.0;
+                }
+            }
+        }
+    }
+
+    /// Under `core_queues`, the kernel's tick: each idle core takes the first waiting job of
+    /// a core with jobs waiting, the one with the most first.
+    fn balance(&mut self) {
+        let now = self.now;
+        let cores = self.stalled_until.len();
+        let mut placed = vec![0usize; cores];
+        for &id in &self.running {
+            placed[self.batches[id].as_ref().and_then(|b| b.placed).expect("a job placed on a core").0] += 1;
+        }
+        let idle: Vec<usize> = (0..cores).filter(|&c| placed[c] == 0 && self.stalled_until[c] <= now).collect();
+        if idle.is_empty() || placed.iter().all(|&n| n < 2) {
+            return;
+        }
+        self.share();
+        for to in idle {
+            let Some(from) = (0..cores).filter(|&c| placed[c] >= 2).max_by_key(|&c| (placed[c], Reverse(c))) else {
+                break;
+            };
+            // The first waiting job on `from` not pinned there (the first by the run order runs).
+            let mut order: Vec<(super::core_queues::RunKey, usize, bool)> = self
+                .running
+                .iter()
+                .filter_map(|&id| {
+                    let b = self.batches[id].as_ref()?;
+                    let (core, seq) = b.placed?;
+                    let generator = matches!(b.job, Job::Send { from: Sender::Generator });
+                    (core == from).then(|| (super::core_queues::run_key(b.class, generator, seq), id, b.core.is_some()))
+                })
+                .collect();
+            order.sort();
+            let Some(&(_, id, _)) = order.iter().skip(1).find(|(_, _, pinned)| !pinned) else { continue };
+            let b = self.batches[id].as_mut().expect("a running batch");
+            b.placed = b.placed.map(|(_, seq)| (to, seq));
+            placed[from] -= 1;
+            placed[to] += 1;
+        }
         self.reschedule();
     }
 
@@ -1143,6 +1253,11 @@ impl<'a> Sim<'a> {
     /// at speed 0; the others share the cores not stalled.
     fn reschedule(&mut self) {
         let now = self.now;
+        if self.terms.core_queues {
+            self.queue_speeds();
+            self.set_ends();
+            return;
+        }
         self.running_classes.clear();
         for &id in &self.running {
             let b = self.batches[id].as_ref().expect("a running batch");
@@ -1159,6 +1274,13 @@ impl<'a> Sim<'a> {
             let b = self.batches[id].as_ref().expect("a running batch");
             self.speeds.push(if b.frozen(now) { 0.0 } else { *unfrozen.next().expect("a speed per unfrozen job") });
         }
+        self.set_ends();
+    }
+
+    /// Schedules each running job's end at its speed in `speeds`, where that differs from the
+    /// speed its pending end was scheduled at.
+    fn set_ends(&mut self) {
+        let now = self.now;
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
             if b.speed == speed {
@@ -1206,7 +1328,8 @@ impl<'a> Sim<'a> {
                 loose += 1;
             }
         }
-        if !pinned_here && loose > 0 {
+        // Under core queues a job not pinned is on one core: the stalled core's stop it.
+        if !self.terms.core_queues && !pinned_here && loose > 0 {
             let (u, v) = (self.stall_rng.random::<f64>(), self.stall_rng.random::<f64>());
             if u * self.terms.cores < loose as f64 {
                 let k = ((v * loose as f64) as usize).min(loose - 1);

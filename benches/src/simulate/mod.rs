@@ -16,6 +16,7 @@
 //! docs/simulate.md says what it models, what it does not, and how close it
 //! comes to real runs.
 
+pub mod core_queues;
 pub mod cores;
 pub mod cpu;
 pub mod durations;

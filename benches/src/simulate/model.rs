@@ -66,6 +66,9 @@ pub struct ModelTerms {
     /// The load generator's thread holds a core while it runs; a job on that core waits
     /// for the run's end.
     pub generator_holds_core: bool,
+    /// Each job runs on one core's queue, as the kernel runs threads, not on a share of
+    /// one pool of cores.
+    pub core_queues: bool,
 }
 
 impl ModelTerms {
@@ -85,6 +88,11 @@ impl ModelTerms {
             return Err("--cores must be positive".into());
         }
         self.cpu.costs()?;
+        if self.generator_holds_core && self.core_queues {
+            return Err(
+                "--generator-holds-core and --core-queues are two models of the generator's core: give one".into()
+            );
+        }
         if self.generator_holds_core && self.cpu.send_us <= 0.0 {
             return Err("--generator-holds-core needs the generator's sends in the model: --send-cpu-us".into());
         }
@@ -122,7 +130,7 @@ impl ModelTerms {
     pub fn terms(&self, profile: &Path) -> Result<Terms, String> {
         self.check()?;
         let ns = |us: f64| (us * 1000.0).round() as u64;
-        Ok(Terms {
+        let terms = Terms {
             wake_ns: ns(self.wake_us),
             hop_ns: ns(self.hop_us),
             cores: match self.cores {
@@ -134,7 +142,12 @@ impl ModelTerms {
             slice_ns: ns(self.slice_us),
             spin_wakes: self.spin_wakes,
             generator_holds_core: self.generator_holds_core,
-        })
+            core_queues: self.core_queues,
+        };
+        if terms.core_queues && terms.cores.fract() != 0.0 {
+            return Err(format!("--core-queues needs a whole number of cores, not {}", terms.cores));
+        }
+        Ok(terms)
     }
 
     /// `profile`'s batch times for `spec`'s nodes at the batch sizes they can form
@@ -223,6 +236,7 @@ impl ModelTerms {
         s["idle_gaps"] = serde_json::json!(self.idle_gaps);
         s["spin_wakes"] = serde_json::json!(self.spin_wakes);
         s["generator_holds_core"] = serde_json::json!(self.generator_holds_core);
+        s["core_queues"] = serde_json::json!(self.core_queues);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
     }
 }
