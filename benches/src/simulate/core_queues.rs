@@ -5,7 +5,8 @@
 //! that core; the load generator's sends on the core its thread ran on last (it wakes where
 //! it slept); any other job on a core with the fewest jobs placed (one drawn among them). A
 //! core runs one job at a time: the highest real-time priority first, then the generator's
-//! send (its wake-up preempts whatever runs there), then the job placed there first. The
+//! send (its wake-up preempts whatever runs there; at a higher nice it waits its turn), then
+//! the job placed there first. The
 //! others wait on that core's queue, even while another core is idle: on a scheduling trace
 //! of this machine one wait in 191 over 300 µs moved to the idle core
 //! (`docs/simulate.md`, "Where the real runs wait for a core"). A stalled core runs none.
@@ -36,10 +37,10 @@ pub fn place(placed: &[usize], u: f64) -> usize {
 /// The order in which a core picks the job it runs: the least key first.
 pub type RunKey = (Reverse<u8>, bool, u64);
 
-/// A job's place in its core's order: its real-time priority, whether it is the generator's
-/// send, and when it was placed (`placed_seq`).
-pub fn run_key(class: Class, generator_send: bool, placed_seq: u64) -> RunKey {
-    (Reverse(class.realtime_priority), !generator_send, placed_seq)
+/// A job's place in its core's order: its real-time priority, whether it preempts as the
+/// generator's send does, and when it was placed (`placed_seq`).
+pub fn run_key(class: Class, preempts: bool, placed_seq: u64) -> RunKey {
+    (Reverse(class.realtime_priority), !preempts, placed_seq)
 }
 
 #[cfg(test)]

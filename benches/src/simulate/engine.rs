@@ -216,6 +216,15 @@ impl Batch {
     fn frozen(&self, now: u64) -> bool {
         self.frozen_until > now
     }
+
+    /// Under core queues, its place in its core's order: a send of the generator at nice 0
+    /// or real-time preempts the job running there; one at a higher nice waits its turn.
+    fn run_key(&self) -> super::core_queues::RunKey {
+        let (_, seq) = self.placed.expect("a job placed on a core");
+        let preempts =
+            matches!(self.job, Job::Send { from: Sender::Generator }) && self.class.weight >= Class::PLAIN.weight;
+        super::core_queues::run_key(self.class, preempts, seq)
+    }
 }
 
 /// Per node: how long its idle workers spin for work before they park, ns, where the
@@ -1179,9 +1188,8 @@ impl<'a> Sim<'a> {
         let mut first: Vec<Option<(super::core_queues::RunKey, usize)>> = vec![None; self.stalled_until.len()];
         for (k, &id) in self.running.iter().enumerate() {
             let b = self.batches[id].as_ref().expect("a running batch");
-            let (core, seq) = b.placed.expect("a job placed on a core");
-            let generator = matches!(b.job, Job::Send { from: Sender::Generator });
-            let key = super::core_queues::run_key(b.class, generator, seq);
+            let (core, _) = b.placed.expect("a job placed on a core");
+            let key = b.run_key();
             if first[core].is_none_or(|(best, _)| key < best) {
                 first[core] = Some((key, k));
             }
@@ -1221,9 +1229,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .filter_map(|&id| {
                     let b = self.batches[id].as_ref()?;
-                    let (core, seq) = b.placed?;
-                    let generator = matches!(b.job, Job::Send { from: Sender::Generator });
-                    (core == from).then(|| (super::core_queues::run_key(b.class, generator, seq), id, b.core.is_some()))
+                    (b.placed?.0 == from).then(|| (b.run_key(), id, b.core.is_some()))
                 })
                 .collect();
             order.sort();
@@ -1265,9 +1271,7 @@ impl<'a> Sim<'a> {
                 self.running_classes.push(b.class);
             }
         }
-        let stalled = self.stalled_until.iter().filter(|&&until| until > now).count();
-        let cores = (self.terms.cores - stalled as f64).max(0.0);
-        speeds(cores, &self.running_classes, &mut self.unfrozen_speeds);
+        speeds(self.cores_up(), &self.running_classes, &mut self.unfrozen_speeds);
         self.speeds.clear();
         let mut unfrozen = self.unfrozen_speeds.iter();
         for &id in &self.running {
