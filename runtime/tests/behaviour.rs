@@ -686,8 +686,10 @@ fn every_task_records_its_queue_time_and_the_part_before_its_batch_was_picked() 
     open(&gate);
     first.wait().unwrap();
     second.wait().unwrap();
-    let stats = &runtime.node_stats()[0];
     let count = |counts: &[u64]| counts.iter().sum::<u64>();
+    // A batch's hand-on is counted as it ends, after it has answered its requests.
+    wait_until("both hand-ons are counted", || count(&runtime.node_stats()[0].hand_on_times) >= 2);
+    let stats = &runtime.node_stats()[0];
     assert_eq!(stats.executions, 2);
     assert_eq!(count(&stats.queue_times.waited), 2, "a wait per task");
     assert_eq!(count(&stats.queue_times.picked), 2);
