@@ -217,12 +217,15 @@ impl Batch {
         self.frozen_until > now
     }
 
+    fn is_generator_send(&self) -> bool {
+        matches!(self.job, Job::Send { from: Sender::Generator })
+    }
+
     /// Under core queues, its place in its core's order: a send of the generator at nice 0
     /// or real-time preempts the job running there; one at a higher nice waits its turn.
     fn run_key(&self) -> super::core_queues::RunKey {
         let (_, seq) = self.placed.expect("a job placed on a core");
-        let preempts =
-            matches!(self.job, Job::Send { from: Sender::Generator }) && self.class.weight >= Class::PLAIN.weight;
+        let preempts = self.is_generator_send() && self.class.weight >= Class::PLAIN.weight;
         super::core_queues::run_key(self.class, preempts, seq)
     }
 }
@@ -1138,7 +1141,7 @@ impl<'a> Sim<'a> {
         if let Some(core) = batch.core {
             batch.frozen_until = self.stalled_until[core];
         }
-        if self.generator_running && !matches!(batch.job, Job::Send { from: Sender::Generator }) {
+        if self.generator_running && !batch.is_generator_send() {
             self.hold_for_generator(&mut batch);
         }
         if self.terms.core_queues {
@@ -1161,24 +1164,28 @@ impl<'a> Sim<'a> {
 
     /// Under `core_queues`, the core `batch` starts on and its place in that core's order.
     fn place(&mut self, batch: &Batch) -> (usize, u64) {
-        let cores = self.stalled_until.len();
-        let mut placed = vec![0; cores];
-        for &id in &self.running {
-            if let Some((core, _)) = self.batches[id].as_ref().and_then(|b| b.placed) {
-                placed[core] += 1;
-            }
-        }
-        let generator = matches!(batch.job, Job::Send { from: Sender::Generator });
-        let core = match batch.core {
-            Some(core) => core,
-            None if generator && self.generator_core.is_some() => self.generator_core.expect("checked"),
-            None => super::core_queues::place(&placed, self.hold_rng.random::<f64>()),
+        let generator = batch.is_generator_send();
+        let core = match (batch.core, generator, self.generator_core) {
+            (Some(core), _, _) => core,
+            (None, true, Some(core)) => core,
+            _ => super::core_queues::place(&self.placed_counts(), self.hold_rng.random::<f64>()),
         };
         if generator {
             self.generator_core = Some(core);
         }
         self.placed_seq += 1;
         (core, self.placed_seq)
+    }
+
+    /// Under `core_queues`, the running jobs placed on each core.
+    fn placed_counts(&self) -> Vec<usize> {
+        let mut placed = vec![0; self.stalled_until.len()];
+        for &id in &self.running {
+            if let Some((core, _)) = self.batches[id].as_ref().and_then(|b| b.placed) {
+                placed[core] += 1;
+            }
+        }
+        placed
     }
 
     /// Under `core_queues`: each core runs the first job of its order at full speed (none
@@ -1210,10 +1217,7 @@ impl<'a> Sim<'a> {
     fn balance(&mut self) {
         let now = self.now;
         let cores = self.stalled_until.len();
-        let mut placed = vec![0usize; cores];
-        for &id in &self.running {
-            placed[self.batches[id].as_ref().and_then(|b| b.placed).expect("a job placed on a core").0] += 1;
-        }
+        let mut placed = self.placed_counts();
         let idle: Vec<usize> = (0..cores).filter(|&c| placed[c] == 0 && self.stalled_until[c] <= now).collect();
         if idle.is_empty() || placed.iter().all(|&n| n < 2) {
             return;
