@@ -50,7 +50,8 @@
 # fitted without what the model's gaps add at the capacity runs' concurrencies (IDLE_GAPS=0: neither;
 # neither for a profile that holds no gaps, measured before). SPIN_WAKES=1
 # gives the wake term to parked workers alone (`--spin-wakes`; the term from the light load then
-# over its share of parked wake-ups).
+# over its share of parked wake-ups). PROFILE_BATCHES lists the batch sizes the profiles measure
+# (`baton profile --batches`; default its own).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
@@ -93,8 +94,9 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
         "$BATON" stalls --duty "$duty" --out "$record" >"${record%.json}.txt" 2>&1
     done
     logged "$p profile"
+    # shellcheck disable=SC2046 # the flag is two words or none
     "$BATON" profile "$cfg" --out "$DIR/$p.profile.json" --idle-gaps "${IDLE_GAP_US:-100,300,1000,3000,10000,30000}" \
-        >"$DIR/$p.profile.log" 2>&1
+        $([[ -n ${PROFILE_BATCHES:-} ]] && echo --batches "$PROFILE_BATCHES") >"$DIR/$p.profile.log" 2>&1
     for k in 1 2 3; do
         logged "$p capacity $k"
         bench "cap_${p}_$k" "$cfg" "$@" --concurrency "1,$c" --duration 3s --warmup 1s --seed "$k"

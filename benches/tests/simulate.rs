@@ -240,10 +240,26 @@ fn a_normal_batch_pays_the_extra_its_nodes_idle_gap_measured_and_back_to_back_ba
     o.bench.concurrency = vec![];
     o.bench.rate = vec![20.0];
     assert_eq!(compute(&o), 400.0, "50 ms apart: past the longest gap measured, its extra");
-    // 1 ms apart: the gap is 1 ms less the batch d, and d = 100 + 50 × (1000 - d) / 1000.
+    // 1 ms apart: the worker spins 50 µs (`idle_spin_us`'s default) after each batch d, its
+    // core awake, then parks: the gap is 1 ms less d less the spin, and
+    // d = 100 + 50 × (950 - d) / 1000.
     o.bench.rate = vec![1000.0];
     let d = compute(&o);
-    assert!((d - 150.0 / 1.05).abs() < 0.01, "linear from no extra at no gap: {d}");
+    assert!((d - 147.5 / 1.05).abs() < 0.01, "linear from no extra at no gap, after the spin: {d}");
+    let spinning = o.bench.pipeline.replace(one_node_with(
+        &dir,
+        "no_spin.toml",
+        "max_batch = 1",
+        "max_batch = 1\nidle_spin_us = 0",
+    ));
+    let d = compute(&o);
+    assert!((d - 150.0 / 1.05).abs() < 0.01, "a worker that parks at once: the gap from its batch's end: {d}");
+    // Spinning 2 ms, the worker never parks between batches 1 ms apart.
+    o.bench.pipeline =
+        Some(one_node_with(&dir, "long_spin.toml", "max_batch = 1", "max_batch = 1\nidle_spin_us = 2000"));
+    let d = compute(&o);
+    assert_eq!(d, 100.0, "a worker told while it spins: no gap");
+    o.bench.pipeline = spinning;
     o.model.idle_gaps = false;
     assert_eq!(compute(&o), 100.0, "without --idle-gaps: the profile's times");
     o.model.idle_gaps = true;

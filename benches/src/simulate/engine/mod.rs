@@ -32,6 +32,14 @@
 //! an event would), not the event queue: the loop takes whichever comes first,
 //! the queue's next event or the earliest end, so a moved end leaves nothing
 //! stale behind.
+//!
+//! Beside this file: [`idle_gaps`] (what a node's idle gap adds to its batch),
+//! [`generator_run`] (the generator's run holding a core) and [`placement`]
+//! (jobs on the cores' own queues).
+
+mod generator_run;
+mod idle_gaps;
+mod placement;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -230,10 +238,10 @@ impl Batch {
     }
 }
 
-/// Per node: how long its idle workers spin for work before they park, ns, where the
-/// model counts the spin (`spin_wakes`); workers at the real-time policy never spin.
-fn spin_ns(spec: &PipelineSpec, spin_wakes: bool) -> Vec<u64> {
-    let spins = spin_wakes && !Classes::new(spec).realtime_workers();
+/// Per node: how long its idle workers spin for work before they park, ns; workers at
+/// the real-time policy never spin.
+fn spin_ns(spec: &PipelineSpec) -> Vec<u64> {
+    let spins = !Classes::new(spec).realtime_workers();
     spec.nodes.iter().map(|n| if spins { n.idle_spin_us * 1000 } else { 0 }).collect()
 }
 
@@ -248,16 +256,23 @@ pub struct Sim<'a> {
     idle_ns: f64,
     /// `idle_ns` as the measured interval started.
     idle_ns_at_measure: f64,
-    /// Per node: `idle_ns` when its last batch's compute ended (`None`: none has run),
-    /// and how many of its batches compute now: its idle gap (`--idle-gaps`).
-    idle_ns_at_end: Vec<Option<f64>>,
+    /// Like `idle_ns`, less the idle workers' spins for work: the cores halted.
+    halted_ns: f64,
+    /// Per node: `halted_ns` when its idle gap started (`None`: none has run), and how
+    /// many of its batches compute now (`--idle-gaps`).
+    halted_ns_at_end: Vec<Option<f64>>,
     computing: Vec<usize>,
+    /// Per node: when the worker of its last batch parks, while that is still ahead of
+    /// the cores' last share (`shared_at`): its spin for work keeps its core awake and
+    /// its weights cached, so the node's idle gap starts there.
+    parks_at: Vec<Option<u64>>,
     /// Per node: when each of its idle workers went idle (0: idle since the start), the
     /// latest last; a told worker is the one idle the shortest time (a spinning worker
     /// takes the instruction first).
     idle_workers_since: Vec<Vec<u64>>,
-    /// Per node: how long its idle workers spin before they park, ns (0: they park at once,
-    /// or `spin_wakes` is off).
+    /// Per node: how long its idle workers spin before they park, ns (0: they park at
+    /// once). A spinning worker keeps its core awake (the idle gaps); it takes an
+    /// instruction at once only under `spin_wakes`.
     spin_ns: Vec<u64>,
     terms: Terms,
     decider: Decider,
@@ -431,10 +446,12 @@ impl<'a> Sim<'a> {
             sparse: (0..spec.nodes.len()).map(|n| durations.sparse_factor(n, &setup.load)).collect(),
             idle_ns: 0.0,
             idle_ns_at_measure: 0.0,
-            idle_ns_at_end: vec![None; spec.nodes.len()],
+            halted_ns: 0.0,
+            halted_ns_at_end: vec![None; spec.nodes.len()],
             computing: vec![0; spec.nodes.len()],
+            parks_at: vec![None; spec.nodes.len()],
             idle_workers_since: spec.nodes.iter().map(|n| vec![0; n.workers]).collect(),
-            spin_ns: spin_ns(spec, terms.spin_wakes),
+            spin_ns: spin_ns(spec),
             terms,
             decider,
             nodes,
@@ -731,74 +748,6 @@ impl<'a> Sim<'a> {
         self.run_job(Batch::runtime(Job::Send { from }, self.send_ns(from), now, class));
     }
 
-    /// The running jobs that run now (not frozen by a stall or behind the generator).
-    fn unfrozen_jobs(&self) -> usize {
-        let now = self.now;
-        self.running.iter().filter(|&&id| !self.batches[id].as_ref().is_some_and(|b| b.frozen(now))).count()
-    }
-
-    /// The cores not stalled now.
-    fn cores_up(&self) -> f64 {
-        let stalled = self.stalled_until.iter().filter(|&&until| until > self.now).count();
-        (self.terms.cores - stalled as f64).max(0.0)
-    }
-
-    /// The generator's thread wakes and runs (`Terms::generator_holds_core`): it takes a
-    /// core, and where every core is taken, the job on the core it takes (one drawn among
-    /// the running jobs not pinned) waits behind it, as the OS's wake-up preemption leaves
-    /// the preempted thread on its own core's queue.
-    fn start_generator_run(&mut self) {
-        self.generator_running = true;
-        if (self.unfrozen_jobs() as f64) < self.cores_up() {
-            return;
-        }
-        let now = self.now;
-        let loose: Vec<usize> = self
-            .running
-            .iter()
-            .copied()
-            .filter(|&id| self.batches[id].as_ref().is_some_and(|b| b.core.is_none() && !b.frozen(now)))
-            .collect();
-        if loose.is_empty() {
-            return;
-        }
-        let k = self.hold_rng.random_range(0..loose.len());
-        self.share();
-        let b = self.batches[loose[k]].as_mut().expect("a running batch");
-        b.frozen_until = u64::MAX;
-        b.behind_generator = true;
-        self.reschedule();
-    }
-
-    /// A job not pinned that starts while the generator runs and every core is taken lands
-    /// on the generator's core with the chance a woken thread lands on any one busy core
-    /// (1 ÷ the cores up): it waits there until the generator's run ends.
-    fn hold_for_generator(&mut self, batch: &mut Batch) {
-        let cores = self.cores_up();
-        if batch.core.is_some() || cores <= 0.0 || (self.unfrozen_jobs() as f64) < cores {
-            return;
-        }
-        if self.hold_rng.random::<f64>() * cores < 1.0 {
-            batch.frozen_until = u64::MAX;
-            batch.behind_generator = true;
-        }
-    }
-
-    /// The generator's queue is empty and its thread sleeps: the jobs behind its run go on.
-    fn end_generator_run(&mut self) {
-        self.generator_running = false;
-        self.share();
-        let now = self.now;
-        for &id in &self.running {
-            let b = self.batches[id].as_mut().expect("a running batch");
-            if b.behind_generator {
-                b.behind_generator = false;
-                b.frozen_until = now;
-            }
-        }
-        self.reschedule();
-    }
-
     /// A request arrives: its entry work runs on the cores (when the model has a
     /// cost for it), then its inputs go to their nodes. Whether it wants a decision now.
     fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
@@ -1017,13 +966,20 @@ impl<'a> Sim<'a> {
     fn told_while_spinning(&mut self, node: usize) -> bool {
         let since = self.idle_workers_since[node].pop().unwrap_or(0);
         let recorded = self.durations.wakes.as_ref().is_some_and(|w| w.has(node));
-        !recorded && self.spin_ns[node] > 0 && since > 0 && self.now - since <= self.spin_ns[node]
+        self.terms.spin_wakes
+            && !recorded
+            && self.spin_ns[node] > 0
+            && since > 0
+            && self.now - since <= self.spin_ns[node]
     }
 
     /// A worker of `node` goes idle: it spins for work, then parks.
     fn worker_idle(&mut self, node: usize) {
         self.nodes[node].busy -= 1;
         self.idle_workers_since[node].push(self.now);
+        if self.spin_ns[node] > 0 {
+            self.parks_at[node] = Some(self.now + self.spin_ns[node]);
+        }
     }
 
     /// How long a worker of `node` told now takes to wake: drawn from the runtime's
@@ -1087,6 +1043,7 @@ impl<'a> Sim<'a> {
         let class = self.classes.of(node, tasks.iter().any(|t| t.priority), self.priority_waits(node));
         let work = self.work_ns(node, rows, class.is_realtime()) + self.idle_extra_ns(node, class.is_realtime());
         self.computing[node] += 1;
+        self.parks_at[node] = None;
         let batch = Batch {
             node,
             tasks: tasks.clone(),
@@ -1117,25 +1074,6 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// What `node`'s idle gap adds to the normal-class batch it starts now (`--idle-gaps`):
-    /// the gap is the time the cores sat idle since its last batch ended (`idle_ns`); none
-    /// while another of its batches computes, and none to a real-time batch (its measured
-    /// `--realtime-scale` holds what it pays).
-    fn idle_extra_ns(&self, node: usize, realtime: bool) -> u64 {
-        if realtime || self.computing[node] > 0 {
-            return 0;
-        }
-        let gap = self.idle_ns_at_end[node].map(|at| (self.idle_ns_now() - at).round() as u64);
-        self.durations.idle_extra_ns(node, gap)
-    }
-
-    /// `idle_ns` brought up to now at the cores' current use.
-    fn idle_ns_now(&self) -> f64 {
-        let busy: f64 = self.speeds.iter().sum();
-        let cores = self.terms.cores;
-        self.idle_ns + (self.now - self.shared_at) as f64 * ((cores - busy) / cores).max(0.0)
-    }
-
     /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.
     fn run_job(&mut self, mut batch: Batch) {
         if let Some(core) = batch.core {
@@ -1162,93 +1100,17 @@ impl<'a> Sim<'a> {
         self.reschedule();
     }
 
-    /// Under `core_queues`, the core `batch` starts on and its place in that core's order.
-    fn place(&mut self, batch: &Batch) -> (usize, u64) {
-        let generator = batch.is_generator_send();
-        let core = match (batch.core, generator, self.generator_core) {
-            (Some(core), _, _) => core,
-            (None, true, Some(core)) => core,
-            _ => super::core_queues::place(&self.placed_counts(), self.hold_rng.random::<f64>()),
-        };
-        if generator {
-            self.generator_core = Some(core);
-        }
-        self.placed_seq += 1;
-        (core, self.placed_seq)
-    }
-
-    /// Under `core_queues`, the running jobs placed on each core.
-    fn placed_counts(&self) -> Vec<usize> {
-        let mut placed = vec![0; self.stalled_until.len()];
-        for &id in &self.running {
-            if let Some((core, _)) = self.batches[id].as_ref().and_then(|b| b.placed) {
-                placed[core] += 1;
-            }
-        }
-        placed
-    }
-
-    /// Under `core_queues`: each core runs the first job of its order at full speed (none
-    /// while it stalls), the others on it wait.
-    fn queue_speeds(&mut self) {
-        let now = self.now;
-        let mut first: Vec<Option<(super::core_queues::RunKey, usize)>> = vec![None; self.stalled_until.len()];
-        for (k, &id) in self.running.iter().enumerate() {
-            let b = self.batches[id].as_ref().expect("a running batch");
-            let (core, _) = b.placed.expect("a job placed on a core");
-            let key = b.run_key();
-            if first[core].is_none_or(|(best, _)| key < best) {
-                first[core] = Some((key, k));
-            }
-        }
-        self.speeds.clear();
-        self.speeds.resize(self.running.len(), 0.0);
-        for (core, pick) in first.into_iter().enumerate() {
-            if let Some((_, k)) = pick {
-                if self.stalled_until[core] <= now {
-                    self.speeds[k] = 1.0;
-                }
-            }
-        }
-    }
-
-    /// Under `core_queues`, the kernel's tick: each idle core takes the first waiting job of
-    /// a core with jobs waiting, the one with the most first.
-    fn balance(&mut self) {
-        let now = self.now;
-        let cores = self.stalled_until.len();
-        let mut placed = self.placed_counts();
-        let idle: Vec<usize> = (0..cores).filter(|&c| placed[c] == 0 && self.stalled_until[c] <= now).collect();
-        if idle.is_empty() || placed.iter().all(|&n| n < 2) {
-            return;
-        }
-        self.share();
-        for to in idle {
-            let Some(from) = (0..cores).filter(|&c| placed[c] >= 2).max_by_key(|&c| (placed[c], Reverse(c))) else {
-                break;
-            };
-            // The first waiting job on `from` not pinned there (the first by the run order runs).
-            let mut order: Vec<(super::core_queues::RunKey, usize, bool)> = self
-                .running
-                .iter()
-                .filter_map(|&id| {
-                    let b = self.batches[id].as_ref()?;
-                    (b.placed?.0 == from).then(|| (b.run_key(), id, b.core.is_some()))
-                })
-                .collect();
-            order.sort();
-            let Some(&(_, id, _)) = order.iter().skip(1).find(|(_, _, pinned)| !pinned) else { continue };
-            let b = self.batches[id].as_mut().expect("a running batch");
-            b.placed = b.placed.map(|(_, seq)| (to, seq));
-            placed[from] -= 1;
-            placed[to] += 1;
-        }
-        self.reschedule();
+    /// `idle_ns` brought up to now at the cores' current use.
+    fn idle_ns_now(&self) -> f64 {
+        let busy: f64 = self.speeds.iter().sum();
+        let cores = self.terms.cores;
+        self.idle_ns + (self.now - self.shared_at) as f64 * ((cores - busy) / cores).max(0.0)
     }
 
     /// Brings the running batches' work left up to now at the speed they ran at.
     fn share(&mut self) {
         let elapsed = (self.now - self.shared_at) as f64;
+        self.share_halted();
         self.idle_ns = self.idle_ns_now();
         for (&id, &speed) in self.running.iter().zip(&self.speeds) {
             let b = self.batches[id].as_mut().expect("a running batch");
@@ -1379,7 +1241,7 @@ impl<'a> Sim<'a> {
                 let (node, rows, tasks, took) = (b.node, b.rows, b.tasks.len(), self.now - b.started_ns);
                 let class = b.class;
                 self.computing[node] -= 1;
-                self.idle_ns_at_end[node] = Some(self.idle_ns);
+                self.halted_ns_at_end[node] = Some(self.halted_ns);
                 self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
                 let hand_on_ns = self.durations.hand_on_ns(node);
                 let totals = &mut self.nodes[node].totals;

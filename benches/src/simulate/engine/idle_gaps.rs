@@ -1,0 +1,84 @@
+//! A node's idle gap (`--idle-gaps`): the time the cores sat idle since its worker
+//! parked, and the extra its next batch pays for it ([`crate::simulate::idle`]).
+//! A worker spinning for work keeps its core awake, so neither its own gap nor the
+//! cores' halted time counts the spin (the cores' idle time, what a real run reads
+//! as the process's CPU left over, does: a spin is not a job).
+
+use super::Sim;
+
+impl Sim<'_> {
+    /// What `node`'s idle gap adds to the normal-class batch it starts now (`--idle-gaps`):
+    /// the gap is the time the cores sat halted (`halted_ns`) since its worker parked
+    /// after its last batch; none while that worker still spins, none while another of
+    /// its batches computes, and none to a real-time batch (its measured
+    /// `--realtime-scale` holds what it pays).
+    pub(super) fn idle_extra_ns(&self, node: usize, realtime: bool) -> u64 {
+        if realtime || self.computing[node] > 0 {
+            return 0;
+        }
+        let gap_start = match self.parks_at[node] {
+            Some(parks) if parks > self.now => return 0,
+            Some(parks) => Some(self.halted_ns_at(parks)),
+            None => self.halted_ns_at_end[node],
+        };
+        let gap = gap_start.map(|at| (self.halted_ns_at(self.now) - at).round() as u64);
+        self.durations.idle_extra_ns(node, gap)
+    }
+
+    /// `halted_ns` at `at`, between the last share and now (clamped to them).
+    pub(super) fn halted_ns_at(&self, at: u64) -> f64 {
+        self.halted_ns + self.halted_since_share(at.clamp(self.shared_at, self.now))
+    }
+
+    /// The halted time from the last share to `to`: a core halts where no job runs on it
+    /// and no idle worker spins there for work (a spin yields its core, but keeps it
+    /// awake and leaves its caches be).
+    fn halted_since_share(&self, to: u64) -> f64 {
+        let busy: f64 = self.speeds.iter().sum();
+        let cores = self.terms.cores;
+        let from = self.shared_at;
+        let spins = self.spins_between(from, to);
+        let mut bounds: Vec<u64> = spins.iter().flat_map(|&(s, e)| [s, e]).chain([from, to]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        bounds
+            .windows(2)
+            .map(|w| {
+                let spinning = spins.iter().filter(|&&(s, e)| s <= w[0] && w[1] <= e).count() as f64;
+                (w[1] - w[0]) as f64 * ((cores - busy - spinning) / cores).max(0.0)
+            })
+            .sum()
+    }
+
+    /// The idle workers' spins for work, clipped to `from..to` (the non-empty ones).
+    fn spins_between(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
+        let mut spins = Vec::new();
+        for (since, &spin) in self.idle_workers_since.iter().zip(&self.spin_ns) {
+            if spin == 0 {
+                continue;
+            }
+            for &s in since {
+                let (start, end) = (s.max(from), (s + spin).min(to));
+                if start < end {
+                    spins.push((start, end));
+                }
+            }
+        }
+        spins
+    }
+
+    /// Brings `halted_ns` up to now, the gap's start of each node whose worker parked
+    /// since the last share with it; before the cores' use changes.
+    pub(super) fn share_halted(&mut self) {
+        for node in 0..self.parks_at.len() {
+            match self.parks_at[node] {
+                Some(parks) if parks <= self.now => {
+                    self.halted_ns_at_end[node] = Some(self.halted_ns_at(parks));
+                    self.parks_at[node] = None;
+                }
+                _ => {}
+            }
+        }
+        self.halted_ns = self.halted_ns_at(self.now);
+    }
+}
