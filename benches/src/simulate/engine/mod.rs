@@ -33,13 +33,16 @@
 //! the queue's next event or the earliest end, so a moved end leaves nothing
 //! stale behind.
 //!
-//! Beside this file: [`idle_gaps`] (what a node's idle gap adds to its batch),
-//! [`generator_run`] (the generator's run holding a core) and [`placement`]
-//! (jobs on the cores' own queues).
+//! Beside this file: [`sharing`] (the running jobs' shares of the cores and
+//! their ends), [`stalls`] (the cores' stalls), [`idle_gaps`] (what a node's
+//! idle gap adds to its batch), [`generator_run`] (the generator's run holding
+//! a core) and [`placement`] (jobs on the cores' own queues).
 
 mod generator_run;
 mod idle_gaps;
 mod placement;
+mod sharing;
+mod stalls;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -51,7 +54,7 @@ use baton::{NodeStats, PipelineSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::cores::{speeds, Class, Classes};
+use super::cores::{Class, Classes};
 use super::cpu::{CpuCosts, Job, Sender};
 use super::durations::Durations;
 use super::nodes::{SimNode, SimTask, TenantQueues};
@@ -1072,161 +1075,6 @@ impl<'a> Sim<'a> {
         } else {
             (work as f64 * self.sparse[node]).round() as u64
         }
-    }
-
-    /// Puts a job on the shared cores; a job pinned to a stalled core waits for its end.
-    fn run_job(&mut self, mut batch: Batch) {
-        if let Some(core) = batch.core {
-            batch.frozen_until = self.stalled_until[core];
-        }
-        if self.generator_running && !batch.is_generator_send() {
-            self.hold_for_generator(&mut batch);
-        }
-        if self.terms.core_queues {
-            batch.placed = Some(self.place(&batch));
-        }
-        let id = match self.free_batches.pop() {
-            Some(id) => {
-                self.batches[id] = Some(batch);
-                id
-            }
-            None => {
-                self.batches.push(Some(batch));
-                self.batches.len() - 1
-            }
-        };
-        self.share();
-        self.running.push(id);
-        self.reschedule();
-    }
-
-    /// `idle_ns` brought up to now at the cores' current use.
-    fn idle_ns_now(&self) -> f64 {
-        let busy: f64 = self.speeds.iter().sum();
-        let cores = self.terms.cores;
-        self.idle_ns + (self.now - self.shared_at) as f64 * ((cores - busy) / cores).max(0.0)
-    }
-
-    /// Brings the running batches' work left up to now at the speed they ran at.
-    fn share(&mut self) {
-        let elapsed = (self.now - self.shared_at) as f64;
-        self.share_halted();
-        self.idle_ns = self.idle_ns_now();
-        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
-            let b = self.batches[id].as_mut().expect("a running batch");
-            b.left = (b.left - elapsed * speed).max(0.0);
-        }
-        self.shared_at = self.now;
-    }
-
-    /// Schedules every running batch's end at its speed now, where that speed
-    /// differs from the one its pending end was scheduled at (that end goes
-    /// stale); an end scheduled at the same speed still holds. A frozen job runs
-    /// at speed 0; the others share the cores not stalled.
-    fn reschedule(&mut self) {
-        let now = self.now;
-        if self.terms.core_queues {
-            self.queue_speeds();
-            self.set_ends();
-            return;
-        }
-        self.running_classes.clear();
-        for &id in &self.running {
-            let b = self.batches[id].as_ref().expect("a running batch");
-            if !b.frozen(now) {
-                self.running_classes.push(b.class);
-            }
-        }
-        speeds(self.cores_up(), &self.running_classes, &mut self.unfrozen_speeds);
-        self.speeds.clear();
-        let mut unfrozen = self.unfrozen_speeds.iter();
-        for &id in &self.running {
-            let b = self.batches[id].as_ref().expect("a running batch");
-            self.speeds.push(if b.frozen(now) { 0.0 } else { *unfrozen.next().expect("a speed per unfrozen job") });
-        }
-        self.set_ends();
-    }
-
-    /// Schedules each running job's end at its speed in `speeds`, where that differs from the
-    /// speed its pending end was scheduled at.
-    fn set_ends(&mut self) {
-        let now = self.now;
-        for (&id, &speed) in self.running.iter().zip(&self.speeds) {
-            let b = self.batches[id].as_mut().expect("a running batch");
-            if b.speed == speed {
-                continue;
-            }
-            // A new sequence number, as a scheduled event would take one: ends at the
-            // same time as events run in the order they were set.
-            self.seq += 1;
-            b.speed = speed;
-            // A job held off every core (a real-time level above takes them all) ends never,
-            // until a reschedule gives it a share.
-            let end = if speed > 0.0 { now.saturating_add((b.left / speed).round() as u64) } else { u64::MAX };
-            b.end = (end, self.seq);
-        }
-    }
-
-    /// Schedules `core`'s next stall, if its record has any.
-    fn next_stall(&mut self, core: usize) {
-        let Some(stalls) = &self.durations.stalls else { return };
-        if let Some(gap) = stalls.gap_ns(core, self.stall_rng.random::<f64>()) {
-            self.at(self.now.saturating_add(gap), Ev::Stall { core });
-        }
-    }
-
-    /// `core` stalls for a drawn length: the running jobs pinned to it stop until it ends;
-    /// where none is, a job not pinned stops with the chance that it runs on that core (the
-    /// running ones not pinned ÷ the cores, at most 1), one drawn among them. The cores
-    /// left run the rest.
-    fn stall(&mut self, core: usize) {
-        let stalls = self.durations.stalls.as_ref().expect("stalls come from a record");
-        let end = self.now + stalls.length_ns(core, self.stall_rng.random::<f64>());
-        self.next_stall(core);
-        self.stalled_until[core] = self.stalled_until[core].max(end);
-        self.at(end, Ev::StallEnd);
-        self.share();
-        let now = self.now;
-        let mut pinned_here = false;
-        let mut loose = 0;
-        for &id in &self.running {
-            let b = self.batches[id].as_mut().expect("a running batch");
-            if b.core == Some(core) {
-                b.frozen_until = b.frozen_until.max(end);
-                pinned_here = true;
-            } else if b.core.is_none() && !b.frozen(now) {
-                loose += 1;
-            }
-        }
-        // Under core queues a job not pinned is on one core: the stalled core's stop it.
-        if !self.terms.core_queues && !pinned_here && loose > 0 {
-            let (u, v) = (self.stall_rng.random::<f64>(), self.stall_rng.random::<f64>());
-            if u * self.terms.cores < loose as f64 {
-                let k = ((v * loose as f64) as usize).min(loose - 1);
-                let batches = &mut self.batches;
-                let id = self
-                    .running
-                    .iter()
-                    .copied()
-                    .filter(|&id| batches[id].as_ref().is_some_and(|b| b.core.is_none() && !b.frozen(now)))
-                    .nth(k)
-                    .expect("the k-th loose job");
-                batches[id].as_mut().expect("a running batch").frozen_until = end;
-            }
-        }
-        self.reschedule();
-    }
-
-    /// A stall's end: the jobs it froze run again, and the core is back (unless a later
-    /// stall lengthened it).
-    fn stall_end(&mut self) {
-        self.share();
-        self.reschedule();
-    }
-
-    /// The running batch that ends first: its end and id (None: none running).
-    fn earliest_end(&self) -> Option<((u64, u64), usize)> {
-        self.running.iter().map(|&id| (self.batches[id].as_ref().expect("a running batch").end, id)).min()
     }
 
     /// A job ended: it frees its share of the cores. A batch's outputs go on
