@@ -860,6 +860,27 @@ fn runtime_cpu_off_the_path_delays_no_request_but_takes_its_share_of_the_cores()
 }
 
 #[test]
+fn a_pinned_batch_keeps_its_core_from_the_runtimes_other_jobs_while_another_core_is_left() {
+    let dir = folder(SUITE, "pinned_core");
+    let pinned = one_node_with(&dir, "pinned.toml", "max_batch = 1", "max_batch = 1\ncores = [0]");
+    let mut o = options(pinned, profile(&dir, &[("a", &[(1, &[800.0])])]));
+    o.bench.rate = vec![1000.0];
+    o.model.cores = Some(2.0);
+    // Each request's entering is a job of 1.5 ms beside the batches: at 1000 requests/s,
+    // one and a half of them run on average, often two or more while a batch does.
+    o.model.cpu = CpuUs { request_us: 1500.0, off_path: true, ..CpuUs::default() };
+    let compute = |o: &SimOptions| simulate(o, &engines()).unwrap().points[0].nodes[0].mean_compute_us;
+    assert_eq!(compute(&o), 800.0, "the pinned batch runs alone on its core; the others share the one left");
+    o.bench.pipeline = Some(one_node(&dir, 1));
+    let loose = compute(&o);
+    assert!(loose > 850.0, "not pinned, the batch shares both cores with the others: {loose}");
+    o.bench.pipeline = Some(one_node_with(&dir, "pinned.toml", "max_batch = 1", "max_batch = 1\ncores = [0]"));
+    o.model.cores = Some(1.0);
+    let one_core = compute(&o);
+    assert!(one_core > 850.0, "no core left for the others: every job shares the one: {one_core}");
+}
+
+#[test]
 fn the_runtime_cpu_of_a_batch_takes_its_share_of_the_cores() {
     let dir = folder(SUITE, "cpu_share");
     // Two workers, one core, always a backlog: the core never idles, so each

@@ -1,6 +1,7 @@
 //! The running jobs on the cores: each job's share of them (pooled, by the thread
-//! classes, or on the cores' own queues), its work left brought up to date
-//! whenever the shares change, and its pending end.
+//! classes, a pinned job's core to the jobs pinned there; or on the cores' own
+//! queues), its work left brought up to date whenever the shares change, and its
+//! pending end.
 
 use super::{Batch, Sim};
 use crate::simulate::cores::speeds;
@@ -62,21 +63,51 @@ impl Sim<'_> {
             self.set_ends();
             return;
         }
-        self.running_classes.clear();
-        for &id in &self.running {
-            let b = self.batches[id].as_ref().expect("a running batch");
-            if !b.frozen(now) {
-                self.running_classes.push(b.class);
-            }
-        }
-        speeds(self.cores_up(), &self.running_classes, &mut self.unfrozen_speeds);
         self.speeds.clear();
-        let mut unfrozen = self.unfrozen_speeds.iter();
-        for &id in &self.running {
-            let b = self.batches[id].as_ref().expect("a running batch");
-            self.speeds.push(if b.frozen(now) { 0.0 } else { *unfrozen.next().expect("a speed per unfrozen job") });
+        self.speeds.resize(self.running.len(), 0.0);
+        let unfrozen: Vec<usize> = (0..self.running.len()).filter(|&k| !self.batch_at(k).frozen(now)).collect();
+        // Each core that a running pinned job holds runs its pinned jobs alone, and the jobs
+        // not pinned share the cores left: the kernel wakes a thread on an idle core, and
+        // its balancer moves threads onto a busy core only every few ms, so short jobs wait
+        // on the cores left. Where less than a core is left, every job shares every core.
+        let mut pinned_cores: Vec<usize> = unfrozen.iter().filter_map(|&k| self.batch_at(k).core).collect();
+        pinned_cores.sort_unstable();
+        pinned_cores.dedup();
+        let free = self.cores_up() - pinned_cores.len() as f64;
+        if !pinned_cores.is_empty() && free >= 1.0 {
+            for &core in &pinned_cores {
+                let group: Vec<usize> =
+                    unfrozen.iter().copied().filter(|&k| self.batch_at(k).core == Some(core)).collect();
+                self.share_among(1.0, &group);
+            }
+            let loose: Vec<usize> = unfrozen.iter().copied().filter(|&k| self.batch_at(k).core.is_none()).collect();
+            self.share_among(free, &loose);
+        } else {
+            self.share_among(self.cores_up(), &unfrozen);
         }
         self.set_ends();
+    }
+
+    /// The running job at `k` in `running`.
+    fn batch_at(&self, k: usize) -> &Batch {
+        self.batches[self.running[k]].as_ref().expect("a running batch")
+    }
+
+    /// Sets the speeds of the running jobs at `group` (indices into `running`) as they share
+    /// `cores` by their classes.
+    fn share_among(&mut self, cores: f64, group: &[usize]) {
+        if group.is_empty() {
+            return;
+        }
+        self.running_classes.clear();
+        for &k in group {
+            let class = self.batch_at(k).class;
+            self.running_classes.push(class);
+        }
+        speeds(cores, &self.running_classes, &mut self.unfrozen_speeds);
+        for (&k, &speed) in group.iter().zip(&self.unfrozen_speeds) {
+            self.speeds[k] = speed;
+        }
     }
 
     /// Schedules each running job's end at its speed in `speeds`, where that differs from the
