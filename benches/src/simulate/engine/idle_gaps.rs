@@ -37,6 +37,13 @@ impl Sim<'_> {
         let busy: f64 = self.speeds.iter().sum();
         let cores = self.terms.cores;
         let from = self.shared_at;
+        let free = cores - busy;
+        let (spin_ns, spins) = self.spin_ns_between(from, to);
+        // While no more workers spin than cores are free (the common case), no share
+        // clips at 0: the halted time is the idle time less the spins.
+        if spins <= free {
+            return (to.saturating_sub(from) as f64 * free - spin_ns).max(0.0) / cores;
+        }
         let spins = self.spins_between(from, to);
         let mut bounds: Vec<u64> = spins.iter().flat_map(|&(s, e)| [s, e]).chain([from, to]).collect();
         bounds.sort_unstable();
@@ -48,6 +55,25 @@ impl Sim<'_> {
                 (w[1] - w[0]) as f64 * ((cores - busy - spinning) / cores).max(0.0)
             })
             .sum()
+    }
+
+    /// The idle workers' spins for work within `from..to`: their summed length, ns, and how
+    /// many there are.
+    fn spin_ns_between(&self, from: u64, to: u64) -> (f64, f64) {
+        let (mut total, mut count) = (0.0, 0.0);
+        for (since, &spin) in self.idle_workers_since.iter().zip(&self.spin_ns) {
+            if spin == 0 {
+                continue;
+            }
+            for &s in since {
+                let (start, end) = (s.max(from), (s + spin).min(to));
+                if start < end {
+                    total += (end - start) as f64;
+                    count += 1.0;
+                }
+            }
+        }
+        (total, count)
     }
 
     /// The idle workers' spins for work, clipped to `from..to` (the non-empty ones).

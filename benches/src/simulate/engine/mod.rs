@@ -326,6 +326,8 @@ pub struct Sim<'a> {
     running_classes: Vec<Class>,
     /// The speeds of the running batches not frozen, before they are merged into `speeds`.
     unfrozen_speeds: Vec<f64>,
+    /// The cores running pinned jobs (a buffer of `reschedule`'s).
+    pinned_cores: Vec<usize>,
     /// Per node: the core its workers are pinned to, if one (as the model numbers cores).
     pins: Vec<Option<usize>>,
     /// Per core of the model: until when it stalls (`--core-stalls`), virtual ns.
@@ -500,6 +502,7 @@ impl<'a> Sim<'a> {
             speeds: Vec::new(),
             running_classes: Vec::new(),
             unfrozen_speeds: Vec::new(),
+            pinned_cores: Vec::new(),
             pins: pinned_cores(spec, terms.cores),
             stalled_until: vec![0; terms.cores.ceil().max(1.0) as usize],
             stall_rng: StdRng::seed_from_u64(setup.seed ^ 0x0057_a11e_d0c0_4e55),

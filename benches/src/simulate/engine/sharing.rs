@@ -65,26 +65,28 @@ impl Sim<'_> {
         }
         self.speeds.clear();
         self.speeds.resize(self.running.len(), 0.0);
-        let unfrozen: Vec<usize> = (0..self.running.len()).filter(|&k| !self.batch_at(k).frozen(now)).collect();
         // Each core that a running pinned job holds runs its pinned jobs alone, and the jobs
         // not pinned share the cores left: the kernel wakes a thread on an idle core, and
         // its balancer moves threads onto a busy core only every few ms, so short jobs wait
         // on the cores left. Where less than a core is left, every job shares every core.
-        let mut pinned_cores: Vec<usize> = unfrozen.iter().filter_map(|&k| self.batch_at(k).core).collect();
+        let mut pinned_cores = std::mem::take(&mut self.pinned_cores);
+        pinned_cores.clear();
+        pinned_cores.extend((0..self.running.len()).filter_map(|k| {
+            let b = self.batch_at(k);
+            b.core.filter(|_| !b.frozen(now))
+        }));
         pinned_cores.sort_unstable();
         pinned_cores.dedup();
         let free = self.cores_up() - pinned_cores.len() as f64;
-        if !pinned_cores.is_empty() && free >= 1.0 {
-            for &core in &pinned_cores {
-                let group: Vec<usize> =
-                    unfrozen.iter().copied().filter(|&k| self.batch_at(k).core == Some(core)).collect();
-                self.share_among(1.0, &group);
-            }
-            let loose: Vec<usize> = unfrozen.iter().copied().filter(|&k| self.batch_at(k).core.is_none()).collect();
-            self.share_among(free, &loose);
+        if pinned_cores.is_empty() || free < 1.0 {
+            self.share_among(self.cores_up(), |_| true);
         } else {
-            self.share_among(self.cores_up(), &unfrozen);
+            for &core in &pinned_cores {
+                self.share_among(1.0, |b| b.core == Some(core));
+            }
+            self.share_among(free, |b| b.core.is_none());
         }
+        self.pinned_cores = pinned_cores;
         self.set_ends();
     }
 
@@ -93,20 +95,27 @@ impl Sim<'_> {
         self.batches[self.running[k]].as_ref().expect("a running batch")
     }
 
-    /// Sets the speeds of the running jobs at `group` (indices into `running`) as they share
+    /// Sets the speeds of the running jobs not frozen that `member` takes as they share
     /// `cores` by their classes.
-    fn share_among(&mut self, cores: f64, group: &[usize]) {
-        if group.is_empty() {
+    fn share_among(&mut self, cores: f64, member: impl Fn(&Batch) -> bool) {
+        let now = self.now;
+        self.running_classes.clear();
+        for k in 0..self.running.len() {
+            let b = self.batch_at(k);
+            if !b.frozen(now) && member(b) {
+                self.running_classes.push(b.class);
+            }
+        }
+        if self.running_classes.is_empty() {
             return;
         }
-        self.running_classes.clear();
-        for &k in group {
-            let class = self.batch_at(k).class;
-            self.running_classes.push(class);
-        }
         speeds(cores, &self.running_classes, &mut self.unfrozen_speeds);
-        for (&k, &speed) in group.iter().zip(&self.unfrozen_speeds) {
-            self.speeds[k] = speed;
+        let mut shares = self.unfrozen_speeds.iter();
+        for k in 0..self.running.len() {
+            let b = self.batch_at(k);
+            if !b.frozen(now) && member(b) {
+                self.speeds[k] = *shares.next().expect("a speed per member");
+            }
         }
     }
 
