@@ -362,3 +362,18 @@ fn sim_loads(
         .map(|p| SimLoad::Open { rate: capacity * p / 100.0, arrivals: crate::load::Arrivals::Poisson })
         .collect())
 }
+
+/// Stores `item` in a free slot of `slots` (the last freed, `free` listing them), or in a
+/// new one at the end: its index.
+fn store<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<usize>, item: T) -> usize {
+    match free.pop() {
+        Some(k) => {
+            slots[k] = Some(item);
+            k
+        }
+        None => {
+            slots.push(Some(item));
+            slots.len() - 1
+        }
+    }
+}

@@ -77,16 +77,7 @@ impl Sessions {
         let chunks = self.counts[(self.opened % self.counts.len() as u64) as usize].max(1);
         self.opened += 1;
         let live = Live { id: self.opened, start_ns: now, chunks, next: 0, image_answered: false, final_due: None };
-        let client = match self.free.pop() {
-            Some(c) => {
-                self.live[c] = Some(live);
-                c
-            }
-            None => {
-                self.live.push(Some(live));
-                self.live.len() - 1
-            }
-        };
+        let client = super::store(&mut self.live, &mut self.free, live);
         out.push(Send {
             reach: REACH_IMAGE,
             stream: None,

@@ -44,7 +44,7 @@ impl Sim<'_> {
         if spins <= free {
             return (to.saturating_sub(from) as f64 * free - spin_ns).max(0.0) / cores;
         }
-        let spins = self.spins_between(from, to);
+        let spins: Vec<(u64, u64)> = self.spins_between(from, to).collect();
         let mut bounds: Vec<u64> = spins.iter().flat_map(|&(s, e)| [s, e]).chain([from, to]).collect();
         bounds.sort_unstable();
         bounds.dedup();
@@ -60,37 +60,18 @@ impl Sim<'_> {
     /// The idle workers' spins for work within `from..to`: their summed length, ns, and how
     /// many there are.
     fn spin_ns_between(&self, from: u64, to: u64) -> (f64, f64) {
-        let (mut total, mut count) = (0.0, 0.0);
-        for (since, &spin) in self.idle_workers_since.iter().zip(&self.spin_ns) {
-            if spin == 0 {
-                continue;
-            }
-            for &s in since {
-                let (start, end) = (s.max(from), (s + spin).min(to));
-                if start < end {
-                    total += (end - start) as f64;
-                    count += 1.0;
-                }
-            }
-        }
-        (total, count)
+        self.spins_between(from, to)
+            .fold((0.0, 0.0), |(total, count), (start, end)| (total + (end - start) as f64, count + 1.0))
     }
 
     /// The idle workers' spins for work, clipped to `from..to` (the non-empty ones).
-    fn spins_between(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
-        let mut spins = Vec::new();
-        for (since, &spin) in self.idle_workers_since.iter().zip(&self.spin_ns) {
-            if spin == 0 {
-                continue;
-            }
-            for &s in since {
-                let (start, end) = (s.max(from), (s + spin).min(to));
-                if start < end {
-                    spins.push((start, end));
-                }
-            }
-        }
-        spins
+    fn spins_between(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.idle_workers_since
+            .iter()
+            .zip(&self.spin_ns)
+            .filter(|&(_, &spin)| spin > 0)
+            .flat_map(move |(since, &spin)| since.iter().map(move |&s| (s.max(from), (s + spin).min(to))))
+            .filter(|&(start, end)| start < end)
     }
 
     /// Brings `halted_ns` up to now, the gap's start of each node whose worker parked

@@ -759,16 +759,7 @@ impl<'a> Sim<'a> {
     fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
         let reach = self.streams.reach(send.reach);
         let req = Req { send, outputs_left: reach.outputs, client, failed: false };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.requests[id] = Some(req);
-                id
-            }
-            None => {
-                self.requests.push(Some(req));
-                self.requests.len() - 1
-            }
-        };
+        let id = super::store(&mut self.requests, &mut self.free, req);
         match self.terms.cpu.enter_ns() {
             0 => self.enter(id),
             work if self.terms.cpu.off_path => {

@@ -18,16 +18,7 @@ impl Sim<'_> {
         if self.terms.core_queues {
             batch.placed = Some(self.place(&batch));
         }
-        let id = match self.free_batches.pop() {
-            Some(id) => {
-                self.batches[id] = Some(batch);
-                id
-            }
-            None => {
-                self.batches.push(Some(batch));
-                self.batches.len() - 1
-            }
-        };
+        let id = crate::simulate::store(&mut self.batches, &mut self.free_batches, batch);
         self.share();
         self.running.push(id);
         self.reschedule();
