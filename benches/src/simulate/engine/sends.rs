@@ -1,0 +1,192 @@
+//! The load's sends: a closed-loop client's next request or a session's next chunk, the
+//! open loop's next request, each made one at a time by its sender (the generator's thread,
+//! or the clients in turn) where the model gives sends a cost, and a request's entry.
+
+use super::{Batch, Ev, Req, Sim};
+use crate::load::open_loop_sender;
+use crate::simulate::cores::Class;
+use crate::simulate::cpu::{Job, Sender};
+use crate::simulate::sessions::Send;
+
+/// Sends made one at a time (one thread's, or clients' in turn): the one running, with
+/// its closed-loop client, and those waiting their turn, in order.
+#[derive(Default)]
+pub(super) struct SendQueue {
+    running: Option<(Option<usize>, Send)>,
+    waiting: std::collections::VecDeque<(Option<usize>, Send)>,
+    /// The generator's thread is waking from its sleep until a send was due: no send
+    /// starts before [`Ev::GeneratorWakes`].
+    waking: bool,
+}
+
+impl Sim<'_> {
+    /// A client sends (a closed-loop client's next request, a session's next chunk),
+    /// or the open loop's next request or session starts: the requests' inputs go to
+    /// their nodes.
+    pub(super) fn arrive(&mut self, client: Option<usize>) {
+        let mut sends = std::mem::take(&mut self.sends);
+        let now = self.now;
+        let client = match client {
+            Some(c) => {
+                match self.streams.sessions() {
+                    Some(sessions) => sessions.send_chunk(c, now, &mut sends),
+                    None => {
+                        let (sender, n, i) = self.client_i(c);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                    }
+                }
+                Some(c)
+            }
+            None => {
+                let i = self.open_i;
+                self.open_i += 1;
+                let gap = self.gaps.as_mut().expect("open loop").next_gap();
+                self.at(now + (gap * 1e9).round() as u64, Ev::Arrive { client: None });
+                match self.streams.sessions() {
+                    Some(sessions) => Some(sessions.open(now, &mut sends)),
+                    None => {
+                        let (sender, n) = open_loop_sender(i);
+                        sends.push(self.streams.bench_send(sender, n, i, now));
+                        None
+                    }
+                }
+            }
+        };
+        let mut wants = false;
+        let from = if client.is_some() { Sender::Clients } else { Sender::Generator };
+        let queued = self.streams.sessions().is_none() && self.send_ns(from) > 0;
+        let asleep = queued && {
+            let q = self.sends_of(from);
+            q.running.is_none() && q.waiting.is_empty() && !q.waking
+        };
+        for send in sends.drain(..) {
+            if queued {
+                self.sends_of(from).waiting.push_back((client, send));
+            } else {
+                wants |= self.submit(send, client);
+            }
+        }
+        self.sends = sends;
+        let wake_ns = self.terms.cpu.send_wake_ns;
+        if asleep && from == Sender::Generator && wake_ns > 0 {
+            // The generator slept until this send was due: it starts when the thread wakes.
+            self.generator.waking = true;
+            self.at(now + wake_ns, Ev::GeneratorWakes);
+        } else if queued {
+            self.next_send(from);
+        }
+        if wants {
+            self.decide();
+        }
+    }
+
+    pub(super) fn sends_of(&mut self, from: Sender) -> &mut SendQueue {
+        match from {
+            Sender::Generator => &mut self.generator,
+            Sender::Clients => &mut self.clients,
+        }
+    }
+
+    pub(super) fn send_ns(&self, from: Sender) -> u64 {
+        match from {
+            Sender::Generator => self.terms.cpu.send_ns,
+            Sender::Clients => self.terms.cpu.client_send_ns,
+        }
+    }
+
+    /// `from`'s next send starts, when none of its runs and one waits: a job on the cores,
+    /// from whose start the request counts as sent (the generator's: unless latency counts
+    /// from the schedule). The generator's runs in its class (`--generator-policy`), a
+    /// client's at the normal one.
+    ///
+    /// The closed loop's clients send in turn too: a batch answers them together, and the
+    /// real threads then wake and send one after another, which spreads their next requests
+    /// (all at once, processor sharing would end their sends together, and every batch after
+    /// the first would hold every client's). One at a time, not one per core: with a worker
+    /// busy on one of two cores, that matched the real capacities at concurrency 16-32 of
+    /// four pipelines of five (`docs/simulate.md`).
+    pub(super) fn next_send(&mut self, from: Sender) {
+        let (now, from_schedule) = (self.now, self.setup.latency_from_schedule);
+        let queue = self.sends_of(from);
+        if queue.running.is_some() || queue.waking {
+            return;
+        }
+        let Some((client, mut send)) = queue.waiting.pop_front() else { return };
+        if client.is_some() || !from_schedule {
+            send.sent_ns = now;
+        }
+        queue.running = Some((client, send));
+        // A generator at a higher nice than the workers' does not preempt them: it shares.
+        let holds = from == Sender::Generator && self.terms.generator_holds_core && self.setup.generator_nice <= 0;
+        let class = match from {
+            Sender::Generator if self.setup.generator_realtime || holds => Class::GENERATOR_REALTIME,
+            Sender::Generator => Class::at_nice(self.setup.generator_nice),
+            Sender::Clients => Class::PLAIN,
+        };
+        if holds && !self.generator_running {
+            self.start_generator_run();
+        }
+        self.run_job(Batch::runtime(Job::Send { from }, self.send_ns(from), now, class));
+    }
+
+    /// A request arrives: its entry work runs on the cores (when the model has a
+    /// cost for it), then its inputs go to their nodes. Whether it wants a decision now.
+    pub(super) fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
+        let reach = self.streams.reach(send.reach);
+        let req = Req { send, outputs_left: reach.outputs, client, failed: false };
+        let id = crate::simulate::store(&mut self.requests, &mut self.free, req);
+        match self.terms.cpu.enter_ns() {
+            0 => self.enter(id),
+            work if self.terms.cpu.off_path => {
+                self.run_job(Batch::runtime(Job::Beside, work, self.now, Class::PLAIN));
+                self.enter(id)
+            }
+            work => {
+                self.run_job(Batch::runtime(Job::Enter { request: id }, work, self.now, Class::PLAIN));
+                false
+            }
+        }
+    }
+
+    /// Closed loop: client `c`'s sender number, its request count and the priority
+    /// pattern's `i` of its next request (as `baton bench` counts: client `c`'s `i`
+    /// starts at `c × 7919`).
+    pub(super) fn client_i(&mut self, c: usize) -> (u64, u64, u64) {
+        let i = self.client_next[c];
+        self.client_next[c] = i.wrapping_add(1);
+        (c as u64, i.wrapping_sub((c as u64).wrapping_mul(7919)), i)
+    }
+
+    /// Client `client`'s request `sent` was answered: a closed-loop client sends its
+    /// next at once, a session its next chunk when due (an event: the answering
+    /// batch's other outputs are handed on first).
+    pub(super) fn follow(&mut self, client: usize, sent: Send) {
+        let now = self.now;
+        let next = match self.streams.sessions() {
+            None => Some(now),
+            Some(sessions) => sessions.answered(client, &sent, now),
+        };
+        if let Some(at) = next {
+            self.at(at, Ev::Arrive { client: Some(client) });
+        }
+    }
+
+    /// `from`'s send ended: its request arrives, and its next send starts.
+    pub(super) fn sent(&mut self, from: Sender) {
+        let (client, send) = self.sends_of(from).running.take().expect("the request being sent");
+        let wants = self.submit(send, client);
+        self.next_send(from);
+        if from == Sender::Generator && self.generator_running && self.generator.running.is_none() {
+            self.end_generator_run();
+        }
+        if wants {
+            self.decide();
+        }
+    }
+
+    /// The generator's thread woke from its sleep: its sends due meanwhile start.
+    pub(super) fn generator_wakes(&mut self) {
+        self.generator.waking = false;
+        self.next_send(Sender::Generator);
+    }
+}
