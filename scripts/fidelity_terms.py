@@ -76,9 +76,11 @@ them at the profile's times (the model before it). SEND_CPU=1 gives the open-loo
 the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`), and with
 CLIENT_SEND=1 too the closed-loop ones the clients' sends in turn (`--client-send-us`, the
 capacity runs' median), each taken out of the CPU fit, and the generator's wake from its sleeps
-(`--send-wake-us`: the sends' mean lag behind their schedule in the light open-loop run at 10%
-of the capacity, light_P.json; without it or with SEND_WAKE=sleeps the stall record's mean
-timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated
+(`--send-wake-by-sleep`: per class of the sleep's length, the mean lag behind their schedule of
+the sends after such a sleep in the light open-loop run at 10% of the capacity, light_P.json;
+with SEND_WAKE=light, or a light run made before it recorded the classes, the one
+`--send-wake-us` of all its sends' mean lag; without a light run or with SEND_WAKE=sleeps the
+stall record's mean timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated
 latencies from the schedule, as the real runs then do.
 """
 import glob
@@ -356,8 +358,10 @@ def base_terms(d, p):
     flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
     flags = {**flags, "--tick-cpu-us": tick} if tick > 0 else flags
     flags = {**flags, "--send-cpu-us": send} if send > 0 else flags
-    wake = send_wake_us(d, p) if send > 0 else 0.0
+    by_sleep = send_wake_by_sleep_us(d, p) if send > 0 else None
+    wake = send_wake_us(d, p) if send > 0 and by_sleep is None else 0.0
     flags = {**flags, "--send-wake-us": wake} if wake > 0 else flags
+    flags = {**flags, "--send-wake-by-sleep": by_sleep} if by_sleep else flags
     flags = {**flags, "--client-send-us": client} if client > 0 else flags
     return flags, compute_terms(d, p)
 
@@ -404,6 +408,38 @@ def send_wake_us(d, p):
     return statistics.mean(late) if late else 0.0
 
 
+# The sends a sleep class of the light run must hold for its own mean lag (else a neighbour's).
+MIN_CLASS_SENDS = 30
+
+
+def send_wake_by_sleep_us(d, p):
+    """With the generator's thread (SEND_CPU=1): its wake per class of the sleep's length
+    (`--send-wake-by-sleep`), the mean lag of the light run's sends in each class of the sleep
+    before them (`send_lags`, recorded by `baton bench` since 2026-12-06): a sleep shorter than
+    the guest's idle poll ends with the timer's delay alone, a longer one pays the halted core's
+    wake too. A class with fewer than MIN_CLASS_SENDS sends takes the nearest class's with
+    enough, the longer first. None without such a run or with SEND_WAKE set (the one
+    `--send-wake-us`: SEND_WAKE=light the light run's mean lag, as before the classes)."""
+    if os.environ.get("SEND_WAKE", ""):
+        return None
+    light = load_points(f"{d}/light_{p}.json")
+    classes = [c for q in light for c in q.get("send_lags", []) if c["slept"]]
+    if not classes:
+        return None
+    bounds = [c["slept_below_us"] for c in classes]
+    measured = {b: c["mean_lag_us"] for b, c in zip(bounds, classes) if c["sends"] >= MIN_CLASS_SENDS}
+    if not measured:
+        return None
+    # The classes in order: below 10, 30, 100, 300 µs, and the rest (`None`).
+    order = [10, 30, 100, 300, None]
+    values = []
+    for k, bound in enumerate(order):
+        nearest = sorted((j for j in range(len(order)) if order[j] in measured),
+                         key=lambda j: (abs(j - k), j < k))
+        values.append(measured[order[nearest[0]]])
+    return values
+
+
 def tick_cpu_us(d, p):
     """The scheduler thread's CPU per round, the median over the capacity runs that recorded it
     (0 where none did, or with TICK_CPU=0: the tick CPU stays in the fitted CPU terms)."""
@@ -425,10 +461,15 @@ def compute_flags(compute, code=""):
     return text + (f" {code}--compute-offset {offsets}{code}" if offsets else "")
 
 
+def flag_value(v):
+    """A term's value on the command line: µs to one decimal, a list of them joined by commas."""
+    return ",".join(f"{max(x, 0.0):.1f}" for x in v) if isinstance(v, list) else f"{max(v, 0.0):.1f}"
+
+
 def flags_text(flags, compute):
     # Every term is a non-negative number of µs: a rounding error below 0 is 0, not `-0.0`
     # (which the command line would read as an option).
-    text = " ".join(f"{k} {max(v, 0.0):.1f}" for k, v in flags.items())
+    text = " ".join(f"{k} {flag_value(v)}" for k, v in flags.items())
     text += " --cpu-off-path" if "--request-cpu-us" in flags else ""
     return text + compute_flags(compute)
 
@@ -782,7 +823,7 @@ def table(d, pipelines):
         realtime = flags.pop("--realtime-route-us", {})
         sparse = sparse_flags(d, p).strip()
         lines += [f"\n`{p}` (capacity {capacity(d, p):.0f} requests/s; "
-                  + " ".join(f"`{k} {max(v, 0.0):.1f}`" for k, v in flags.items())
+                  + " ".join(f"`{k} {flag_value(v)}`" for k, v in flags.items())
                   + compute_flags(compute, "`")
                   + node_hop_flags(split, "`", realtime)
                   + (f" `{sparse}`" if sparse else "")

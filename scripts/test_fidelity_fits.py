@@ -148,6 +148,26 @@ class SendWake(unittest.TestCase):
                 finally:
                     del os.environ["SEND_WAKE"]
 
+    def test_the_light_runs_sends_by_their_sleep_give_the_wake_per_class_and_thin_classes_a_neighbours(self):
+        def lag(below, sends, mean):
+            return {"slept": True, "slept_below_us": below, "sends": sends, "mean_lag_us": mean}
+
+        with tempfile.TemporaryDirectory() as d:
+            # No sends below 10 µs measured, too few from 100 to 300 µs: the first takes the
+            # class above it, the thin one the longer class beside it.
+            classes = [{"slept": False, "slept_below_us": None, "sends": 500, "mean_lag_us": 3.0},
+                       lag(30, 40, 14.0), lag(100, 200, 21.0), lag(300, 5, 90.0), lag(None, 900, 35.0)]
+            json.dump({"points": [{"mean_send_lag_us": 30.0, "send_lags": classes}]}, open(f"{d}/light_p.json", "w"))
+            self.assertEqual(fidelity_terms.send_wake_by_sleep_us(d, "p"), [14.0, 14.0, 21.0, 35.0, 35.0])
+            os.environ["SEND_WAKE"] = "sleeps"
+            try:
+                self.assertIsNone(fidelity_terms.send_wake_by_sleep_us(d, "p"), "the one term asked for")
+            finally:
+                del os.environ["SEND_WAKE"]
+            json.dump({"points": [{"mean_send_lag_us": 30.0}]}, open(f"{d}/light_q.json", "w"))
+            self.assertIsNone(fidelity_terms.send_wake_by_sleep_us(d, "q"), "a run made before the classes")
+            self.assertEqual(fidelity_terms.flag_value([14.0, -0.01, 3.25]), "14.0,0.0,3.2")
+
 
 def node(name, tasks, queue, compute, hand_on=None):
     n = {"name": name, "tasks": tasks, "mean_queue_us": queue, "mean_compute_us": compute}

@@ -35,6 +35,7 @@ pub mod raw;
 pub mod raw_beside;
 pub mod remote;
 pub mod report;
+pub mod send_lags;
 pub mod simulate;
 pub mod stalls;
 pub mod sweep;

@@ -522,19 +522,22 @@ pub fn open_loop<'scope, 'env: 'scope>(
             let mut i = 0u64;
             while !thread_stop.load(Ordering::Acquire) {
                 let at = start + Duration::from_secs_f64(due);
-                // Sleep in short steps so a stop is seen even at low rates.
+                // Sleep in short steps so a stop is seen even at low rates; the first step's
+                // length (the sleep asked) is recorded with the send's lag.
+                let mut slept_us = None;
                 loop {
                     let now = Instant::now();
                     if now >= at || thread_stop.load(Ordering::Acquire) {
                         break;
                     }
+                    slept_us.get_or_insert((at - now).as_micros() as u64);
                     std::thread::sleep((at - now).min(Duration::from_millis(20)));
                 }
                 if thread_stop.load(Ordering::Acquire) {
                     break;
                 }
                 let sent = Instant::now();
-                recorder.sent_after(i as usize, sent.saturating_duration_since(at).as_micros() as u64);
+                recorder.sent_after(i as usize, sent.saturating_duration_since(at).as_micros() as u64, slept_us);
                 let from = if from_schedule { at } else { sent };
                 // Streams interleave: request i is chunk i / 64 of stream i % 64 (as a sender's).
                 let (sender, n) = open_loop_sender(i);

@@ -43,6 +43,8 @@ pub struct Tally {
     /// Open loop: sends, and how long after their scheduled times they left in all, µs.
     pub sends: u64,
     pub send_lag_us: u64,
+    /// Open loop: the sends by how long the generator slept before each.
+    pub send_lags: crate::send_lags::SendLags,
     /// Per tenant of the load (`--tenants`, in its order): its name and the latencies
     /// of its successful requests, µs (also in `all`). Empty when the load names none.
     pub tenants: Vec<(String, Histogram<u64>)>,
@@ -68,6 +70,7 @@ impl Tally {
             late_sends: 0,
             sends: 0,
             send_lag_us: 0,
+            send_lags: Default::default(),
             tenants: tenants.iter().map(|t| (t.clone(), new_histogram())).collect(),
         }
     }
@@ -86,6 +89,7 @@ impl Tally {
         self.late_sends += other.late_sends;
         self.sends += other.sends;
         self.send_lag_us += other.send_lag_us;
+        self.send_lags.merge(&other.send_lags);
         for (k, (name, h)) in other.tenants.iter().enumerate() {
             if k == self.tenants.len() {
                 self.tenants.push((name.clone(), new_histogram()));
@@ -103,6 +107,7 @@ impl Tally {
         self.late_sends = 0;
         self.sends = 0;
         self.send_lag_us = 0;
+        self.send_lags = Default::default();
     }
 }
 
@@ -184,11 +189,13 @@ impl Recorder {
         }
     }
 
-    /// Open loop: request `key` left `lag_us` after its scheduled time.
-    pub fn sent_after(&self, key: usize, lag_us: u64) {
+    /// Open loop: request `key` left `lag_us` after its scheduled time, its generator
+    /// having slept `slept_us` (asked) before it (`None`: no sleep).
+    pub fn sent_after(&self, key: usize, lag_us: u64, slept_us: Option<u64>) {
         let mut shard = self.shards[key % self.shards.len()].lock();
         shard.sends += 1;
         shard.send_lag_us += lag_us;
+        shard.send_lags.record(slept_us, lag_us);
         shard.late_sends += u64::from(lag_us > LATE_SEND_US);
     }
 
@@ -498,6 +505,8 @@ pub struct PointResult {
     /// Open loop: how long after its scheduled time a send left, µs on average (part of each
     /// latency with `--latency-from-schedule`).
     pub mean_send_lag_us: f64,
+    /// Open loop: the sends by how long the generator slept before each (`send_lags`).
+    pub send_lags: Vec<crate::send_lags::SendLagClass>,
     /// The generator thread's CPU per send (open loop; what `baton simulate --send-cpu-us`
     /// takes), or the client threads' (closed loop; `--client-send-us`), µs, over the whole run.
     pub send_cpu_us: f64,
@@ -582,6 +591,7 @@ pub fn point_result(
         errors: tally.errors,
         late_sends: tally.late_sends,
         mean_send_lag_us: if tally.sends > 0 { tally.send_lag_us as f64 / tally.sends as f64 } else { 0.0 },
+        send_lags: tally.send_lags.classes(),
         send_cpu_us: 0.0,
         generator_realtime: false,
         throughput_rps: throughput,

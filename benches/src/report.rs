@@ -567,6 +567,7 @@ mod tests {
             errors: 2,
             late_sends: 0,
             mean_send_lag_us: 0.0,
+            send_lags: Vec::new(),
             send_cpu_us: 0.0,
             generator_realtime: false,
             throughput_rps: 1000.0,

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::pipelines::{node, one_node};
 use common::{engines, folder, options, profile, Batches};
 
 const SUITE: &str = "simulate";
@@ -13,32 +14,6 @@ use baton::BatchingPolicy;
 use baton_bench::load::{Arrivals, GeneratorPolicy};
 use baton_bench::simulate::cpu::CpuUs;
 use baton_bench::simulate::{simulate, SimOptions};
-
-/// A cost-model node `name` taking `input`, giving `output` ([N, 4] f32).
-fn node(name: &str, input: &str, output: &str, max_batch: usize) -> String {
-    format!(
-        r#"
-[nodes.{name}]
-max_batch = {max_batch}
-[[nodes.{name}.stages]]
-engine = "cost_model"
-params.inputs = [{{ name = "{input}", dtype = "f32", shape = [-1, 4] }}]
-params.outputs = [{{ name = "{output}", dtype = "f32", shape = [-1, 4] }}]
-params.latency_us = 100
-"#
-    )
-}
-
-/// One node `a`: x -> a -> y.
-fn one_node(dir: &Path, max_batch: usize) -> PathBuf {
-    let text = format!(
-        "[pipeline]\nname = \"one\"\n[inputs.x]\nto = [\"a.x\"]\n[outputs.y]\nfrom = \"a.y\"\n{}",
-        node("a", "x", "y", max_batch)
-    );
-    let path = dir.join("one.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// A diamond: x -> a -> (b, c) -> d (a join) -> y.
 fn diamond(dir: &Path) -> PathBuf {
@@ -554,6 +529,35 @@ fn a_send_due_while_the_generator_sleeps_starts_when_it_wakes_and_one_queued_doe
 }
 
 #[test]
+fn the_generators_wake_by_sleep_takes_its_sleeps_class_and_the_report_counts_the_sends_by_it() {
+    let dir = folder(SUITE, "generator_wake_by_sleep");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    o.bench.arrivals = Arrivals::Constant;
+    o.bench.latency_from_schedule = true;
+    o.model.cores = Some(2.0);
+    // Sleeps below 10, 30, 100 and 300 µs, and longer, wake 5, 10, 15, 20 and 40 µs late.
+    let by_sleep = vec![5.0, 10.0, 15.0, 20.0, 40.0];
+    o.model.cpu = CpuUs { send_us: 10.0, send_wake_by_sleep_us: by_sleep, ..CpuUs::default() };
+    let run = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0);
+    // 1000 requests/s: after each 10 µs send the generator sleeps about 950 µs (the longest
+    // class); 10 000/s: 75 µs (below 100).
+    for (rate, wake, below) in [(1000.0, 40.0, None), (10_000.0, 15.0, Some(100))] {
+        o.bench.rate = vec![rate];
+        let p = run(&o);
+        let expected = (100.0 + 10.0 + wake) as u64;
+        assert_eq!((p.latency.min_us, p.latency.max_us), (expected, expected), "at {rate}/s");
+        let classes: Vec<(bool, Option<u64>, f64)> =
+            p.send_lags.iter().map(|c| (c.slept, c.slept_below_us, c.mean_lag_us)).collect();
+        assert_eq!(classes, [(true, below, wake)], "at {rate}/s");
+        assert_eq!(p.mean_send_lag_us, wake);
+    }
+    o.model.cpu.send_wake_by_sleep_us = vec![5.0, 10.0];
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--send-wake-by-sleep takes 5 values"));
+    o.model.cpu.send_wake_by_sleep_us = vec![5.0, 10.0, 15.0, -1.0, 40.0];
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--send-wake-by-sleep"));
+}
+
+#[test]
 fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another_core_idles() {
     let dir = folder(SUITE, "generator_holds_core");
     // x feeds two nodes at once, b and c (920 µs a batch), each on a core of two; a 100 µs
@@ -958,7 +962,7 @@ fn the_same_seed_gives_byte_identical_output() {
     let (first, second) = (run("first", CpuUs::default()), run("second", CpuUs::default()));
     assert_eq!(first, second);
     let cpu = CpuUs { request_us: 20.0, batch_us: 5.0, task_us: 1.0, off_path: false, ..CpuUs::default() };
-    assert_eq!(run("cpu1", cpu), run("cpu2", cpu), "the same with the runtime's CPU terms and the idle gaps");
+    assert_eq!(run("cpu1", cpu.clone()), run("cpu2", cpu), "the same with the runtime's CPU terms and the idle gaps");
     let text = String::from_utf8(first.0).unwrap();
     assert!(text.contains("\"policy\": \"greedy\""), "the report holds every policy");
 }

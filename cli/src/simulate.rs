@@ -77,6 +77,11 @@ pub struct ModelTermArgs {
     /// to send) starts this late (`baton stalls` measures the machine's timed-sleep lateness).
     #[arg(long, default_value_t = 0.0)]
     pub send_wake_us: f64,
+    /// Measured term, in place of --send-wake-us: the generator's lateness by how long it
+    /// slept, µs, one value per class of the sleep asked (below 10, 30, 100 and 300 µs, and
+    /// longer), as `baton bench` reports its open-loop sends (`send_lags`).
+    #[arg(long, value_delimiter = ',')]
+    pub send_wake_by_sleep: Vec<f64>,
     /// The runtime CPU terms take their share of the cores without delaying requests or
     /// workers (CPU beside the requests' way: idle workers spinning, the client).
     #[arg(long)]
@@ -199,6 +204,7 @@ impl ModelTermArgs {
                 send_us: self.send_cpu_us,
                 client_send_us: self.client_send_us,
                 send_wake_us: self.send_wake_us,
+                send_wake_by_sleep_us: self.send_wake_by_sleep.clone(),
                 off_path: self.cpu_off_path,
             },
             outlier_fence: self.outlier_fence,

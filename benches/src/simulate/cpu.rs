@@ -58,12 +58,15 @@ pub struct CpuCosts {
     pub client_send_ns: u64,
     /// The generator's lateness waking from its sleep until a send is due (with `send_ns`).
     pub send_wake_ns: u64,
+    /// In place of `send_wake_ns` where given: the lateness by the sleep's length, one per
+    /// class of [`crate::send_lags::SLEPT_BELOW_US`] and one for the longer sleeps.
+    pub send_wake_by_sleep_ns: Option<[u64; SLEEP_CLASSES]>,
     /// The jobs take their share of the cores without delaying requests or workers.
     pub off_path: bool,
 }
 
 /// The costs as the command line gives them (`--request-cpu-us`, `--batch-cpu-us`, `--task-cpu-us`), µs.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CpuUs {
     pub request_us: f64,
     pub batch_us: f64,
@@ -76,6 +79,8 @@ pub struct CpuUs {
     pub client_send_us: f64,
     /// `--send-wake-us`: the generator's lateness waking from a timed sleep.
     pub send_wake_us: f64,
+    /// `--send-wake-by-sleep`: that lateness per class of the sleep's length (empty: none).
+    pub send_wake_by_sleep_us: Vec<f64>,
     /// `--cpu-off-path`: see [`CpuCosts::off_path`].
     pub off_path: bool,
 }
@@ -90,10 +95,33 @@ impl CpuUs {
             send_ns: non_negative_ns("--send-cpu-us", self.send_us)?,
             client_send_ns: non_negative_ns("--client-send-us", self.client_send_us)?,
             send_wake_ns: non_negative_ns("--send-wake-us", self.send_wake_us)?,
+            send_wake_by_sleep_ns: self.send_wake_by_sleep()?,
             ..base
         })
     }
+
+    fn send_wake_by_sleep(&self) -> Result<Option<[u64; SLEEP_CLASSES]>, String> {
+        let us = &self.send_wake_by_sleep_us;
+        if us.is_empty() {
+            return Ok(None);
+        }
+        if us.len() != SLEEP_CLASSES {
+            return Err(format!(
+                "--send-wake-by-sleep takes {SLEEP_CLASSES} values (sleeps below {:?} µs and longer), not {}",
+                crate::send_lags::SLEPT_BELOW_US,
+                us.len()
+            ));
+        }
+        let mut ns = [0; SLEEP_CLASSES];
+        for (class, &value) in us.iter().enumerate() {
+            ns[class] = non_negative_ns("--send-wake-by-sleep", value)?;
+        }
+        Ok(Some(ns))
+    }
 }
+
+/// The classes of a sleep's length `--send-wake-by-sleep` takes.
+pub const SLEEP_CLASSES: usize = crate::send_lags::SLEPT_BELOW_US.len() + 1;
 
 impl CpuCosts {
     /// From µs; each must be finite and non-negative.
@@ -107,8 +135,21 @@ impl CpuCosts {
             send_ns: 0,
             client_send_ns: 0,
             send_wake_ns: 0,
+            send_wake_by_sleep_ns: None,
             off_path: false,
         })
+    }
+
+    /// How late the generator wakes from a sleep of `slept_ns` (asked), ns.
+    pub fn send_wake_after(&self, slept_ns: u64) -> u64 {
+        match self.send_wake_by_sleep_ns {
+            Some(by_sleep) => {
+                let slept_us = slept_ns / 1000;
+                let class = crate::send_lags::SLEPT_BELOW_US.iter().take_while(|&&bound| slept_us >= bound).count();
+                by_sleep[class]
+            }
+            None => self.send_wake_ns,
+        }
     }
 
     /// The enter job's work for one request, ns (0: no job).
@@ -172,6 +213,7 @@ mod tests {
                 send_ns: 0,
                 client_send_ns: 0,
                 send_wake_ns: 0,
+                send_wake_by_sleep_ns: None,
                 off_path: false
             }
         );

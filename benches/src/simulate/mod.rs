@@ -261,6 +261,10 @@ fn print_report(name: &str, options: &SimOptions, points: &[PointResult], batch_
     );
     print!("{}", report::points_table(points));
     print!("{}", report::tenants_table(points));
+    // The generator's sends lag behind their schedule where the model gives them a cost.
+    if points.iter().any(|p| p.mean_send_lag_us > 0.0) {
+        print!("{}", report::sends_table(points));
+    }
     println!();
     print!("{}", report::nodes_table(points));
     println!();

@@ -215,6 +215,8 @@ impl ModelTerms {
         s["tick_cpu_us"] = serde_json::json!(self.cpu.tick_us);
         s["send_cpu_us"] = serde_json::json!(self.cpu.send_us);
         s["client_send_us"] = serde_json::json!(self.cpu.client_send_us);
+        s["send_wake_us"] = serde_json::json!(self.cpu.send_wake_us);
+        s["send_wake_by_sleep_us"] = serde_json::json!(self.cpu.send_wake_by_sleep_us);
         s["cpu_off_path"] = serde_json::json!(self.cpu.off_path);
         s["outlier_fence"] = serde_json::json!(self.outlier_fence);
         s["compute_scale"] = serde_json::json!(self.compute_scale);

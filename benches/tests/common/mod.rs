@@ -1,7 +1,10 @@
 //! What the simulator's test files share: scratch folders, profiles written
 //! from samples, and the options of a plain run.
 
-// Pipelines with streams and sessions; a test file uses some of them, or none.
+// Cost-model pipelines, and pipelines with streams and sessions; a test file uses some of
+// them, or none.
+#[allow(dead_code)]
+pub mod pipelines;
 #[allow(dead_code)]
 pub mod streams;
 

@@ -17,6 +17,10 @@ pub(super) struct SendQueue {
     /// The generator's thread is waking from its sleep until a send was due: no send
     /// starts before [`Ev::GeneratorWakes`].
     waking: bool,
+    /// When its last send ended (the generator's thread then sleeps until its next is due).
+    idle_since: u64,
+    /// The generator slept this long before the send it wakes for (taken by that send).
+    slept_ns: Option<u64>,
 }
 
 impl Sim<'_> {
@@ -67,8 +71,14 @@ impl Sim<'_> {
             }
         }
         self.sends = sends;
-        let wake_ns = self.terms.cpu.send_wake_ns;
-        if asleep && from == Sender::Generator && wake_ns > 0 {
+        let generator_slept = asleep && from == Sender::Generator;
+        // The generator slept from its last send's end until this one was due.
+        let slept_ns = now - self.generator.idle_since;
+        if generator_slept {
+            self.generator.slept_ns = Some(slept_ns);
+        }
+        let wake_ns = self.terms.cpu.send_wake_after(slept_ns);
+        if generator_slept && wake_ns > 0 {
             // The generator slept until this send was due: it starts when the thread wakes.
             self.generator.waking = true;
             self.at(now + wake_ns, Ev::GeneratorWakes);
@@ -112,10 +122,18 @@ impl Sim<'_> {
             return;
         }
         let Some((client, mut send)) = queue.waiting.pop_front() else { return };
+        // The send leaves now, this late behind its schedule (as `baton bench` records its
+        // generator's sends, with the sleep before it).
+        let lag_us = (now - send.sent_ns) / 1000;
+        let slept_us = queue.slept_ns.take().map(|ns| ns / 1000);
         if client.is_some() || !from_schedule {
             send.sent_ns = now;
         }
+        let recorded = send.recorded;
         queue.running = Some((client, send));
+        if from == Sender::Generator && self.measuring && recorded {
+            self.recorder.sent_after(0, lag_us, slept_us);
+        }
         // A generator at a higher nice than the workers' does not preempt them: it shares.
         let holds = from == Sender::Generator && self.terms.generator_holds_core && self.setup.generator_nice <= 0;
         let class = match from {
@@ -176,6 +194,11 @@ impl Sim<'_> {
         let (client, send) = self.sends_of(from).running.take().expect("the request being sent");
         let wants = self.submit(send, client);
         self.next_send(from);
+        let now = self.now;
+        let queue = self.sends_of(from);
+        if queue.running.is_none() {
+            queue.idle_since = now;
+        }
         if from == Sender::Generator && self.generator_running && self.generator.running.is_none() {
             self.end_generator_run();
         }
