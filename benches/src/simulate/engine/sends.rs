@@ -71,15 +71,16 @@ impl Sim<'_> {
             }
         }
         self.sends = sends;
-        let generator_slept = asleep && from == Sender::Generator;
-        // The generator slept from its last send's end until this one was due.
-        let slept_ns = now - self.generator.idle_since;
-        if generator_slept {
+        let wake_ns = if asleep && from == Sender::Generator {
+            // The generator slept from its last send's end until this one was due.
+            let slept_ns = now - self.generator.idle_since;
             self.generator.slept_ns = Some(slept_ns);
-        }
-        let wake_ns = self.terms.cpu.send_wake_after(slept_ns);
-        if generator_slept && wake_ns > 0 {
-            // The generator slept until this send was due: it starts when the thread wakes.
+            self.terms.cpu.send_wake_after(slept_ns)
+        } else {
+            0
+        };
+        if wake_ns > 0 {
+            // The send starts when the generator's thread wakes.
             self.generator.waking = true;
             self.at(now + wake_ns, Ev::GeneratorWakes);
         } else if queued {
