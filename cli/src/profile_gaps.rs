@@ -1,8 +1,8 @@
 //! `baton profile --idle-gaps US,..`: what an idle gap adds to a node's batch.
 //!
 //! After a node's timed runs, its smallest batch size runs again in rounds. In
-//! each round, every gap asked for takes a turn (in an order turned from round
-//! to round, so that no gap always follows the same one): [`WARM_RUNS`] runs
+//! each round, every gap asked for takes a turn (in an order that changes from
+//! round to round, so that each gap follows every other equally often): [`WARM_RUNS`] runs
 //! back to back, the last of them timed as the warm reference, then a sleep of
 //! the gap, then one timed run. While the thread sleeps its core may halt and
 //! other work (other threads, other tenants of the host) takes the caches; the
@@ -18,13 +18,21 @@ use baton_planners::pipeline::IdleGap;
 /// Runs back to back before each gap; the last of them is the warm reference.
 const WARM_RUNS: usize = 3;
 
-/// The order of `gaps` (their indices) in round `round`: turned by the round.
+/// The order of `gaps` (their indices) in round `round`: a Williams design, so that
+/// within rounds every gap follows every other equally often (once in each `gaps` rounds
+/// for an even count, twice in each `2 × gaps` for an odd one). A gap that always followed
+/// the same one (the longest, say) would measure that one's wake as its own.
 fn round_order(gaps: usize, round: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..gaps).collect();
-    if gaps > 0 {
-        order.rotate_left(round % gaps);
+    if gaps == 0 {
+        return Vec::new();
     }
-    order
+    // 0, 1, n-1, 2, n-2, ...: each difference between neighbours mod n taken once.
+    let mut base: Vec<usize> =
+        (0..gaps).map(|i| if i % 2 == 1 { i.div_ceil(2) } else { (gaps - i / 2) % gaps }).collect();
+    if gaps % 2 == 1 && (round / gaps) % 2 == 1 {
+        base.reverse();
+    }
+    base.into_iter().map(|g| (g + round) % gaps).collect()
 }
 
 /// The median of `times` (sorted in place), µs.
@@ -95,12 +103,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_round_takes_every_gap_once_in_a_turned_order() {
-        assert_eq!(round_order(3, 0), [0, 1, 2]);
-        assert_eq!(round_order(3, 1), [1, 2, 0]);
-        assert_eq!(round_order(3, 2), [2, 0, 1]);
-        assert_eq!(round_order(3, 3), [0, 1, 2]);
+    fn each_round_takes_every_gap_once_and_each_gap_follows_every_other_equally_often() {
+        for gaps in 1..=7 {
+            let rounds = if gaps % 2 == 0 { gaps } else { 2 * gaps };
+            let mut follows = vec![vec![0; gaps]; gaps];
+            for round in 0..rounds {
+                let order = round_order(gaps, round);
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..gaps).collect::<Vec<_>>(), "{gaps} gaps, round {round}: {order:?}");
+                for w in order.windows(2) {
+                    follows[w[1]][w[0]] += 1;
+                }
+            }
+            let each = rounds / gaps;
+            for (g, before) in follows.iter().enumerate() {
+                for (h, &n) in before.iter().enumerate() {
+                    assert_eq!(n, if g == h { 0 } else { each }, "{gaps} gaps: {g} after {h} {n} times");
+                }
+            }
+        }
         assert!(round_order(0, 5).is_empty());
+        assert_eq!(round_order(6, 0), [0, 1, 5, 2, 4, 3]);
     }
 
     #[test]
