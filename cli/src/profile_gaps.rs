@@ -20,8 +20,8 @@ const WARM_RUNS: usize = 3;
 
 /// The order of `gaps` (their indices) in round `round`: a Williams design, so that
 /// within rounds every gap follows every other equally often (once in each `gaps` rounds
-/// for an even count, twice in each `2 × gaps` for an odd one). A gap that always followed
-/// the same one (the longest, say) would measure that one's wake as its own.
+/// for an even count, twice in each `2 × gaps` for an odd one). A gap that mostly followed
+/// the same one (the longest, say) would measure that one's slow warm runs as its own.
 fn round_order(gaps: usize, round: usize) -> Vec<usize> {
     if gaps == 0 {
         return Vec::new();
