@@ -14,7 +14,8 @@
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
 # flags to the load simulations (a term under trial, e.g. SIM_FLAGS="--slice-us 1000"); WAKE_DELAYS=1
-# draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us;
+# draws the workers' wake-ups from the runtime's record in the capacity runs instead of --wake-us
+# (WAKE_DELAYS=light: from the light open load's record, whose workers park between requests);
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales;
 # TICK_DELAYS=1 draws the scheduler ticks' lateness from that record (every simulation).
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);

@@ -64,7 +64,8 @@ nowhere: it yields its core to any runnable thread; SPIN_CPU=0 leaves it in the 
 CPU_TERMS=0 in the environment leaves the CPU terms out (the wake and hop terms then hold
 what concurrency 1 shows of it); CPU_FIT=capacity fits them through the capacity runs alone,
 so that no term comes from the open-loop runs the model predicts. WAKE_DELAYS=1 gives the load simulations the wake-ups the
-runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us;
+runtime recorded in the capacity runs (`--wake-delays cap_P_*.json`) in place of --wake-us
+(WAKE_DELAYS=light: the light open load's, `light_P.json`, whose workers park between requests);
 BATCH_TIMES=1 their recorded batch times (`--batch-times cap_P_*.json`) in place of the compute
 scales. TICK_DELAYS=1 gives every simulation, at concurrency 1 too (so the wake and hop terms
 do not hold it), the scheduler ticks' lateness the runtime recorded in the capacity runs
@@ -256,7 +257,8 @@ def measured_compute(d, p, less=None):
     concurrency (or at 1, where it ran only there) and no offset. COMPUTE_OFFSET=0: the
     concurrency-1 ratio and no offset for every node (the model before the offsets).
     `less(name, concurrency)`: µs taken off the node's compute there first (`idle_correct`),
-    not below the profile's time (its warm runs back to back)."""
+    not below the profile's time (its warm runs back to back), and never raising a compute
+    already below it (the profile ran slower than the capacity runs)."""
     profile = json.load(open(f"{d}/{p}.profile.json"))
     points = load_points(f"{d}/cap_{p}_*.json")
     out = {}
@@ -268,7 +270,7 @@ def measured_compute(d, p, less=None):
         xy = []
         for load, (batch, compute) in ran.items():
             x = profile_median(profile, name, batch)
-            xy.append((x, max(compute - less(name, load), x) if less else compute))
+            xy.append((x, max(compute - less(name, load), min(compute, x)) if less else compute))
         line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
         out[name] = line or one_scale(xy)
     return out
@@ -537,9 +539,7 @@ def terms(d, p, config):
     json.dump({**flags, "--compute": compute, "--node-hops": split, "--realtime-route-us": realtime},
               open(f"{d}/terms_{p}.json", "w"), indent=1)
     text = flags_text(flags, compute) + node_hop_flags(split, realtime=realtime)
-    if os.environ.get("WAKE_DELAYS") == "1":
-        # The runtime's recorded wake-ups in place of the one wake term (kept for nodes without any).
-        text += " --wake-delays " + ",".join(capacity_files(d, p))
+    text += wake_delay_flags(d, p)
     if os.environ.get("BATCH_TIMES") == "1":
         # The runtime's recorded batch times in place of the compute scales (kept for nodes without any).
         text += " --batch-times " + ",".join(capacity_files(d, p))
@@ -750,6 +750,23 @@ def record_flags(d, p):
     return realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p) + hand_on_flags(d, p)
 
 
+def wake_delay_files(d, p):
+    """The runs whose recorded wake-ups the load simulations draw in place of the one wake term
+    (kept for nodes without any): WAKE_DELAYS=1 the capacity runs', WAKE_DELAYS=light the light
+    open load's (its workers park between requests, as at the open loads); else none."""
+    how = os.environ.get("WAKE_DELAYS", "")
+    if how == "1":
+        return capacity_files(d, p)
+    if how == "light" and os.path.exists(f"{d}/light_{p}.json"):
+        return [f"{d}/light_{p}.json"]
+    return []
+
+
+def wake_delay_flags(d, p):
+    files = wake_delay_files(d, p)
+    return " --wake-delays " + ",".join(files) if files else ""
+
+
 def capacity_files(d, p):
     return sorted(glob.glob(f"{d}/cap_{p}_*.json"))
 
@@ -869,6 +886,9 @@ def table(d, pipelines):
     if os.environ.get("WAKE_DELAYS") == "1":
         lines.append("\nEvery load simulation above drew its workers' wake-ups from the capacity runs' records "
                      "(`--wake-delays cap_P_*.json`, WAKE_DELAYS=1) in place of `--wake-us`.")
+    if os.environ.get("WAKE_DELAYS") == "light":
+        lines.append("\nEvery load simulation above drew its workers' wake-ups from the light open load's record "
+                     "(`--wake-delays light_P.json`, WAKE_DELAYS=light) in place of `--wake-us`.")
     if extra:
         lines.append(f"\nEvery simulation above also ran with `{extra}` (SIM_FLAGS).")
     lines.append(f"\n{met} of {total} figures within the bars (bold: outside; throughput 5%, mean and p50 15%, p99 30%).")

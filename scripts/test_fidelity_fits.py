@@ -174,6 +174,23 @@ def node(name, tasks, queue, compute, hand_on=None):
     return n if hand_on is None else {**n, "mean_hand_on_us": hand_on}
 
 
+class WakeDelayFiles(unittest.TestCase):
+    def test_the_wake_ups_come_from_the_capacity_runs_or_the_light_load_as_asked(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("cap_p_1.json", "cap_p_2.json", "light_p.json"):
+                with open(f"{d}/{name}", "w") as f:
+                    f.write("{}")
+            self.assertEqual(fidelity_terms.wake_delay_files(d, "p"), [], "not asked")
+            for how, files in (("1", [f"{d}/cap_p_1.json", f"{d}/cap_p_2.json"]), ("light", [f"{d}/light_p.json"])):
+                os.environ["WAKE_DELAYS"] = how
+                try:
+                    self.assertEqual(fidelity_terms.wake_delay_files(d, "p"), files, how)
+                    self.assertEqual(fidelity_terms.wake_delay_flags(d, "p"), " --wake-delays " + ",".join(files))
+                    self.assertEqual(fidelity_terms.wake_delay_files(d, "q"), [], "no runs of q")
+                finally:
+                    del os.environ["WAKE_DELAYS"]
+
+
 class NodeHops(unittest.TestCase):
     def test_a_nodes_hop_is_its_real_time_per_task_past_the_models_and_the_wake(self):
         runs = [{"requests": 100, "nodes": [node("a", 100, 10.0, 100.0, 5.0), node("b", 50, 0.0, 20.0, 1.0)]},
@@ -195,6 +212,24 @@ class IdleExtras(unittest.TestCase):
                               {"name": "b", "executions": 0, "mean_compute_us": 0.0}]}
         extras = fidelity_terms.idle_extras([point(1, 300.0), point(32, 95.0)], [point(1, 200.0), point(32, 100.0)])
         self.assertEqual(extras, {("a", 1): 100.0, ("a", 32): 0.0})
+
+    def test_the_extras_come_off_the_real_compute_down_to_the_profile_and_never_raise_it(self):
+        def point(load, batch, compute):
+            return {"mode": "closed", "load": load,
+                    "nodes": [{"name": "a", "executions": 10, "mean_batch": batch, "mean_compute_us": compute,
+                               "cpu_per_wall": 1.0}]}
+        profile = {"nodes": {"a": {"batches": [{"batch": 1, "median_us": 80.0}, {"batch": 16, "median_us": 500.0}]}}}
+        with tempfile.TemporaryDirectory() as d:
+            json.dump(profile, open(f"{d}/p.profile.json", "w"))
+            # The capacity runs ran faster than the profile (73 and 422 µs against 80 and 500).
+            json.dump({"points": [point(1, 1.0, 73.0), point(32, 16.0, 422.0)]}, open(f"{d}/cap_p_1.json", "w"))
+            untouched = fidelity_terms.measured_compute(d, "p")
+            less = fidelity_terms.measured_compute(d, "p", lambda name, load: 8.0)
+            self.assertEqual(less, untouched, "a compute below the profile's stays as measured")
+            json.dump({"points": [point(1, 1.0, 100.0), point(32, 16.0, 450.0)]}, open(f"{d}/cap_p_1.json", "w"))
+            scale, offset = fidelity_terms.measured_compute(d, "p", lambda name, load: 30.0 if load == 1 else 0.0)["a"]
+            self.assertAlmostEqual(offset + scale * 80.0, 80.0, msg="100 less 30, not below the profile's 80")
+            self.assertAlmostEqual(offset + scale * 500.0, 450.0)
 
 
 class ParkedShare(unittest.TestCase):
