@@ -54,6 +54,9 @@
 # over its share of parked wake-ups). PROFILE_BATCHES lists the batch sizes the profiles measure
 # (`baton profile --batches`; default its own).
 set -euo pipefail
+# The whole script is one block, read before it runs: an edit to this file while a campaign
+# runs does not reach that campaign.
+{
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${1:?usage: scripts/fidelity.sh DIR [PIPELINES]}
 PIPELINES=${2:-mlp,diamond,many_nodes,mixed_streams,collab_early}
@@ -170,3 +173,5 @@ done
 logged end
 python3 scripts/fidelity_terms.py table "$DIR" "$PIPELINES" | tee "$DIR/table.md"
 python3 scripts/fidelity_terms.py queues "$DIR" "$PIPELINES" >"$DIR/queues.md"
+exit
+}
