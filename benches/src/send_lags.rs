@@ -14,8 +14,11 @@ use serde::Serialize;
 /// The upper bounds of the sleep classes, µs (a sleep of exactly a bound is in the next).
 pub const SLEPT_BELOW_US: [u64; 4] = [10, 30, 100, 300];
 
-/// The classes: no sleep, one per bound, and the sleeps at or above the last bound.
-const CLASSES: usize = SLEPT_BELOW_US.len() + 2;
+/// The classes of a sleep's length: one per bound, and the sleeps at or above the last.
+pub const SLEEP_CLASSES: usize = SLEPT_BELOW_US.len() + 1;
+
+/// The classes: no sleep, then the sleeps' classes.
+const CLASSES: usize = SLEEP_CLASSES + 1;
 
 /// Sends and their summed lag, µs, per class.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,11 +37,13 @@ pub struct SendLagClass {
     pub mean_lag_us: f64,
 }
 
+/// The class of a sleep of `slept_us` asked, among the [`SLEEP_CLASSES`].
+pub fn sleep_class(slept_us: u64) -> usize {
+    SLEPT_BELOW_US.iter().take_while(|&&bound| slept_us >= bound).count()
+}
+
 fn class_of(slept_us: Option<u64>) -> usize {
-    match slept_us {
-        None => 0,
-        Some(us) => 1 + SLEPT_BELOW_US.iter().take_while(|&&bound| us >= bound).count(),
-    }
+    slept_us.map_or(0, |us| 1 + sleep_class(us))
 }
 
 impl SendLags {

@@ -41,6 +41,8 @@
 //! request less the nodes' compute (`benches/src/cpu.rs`); docs/simulate.md
 //! ("Measured terms") says how the three costs are fitted from it.
 
+use crate::send_lags::SLEEP_CLASSES;
+
 /// The runtime's CPU costs, ns; all zero leaves the model as without them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpuCosts {
@@ -120,9 +122,6 @@ impl CpuUs {
     }
 }
 
-/// The classes of a sleep's length `--send-wake-by-sleep` takes.
-pub const SLEEP_CLASSES: usize = crate::send_lags::SLEPT_BELOW_US.len() + 1;
-
 impl CpuCosts {
     /// From µs; each must be finite and non-negative.
     pub fn from_us(request_us: f64, batch_us: f64, task_us: f64) -> Result<CpuCosts, String> {
@@ -143,11 +142,7 @@ impl CpuCosts {
     /// How late the generator wakes from a sleep of `slept_ns` (asked), ns.
     pub fn send_wake_after(&self, slept_ns: u64) -> u64 {
         match self.send_wake_by_sleep_ns {
-            Some(by_sleep) => {
-                let slept_us = slept_ns / 1000;
-                let class = crate::send_lags::SLEPT_BELOW_US.iter().take_while(|&&bound| slept_us >= bound).count();
-                by_sleep[class]
-            }
+            Some(by_sleep) => by_sleep[crate::send_lags::sleep_class(slept_ns / 1000)],
             None => self.send_wake_ns,
         }
     }
