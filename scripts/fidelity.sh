@@ -32,7 +32,8 @@
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
 # of P takes cores away as they say (`--core-stalls`; STALLS=0: none). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
-# (default 1) the one the simulations take. Each pipeline also runs one light open load (10% of
+# (default 1) the one the simulations take; a campaign starts with one record the simulations
+# do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of
 # its capacity, DIR/light_P.json), whose sends' mean lag behind their schedule is the generator's
 # wake (`--send-wake-us` with SEND_CPU=1; SEND_WAKE=sleeps: the stall record's timed sleeps
 # instead, SEND_WAKE=0: none). HAND_ON=1 (with NODE_HOPS=0) gives each node the
@@ -119,6 +120,12 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
 }
 
 echo "${SIM_FLAGS:-}" >"$DIR/sim_flags.txt"
+# A first stall record the simulations do not take: the first record of a campaign saw 2-4 times
+# the stalled time of the later ones (and of the real runs after it) in three campaigns of three.
+if [[ -z ${SIMULATE_ONLY:-} && ${SETTLE:-1} == 1 ]]; then
+    logged "settle"
+    "$BATON" stalls --out "$DIR/settle_stalls.json" >"$DIR/settle_stalls.txt" 2>&1
+fi
 for p in ${PIPELINES//,/ }; do
     cfg=configs/$p.toml
     # shellcheck disable=SC2046 # the load flags are words

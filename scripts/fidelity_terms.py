@@ -82,7 +82,12 @@ the sends after such a sleep in the light open-loop run at 10% of the capacity, 
 with SEND_WAKE=light, or a light run made before it recorded the classes, the one
 `--send-wake-us` of all its sends' mean lag; without a light run or with SEND_WAKE=sleeps the
 stall record's mean timed-sleep lateness; SEND_WAKE=0: none); LATENCY_FROM_SCHEDULE=1 counts the simulated
-latencies from the schedule, as the real runs then do.
+latencies from the schedule, as the real runs then do. TASK_CPU=1 charges each task's hand-on on
+its worker at its batch's end (`--task-cpu-us`, the runtime's own timing of the hand-ons at
+concurrency 1 ÷ the tasks), taken out of the CPU fit: the worker holds its node and a core for
+it, where the fitted per-request term charges it at the request's arrival. DECISION_CPU=1
+charges each worker's decision as its batch ends on its core (`--decision-cpu-us`, the capacity
+runs' recorded decision time after batches ÷ their batches), taken out of the CPU fit.
 """
 import glob
 import json
@@ -349,15 +354,20 @@ def base_terms(d, p):
     send = send_cpu_us(d, p)
     client = client_send_us(d, p)
     real = [] if os.environ.get("CPU_FIT") == "capacity" else load_points(f"{d}/real_{p}_*.json")
+    task = task_cpu_us(d, p)
+    decision = decision_cpu_us(d, p)
     pts = [
         fit_cpu_terms.point(q, less_ticks=tick > 0, less_spins=os.environ.get("SPIN_CPU") != "0",
-                            less_sends=(send if q["mode"] == "open" else client) > 0)
+                            less_sends=(send if q["mode"] == "open" else client) > 0, task_us=task,
+                            less_decisions=decision > 0)
         for q in real + load_points(f"{d}/cap_{p}_*.json")
         if q["load"] != 1 or q["mode"] == "open"
     ]
     pts = [x for x in pts if x is not None]
     request, batch = fit_cpu_terms.fit(pts) if len(pts) >= 2 else (0.0, 0.0)
     flags = {"--request-cpu-us": max(request, 0.0), "--batch-cpu-us": max(batch, 0.0)}
+    flags = {**flags, "--task-cpu-us": task} if task > 0 else flags
+    flags = {**flags, "--decision-cpu-us": decision} if decision > 0 else flags
     flags = {**flags, "--tick-cpu-us": tick} if tick > 0 else flags
     flags = {**flags, "--send-cpu-us": send} if send > 0 else flags
     by_sleep = send_wake_by_sleep_us(d, p) if send > 0 else None
@@ -440,6 +450,38 @@ def send_wake_by_sleep_us(d, p):
                          key=lambda j: (abs(j - k), j < k))
         values.append(measured[order[nearest[0]]])
     return values
+
+
+def task_cpu_us(d, p):
+    """With TASK_CPU=1: each task's hand-on on its worker (routing its outputs on, the join
+    tables, the next buffers), as the runtime times it at the end of each batch: over the
+    capacity runs' concurrency-1 points (a batch is one task, the workers not contended), the
+    nodes' hand-on time ÷ their tasks, the median over the runs. 0 without it (the hand-ons'
+    CPU then stays in the fitted per-request term, charged at the request's arrival)."""
+    if os.environ.get("TASK_CPU") != "1":
+        return 0.0
+    per_task = []
+    for q in concurrency_one(d, p):
+        tasks = sum(n["tasks"] for n in q["nodes"])
+        hand_on = sum(n.get("mean_hand_on_us", 0.0) * n["executions"] for n in q["nodes"])
+        if tasks > 0:
+            per_task.append(hand_on / tasks)
+    return statistics.median(per_task) if per_task else 0.0
+
+
+def decision_cpu_us(d, p):
+    """With DECISION_CPU=1: a worker's decision as its batch ends, µs a batch: over the capacity
+    runs' points that recorded the decisions, their wall time a second ÷ the batches a second
+    (every node's), the median. 0 without it (their CPU then stays in the fitted terms)."""
+    if os.environ.get("DECISION_CPU") != "1":
+        return 0.0
+    per_batch = []
+    for q in load_points(f"{d}/cap_{p}_*.json"):
+        batches = sum(n["executions"] for n in q["nodes"])
+        us_per_s = fit_cpu_terms.finish_decisions_us_per_s(q)
+        if batches > 0 and us_per_s > 0 and q.get("seconds", 0) > 0:
+            per_batch.append(us_per_s * q["seconds"] / batches)
+    return statistics.median(per_batch) if per_batch else 0.0
 
 
 def tick_cpu_us(d, p):
@@ -831,7 +873,9 @@ def table(d, pipelines):
     for p in pipelines.split(","):
         if not os.path.exists(f"{d}/sim_{p}.json"):
             continue
-        sim = {q["load"]: figures(q) for q in json.load(open(f"{d}/sim_{p}.json"))["points"]}
+        sim_points = json.load(open(f"{d}/sim_{p}.json"))["points"]
+        sim = {q["load"]: figures(q) for q in sim_points}
+        sim_errors = {q["load"]: q["errors"] for q in sim_points}
         real_points = real_medians(d, p)
         prio = [k for k in PRIORITY if all(k in f for f in list(sim.values()) + list(real_points.values()))]
         flags = json.load(open(f"{d}/terms_{p}.json"))
@@ -852,7 +896,7 @@ def table(d, pipelines):
             keys = list(BARS) + prio
             lines.append(f"| {load:.0f}/s | real | " + " | ".join(f"{real[k]:.0f}" for k in keys) + f" | {real['errors']} |")
             lines.append("| | real min-max | " + " | ".join(f"{lo:.0f}-{hi:.0f}" for lo, hi in (real["range"][k] for k in keys)) + " | |")
-            lines.append("| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in keys) + " | |")
+            lines.append("| | simulated | " + " | ".join(f"{s[k]:.0f}" for k in keys) + f" | {sim_errors[load]} |")
             in_range += sum(real["range"][k][0] <= s[k] <= real["range"][k][1] for k in BARS)
             for k in BARS:
                 lo, hi = real["range"][k]

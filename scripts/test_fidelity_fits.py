@@ -69,6 +69,69 @@ class CpuLine(unittest.TestCase):
         self.assertEqual(fit_cpu_terms.point(closed, less_sends=True), (2.0, 50.0))
 
 
+    def test_a_tasks_hand_on_is_taken_out_per_task(self):
+        q = {"cpu": {"batches_per_request": 2.0, "runtime_us_per_request": 50.0, "tasks_per_request": 4.0}}
+        self.assertEqual(fit_cpu_terms.point(q), (2.0, 50.0))
+        self.assertEqual(fit_cpu_terms.point(q, task_us=2.5), (2.0, 40.0))
+
+
+    def test_the_workers_decisions_after_batches_are_taken_out_only_when_asked(self):
+        # 1000 decisions a second of 2 µs at 500 requests/s: 4 µs of each request's 50.
+        finishes = {"per_s": 1000.0, "mean_us": 2.0}
+        q = {
+            "throughput_rps": 500.0,
+            "cpu": {"batches_per_request": 2.0, "runtime_us_per_request": 50.0},
+            "scheduler_ticks": {"decisions": {"on_finishes": finishes}},
+        }
+        self.assertEqual(fit_cpu_terms.point(q), (2.0, 50.0))
+        self.assertEqual(fit_cpu_terms.point(q, less_decisions=True), (2.0, 46.0))
+        # A point without the record (an older bench) keeps its reading.
+        self.assertEqual(fit_cpu_terms.point({**q, "scheduler_ticks": {}}, less_decisions=True), (2.0, 50.0))
+
+
+class DecisionCpu(unittest.TestCase):
+    def test_a_batchs_decision_is_the_recorded_decision_time_over_the_batches_median_over_the_points(self):
+        def point(per_s, mean_us):
+            nodes = [{"executions": 1000}, {"executions": 1000}]
+            decisions = {"on_finishes": {"per_s": per_s, "mean_us": mean_us}}
+            return {"seconds": 2.0, "nodes": nodes, "scheduler_ticks": {"decisions": decisions}}
+
+        with tempfile.TemporaryDirectory() as d:
+            # 2000 batches in 2 s; decisions of 1000/s × 1 µs, × 2 µs, × 3 µs: 1, 2, 3 µs a batch.
+            with open(f"{d}/cap_p_1.json", "w") as f:
+                json.dump({"points": [point(1000.0, 1.0), point(1000.0, 2.0)]}, f)
+            with open(f"{d}/cap_p_2.json", "w") as f:
+                json.dump({"points": [point(1000.0, 3.0), {**point(0.0, 0.0), "scheduler_ticks": None}]}, f)
+            self.assertEqual(fidelity_terms.decision_cpu_us(d, "p"), 0.0, "not asked")
+            os.environ["DECISION_CPU"] = "1"
+            try:
+                self.assertAlmostEqual(fidelity_terms.decision_cpu_us(d, "p"), 2.0)
+            finally:
+                del os.environ["DECISION_CPU"]
+
+
+class TaskCpu(unittest.TestCase):
+    def test_a_tasks_hand_on_is_the_concurrency_1_hand_on_time_over_the_tasks_median_over_the_runs(self):
+        def run(hand_on_us):
+            # Two nodes, 100 batches of one task each; the open and loaded points do not count.
+            nodes = [{"tasks": 100, "executions": 100, "mean_hand_on_us": h} for h in hand_on_us]
+            one = {"mode": "closed", "load": 1, "nodes": nodes}
+            loaded = {"mode": "closed", "load": 32, "nodes": [{**n, "mean_hand_on_us": 99.0} for n in nodes]}
+            return {"points": [one, loaded]}
+
+        with tempfile.TemporaryDirectory() as d:
+            for k, hand_on in enumerate(([0.4, 0.6], [0.5, 0.7], [2.0, 2.0]), 1):
+                with open(f"{d}/cap_p_{k}.json", "w") as f:
+                    json.dump(run(hand_on), f)
+            self.assertEqual(fidelity_terms.task_cpu_us(d, "p"), 0.0, "not asked")
+            os.environ["TASK_CPU"] = "1"
+            try:
+                self.assertAlmostEqual(fidelity_terms.task_cpu_us(d, "p"), 0.6, msg="the median of 0.5, 0.6, 2.0")
+                self.assertEqual(fidelity_terms.task_cpu_us(d, "q"), 0.0, "no runs of q")
+            finally:
+                del os.environ["TASK_CPU"]
+
+
 class ComputeLine(unittest.TestCase):
     def test_a_stretch_falling_with_the_rows_gives_a_scale_and_a_fixed_part(self):
         # 154 µs profiled at 4 rows ran 510; 1235 µs at 32 rows ran 2300.

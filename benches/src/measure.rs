@@ -364,14 +364,65 @@ pub struct TickSummary {
     /// (contended: its last decision left every core busy).
     #[serde(flatten)]
     pub lateness: WakeSummary,
+    /// Every decision's wall time, on the tick thread and on the threads that poked on events.
+    pub decisions: DecisionSummary,
 }
 
 impl TickSummary {
     pub fn of(record: &baton::scheduler::TickRecord, seconds: f64) -> Self {
+        let times = &record.decisions;
         TickSummary {
             rounds_per_s: if seconds > 0.0 { record.rounds as f64 / seconds } else { 0.0 },
             cpu_us_per_round: record.cpu_ns_per_round().map_or(0.0, |ns| ns / 1000.0),
             lateness: WakeSummary::of(&record.lateness),
+            decisions: DecisionSummary {
+                on_ticks: DecisionTimesSummary::of(&times.on_ticks, seconds),
+                on_finishes: DecisionTimesSummary::of(&times.on_finishes, seconds),
+                on_arrivals: DecisionTimesSummary::of(&times.on_arrivals, seconds),
+                handed_over_per_s: if seconds > 0.0 { times.handed_over as f64 / seconds } else { 0.0 },
+            },
+        }
+    }
+}
+
+/// The scheduler's decisions over a measured interval (see `baton::scheduler::DecisionTimes`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DecisionSummary {
+    /// Made by the tick thread.
+    pub on_ticks: DecisionTimesSummary,
+    /// Made by a worker whose batch ended, before it takes its next.
+    pub on_finishes: DecisionTimesSummary,
+    /// Made on an arrival, by the thread that delivered it (a submitter, a worker handing on).
+    pub on_arrivals: DecisionTimesSummary,
+    /// Pokes a second that found a decision running and left their reason to it.
+    pub handed_over_per_s: f64,
+}
+
+/// One thread class's decisions: how many, and their wall times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DecisionTimesSummary {
+    pub per_s: f64,
+    /// The mean, counting each decision at its bucket's middle (a bucket spans at most 12.5%), µs.
+    pub mean_us: f64,
+    /// Quantiles (the lower bound of the bucket holding them), µs.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    /// The counts as `[lower ns, upper ns, count]`.
+    pub buckets: Buckets,
+}
+
+impl DecisionTimesSummary {
+    pub fn of(counts: &[u64], seconds: f64) -> Self {
+        let buckets = log_buckets::sparse(counts);
+        let count: u64 = buckets.iter().map(|b| b.2).sum();
+        let total_ns: f64 = buckets.iter().map(|&(lo, hi, n)| (lo as f64 + hi as f64) / 2.0 * n as f64).sum();
+        let us = |q: f64| quantile_us(log_buckets::quantile_ns(&[counts], q));
+        DecisionTimesSummary {
+            per_s: if seconds > 0.0 { count as f64 / seconds } else { 0.0 },
+            mean_us: if count > 0 { total_ns / count as f64 / 1000.0 } else { 0.0 },
+            p50_us: us(0.5),
+            p99_us: us(0.99),
+            buckets,
         }
     }
 }
@@ -623,6 +674,21 @@ pub fn point_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decision_times_give_the_rate_and_the_mean_at_the_buckets_middles() {
+        let mut counts = Vec::new();
+        for _ in 0..3 {
+            log_buckets::record(&mut counts, 4000); // bucket [3840, 4096) ns
+        }
+        log_buckets::record(&mut counts, 1024); // bucket [1024, 1152) ns
+        let s = DecisionTimesSummary::of(&counts, 2.0);
+        assert_eq!(s.per_s, 2.0);
+        assert!((s.mean_us - (3.0 * 3.968 + 1.088) / 4.0).abs() < 1e-9, "{}", s.mean_us);
+        assert_eq!((s.p50_us, s.p99_us), (3.84, 3.84), "quantiles at their buckets' lower bounds");
+        assert_eq!(s.buckets.len(), 2);
+        assert_eq!(DecisionTimesSummary::of(&[], 2.0), DecisionTimesSummary::default(), "none: zeros");
+    }
 
     fn stats(name: &str, executions: u64, rows: u64, tasks: u64, queue_ns: u64, compute_ns: u64) -> NodeStats {
         NodeStats {

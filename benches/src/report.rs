@@ -294,23 +294,37 @@ pub fn tenants_table(points: &[PointResult]) -> String {
 }
 
 /// Per point, the scheduler thread: its rounds a second, CPU a round, and how late its
-/// ticks came (p50, p99, the share after a decision that left every core busy); empty when
-/// no point recorded it (a remote target, a simulation).
+/// ticks came (p50, p99, the share after a decision that left every core busy); then the
+/// decisions workers made as their batches ended, and those made on arrivals: each a second
+/// and mean µs. Empty when no point recorded it (a remote target, a simulation).
 pub fn ticks_table(points: &[PointResult]) -> String {
     if points.iter().all(|p| p.scheduler_ticks.is_none()) {
         return String::new();
     }
     let mut out = String::from(
-        "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share\n",
+        "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share; \
+         decisions after batches/s, mean µs; on arrivals/s, mean µs\n",
     );
     for p in points {
         if let Some(t) = &p.scheduler_ticks {
             let l = &t.lateness;
             let contended = if l.count > 0 { l.contended as f64 / l.count as f64 } else { 0.0 };
+            let (finishes, arrivals) = (&t.decisions.on_finishes, &t.decisions.on_arrivals);
             let _ = writeln!(
                 out,
-                "  {} {} {}: {:.0} {:.1} {:.1} {:.1} {:.2}",
-                p.policy, p.mode, p.load, t.rounds_per_s, t.cpu_us_per_round, l.p50_us, l.p99_us, contended
+                "  {} {} {}: {:.0} {:.1} {:.1} {:.1} {:.2}; {:.0} {:.1}; {:.0} {:.1}",
+                p.policy,
+                p.mode,
+                p.load,
+                t.rounds_per_s,
+                t.cpu_us_per_round,
+                l.p50_us,
+                l.p99_us,
+                contended,
+                finishes.per_s,
+                finishes.mean_us,
+                arrivals.per_s,
+                arrivals.mean_us
             );
         }
     }
@@ -647,12 +661,16 @@ mod tests {
         let mut p = point();
         let lateness =
             crate::measure::WakeSummary { count: 40, contended: 10, p50_us: 73.7, p99_us: 524.3, ..Default::default() };
+        let on_finishes = crate::measure::DecisionTimesSummary { per_s: 5210.2, mean_us: 3.46, ..Default::default() };
+        let on_arrivals = crate::measure::DecisionTimesSummary { per_s: 301.0, mean_us: 1.04, ..Default::default() };
+        let decisions = crate::measure::DecisionSummary { on_finishes, on_arrivals, ..Default::default() };
         p.scheduler_ticks =
-            Some(crate::measure::TickSummary { rounds_per_s: 1640.4, cpu_us_per_round: 15.25, lateness });
+            Some(crate::measure::TickSummary { rounds_per_s: 1640.4, cpu_us_per_round: 15.25, lateness, decisions });
         assert_eq!(
             ticks_table(&[p]),
-            "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share\n  \
-             collaborative closed 4: 1640 15.2 73.7 524.3 0.25\n"
+            "scheduler thread: policy, load: rounds/s, CPU µs a round, tick lateness p50 µs, p99 µs, contended share; \
+             decisions after batches/s, mean µs; on arrivals/s, mean µs\n  \
+             collaborative closed 4: 1640 15.2 73.7 524.3 0.25; 5210 3.5; 301 1.0\n"
         );
     }
 

@@ -84,6 +84,40 @@ fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration(
 }
 
 #[test]
+fn admission_refuses_past_max_in_flight_and_a_full_bounded_entry_and_every_send_resolves_once() {
+    let dir = folder(SUITE, "admission");
+    let capped = one_node_with(&dir, "capped.toml", "name = \"one\"", "name = \"one\"\nmax_in_flight = 4");
+    let mut o = options(capped, profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    // One 1-ms batch at a time against a request every 500 µs: half must be refused.
+    o.bench.rate = vec![2000.0];
+    o.bench.arrivals = Arrivals::Constant;
+    let point = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0);
+    let p = point(&o);
+    assert!(p.requests.abs_diff(1000) <= 1, "the node's rate is answered: {}", p.requests);
+    assert!(p.errors.abs_diff(1000) <= 1, "the rest is refused at once: {}", p.errors);
+    assert!(p.latency.max_us <= 4000, "at most 4 in flight, 1 ms each: {} µs", p.latency.max_us);
+
+    let bounded = dir.join("bounded.toml");
+    let text = std::fs::read_to_string(one_node(&dir, 1)).unwrap();
+    std::fs::write(&bounded, text.replace("max_batch = 1", "max_batch = 1\nmax_queue = 2")).unwrap();
+    o.bench.pipeline = Some(bounded);
+    let p = point(&o);
+    assert!(
+        p.requests.abs_diff(1000) <= 1 && p.errors.abs_diff(1000) <= 1,
+        "{} answered, {} refused",
+        p.requests,
+        p.errors
+    );
+    assert!(p.latency.max_us <= 3000, "two waiting and one running: {} µs", p.latency.max_us);
+    // Closed loop: eight clients, two may wait; a refused client sends again and the run ends.
+    o.bench.rate = Vec::new();
+    o.bench.concurrency = vec![8];
+    let p = point(&o);
+    assert!(p.requests.abs_diff(1000) <= 1, "the node's rate is answered: {}", p.requests);
+    assert!(p.errors > 0, "clients past the bound are refused");
+}
+
+#[test]
 fn an_efficient_batches_node_takes_at_most_the_size_its_profile_makes_cheapest_per_row() {
     let dir = folder(SUITE, "efficient");
     // 4 rows cost 100 µs (25 a row), 8 rows 240 (30 a row), 1 and 2 rows 50 and 80.
@@ -468,6 +502,26 @@ fn the_scheduler_threads_cpu_per_tick_takes_its_share_of_the_cores() {
     assert!((share - 0.75).abs() <= 0.01, "the batches ran {share} of their time on the core");
     o.model.cpu = CpuUs { tick_us: -1.0, ..CpuUs::default() };
     assert!(simulate(&o, &engines()).unwrap_err().contains("--tick-cpu-us"));
+}
+
+#[test]
+fn a_workers_decision_after_its_batch_takes_its_share_of_the_cores_and_delays_no_output() {
+    let dir = folder(SUITE, "decision_cpu");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.cores = Some(1.0);
+    o.model.cpu = CpuUs { decision_us: 500.0, ..CpuUs::default() };
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    // The answer goes at the batch's end, and the client's next batch shares the one core
+    // with the decision: both at half speed for 1000 µs, then the batch's last 500 µs alone.
+    assert!((p.throughput_rps - 666.7).abs() <= 7.0, "{}", p.throughput_rps);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1500, 1500));
+    o.model.cores = Some(2.0);
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    assert_eq!(p.throughput_rps, 1000.0, "on two cores the decision takes the other one");
+    assert_eq!(p.latency.max_us, 1000, "and delays no answer");
+    o.model.cpu = CpuUs { decision_us: -1.0, ..CpuUs::default() };
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--decision-cpu-us"));
 }
 
 #[test]

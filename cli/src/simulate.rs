@@ -58,6 +58,11 @@ pub struct ModelTermArgs {
     /// bench` writes it as `scheduler_ticks.cpu_us_per_round`).
     #[arg(long, default_value_t = 0.0)]
     pub tick_cpu_us: f64,
+    /// Measured term: a worker's decision as its batch ends (its node-finished poke), µs, run
+    /// on its core beside the requests' way (`baton bench` writes the decisions' times as
+    /// `scheduler_ticks.decisions.on_finishes`).
+    #[arg(long, default_value_t = 0.0)]
+    pub decision_cpu_us: f64,
     /// Measured term: the load generator's CPU per open-loop send, µs: one thread sends the
     /// requests in turn, a job on the shared cores for each (normal-class, or with
     /// --generator-policy realtime above the real-time workers), and a request
@@ -201,6 +206,7 @@ impl ModelTermArgs {
                 batch_us: self.batch_cpu_us,
                 task_us: self.task_cpu_us,
                 tick_us: self.tick_cpu_us,
+                decision_us: self.decision_cpu_us,
                 send_us: self.send_cpu_us,
                 client_send_us: self.client_send_us,
                 send_wake_us: self.send_wake_us,

@@ -667,6 +667,29 @@ fn every_batch_records_its_workers_wake_up_and_a_worker_or_tick_with_the_cores_b
 }
 
 #[test]
+fn every_decision_is_timed_in_the_class_of_the_poke_that_made_it() {
+    let engines = TestEngines::default();
+    engines.add("k", &["x"], &["y"], |i| Ok(map(i, |x| x)));
+    let count = |counts: &[u64]| counts.iter().sum::<u64>();
+    let ticking = start(&engines, ONE_NODE);
+    wait_until("the tick thread decides", || count(&ticking.ticks().decisions.on_ticks) >= 1);
+
+    // No tick within the test (one each 10 s): the decisions are the arrival's and the worker's alone.
+    let runtime = start(&engines, &format!("[scheduler]\ntick_us = 10000000\n{ONE_NODE}"));
+    let before = runtime.ticks().decisions;
+    runtime.submit(Request::new().input("x", value(1.0)).priority(true)).wait().unwrap();
+    // The worker pokes after it answered: it decides, or hands its reason to a decision running.
+    wait_until("the worker's poke after its batch", || {
+        let made = runtime.ticks().decisions.since(&before);
+        count(&made.on_finishes) + made.handed_over >= 1
+    });
+    let made = runtime.ticks().decisions.since(&before);
+    assert!(count(&made.on_arrivals) >= 1, "the priority arrival decided on the submitter: {made:?}");
+    assert_eq!(count(&made.on_ticks), 0, "no tick: {made:?}");
+    assert_eq!(made.on_finishes.len(), baton::log_buckets::BUCKETS, "dense counts by bucket");
+}
+
+#[test]
 fn every_task_records_its_queue_time_and_the_part_before_its_batch_was_picked() {
     let engines = TestEngines::default();
     let (gate, entered) = gated_counting(&engines);

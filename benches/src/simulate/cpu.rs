@@ -26,6 +26,9 @@
 //!   realtime`); the generator sleeps until its next send is due, and a send
 //!   due while it sleeps starts `send_wake_ns` late (its thread's wake-up from
 //!   a timed sleep);
+//! - a **decision** job of `decision_ns` on a batch's worker when it hands the
+//!   batch off (the worker's node-finished poke, whose decision runs on its
+//!   thread), off the requests' way: the model's decision itself takes no time;
 //! - a **tick** job of `tick_ns` each time the scheduler thread ticks, off the
 //!   requests' way (it delays no request, as the thread's wake-up and decision
 //!   run beside the workers); the ticks then go on while nothing waits, as the
@@ -54,6 +57,8 @@ pub struct CpuCosts {
     pub task_ns: u64,
     /// Per scheduler tick, beside the requests' way.
     pub tick_ns: u64,
+    /// Per batch, the worker's decision as it hands the batch off, beside the requests' way.
+    pub decision_ns: u64,
     /// Per open-loop request, on the load generator's one thread (on the requests' way).
     pub send_ns: u64,
     /// Per closed-loop request, the clients' sends one at a time (on the requests' way).
@@ -75,6 +80,8 @@ pub struct CpuUs {
     pub task_us: f64,
     /// `--tick-cpu-us`: the scheduler thread's CPU per tick.
     pub tick_us: f64,
+    /// `--decision-cpu-us`: a worker's decision as its batch ends.
+    pub decision_us: f64,
     /// `--send-cpu-us`: the load generator's CPU per open-loop send.
     pub send_us: f64,
     /// `--client-send-us`: a closed-loop client's CPU per send.
@@ -94,6 +101,7 @@ impl CpuUs {
         Ok(CpuCosts {
             off_path: self.off_path,
             tick_ns: non_negative_ns("--tick-cpu-us", self.tick_us)?,
+            decision_ns: non_negative_ns("--decision-cpu-us", self.decision_us)?,
             send_ns: non_negative_ns("--send-cpu-us", self.send_us)?,
             client_send_ns: non_negative_ns("--client-send-us", self.client_send_us)?,
             send_wake_ns: non_negative_ns("--send-wake-us", self.send_wake_us)?,
@@ -131,6 +139,7 @@ impl CpuCosts {
             batch_ns: ns("--batch-cpu-us", batch_us)?,
             task_ns: ns("--task-cpu-us", task_us)?,
             tick_ns: 0,
+            decision_ns: 0,
             send_ns: 0,
             client_send_ns: 0,
             send_wake_ns: 0,
@@ -205,6 +214,7 @@ mod tests {
                 batch_ns: 2_500,
                 task_ns: 250,
                 tick_ns: 0,
+                decision_ns: 0,
                 send_ns: 0,
                 client_send_ns: 0,
                 send_wake_ns: 0,

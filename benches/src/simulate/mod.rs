@@ -96,8 +96,6 @@ pub(crate) fn unmodelled(spec: &PipelineSpec, streams: bool) -> Option<String> {
             "runs on a remote server"
         } else if n.faults.is_some() {
             "injects faults"
-        } else if n.max_queue.is_some() {
-            "refuses requests past max_queue"
         } else if !n.pad.is_empty() && selector.selector().batch_rows(n.max_batch) > 1 {
             "pads inputs of different shapes (ragged batches of more than one row)"
         } else {

@@ -213,6 +213,7 @@ impl ModelTerms {
         s["batch_cpu_us"] = serde_json::json!(self.cpu.batch_us);
         s["task_cpu_us"] = serde_json::json!(self.cpu.task_us);
         s["tick_cpu_us"] = serde_json::json!(self.cpu.tick_us);
+        s["decision_cpu_us"] = serde_json::json!(self.cpu.decision_us);
         s["send_cpu_us"] = serde_json::json!(self.cpu.send_us);
         s["client_send_us"] = serde_json::json!(self.cpu.client_send_us);
         s["send_wake_us"] = serde_json::json!(self.cpu.send_wake_us);

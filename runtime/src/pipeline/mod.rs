@@ -106,18 +106,7 @@ impl Router {
                     spec.inputs.iter().any(|i| i.targets.iter().any(feeds_n))
                 })
                 .collect(),
-            entry_limits: spec
-                .inputs
-                .iter()
-                .enumerate()
-                .flat_map(|(i, input)| {
-                    let nodes = &spec.nodes;
-                    input.targets.iter().filter_map(move |t| match *t {
-                        Target::Node { node, .. } => nodes[node].max_queue.map(|limit| (i, node, limit)),
-                        _ => None,
-                    })
-                })
-                .collect(),
+            entry_limits: spec.entry_limits(),
             nodes: nodes.into_iter().map(Arc::new).collect(),
             spec,
             next_id: AtomicU64::new(1),

@@ -51,7 +51,7 @@ use decision::{Decider, NodeView};
 use select::NodeLoad;
 
 /// Why a decision is wanted (bits of `Scheduler::reasons`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reason {
     Tick = 1,
     PriorityArrival = 2,
@@ -182,6 +182,12 @@ pub(crate) struct Scheduler {
     tick_cpu_ns: AtomicU64,
     /// Whether the last decision left as many workers busy as the process has cores.
     cores_taken: AtomicBool,
+    /// Each decision's wall time, by the poke that made it (see [`DecisionTimes`]).
+    decisions_on_ticks: crate::log_buckets::AtomicCounts,
+    decisions_on_finishes: crate::log_buckets::AtomicCounts,
+    decisions_on_arrivals: crate::log_buckets::AtomicCounts,
+    /// Pokes that found another thread deciding and left their reason to it.
+    handed_over: AtomicU64,
     metrics: PipelineMetrics,
 }
 
@@ -208,6 +214,10 @@ impl Scheduler {
             tick_rounds: AtomicU64::new(0),
             tick_cpu_ns: AtomicU64::new(0),
             cores_taken: AtomicBool::new(false),
+            decisions_on_ticks: Default::default(),
+            decisions_on_finishes: Default::default(),
+            decisions_on_arrivals: Default::default(),
+            handed_over: AtomicU64::new(0),
             metrics,
         }
     }
@@ -216,14 +226,27 @@ impl Scheduler {
     pub fn poke(&self, reason: Reason, nodes: &[Arc<NodeState>]) {
         self.reasons.fetch_or(reason as u8, Ordering::SeqCst);
         fence(Ordering::SeqCst);
+        let times = match reason {
+            Reason::Tick => &self.decisions_on_ticks,
+            Reason::NodeFinished => &self.decisions_on_finishes,
+            Reason::PriorityArrival | Reason::Arrival => &self.decisions_on_arrivals,
+        };
         loop {
-            let Some(mut decider) = self.core.try_lock() else { return };
+            let Some(mut decider) = self.core.try_lock() else {
+                self.handed_over.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
             loop {
                 let reasons = self.reasons.swap(0, Ordering::SeqCst);
                 if reasons == 0 {
                     break;
                 }
+                let started = Instant::now();
                 self.decide(&mut decider, reasons, nodes);
+                let took = started.elapsed();
+                times.record(took.as_nanos() as u64);
+                self.metrics.decisions.increment(1);
+                self.metrics.decision_seconds.record(took.as_secs_f64());
             }
             drop(decider);
             fence(Ordering::SeqCst);
@@ -239,7 +262,6 @@ impl Scheduler {
     }
 
     fn decide(&self, decider: &mut Decider, reasons: u8, nodes: &[Arc<NodeState>]) {
-        let started = Instant::now();
         let now_ns = clock::now_ns();
         let decision =
             decider.decide(now_ns, |n| view(&nodes[n], now_ns), |join, slot| nodes[join].joins.waiting_for(slot));
@@ -259,8 +281,6 @@ impl Scheduler {
         if self.stops_young_batches {
             stop_young_batches(decider, nodes, now_ns);
         }
-        self.metrics.decisions.increment(1);
-        self.metrics.decision_seconds.record(started.elapsed().as_secs_f64());
     }
 
     /// Logs a decision: at debug level, each picked node with the figures it was picked on.
@@ -311,6 +331,12 @@ impl Scheduler {
             lateness: self.tick_lateness.snapshot(),
             rounds: self.tick_rounds.load(Ordering::Relaxed),
             cpu_ns: self.tick_cpu_ns.load(Ordering::Relaxed),
+            decisions: DecisionTimes {
+                on_ticks: self.decisions_on_ticks.snapshot(),
+                on_finishes: self.decisions_on_finishes.snapshot(),
+                on_arrivals: self.decisions_on_arrivals.snapshot(),
+                handed_over: self.handed_over.load(Ordering::Relaxed),
+            },
         }
     }
 
@@ -325,14 +351,44 @@ impl Scheduler {
     }
 }
 
-/// What the tick thread recorded: how late its timed sleeps ended (the classes of
-/// [`crate::wake_delays`]: contended when its last decision left every core busy), and its
-/// rounds with the CPU time they took. A reader subtracts two records ([`TickRecord::since`]).
+/// What the scheduler recorded: how late the tick thread's timed sleeps ended (the classes of
+/// [`crate::wake_delays`]: contended when its last decision left every core busy), its
+/// rounds with the CPU time they took, and every decision's wall time ([`DecisionTimes`]).
+/// A reader subtracts two records ([`TickRecord::since`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TickRecord {
     pub lateness: crate::wake_delays::WakeDelays,
     pub rounds: u64,
     pub cpu_ns: u64,
+    pub decisions: DecisionTimes,
+}
+
+/// Each decision's wall time (dense [`crate::log_buckets`] counts), by the poke that made it:
+/// the tick thread's; a worker's when its batch ended (it has handed its outputs on and left
+/// its node's busy count, and takes no next batch before the decision returns); an arrival's
+/// (a submitter's, or a worker's that handed a priority task or a stream's next chunk on).
+/// A decision holds the decision lock for its time, and its thread is taken from whatever it
+/// was doing. `handed_over` counts the pokes that found the lock held and left their reason
+/// to its holder, who decides again before it lets go (that decision counts in the holder's
+/// class).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecisionTimes {
+    pub on_ticks: Vec<u64>,
+    pub on_finishes: Vec<u64>,
+    pub on_arrivals: Vec<u64>,
+    pub handed_over: u64,
+}
+
+impl DecisionTimes {
+    /// What was recorded since `earlier` (a record of the same scheduler).
+    pub fn since(&self, earlier: &DecisionTimes) -> DecisionTimes {
+        DecisionTimes {
+            on_ticks: crate::log_buckets::since(&self.on_ticks, &earlier.on_ticks),
+            on_finishes: crate::log_buckets::since(&self.on_finishes, &earlier.on_finishes),
+            on_arrivals: crate::log_buckets::since(&self.on_arrivals, &earlier.on_arrivals),
+            handed_over: self.handed_over.saturating_sub(earlier.handed_over),
+        }
+    }
 }
 
 impl TickRecord {
@@ -342,6 +398,7 @@ impl TickRecord {
             lateness: self.lateness.since(&earlier.lateness),
             rounds: self.rounds.saturating_sub(earlier.rounds),
             cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            decisions: self.decisions.since(&earlier.decisions),
         }
     }
 

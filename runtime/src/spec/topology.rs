@@ -7,6 +7,23 @@ impl PipelineSpec {
         self.nodes.iter().position(|n| n.name == name)
     }
 
+    /// The bounded entries: `(pipeline input, node, max_queue)` for each node a pipeline
+    /// input feeds directly that has a `max_queue`. A request carrying that input is
+    /// refused while the node has `max_queue` tasks waiting.
+    pub fn entry_limits(&self) -> Vec<(usize, usize, usize)> {
+        let nodes = &self.nodes;
+        self.inputs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, input)| {
+                input.targets.iter().filter_map(move |t| match *t {
+                    Target::Node { node, .. } => nodes[node].max_queue.map(|limit| (i, node, limit)),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+
     /// Parents of each node (nodes that feed it), deduplicated.
     pub fn parents(&self) -> Vec<Vec<usize>> {
         let mut parents = vec![Vec::new(); self.nodes.len()];

@@ -301,6 +301,10 @@ pub struct Sim<'a> {
     events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     requests: Vec<Option<Req>>,
     free: Vec<usize>,
+    /// Requests admitted and not yet answered (the runtime's `max_in_flight` permits held).
+    in_flight: usize,
+    /// The bounded entries, `(input, node, max_queue)` (see `PipelineSpec::entry_limits`).
+    entry_limits: Vec<(usize, usize, usize)>,
     batches: Vec<Option<Batch>>,
     free_batches: Vec<usize>,
     running: Vec<usize>,
@@ -397,6 +401,8 @@ impl<'a> Sim<'a> {
             events: BinaryHeap::new(),
             requests: Vec::new(),
             free: Vec::new(),
+            in_flight: 0,
+            entry_limits: spec.entry_limits(),
             batches: Vec::new(),
             free_batches: Vec::new(),
             running: Vec::new(),

@@ -4,10 +4,16 @@
 
 use baton::spec::Target;
 
-use super::{Ev, Sim};
+use super::{Batch, Ev, Sim};
 use crate::load::Sent;
+use crate::simulate::cpu::Job;
 use crate::simulate::nodes::SimTask;
+use crate::simulate::sessions::Send;
 use crate::simulate::streams::Entry;
+
+/// The least time from an error's answer to its client's next send, ns: a client whose
+/// requests are refused at once (a bounded entry full) sends again, and virtual time moves on.
+const ERROR_TURNAROUND_NS: u64 = 1000;
 
 impl Sim<'_> {
     /// A request's inputs go to their nodes. Whether an arrival wants a decision.
@@ -87,12 +93,18 @@ impl Sim<'_> {
             return;
         }
         let (send, client) = (req.send, req.client);
+        self.in_flight -= 1;
+        self.answer_with_error(send, client);
+    }
+
+    /// Counts `send` as answered with an error now, and its client sends what follows.
+    pub(super) fn answer_with_error(&mut self, send: Send, client: Option<usize>) {
         if self.measuring && send.recorded {
             let sent = Sent { priority: send.priority, tenant: send.tenant };
             self.recorder.record_sent(0, (self.now - send.sent_ns) / 1000, sent, false);
         }
         if let Some(c) = client {
-            self.follow(c, send);
+            self.follow(c, send, self.now + ERROR_TURNAROUND_NS);
         }
     }
 
@@ -108,12 +120,13 @@ impl Sim<'_> {
         }
         let req = self.requests[request].take().expect("a live request");
         self.free.push(request);
+        self.in_flight -= 1;
         if self.measuring && req.send.recorded {
             let sent = Sent { priority: req.send.priority, tenant: req.send.tenant };
             self.recorder.record_sent(0, (self.now - req.send.sent_ns) / 1000, sent, true);
         }
         if let Some(c) = req.client {
-            self.follow(c, req.send);
+            self.follow(c, req.send, self.now);
         }
     }
 
@@ -123,12 +136,17 @@ impl Sim<'_> {
     /// `--realtime-route-us` where the node has one) that much later.
     pub(super) fn handoff(&mut self, id: usize) {
         let batch = self.batches[id].as_ref().expect("a finished batch");
-        let (node, realtime) = (batch.node, batch.class.is_realtime());
+        let (node, class) = (batch.node, batch.class);
+        let realtime = class.is_realtime();
         match self.durations.route_ns(node, realtime) {
             0 => self.route(id),
             route => self.at(self.now + route, Ev::Route { batch: id }),
         }
         self.worker_idle(node);
+        if self.terms.cpu.decision_ns > 0 {
+            let decision = Batch::runtime(Job::Beside, self.terms.cpu.decision_ns, self.now, class);
+            self.run_job(decision.on(self.pins[node]));
+        }
         self.decide();
     }
 

@@ -148,9 +148,17 @@ impl Sim<'_> {
         self.run_job(Batch::runtime(Job::Send { from }, self.send_ns(from), now, class));
     }
 
-    /// A request arrives: its entry work runs on the cores (when the model has a
-    /// cost for it), then its inputs go to their nodes. Whether it wants a decision now.
+    /// A request arrives: the runtime's admission refuses it while `max_in_flight` requests
+    /// are in flight or a bounded entry node it feeds has `max_queue` tasks waiting (answered
+    /// at once with an error, as the runtime's submit is); else its entry work runs on the
+    /// cores (when the model has a cost for it), then its inputs go to their nodes. Whether
+    /// it wants a decision now.
     pub(super) fn submit(&mut self, send: Send, client: Option<usize>) -> bool {
+        if !self.admits(send.reach) {
+            self.answer_with_error(send, client);
+            return false;
+        }
+        self.in_flight += 1;
         let reach = self.streams.reach(send.reach);
         let req = Req { send, outputs_left: reach.outputs, client, failed: false };
         let id = crate::simulate::store(&mut self.requests, &mut self.free, req);
@@ -167,6 +175,15 @@ impl Sim<'_> {
         }
     }
 
+    /// Whether the runtime's admission takes a request of reach `reach` now.
+    fn admits(&self, reach: usize) -> bool {
+        if self.in_flight >= self.spec.max_in_flight {
+            return false;
+        }
+        let carried = &self.streams.reach(reach).inputs;
+        self.entry_limits.iter().all(|&(input, node, limit)| !carried[input] || self.nodes[node].pending() < limit)
+    }
+
     /// Closed loop: client `c`'s sender number, its request count and the priority
     /// pattern's `i` of its next request (as `baton bench` counts: client `c`'s `i`
     /// starts at `c × 7919`).
@@ -178,15 +195,15 @@ impl Sim<'_> {
 
     /// Client `client`'s request `sent` was answered: a closed-loop client sends its
     /// next at once, a session its next chunk when due (an event: the answering
-    /// batch's other outputs are handed on first).
-    pub(super) fn follow(&mut self, client: usize, sent: Send) {
+    /// batch's other outputs are handed on first); neither before `earliest`.
+    pub(super) fn follow(&mut self, client: usize, sent: Send, earliest: u64) {
         let now = self.now;
         let next = match self.streams.sessions() {
             None => Some(now),
             Some(sessions) => sessions.answered(client, &sent, now),
         };
         if let Some(at) = next {
-            self.at(at, Ev::Arrive { client: Some(client) });
+            self.at(at.max(earliest), Ev::Arrive { client: Some(client) });
         }
     }
 
