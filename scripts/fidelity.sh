@@ -120,8 +120,8 @@ measure() { # PIPELINE CONFIG CONCURRENCY LOAD_FLAGS...: the profile, the capaci
 }
 
 echo "${SIM_FLAGS:-}" >"$DIR/sim_flags.txt"
-# A first stall record the simulations do not take: the first record of a campaign saw 2-4 times
-# the stalled time of the later ones (and of the real runs after it) in three campaigns of three.
+# A first stall record the simulations do not take: in three campaigns of three the first record
+# saw 2-4 times the stalled time of the later ones (docs/simulate.md, "Measured terms").
 if [[ -z ${SIMULATE_ONLY:-} && ${SETTLE:-1} == 1 ]]; then
     logged "settle"
     "$BATON" stalls --out "$DIR/settle_stalls.json" >"$DIR/settle_stalls.txt" 2>&1

@@ -97,10 +97,7 @@ fn admission_refuses_past_max_in_flight_and_a_full_bounded_entry_and_every_send_
     assert!(p.errors.abs_diff(1000) <= 1, "the rest is refused at once: {}", p.errors);
     assert!(p.latency.max_us <= 4000, "at most 4 in flight, 1 ms each: {} µs", p.latency.max_us);
 
-    let bounded = dir.join("bounded.toml");
-    let text = std::fs::read_to_string(one_node(&dir, 1)).unwrap();
-    std::fs::write(&bounded, text.replace("max_batch = 1", "max_batch = 1\nmax_queue = 2")).unwrap();
-    o.bench.pipeline = Some(bounded);
+    o.bench.pipeline = Some(one_node_with(&dir, "bounded.toml", "max_batch = 1", "max_batch = 1\nmax_queue = 2"));
     let p = point(&o);
     assert!(
         p.requests.abs_diff(1000) <= 1 && p.errors.abs_diff(1000) <= 1,
