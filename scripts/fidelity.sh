@@ -9,7 +9,9 @@
 #
 # Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log), and
 # queues.md: per node and load, where its tasks waited, real against the model (the wait's p99, its
-# part before the node was picked, the wake-up's and the hand-on's p99).
+# part before the node was picked, the wake-up's and the hand-on's p99). With ROUNDS=10 or more, also
+# ceiling.md: how often two disjoint sets of five real runs meet the bars against each other, beside
+# how often the model meets them against one set (scripts/fidelity_ceiling.py).
 # BATON_BIN names the binary (default: this checkout's release build). ROUNDS (default 5) real
 # runs per pipeline; LOADS (default 30,50,70) percentages of the capacity. SIMULATE_ONLY=1
 # keeps DIR's measurements and simulates them again (after a change to the model); SIM_FLAGS adds
@@ -180,5 +182,8 @@ done
 logged end
 python3 scripts/fidelity_terms.py table "$DIR" "$PIPELINES" | tee "$DIR/table.md"
 python3 scripts/fidelity_terms.py queues "$DIR" "$PIPELINES" >"$DIR/queues.md"
+# With two sets of five rounds or more: the real runs' medians against each other beside the model.
+rounds=$(find "$DIR" -maxdepth 1 -name "real_${PIPELINES%%,*}_*.json" | wc -l)
+((rounds < 10)) || python3 scripts/fidelity_ceiling.py "$DIR" "$PIPELINES" | tee "$DIR/ceiling.md"
 exit
 }

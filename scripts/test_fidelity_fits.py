@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
 (fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through) and
-its real-time scale (fidelity_terms.realtime_scales); and where threads waited for a core in a
+its real-time scale (fidelity_terms.realtime_scales); the real runs' repeatability beside the
+model (fidelity_ceiling); and where threads waited for a core in a
 scheduling trace (sched_waits).
 
     python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
@@ -13,6 +14,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity_ceiling  # noqa: E402
 import fidelity_terms  # noqa: E402
 import fit_cpu_terms  # noqa: E402
 import sched_waits  # noqa: E402
@@ -354,6 +356,35 @@ class Verdicts(unittest.TestCase):
         self.assertFalse(fidelity_terms.resolves(1000.0, 990.0, 1200.0, "mean"), "15% bar")
         self.assertTrue(fidelity_terms.resolves(1000.0, 960.0, 1040.0, "throughput"))
         self.assertFalse(fidelity_terms.resolves(1000.0, 940.0, 1040.0, "throughput"), "5% bar")
+
+
+class Ceiling(unittest.TestCase):
+    def test_real_against_real_and_the_model_count_every_split_of_the_rounds_into_two_sets(self):
+        def point(p99):
+            return {"load": 100.0, "throughput_rps": 100.0, "errors": 0,
+                    "latency": {"mean_us": 50.0, "p50_us": 40.0, "p99_us": p99}}
+
+        with tempfile.TemporaryDirectory() as d:
+            for k, p99 in enumerate([100.0, 100.0, 200.0, 200.0], 1):
+                json.dump({"points": [point(p99)]}, open(f"{d}/real_p_{k}.json", "w"))
+            json.dump({"points": [point(150.0)]}, open(f"{d}/sim_p.json", "w"))
+            real, model, half, n = fidelity_ceiling.ceiling(d, "p", 2)
+        self.assertEqual((half, n), (2, 4))
+        # Of the six ordered splits into two pairs, {1,2} against {3,4} and back differ twice (p99
+        # 100 against 200); the four mixed ones both hold 150.
+        self.assertAlmostEqual(real["p99"][0], 4 / 6)
+        self.assertEqual(real["p99"][1:], (0, 1, 1))
+        # The model's 150 lies 1.5x the {1,2} pair's median, within 30% of the others' (150, 200).
+        self.assertAlmostEqual(model["p99"][0], 5 / 6)
+        self.assertEqual(real["throughput"][:3], (1, 1, 1))
+        self.assertNotIn("prio p99", real, "no priority class in these runs")
+
+    def test_too_few_rounds_for_two_sets_is_an_error_naming_the_pipeline(self):
+        with tempfile.TemporaryDirectory() as d:
+            json.dump({"points": []}, open(f"{d}/real_p_1.json", "w"))
+            json.dump({"points": []}, open(f"{d}/sim_p.json", "w"))
+            with self.assertRaisesRegex(SystemExit, "`p` has 1 real rounds"):
+                fidelity_ceiling.ceiling(d, "p", 1)
 
 
 def switch(cpu, t, prev, prev_pid, state, nxt, nxt_pid):
