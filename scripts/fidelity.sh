@@ -38,7 +38,10 @@
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of
 # its capacity, DIR/light_P.json), whose sends' mean lag behind their schedule is the generator's
 # wake (`--send-wake-us` with SEND_CPU=1; SEND_WAKE=sleeps: the stall record's timed sleeps
-# instead, SEND_WAKE=0: none). HAND_ON=1 (with NODE_HOPS=0) gives each node the
+# instead, SEND_WAKE=0: none). Every simulation takes the real-time workers' wake-up from the
+# light load's record of them (`--realtime-wake-us`, its mean; RT_WAKE=0: none, RT_WAKE=light or
+# all: drawn from that run's record, or from it and the capacity runs', `--realtime-wake-delays`).
+# HAND_ON=1 (with NODE_HOPS=0) gives each node the
 # worker's measured hand-on time per batch (`--hand-on-us`). LIGHT_TERMS=1 takes the wake and
 # hop terms from the light open load (real less its simulation with the base terms) instead of
 # concurrency 1. Each node has its own hop (what its own time per task at concurrency 1 exceeds

@@ -104,6 +104,8 @@ def total(s, keys):
 
 def report(d, pipelines, half=None):
     lines = ["| pipeline | figure | real against real | the model |", "|---|---|---|---|"]
+    per_pipeline = ["| pipeline | real against real | the model | priority: real against real | the model |",
+                    "|---|---|---|---|---|"]
     sums = {"real": [0.0, 0], "model": [0.0, 0], "real prio": [0.0, 0], "model prio": [0.0, 0]}
     used = set()
     for p in pipelines.split(","):
@@ -114,11 +116,15 @@ def report(d, pipelines, half=None):
         for k in list(BARS) + list(PRIORITY):
             if k in real and k in model:
                 lines.append(f"| `{p}` | {k} | {cell(real[k])} | {cell(model[k])} |")
+        cells = []
         for name, s, keys in (("real", real, BARS), ("model", model, BARS),
                               ("real prio", real, PRIORITY), ("model prio", model, PRIORITY)):
             got, of = total(s, keys)
             sums[name][0] += got
             sums[name][1] += of
+            cells.append(f"{got:.1f} of {of}" if of else "")
+        per_pipeline.append(f"| `{p}` | " + " | ".join(cells) + " |")
+    lines += [""] + per_pipeline
     sets = ", ".join(f"{h} of {n} rounds" for h, n in sorted(used))
     lines.append(f"\nMedians of {sets}; each cell: figures within the bars, the mean over the sets (least-most) of "
                  "the loads' figures.")

@@ -788,8 +788,42 @@ def sparse_flags(d, p):
 
 def record_flags(d, p):
     """The terms every simulation of P takes from the measurements as they are, the
-    concurrency-1 one included: real-time scales, tick lateness, core stalls, hand-on."""
-    return realtime_flags(d, p) + tick_flags(d, p) + stall_flags(d, p) + hand_on_flags(d, p)
+    concurrency-1 one included: real-time scales and wake-up, tick lateness, core stalls, hand-on."""
+    return (realtime_flags(d, p) + realtime_wake_flags(d, p) + tick_flags(d, p) + stall_flags(d, p)
+            + hand_on_flags(d, p))
+
+
+def bucket_mean_us(buckets):
+    """The mean of `[lower ns, upper ns, count]` buckets at their middles, µs (the last bucket,
+    unbounded above, an eighth of its lower bound wide as the others are); None without counts."""
+    total = sum(c for _, _, c in buckets)
+    if not total:
+        return None
+    middle = lambda lo, hi: (lo + (hi if hi < 2**63 else lo + lo / 8)) / 2  # noqa: E731
+    return sum(middle(lo, hi) * c for lo, hi, c in buckets) / total / 1000.0
+
+
+def realtime_wake_us(d, p):
+    """The real-time workers' mean wake-up in the light open load (every node's wake-ups at the
+    real-time policy, `nodes[].wakes.realtime_buckets`), µs; None where it recorded none."""
+    if not os.path.exists(f"{d}/light_{p}.json"):
+        return None
+    buckets = [b for q in load_points(f"{d}/light_{p}.json") for n in q["nodes"]
+               for b in (n.get("wakes") or {}).get("realtime_buckets", [])]
+    return bucket_mean_us(buckets)
+
+
+def realtime_wake_flags(d, p):
+    """`--realtime-wake-us` from the light open load, where its workers woke at the real-time
+    policy (RT_WAKE=0: none, those workers wake after --wake-us as the others). RT_WAKE=light
+    draws them from that run's record instead (`--realtime-wake-delays`), RT_WAKE=all from it
+    and the capacity runs'."""
+    how = os.environ.get("RT_WAKE", "")
+    us = None if how == "0" else realtime_wake_us(d, p)
+    if us is None:
+        return ""
+    files = {"light": [f"{d}/light_{p}.json"], "all": [f"{d}/light_{p}.json"] + capacity_files(d, p)}.get(how, [])
+    return f" --realtime-wake-us {us:.1f}" + (" --realtime-wake-delays " + ",".join(files) if files else "")
 
 
 def wake_delay_files(d, p):

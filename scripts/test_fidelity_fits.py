@@ -358,6 +358,27 @@ class Verdicts(unittest.TestCase):
         self.assertFalse(fidelity_terms.resolves(1000.0, 940.0, 1040.0, "throughput"), "5% bar")
 
 
+class RealtimeWake(unittest.TestCase):
+    def test_the_real_time_wake_is_the_light_runs_real_time_wake_ups_mean_at_the_buckets_middles(self):
+        def node(name, realtime):
+            wakes = {"free_buckets": [[1000, 1100, 50]], "contended_buckets": []}
+            if realtime is not None:
+                wakes["realtime_buckets"] = realtime
+            return {"name": name, "wakes": wakes}
+
+        with tempfile.TemporaryDirectory() as d:
+            points = [{"nodes": [node("a", [[2000, 2200, 3]]), node("b", [[10000, 11000, 1]])]}]
+            json.dump({"points": points}, open(f"{d}/light_p.json", "w"))
+            # (2100 x 3 + 10500) / 4 ns; the free wake-ups count nowhere here.
+            self.assertAlmostEqual(fidelity_terms.realtime_wake_us(d, "p"), 4.2)
+            self.assertEqual(fidelity_terms.realtime_wake_flags(d, "p"), " --realtime-wake-us 4.2")
+            json.dump({"points": [{"nodes": [node("a", None)]}]}, open(f"{d}/light_q.json", "w"))
+            self.assertEqual(fidelity_terms.realtime_wake_flags(d, "q"), "", "a run from before the class")
+            self.assertEqual(fidelity_terms.realtime_wake_flags(d, "none"), "", "no light run")
+        # The last bucket, unbounded above, is an eighth of its lower bound wide.
+        self.assertAlmostEqual(fidelity_terms.bucket_mean_us([[8000, 2**64 - 1, 2]]), 8.5)
+
+
 class Ceiling(unittest.TestCase):
     def test_real_against_real_and_the_model_count_every_split_of_the_rounds_into_two_sets(self):
         def point(p99):

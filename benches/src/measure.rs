@@ -326,16 +326,19 @@ impl QueueSummary {
 /// A node's workers' wake-ups over a measured interval (see `baton::wake_delays`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct WakeSummary {
-    /// Wake-ups in all, and those told while as many workers were busy as there are cores.
+    /// Wake-ups in all, those told while as many workers were busy as there are cores, and
+    /// those of workers at the real-time policy (counted apart from the other two).
     pub count: u64,
     pub contended: u64,
-    /// Quantiles of both classes (the lower bound of the bucket holding them), µs.
+    pub realtime: u64,
+    /// Quantiles of every class (the lower bound of the bucket holding them), µs.
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
     /// Each class's counts as `[lower ns, upper ns, count]` (what `baton simulate --wake-delays` reads).
     pub free_buckets: Buckets,
     pub contended_buckets: Buckets,
+    pub realtime_buckets: Buckets,
 }
 
 impl WakeSummary {
@@ -344,11 +347,13 @@ impl WakeSummary {
         WakeSummary {
             count: delays.count(),
             contended: delays.contended.iter().sum(),
+            realtime: delays.realtime.iter().sum(),
             p50_us: us(0.5),
             p99_us: us(0.99),
             p999_us: us(0.999),
             free_buckets: WakeDelays::buckets(&delays.free),
             contended_buckets: WakeDelays::buckets(&delays.contended),
+            realtime_buckets: WakeDelays::buckets(&delays.realtime),
         }
     }
 }

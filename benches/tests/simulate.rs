@@ -677,18 +677,23 @@ fn the_generators_run_holds_a_core_and_a_job_preempted_there_waits_while_another
     assert!(e.contains("--generator-holds-core") && e.contains("--send-cpu-us"), "{e}");
 }
 
-#[test]
-fn under_core_queues_a_job_waits_on_its_core_while_another_core_is_idle() {
-    let dir = folder(SUITE, "core_queues");
-    // Three workers of one node, 100 µs a batch, three clients, two cores.
-    let three = one_node_with(&dir, "three.toml", "max_batch = 1", "max_batch = 1\nworkers = 3");
+/// Three workers of one node, 100 µs a batch, three clients, two cores.
+fn three_workers_on_two_cores(dir: &Path) -> SimOptions {
+    let three = one_node_with(dir, "three.toml", "max_batch = 1", "max_batch = 1\nworkers = 3");
     let budget = std::fs::read_to_string(&three)
         .unwrap()
         .replace("name = \"one\"", "name = \"one\"\n[scheduler]\ncompute_budget = 3.0");
     std::fs::write(&three, budget).unwrap();
-    let mut o = options(three, profile(&dir, &[("a", &[(1, &[100.0])])]));
+    let mut o = options(three, profile(dir, &[("a", &[(1, &[100.0])])]));
     o.bench.concurrency = vec![3];
     o.model.cores = Some(2.0);
+    o
+}
+
+#[test]
+fn under_core_queues_a_job_waits_on_its_core_while_another_core_is_idle() {
+    let dir = folder(SUITE, "core_queues");
+    let mut o = three_workers_on_two_cores(&dir);
     let latency = |o: &SimOptions| {
         let l = simulate(o, &engines()).unwrap().points.remove(0).latency;
         (l.min_us, l.max_us)
@@ -702,6 +707,26 @@ fn under_core_queues_a_job_waits_on_its_core_while_another_core_is_idle() {
     assert!(simulate(&o, &engines()).unwrap_err().contains("whole number of cores"));
     (o.model.cores, o.model.generator_holds_core, o.model.cpu.send_us) = (Some(2.0), true, 10.0);
     assert!(simulate(&o, &engines()).unwrap_err().contains("give one"));
+}
+
+#[test]
+fn under_whole_cores_a_job_waits_for_the_first_core_that_frees_and_none_shares_one() {
+    let dir = folder(SUITE, "whole_cores");
+    let mut o = three_workers_on_two_cores(&dir);
+    o.model.whole_cores = true;
+    let p = simulate(&o, &engines()).unwrap().points.remove(0);
+    // Two batches hold a core each and take 100 µs; the third waits for the first to end.
+    assert_eq!((p.latency.min_us, p.latency.max_us), (100, 200), "a whole core each, or after one");
+    // A job's time counts from its start, its wait for a core within it: half the batches
+    // ran at once (100 µs), half waited a whole batch (200 µs), none shared a core.
+    let times = &p.nodes[0].batch_times[0].buckets;
+    assert_eq!(times.iter().map(|b| b.0).collect::<Vec<_>>(), vec![98_304, 196_608], "{times:?}");
+    assert_eq!(times[0].2, times[1].2);
+    assert!((p.throughput_rps - 20_000.0).abs() < 100.0, "both cores always busy: {}", p.throughput_rps);
+    o.model.core_queues = true;
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--whole-cores"));
+    (o.model.core_queues, o.model.cores) = (false, Some(1.5));
+    assert!(simulate(&o, &engines()).unwrap_err().contains("--whole-cores needs a whole number of cores"));
 }
 
 #[test]
@@ -881,6 +906,47 @@ fn a_real_time_batch_takes_its_nodes_real_time_route_and_a_normal_one_its_route(
     o.model.realtime_route_us = vec!["nope=1".into()];
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--realtime-route-us") && e.contains("`nope`"), "{e}");
+}
+
+#[test]
+fn a_real_time_batchs_worker_wakes_after_its_own_term_and_records_it_in_its_class() {
+    let dir = folder(SUITE, "realtime_wake");
+    let mut o = options(realtime_one_node(&dir), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.bench.concurrency = vec![1];
+    o.model.wake_us = 300.0;
+    o.model.realtime_wake_us = Some(100.0);
+    let run = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0);
+    let p = run(&o);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1300, 1300), "no priority task: normal batches, the wake term");
+    assert_eq!(p.nodes[0].wakes.realtime, 0);
+    o.bench.priority_fraction = 1.0;
+    let p = run(&o);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1100, 1100), "every batch real-time: its own wake term");
+    assert_eq!((p.nodes[0].wakes.realtime, p.nodes[0].wakes.count), (p.requests, p.requests), "in its class");
+    // Drawn from a record's real-time wake-ups (50-51 µs) in place of the term; its free
+    // ones (2 ms) draw for no worker.
+    let record = dir.join("realtime_wakes.json");
+    let wakes = r#"{"free_buckets": [[2000000, 2048000, 5]], "contended_buckets": [],
+        "realtime_buckets": [[50000, 51000, 3]]}"#;
+    let text = format!(r#"{{"pipeline": "one", "points": [{{"nodes": [{{"name": "a", "wakes": {wakes}}}]}}]}}"#);
+    std::fs::write(&record, text).unwrap();
+    o.model.realtime_wake_delays = vec![record];
+    let p = run(&o);
+    assert!(p.latency.min_us >= 1050 && p.latency.max_us <= 1051, "the real-time draws: {:?}", p.latency);
+    o.bench.priority_fraction = 0.0;
+    let p = run(&o);
+    assert_eq!((p.latency.min_us, p.latency.max_us), (1300, 1300), "normal workers keep the wake term");
+    (o.model.realtime_wake_delays, o.bench.priority_fraction) = (vec![], 1.0);
+    o.model.realtime_wake_us = None;
+    let p = run(&o);
+    assert_eq!(
+        (p.latency.min_us, p.latency.max_us),
+        (1300, 1300),
+        "without one a real-time worker takes the wake term"
+    );
+    o.model.realtime_wake_us = Some(-1.0);
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--realtime-wake-us"), "{e}");
 }
 
 #[test]

@@ -34,6 +34,10 @@ pub struct ModelTermArgs {
     /// Measured term: from a scheduling decision to its worker's start, µs.
     #[arg(long, default_value_t = 0.0)]
     pub wake_us: f64,
+    /// Measured term: the same for a worker whose batch runs at the real-time policy
+    /// (`foreground_realtime`), µs (default: --wake-us).
+    #[arg(long)]
+    pub realtime_wake_us: Option<f64>,
     /// Measured term: the OS's time slice, µs: a worker woken into the normal class while
     /// every core is taken waits a uniform draw of up to this long (0: never).
     #[arg(long, default_value_t = 0.0)]
@@ -145,6 +149,12 @@ pub struct ModelTermArgs {
     /// a node the files hold no wake-ups of).
     #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
     pub wake_delays: Vec<PathBuf>,
+    /// Measured term: draw the wake-up of each worker whose batch runs at the real-time policy
+    /// from the real-time wake-ups the runtime recorded per node in these `baton bench --json`
+    /// files, instead of --realtime-wake-us (which stays for a node the files hold none of);
+    /// the other workers' wake-ups as without it.
+    #[arg(long, value_delimiter = ',', value_name = "BENCH_JSON")]
+    pub realtime_wake_delays: Vec<PathBuf>,
     /// Measured term: each scheduler tick comes its period plus a draw of how late the
     /// runtime's scheduler thread woke for its ticks, recorded in these `baton bench --json`
     /// files (in the class of the last decision: every core busy or not); without it the
@@ -191,6 +201,12 @@ pub struct ModelTermArgs {
     /// preempts the job on its core. Needs a whole number of cores.
     #[arg(long)]
     pub core_queues: bool,
+    /// Model term: each running job holds a whole core or waits for the first core that
+    /// frees, in the kernel's order (real-time, the generator's send, the heavier nice, the
+    /// first started), in place of a share of one pool of cores every running job takes. A
+    /// job pinned to a core waits for that core. Needs a whole number of cores.
+    #[arg(long)]
+    pub whole_cores: bool,
 }
 
 impl ModelTermArgs {
@@ -198,6 +214,7 @@ impl ModelTermArgs {
     pub fn model(self) -> ModelTerms {
         ModelTerms {
             wake_us: self.wake_us,
+            realtime_wake_us: self.realtime_wake_us,
             hop_us: self.hop_us,
             slice_us: self.slice_us,
             cores: self.cores,
@@ -224,6 +241,7 @@ impl ModelTermArgs {
             route_us: self.route_us,
             realtime_route_us: self.realtime_route_us,
             wake_delays: self.wake_delays,
+            realtime_wake_delays: self.realtime_wake_delays,
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,
             core_stalls: self.core_stalls,
@@ -231,6 +249,7 @@ impl ModelTermArgs {
             spin_wakes: self.spin_wakes,
             generator_holds_core: self.generator_holds_core,
             core_queues: self.core_queues,
+            whole_cores: self.whole_cores,
         }
     }
 }

@@ -621,13 +621,20 @@ fn a_batch_that_starts_at_the_real_time_policy_is_timed_apart_and_a_background_o
     let runtime = start(&engines, &toml);
     runtime.submit(Request::new().input("x", value(1.0)).priority(true)).wait().unwrap();
     runtime.submit(Request::new().input("x", value(2.0))).wait().unwrap();
+    runtime.submit(Request::new().input("x", value(3.0))).wait().unwrap();
     let stats = &runtime.node_stats()[0];
     let count =
         |times: &[baton::stats::BatchTimes]| -> u64 { times.iter().flat_map(|t| &t.buckets).map(|b| b.2).sum() };
-    assert_eq!(stats.executions, 2);
+    assert_eq!(stats.executions, 3);
     let realtime = if may_use_realtime() { 1 } else { 0 };
     assert_eq!(count(&stats.realtime_batch_times), realtime, "the priority request's batch only, where permitted");
     assert_eq!(stats.realtime_batch_times.first().map(|t| t.batch_size), (realtime == 1).then_some(1));
+    // The worker starts in the real-time foreground and leaves it for the second (plain)
+    // batch only as that batch starts: the first two wake-ups are real-time, the third not.
+    let wakes = &stats.wake_delays;
+    let normal = wakes.free.iter().chain(&wakes.contended).sum::<u64>();
+    assert_eq!(wakes.realtime.iter().sum::<u64>(), 2 * realtime, "woken at the real-time policy, where permitted");
+    assert!(normal >= 3 - 2 * realtime, "the background worker's wake-up is a normal one: {wakes:?}");
 
     let plain = start(&engines, ONE_NODE);
     plain.submit(Request::new().input("x", value(1.0)).priority(true)).wait().unwrap();

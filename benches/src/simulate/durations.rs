@@ -124,6 +124,8 @@ pub struct Durations {
     realtime_scale: Vec<f64>,
     /// The runtime's recorded wake-ups (`--wake-delays`), drawn instead of one `--wake-us`.
     pub wakes: Option<super::wakes::WakeDraws>,
+    /// Recorded wake-ups the real-time workers' wake-ups alone are drawn from (`--realtime-wake-delays`).
+    pub realtime_wakes: Option<super::wakes::WakeDraws>,
     /// The runtime's recorded tick lateness (`--tick-delays`); `None`: ticks on time.
     pub ticks: Option<super::wakes::TickDraws>,
     /// Per node: ns its worker takes to hand a batch's outputs on, before `--hop-us` (0: none).
@@ -208,6 +210,7 @@ impl Durations {
             offset_us: vec![0.0; n],
             realtime_scale: vec![1.0; n],
             wakes: None,
+            realtime_wakes: None,
             ticks: None,
             hand_on_ns: vec![0; n],
             route_ns: vec![0; n],

@@ -18,6 +18,8 @@ use super::wakes::WakeDraws;
 pub struct ModelTerms {
     /// From a decision to its worker's start, µs.
     pub wake_us: f64,
+    /// The same for a worker whose batch runs at the real-time policy, µs (None: `wake_us`).
+    pub realtime_wake_us: Option<f64>,
     /// From a batch's end to its outputs at the next nodes or the client, µs.
     pub hop_us: f64,
     /// The OS's time slice a woken normal-class worker may wait for a core, µs (0: none).
@@ -51,6 +53,9 @@ pub struct ModelTerms {
     /// `baton bench --json` files whose recorded wake-ups the workers' wake-ups are drawn
     /// from (instead of `wake_us`; see [`super::wakes`]).
     pub wake_delays: Vec<std::path::PathBuf>,
+    /// `baton bench --json` files whose recorded real-time wake-ups the real-time workers'
+    /// wake-ups are drawn from (instead of `realtime_wake_us`; `--realtime-wake-delays`).
+    pub realtime_wake_delays: Vec<std::path::PathBuf>,
     /// `baton bench --json` files whose scheduler ticks' lateness the ticks draw from (`--tick-delays`).
     pub tick_delays: Vec<std::path::PathBuf>,
     /// `baton bench --json` files whose recorded batch times give each node's stretch over
@@ -69,6 +74,9 @@ pub struct ModelTerms {
     /// Each job runs on one core's queue, as the kernel runs threads, not on a share of
     /// one pool of cores.
     pub core_queues: bool,
+    /// Each running job holds a whole core or waits for the first that frees, not a share
+    /// of one pool of cores.
+    pub whole_cores: bool,
 }
 
 impl ModelTerms {
@@ -82,6 +90,7 @@ impl ModelTerms {
             }
         };
         us("--wake-us", self.wake_us)?;
+        us("--realtime-wake-us", self.realtime_wake_us.unwrap_or(0.0))?;
         us("--hop-us", self.hop_us)?;
         us("--slice-us", self.slice_us)?;
         if self.cores.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
@@ -92,6 +101,11 @@ impl ModelTerms {
             return Err(
                 "--generator-holds-core and --core-queues are two models of the generator's core: give one".into()
             );
+        }
+        if self.whole_cores && (self.core_queues || self.generator_holds_core) {
+            return Err("--whole-cores is a model of the cores of its own: not with --core-queues or \
+                        --generator-holds-core"
+                .into());
         }
         if self.generator_holds_core && self.cpu.send_us <= 0.0 {
             return Err("--generator-holds-core needs the generator's sends in the model: --send-cpu-us".into());
@@ -132,6 +146,7 @@ impl ModelTerms {
         let ns = |us: f64| (us * 1000.0).round() as u64;
         let terms = Terms {
             wake_ns: ns(self.wake_us),
+            realtime_wake_ns: ns(self.realtime_wake_us.unwrap_or(self.wake_us)),
             hop_ns: ns(self.hop_us),
             cores: match self.cores {
                 Some(cores) => cores,
@@ -143,9 +158,12 @@ impl ModelTerms {
             spin_wakes: self.spin_wakes,
             generator_holds_core: self.generator_holds_core,
             core_queues: self.core_queues,
+            whole_cores: self.whole_cores,
         };
-        if terms.core_queues && terms.cores.fract() != 0.0 {
-            return Err(format!("--core-queues needs a whole number of cores, not {}", terms.cores));
+        for (on, option) in [(terms.core_queues, "--core-queues"), (terms.whole_cores, "--whole-cores")] {
+            if on && terms.cores.fract() != 0.0 {
+                return Err(format!("{option} needs a whole number of cores, not {}", terms.cores));
+            }
         }
         Ok(terms)
     }
@@ -189,6 +207,11 @@ impl ModelTerms {
         if !self.wake_delays.is_empty() {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
         }
+        if !self.realtime_wake_delays.is_empty() {
+            let draws = WakeDraws::load(&self.realtime_wake_delays, &spec.name, &names)
+                .map_err(|e| e.replace("--wake-delays", "--realtime-wake-delays"))?;
+            durations.realtime_wakes = Some(draws);
+        }
         if !self.tick_delays.is_empty() {
             durations.ticks = Some(super::wakes::TickDraws::load(&self.tick_delays, &spec.name)?);
         }
@@ -207,6 +230,7 @@ impl ModelTerms {
     /// Writes the terms into a report's settings (`terms`: as the engine took them).
     pub fn settings(&self, terms: &Terms, s: &mut serde_json::Value) {
         s["wake_us"] = serde_json::json!(self.wake_us);
+        s["realtime_wake_us"] = serde_json::json!(self.realtime_wake_us);
         s["hop_us"] = serde_json::json!(self.hop_us);
         s["sim_cores"] = serde_json::json!(terms.cores);
         s["request_cpu_us"] = serde_json::json!(self.cpu.request_us);
@@ -232,6 +256,8 @@ impl ModelTerms {
         s["slice_us"] = serde_json::json!(self.slice_us);
         let files: Vec<String> = self.wake_delays.iter().map(|f| f.display().to_string()).collect();
         s["wake_delays"] = serde_json::json!(files);
+        let files: Vec<String> = self.realtime_wake_delays.iter().map(|f| f.display().to_string()).collect();
+        s["realtime_wake_delays"] = serde_json::json!(files);
         let files: Vec<String> = self.tick_delays.iter().map(|f| f.display().to_string()).collect();
         s["tick_delays"] = serde_json::json!(files);
         let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
@@ -240,6 +266,7 @@ impl ModelTerms {
         s["spin_wakes"] = serde_json::json!(self.spin_wakes);
         s["generator_holds_core"] = serde_json::json!(self.generator_holds_core);
         s["core_queues"] = serde_json::json!(self.core_queues);
+        s["whole_cores"] = serde_json::json!(self.whole_cores);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
     }
 }

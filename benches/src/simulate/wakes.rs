@@ -2,16 +2,21 @@
 //! (`--wake-delays FILE[,FILE..]`).
 //!
 //! The runtime records, per node, how long each told worker took to take its
-//! `RunBatch`, in two classes: told while at least as many of the pipeline's
-//! workers were busy as the process has cores (*contended*), or not (*free*)
-//! (`baton::wake_delays`). `baton bench --json` writes each point's counts per
-//! node (`nodes[].wakes.free_buckets` and `contended_buckets`: `[lower ns,
-//! upper ns, count]`). These draws add up every point of every file given,
-//! per node and class, and the simulator draws a told worker's wake-up from
-//! its node's class as it decides (its own busy workers against its cores,
-//! as the runtime's scheduler counts them). A class with no wake-ups of a node
-//! draws from the node's other class; a node with none at all (one the
-//! measured load never ran) wakes after `--wake-us`.
+//! `RunBatch`, in three classes: woken at the real-time policy (*realtime*),
+//! else told while at least as many of the pipeline's workers were busy as the
+//! process has cores (*contended*), or not (*free*) (`baton::wake_delays`).
+//! `baton bench --json` writes each point's counts per node
+//! (`nodes[].wakes.free_buckets`, `contended_buckets` and `realtime_buckets`:
+//! `[lower ns, upper ns, count]`; a file from before the real-time class holds
+//! those wake-ups in the other two). These draws add up every point of every
+//! file given, per node and class, and the simulator draws a told worker's
+//! wake-up from its node's class as it decides: realtime where its batch will
+//! run at the real-time policy, else by its own busy workers against its
+//! cores, as the runtime's scheduler counts them. A class with no wake-ups of
+//! a node draws from the node's others (free, then contended, for a real-time
+//! wake-up; the other normal class, then the real-time one, for a normal
+//! one); a node with none at all (one the measured load never ran) wakes
+//! after `--wake-us`.
 //!
 //! A draw picks a bucket with probability proportional to its count and a
 //! uniform point within the bucket (the last bucket, unbounded above, is
@@ -29,6 +34,7 @@
 
 use std::path::PathBuf;
 
+use baton::wake_delays::WakeClass;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -41,6 +47,8 @@ struct NodeEntry {
 struct Wakes {
     free_buckets: Vec<(u64, u64, u64)>,
     contended_buckets: Vec<(u64, u64, u64)>,
+    #[serde(default)]
+    realtime_buckets: Vec<(u64, u64, u64)>,
 }
 
 /// One class of one node: buckets (lower, upper ns) with their running count.
@@ -124,10 +132,19 @@ impl TickDraws {
     }
 }
 
-/// Per node (the pipeline's order): its free and contended wake-ups.
+/// Per node (the pipeline's order): its free, contended and real-time wake-ups.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WakeDraws {
-    nodes: Vec<[Empirical; 2]>,
+    nodes: Vec<[Empirical; 3]>,
+}
+
+/// The classes a wake-up of `class` draws from, in order of preference (indices into a node's classes).
+fn preference(class: WakeClass) -> [usize; 3] {
+    match class {
+        WakeClass::Free => [0, 1, 2],
+        WakeClass::Contended => [1, 0, 2],
+        WakeClass::Realtime => [2, 0, 1],
+    }
 }
 
 impl WakeDraws {
@@ -140,6 +157,7 @@ impl WakeDraws {
             };
             draws.nodes[n][0].add(&wakes.free_buckets);
             draws.nodes[n][1].add(&wakes.contended_buckets);
+            draws.nodes[n][2].add(&wakes.realtime_buckets);
         }
         draws.nodes.iter_mut().flatten().for_each(Empirical::seal);
         if draws.nodes.iter().flatten().all(|c| c.total() == 0) {
@@ -154,13 +172,19 @@ impl WakeDraws {
         self.nodes[node].iter().any(|c| c.total() > 0)
     }
 
-    /// A wake-up of a worker of `node`, told `contended` or not, for uniform draws `u` and
-    /// `v`, ns (`None` for a node without any recorded).
-    pub fn draw_ns(&self, node: usize, contended: bool, u: f64, v: f64) -> Option<u64> {
-        let [free, busy] = &self.nodes[node];
-        let (first, other) = if contended { (busy, free) } else { (free, busy) };
-        let class = if first.total() > 0 { first } else { other };
-        (class.total() > 0).then(|| class.draw(u, v))
+    /// A wake-up of a worker of `node` in `class` alone, for uniform draws `u` and `v`, ns
+    /// (`None` where the node has none of that class).
+    pub fn draw_class_ns(&self, node: usize, class: WakeClass, u: f64, v: f64) -> Option<u64> {
+        let recorded = &self.nodes[node][preference(class)[0]];
+        (recorded.total() > 0).then(|| recorded.draw(u, v))
+    }
+
+    /// A wake-up of a worker of `node` in `class`, for uniform draws `u` and `v`, ns (`None`
+    /// for a node without any recorded).
+    pub fn draw_ns(&self, node: usize, class: WakeClass, u: f64, v: f64) -> Option<u64> {
+        let classes = &self.nodes[node];
+        let recorded = preference(class).into_iter().map(|k| &classes[k]).find(|c| c.total() > 0)?;
+        Some(recorded.draw(u, v))
     }
 }
 
@@ -198,11 +222,11 @@ mod tests {
         let b = bench_file(&dir, "b.json", "p", &node_x("[1000, 1100, 1], [8000, 9000, 4]", ""));
         let draws = WakeDraws::load(&[a, b], "p", &names(&["x"])).unwrap();
         // Free: 4 in [1000, 1100), 4 in [8000, 9000): the lower half of the ranks lands in the first.
-        assert_eq!(draws.draw_ns(0, false, 0.0, 0.0), Some(1000));
-        assert_eq!(draws.draw_ns(0, false, 0.49, 0.5), Some(1050));
-        assert_eq!(draws.draw_ns(0, false, 0.5, 0.0), Some(8000));
-        assert_eq!(draws.draw_ns(0, false, 0.999, 0.9995), Some(8999));
-        assert!((500_000..560_000).contains(&draws.draw_ns(0, true, 0.7, 0.3).unwrap()));
+        assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.0, 0.0), Some(1000));
+        assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.49, 0.5), Some(1050));
+        assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.5, 0.0), Some(8000));
+        assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.999, 0.9995), Some(8999));
+        assert!((500_000..560_000).contains(&draws.draw_ns(0, WakeClass::Contended, 0.7, 0.3).unwrap()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -211,7 +235,25 @@ mod tests {
         let dir = folder("fallback");
         let a = bench_file(&dir, "a.json", "p", &node_x("[2000, 2200, 5]", ""));
         let draws = WakeDraws::load(&[a], "p", &names(&["x"])).unwrap();
-        assert!((2000..2200).contains(&draws.draw_ns(0, true, 0.5, 0.5).unwrap()));
+        assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Contended, 0.5, 0.5).unwrap()));
+        assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Realtime, 0.5, 0.5).unwrap()), "a file without it");
+        assert_eq!(draws.draw_class_ns(0, WakeClass::Realtime, 0.5, 0.5), None, "that class alone: none");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn real_time_wake_ups_draw_from_their_own_class_and_normal_ones_never_do_while_theirs_hold_any() {
+        let dir = folder("realtime");
+        let x = r#"{"name": "x", "wakes": {"free_buckets": [[2000, 2200, 5]], "contended_buckets": [],
+            "realtime_buckets": [[9000, 9900, 2]]}}"#;
+        let a = bench_file(&dir, "a.json", "p", x);
+        let draws = WakeDraws::load(&[a], "p", &names(&["x"])).unwrap();
+        for u in [0.0, 0.5, 0.99] {
+            assert!((9000..9900).contains(&draws.draw_ns(0, WakeClass::Realtime, u, 0.5).unwrap()));
+            assert!((9000..9900).contains(&draws.draw_class_ns(0, WakeClass::Realtime, u, 0.5).unwrap()));
+            assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Contended, u, 0.5).unwrap()), "free first");
+            assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Free, u, 0.5).unwrap()));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -223,7 +265,7 @@ mod tests {
         assert!(e.contains("a.json") && e.contains("`p`") && e.contains("`q`"), "{e}");
         let draws = WakeDraws::load(std::slice::from_ref(&a), "p", &names(&["x", "y"])).unwrap();
         assert!(draws.has(0) && !draws.has(1));
-        assert_eq!(draws.draw_ns(1, false, 0.5, 0.5), None, "node `y` never ran in the record");
+        assert_eq!(draws.draw_ns(1, WakeClass::Free, 0.5, 0.5), None, "node `y` never ran in the record");
         let old = bench_file(&dir, "old.json", "p", r#"{"name": "x"}"#);
         let e = WakeDraws::load(&[old], "p", &names(&["x"])).unwrap_err();
         assert!(e.contains("old.json") && e.contains("no wake-ups"), "{e}");

@@ -348,6 +348,12 @@ impl BatchNice {
         self.foreground == Foreground::Realtime
     }
 
+    /// Whether the thread is at the real-time policy now: in the foreground of a real-time
+    /// foreground (read as it wakes; a lift racing with the read may be missed).
+    pub fn is_realtime_now(&self, node: &NodeNice) -> bool {
+        self.realtime() && !node.workers[self.slot].in_background.load(Ordering::Relaxed)
+    }
+
     /// Before a batch: background nice when it holds no priority task and none
     /// waits at the node (`priority_waits`, read after the flag: see [`NodeNice`]),
     /// the thread's own otherwise. Returns whether the batch starts at the real-time

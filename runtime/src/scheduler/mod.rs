@@ -47,6 +47,7 @@ use crate::clock;
 use crate::metrics::PipelineMetrics;
 use crate::node::{Instruction, NodeState};
 use crate::spec::PipelineSpec;
+use crate::wake_delays::WakeClass;
 use decision::{Decider, NodeView};
 use select::NodeLoad;
 
@@ -315,7 +316,7 @@ impl Scheduler {
     /// the class of the workers' wake-ups ([`crate::wake_delays`]): contended when the last
     /// decision left every core busy. A sleep cut short by an unpark is not counted.
     pub fn record_tick(&self, late_ns: u64) {
-        self.tick_lateness.record(late_ns, self.cores_taken.load(Ordering::Relaxed));
+        self.tick_lateness.record(late_ns, WakeClass::normal(self.cores_taken.load(Ordering::Relaxed)));
     }
 
     /// Counts one round of the tick thread (sleep, tick, retries) that took `cpu_ns` of its

@@ -45,6 +45,7 @@ use crate::request::{RequestError, StreamChunk};
 use crate::scheduler::Reason;
 use crate::spec::{NodeSpec, PadSpec};
 use crate::tensor::{Tensor, TensorPool};
+use crate::wake_delays::WakeClass;
 use efficient::EfficientRows;
 
 /// Stitch buffers a worker keeps per input slot (batches whose inputs are still held, plus one).
@@ -125,7 +126,12 @@ impl Worker {
         // normal thread, among them the one its answer is for.
         let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
         while let Instruction::RunBatch { told_ns, contended } = self.next_instruction(receiver, spin) {
-            self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), contended);
+            let class = if self.nice.is_realtime_now(&self.state.nice) {
+                WakeClass::Realtime
+            } else {
+                WakeClass::normal(contended)
+            };
+            self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), class);
             self.run_batch(told_ns);
             if let Some(g) = self.group {
                 self.state.groups[g].busy.fetch_sub(1, Ordering::AcqRel);

@@ -51,6 +51,7 @@ mod sends;
 mod setup;
 mod sharing;
 mod stalls;
+mod whole_cores;
 mod workers;
 
 use sends::SendQueue;
@@ -78,6 +79,9 @@ use crate::measure::{Recorder, Tally, Window};
 pub struct Terms {
     /// From a decision to its worker's start (the worker's wake-up), ns.
     pub wake_ns: u64,
+    /// The same for a worker whose batch runs at the real-time policy, which preempts any
+    /// normal thread, ns.
+    pub realtime_wake_ns: u64,
     /// From a batch's end to its outputs at the next nodes or the client (the hand-off), ns.
     pub hop_ns: u64,
     /// Processors the batches share.
@@ -100,6 +104,9 @@ pub struct Terms {
     /// Each job runs on one core's queue, as the kernel runs threads ([`super::core_queues`]),
     /// not on a share of one pool of cores.
     pub core_queues: bool,
+    /// Each running job holds a whole core or waits for the first that frees
+    /// ([`whole_cores`]), not a share of one pool of cores.
+    pub whole_cores: bool,
 }
 
 /// How requests arrive.
@@ -203,7 +210,8 @@ struct Batch {
     frozen_until: u64,
     /// It waits behind the generator's run (`Terms::generator_holds_core`).
     behind_generator: bool,
-    /// Its core and its place in that core's order (`Terms::core_queues`).
+    /// Its core and its place in that core's order (`Terms::core_queues`), or the core it
+    /// last ran on and its place in the order of the whole cores (`Terms::whole_cores`).
     placed: Option<(usize, u64)>,
 }
 
@@ -346,7 +354,8 @@ pub struct Sim<'a> {
     /// The draws of which job the generator's run holds off its core, and of the cores jobs
     /// are placed on, apart from the rest's.
     hold_rng: StdRng,
-    /// Under `core_queues`: the jobs placed so far, and the core the generator's thread ran on last.
+    /// Under `core_queues` or `whole_cores`: the jobs placed so far; under `core_queues` the
+    /// core the generator's thread ran on last.
     placed_seq: u64,
     generator_core: Option<usize>,
 }

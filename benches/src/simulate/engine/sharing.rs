@@ -17,6 +17,9 @@ impl Sim<'_> {
         }
         if self.terms.core_queues {
             batch.placed = Some(self.place(&batch));
+        } else if self.terms.whole_cores {
+            self.placed_seq += 1;
+            batch.placed = Some((super::whole_cores::UNPLACED, self.placed_seq));
         }
         let id = crate::simulate::store(&mut self.batches, &mut self.free_batches, batch);
         self.share();
@@ -51,6 +54,11 @@ impl Sim<'_> {
         let now = self.now;
         if self.terms.core_queues {
             self.queue_speeds();
+            self.set_ends();
+            return;
+        }
+        if self.terms.whole_cores {
+            self.whole_core_speeds();
             self.set_ends();
             return;
         }

@@ -37,8 +37,9 @@ impl Sim<'_> {
                 loose += 1;
             }
         }
-        // Under core queues a job not pinned is on one core: the stalled core's stop it.
-        if !self.terms.core_queues && !pinned_here && loose > 0 {
+        // Under core queues or whole cores a job not pinned is on one core: the stalled core's
+        // stops it.
+        if !self.terms.core_queues && !self.terms.whole_cores && !pinned_here && loose > 0 {
             let (u, v) = (self.stall_rng.random::<f64>(), self.stall_rng.random::<f64>());
             if u * self.terms.cores < loose as f64 {
                 let k = ((v * loose as f64) as usize).min(loose - 1);

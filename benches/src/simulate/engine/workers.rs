@@ -3,6 +3,7 @@
 //! profile; a job's end hands its outputs on.
 
 use baton::scheduler::decision::NodeView;
+use baton::wake_delays::WakeClass;
 use rand::Rng;
 
 use super::{Batch, Ev, Sim};
@@ -41,8 +42,13 @@ impl Sim<'_> {
             // A spinning worker yields its core: with every core taken it waits for one as a
             // parked worker does.
             let spinning = self.told_while_spinning(n);
-            let wake = if spinning && !contended { 0 } else { self.wake_ns(n, contended) };
-            self.nodes[n].totals.wakes.record(wake, contended);
+            let class = if self.classes.is_realtime(n, self.priority_waits(n)) {
+                WakeClass::Realtime
+            } else {
+                WakeClass::normal(contended)
+            };
+            let wake = if spinning && !contended { 0 } else { self.wake_ns(n, class) };
+            self.nodes[n].totals.wakes.record(wake, class);
             self.nodes[n].busy += 1;
             self.at(now + wake, Ev::Start { node: n, told_ns: now });
         }
@@ -86,15 +92,21 @@ impl Sim<'_> {
     }
 
     /// How long a worker of `node` told now takes to wake: drawn from the runtime's
-    /// record of its class (`contended`: as many workers busy as cores, as the runtime's
-    /// scheduler counts), or the one `wake` term for a node the record lacks.
-    pub(super) fn wake_ns(&mut self, node: usize, contended: bool) -> u64 {
+    /// record of its class (real-time where its batch will run at that policy, else
+    /// contended where as many workers are busy as cores, as the runtime's scheduler
+    /// counts), or the wake term of its class for a node the record lacks.
+    pub(super) fn wake_ns(&mut self, node: usize, class: WakeClass) -> u64 {
+        let term = if class == WakeClass::Realtime { self.terms.realtime_wake_ns } else { self.terms.wake_ns };
+        if let (WakeClass::Realtime, Some(wakes)) = (class, &self.durations.realtime_wakes) {
+            let (u, v) = (self.rng.random::<f64>(), self.rng.random::<f64>());
+            return wakes.draw_class_ns(node, class, u, v).unwrap_or(term);
+        }
         match &self.durations.wakes {
             Some(wakes) if wakes.has(node) => {
                 let (u, v) = (self.rng.random::<f64>(), self.rng.random::<f64>());
-                wakes.draw_ns(node, contended, u, v).unwrap_or(self.terms.wake_ns)
+                wakes.draw_ns(node, class, u, v).unwrap_or(term)
             }
-            _ => self.terms.wake_ns,
+            _ => term,
         }
     }
 
