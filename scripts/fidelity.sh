@@ -21,6 +21,7 @@
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales;
 # TICK_DELAYS=1 draws the scheduler ticks' lateness from that record (every simulation).
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
+# ONE_SCALE_AT=1 gives the nodes without a compute line the concurrency-1 ratio (not the capacity's);
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
 # CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'

@@ -251,8 +251,10 @@ def line_through(points, floor=0.0):
 
 def one_scale(xy):
     """(scale, 0) of a node without a line: its compute ÷ the profile at the highest
-    concurrency of its (profile µs, compute µs) points (COMPUTE_OFFSET=0: at concurrency 1)."""
-    x, y = xy[0 if os.environ.get("COMPUTE_OFFSET") == "0" else -1]
+    concurrency of its (profile µs, compute µs) points (COMPUTE_OFFSET=0, or ONE_SCALE_AT=1
+    for these nodes alone: at concurrency 1)."""
+    at_one = os.environ.get("COMPUTE_OFFSET") == "0" or os.environ.get("ONE_SCALE_AT") == "1"
+    x, y = xy[0 if at_one else -1]
     return y / x, 0.0
 
 

@@ -156,6 +156,14 @@ class ComputeLine(unittest.TestCase):
         self.assertEqual(scale, 1.0)
         self.assertAlmostEqual(offset, 200.0)
 
+    def test_a_node_without_a_line_takes_the_capacitys_ratio_or_with_one_scale_at_1_the_first(self):
+        xy = [(100.0, 120.0), (200.0, 300.0)]
+        self.assertEqual(fidelity_terms.one_scale(xy), (1.5, 0.0))
+        os.environ["ONE_SCALE_AT"] = "1"
+        try:
+            self.assertEqual(fidelity_terms.one_scale(xy), (1.2, 0.0))
+        finally:
+            del os.environ["ONE_SCALE_AT"]
 
 
 class RealtimeScale(unittest.TestCase):
