@@ -208,9 +208,8 @@ impl ModelTerms {
             durations.wakes = Some(WakeDraws::load(&self.wake_delays, &spec.name, &names)?);
         }
         if !self.realtime_wake_delays.is_empty() {
-            let draws = WakeDraws::load(&self.realtime_wake_delays, &spec.name, &names)
-                .map_err(|e| e.replace("--wake-delays", "--realtime-wake-delays"))?;
-            durations.realtime_wakes = Some(draws);
+            let files = &self.realtime_wake_delays;
+            durations.realtime_wakes = Some(WakeDraws::load_for("--realtime-wake-delays", files, &spec.name, &names)?);
         }
         if !self.tick_delays.is_empty() {
             durations.ticks = Some(super::wakes::TickDraws::load(&self.tick_delays, &spec.name)?);

@@ -148,10 +148,15 @@ fn preference(class: WakeClass) -> [usize; 3] {
 }
 
 impl WakeDraws {
-    /// The wake-ups `files` recorded for pipeline `pipeline`'s `nodes`.
+    /// The wake-ups `files` recorded for pipeline `pipeline`'s `nodes` (`--wake-delays`).
     pub fn load(files: &[PathBuf], pipeline: &str, nodes: &[String]) -> Result<Self, String> {
+        Self::load_for("--wake-delays", files, pipeline, nodes)
+    }
+
+    /// The same, for the option `option` (which its errors name).
+    pub fn load_for(option: &str, files: &[PathBuf], pipeline: &str, nodes: &[String]) -> Result<Self, String> {
         let mut draws = WakeDraws { nodes: vec![Default::default(); nodes.len()] };
-        for entry in super::records::node_entries::<NodeEntry>(files, pipeline, "--wake-delays")? {
+        for entry in super::records::node_entries::<NodeEntry>(files, pipeline, option)? {
             let (Some(n), Some(wakes)) = (nodes.iter().position(|n| *n == entry.name), &entry.wakes) else {
                 continue;
             };
@@ -162,7 +167,7 @@ impl WakeDraws {
         draws.nodes.iter_mut().flatten().for_each(Empirical::seal);
         if draws.nodes.iter().flatten().all(|c| c.total() == 0) {
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            return Err(format!("--wake-delays {}: no wake-ups of any node of `{pipeline}`", files.join(",")));
+            return Err(format!("{option} {}: no wake-ups of any node of `{pipeline}`", files.join(",")));
         }
         Ok(draws)
     }
