@@ -32,6 +32,16 @@ pub enum WakeClass {
 }
 
 impl WakeClass {
+    /// The class of a wake-up at the real-time policy (`realtime`) or not, told while every
+    /// core was taken (`contended`) or not.
+    pub fn of(realtime: bool, contended: bool) -> WakeClass {
+        if realtime {
+            WakeClass::Realtime
+        } else {
+            WakeClass::normal(contended)
+        }
+    }
+
     /// A normal-policy wake-up: contended where every core was taken, else free.
     pub fn normal(contended: bool) -> WakeClass {
         if contended {

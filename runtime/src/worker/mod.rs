@@ -126,11 +126,7 @@ impl Worker {
         // normal thread, among them the one its answer is for.
         let spin = if self.nice.realtime() { Duration::ZERO } else { Duration::from_micros(self.spec().idle_spin_us) };
         while let Instruction::RunBatch { told_ns, contended } = self.next_instruction(receiver, spin) {
-            let class = if self.nice.is_realtime_now(&self.state.nice) {
-                WakeClass::Realtime
-            } else {
-                WakeClass::normal(contended)
-            };
+            let class = WakeClass::of(self.nice.is_realtime_now(&self.state.nice), contended);
             self.state.counters.wakes.record(crate::clock::now_ns().saturating_sub(told_ns), class);
             self.run_batch(told_ns);
             if let Some(g) = self.group {

@@ -42,11 +42,7 @@ impl Sim<'_> {
             // A spinning worker yields its core: with every core taken it waits for one as a
             // parked worker does.
             let spinning = self.told_while_spinning(n);
-            let class = if self.classes.is_realtime(n, self.priority_waits(n)) {
-                WakeClass::Realtime
-            } else {
-                WakeClass::normal(contended)
-            };
+            let class = WakeClass::of(self.classes.is_realtime(n, self.priority_waits(n)), contended);
             let wake = if spinning && !contended { 0 } else { self.wake_ns(n, class) };
             self.nodes[n].totals.wakes.record(wake, class);
             self.nodes[n].busy += 1;
