@@ -22,6 +22,9 @@
 # TICK_DELAYS=1 draws the scheduler ticks' lateness from that record (every simulation).
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
 # ONE_SCALE_AT=1 gives the nodes without a compute line the concurrency-1 ratio (not the capacity's);
+# GROWING_STRETCH=1 lets a compute line have a negative offset (its stretch growing with the rows);
+# PROFILE_AT_MEAN=1 holds a point's compute against the profile at its mean batch, not over the
+# batch sizes it ran (scripts/fidelity_terms.py, profile_ran);
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;
 # CPU_FIT=capacity fits the CPU terms through the capacity runs alone (not the open-loop runs too).
 # CALIBRATE=N (default 0): N rounds of the compute terms through the model at the capacity runs'

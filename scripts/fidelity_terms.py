@@ -28,8 +28,8 @@ terms"):
 - --compute-scale and --compute-offset: a node's batches under a load take offset + scale ×
   the profile's time. Per node, through its mean compute per batch at concurrency 1 and at the
   capacity's concurrency (medians over the capacity runs; the batches' CPU time where the
-  runtime sampled it, `batch_compute_us`) against the profile's median at the mean batch
-  there, the line `line_through` fits: where the batches grew (the profile 1.5x or
+  runtime sampled it, `batch_compute_us`) against the profile over the batches it ran there
+  (`profile_ran`: the profile's median at each recorded batch size, averaged), the line `line_through` fits: where the batches grew (the profile 1.5x or
   more) and the line holds a fixed part (offset >= 0). A node runs alone in the profile, its
   weights in the caches; under a load other nodes' batches run between its own, and the part of
   the stretch that does not grow with the rows (its weights fetched again) weighs most on small
@@ -48,8 +48,8 @@ terms"):
   scripts/fidelity.sh): a real compute measured as wall time holds the stretch of batches
   sharing the cores, which the model adds again where a request's branches overlap on more threads than
   cores (and where the CPU terms' jobs take cores); each round divides the real compute at
-  each concurrency by the model's own stretch there (simulated ÷ its terms at the simulated
-  mean batch; sim1_P.json simulates both concurrencies) and fits the terms through those
+  each concurrency by the model's own stretch there (simulated ÷ its terms over the simulated
+  batches; sim1_P.json simulates both concurrencies) and fits the terms through those
   targets again (or, where the measured terms have no offset, the ratio at the same
   concurrency as measured), kept in scales_P.json. A round takes out only what the model adds: a scale
   never falls below the smaller of 1 and the measured one (the model's stretch of a few-µs
@@ -189,6 +189,20 @@ def profile_median(profile, node, batch):
     return sizes[0][1] if batch < sizes[0][0] else sizes[-1][1]
 
 
+def profile_ran(profile, node):
+    """The profile's median µs over the batches bench node `node` ran: the mean over its
+    recorded batch sizes (`batch_times`), each size at the profile's median for it. A node's
+    batch time grows with its rows unevenly (flat to 4 rows, then steeper, for `mlp`), so
+    the profile at the mean batch is not the mean of the profile over the batches: at 16
+    rows a batch on average, 264 µs against 275-284. PROFILE_AT_MEAN=1, or a record without
+    sizes: the profile at the mean batch."""
+    sizes = [(t["batch_size"], sum(c for _, _, c in t["buckets"])) for t in node.get("batch_times") or []]
+    count = sum(c for _, c in sizes)
+    if os.environ.get("PROFILE_AT_MEAN") == "1" or count == 0:
+        return profile_median(profile, node["name"], node["mean_batch"])
+    return sum(c * profile_median(profile, node["name"], b) for b, c in sizes) / count
+
+
 def compute_terms(d, p):
     """Per node (scale, offset µs): the calibrated ones (scales_P.json) where `calibrate` wrote
     them, else the measured ones."""
@@ -213,14 +227,15 @@ def sampled(points):
     return any(n.get("cpu_per_wall") is not None for q in points for n in q["nodes"])
 
 
-def capacity_compute(points, name, wall=False):
-    """(mean batch, compute µs per batch, `batch_compute_us`) of node `name` at each
-    closed-loop concurrency of `points` where it ran: the median over runs, by concurrency."""
+def capacity_compute(points, name, profile, wall=False):
+    """(the profile's µs over its batches, `profile_ran`; compute µs per batch,
+    `batch_compute_us`) of node `name` at each closed-loop concurrency of `points` where it
+    ran: the median over runs, by concurrency."""
     by_load = {}
     for q in points:
         n = next(n for n in q["nodes"] if n["name"] == name)
         if q["mode"] == "closed" and n["executions"] > 0:
-            by_load.setdefault(q["load"], []).append((n["mean_batch"], batch_compute_us(n, wall)))
+            by_load.setdefault(q["load"], []).append((profile_ran(profile, n), batch_compute_us(n, wall)))
     return {load: (statistics.median(b for b, _ in v), statistics.median(c for _, c in v))
             for load, v in sorted(by_load.items())}
 
@@ -230,11 +245,18 @@ def capacity_compute(points, name, wall=False):
 MIN_SCALE = 0.05
 
 
+def growing_stretch():
+    """GROWING_STRETCH=1: a compute line may have a negative offset (a stretch over the profile
+    that grows with the rows), where the line keeps its lowest point at or above the profile."""
+    return os.environ.get("GROWING_STRETCH") == "1"
+
+
 def line_through(points, floor=0.0):
     """(scale, offset) of compute = offset + scale × profile through the (profile µs, compute
     µs) of the lowest and the highest concurrency, where the batches grew enough to tell the
-    two apart (the profile 1.5x or more) and the line holds a fixed part (offset >= 0); the
-    scale not below `floor` (the offset then from the highest point). Else None."""
+    two apart (the profile 1.5x or more) and the line holds a fixed part (offset >= 0; with
+    `growing_stretch`, a negative one where the lowest point's compute is at least its
+    profile's); the scale not below `floor` (the offset then from the highest point). Else None."""
     if len(points) < 2:
         return None
     (x1, y1), (x2, y2) = points[0], points[-1]
@@ -242,7 +264,8 @@ def line_through(points, floor=0.0):
         return None
     scale = (y2 - y1) / (x2 - x1)
     offset = y1 - scale * x1
-    if offset < 0 or scale < MIN_SCALE:
+    kept = offset >= 0 or (growing_stretch() and y1 >= x1)
+    if not kept or scale < MIN_SCALE:
         return None
     if scale < floor:
         scale, offset = floor, max(y2 - floor * x2, 0.0)
@@ -271,12 +294,11 @@ def measured_compute(d, p, less=None):
     out = {}
     for node in points[0]["nodes"]:
         name = node["name"]
-        ran = capacity_compute(points, name)
+        ran = capacity_compute(points, name, profile)
         if 1 not in ran:
             continue
         xy = []
-        for load, (batch, compute) in ran.items():
-            x = profile_median(profile, name, batch)
+        for load, (x, compute) in ran.items():
             xy.append((x, max(compute - less(name, load), min(compute, x)) if less else compute))
         line = line_through(xy) if os.environ.get("COMPUTE_OFFSET") != "0" else None
         out[name] = line or one_scale(xy)
@@ -310,7 +332,7 @@ def idle_correct(d, p):
 def calibrate(d, p):
     """One calibration round (see the module's docs), written to scales_P.json; prints the
     largest change. At each concurrency the model ran (sim1_P.json), the node's simulated
-    compute ÷ what its terms give at the simulated mean batch is the model's own stretch there;
+    compute ÷ what its terms give over the simulated batches is the model's own stretch there;
     the real compute ÷ that stretch is the target, and the terms become the line through the
     targets (or the scale alone, times real ÷ simulated at concurrency 1, as measured)."""
     measured = measured_compute(d, p)
@@ -326,18 +348,18 @@ def calibrate(d, p):
             continue
         scale, offset = terms[name]
         # The simulated compute on the real record's clock (a simulation reports both).
-        real = capacity_compute(real_points, name)
-        sim = capacity_compute(sim_points, name, wall=not sampled(real_points))
+        real = capacity_compute(real_points, name, profile)
+        sim = capacity_compute(sim_points, name, profile, wall=not sampled(real_points))
         targets = []
-        for load, (batch, compute) in real.items():
+        for load, (x, compute) in real.items():
             if load in sim:
-                x_sim = profile_median(profile, name, sim[load][0])
+                x_sim = sim[load][0]
                 stretch = sim[load][1] / (offset + scale * x_sim)
-                targets.append((profile_median(profile, name, batch), compute / stretch))
+                targets.append((x, compute / stretch))
         if not targets:
             continue
         floor = min(1.0, measured[name][0])
-        line = line_through(targets, floor) if measured[name][1] > 0 else None
+        line = line_through(targets, floor) if measured[name][1] != 0 else None
         if line is None:
             scale, _ = one_scale(targets)
             line = (max(scale, floor), 0.0)
@@ -502,7 +524,7 @@ def tick_cpu_us(d, p):
 def compute_flags(compute, code=""):
     """--compute-scale and --compute-offset (the nodes with one) of per-node (scale, offset)."""
     scales = ",".join(f"{n}={s:.2f}" for n, (s, _) in compute.items())
-    offsets = ",".join(f"{n}={o:.0f}" for n, (_, o) in compute.items() if o >= 0.5)
+    offsets = ",".join(f"{n}={o:.0f}" for n, (_, o) in compute.items() if abs(o) >= 0.5)
     text = f" {code}--compute-scale {scales}{code}" if scales else ""
     return text + (f" {code}--compute-offset {offsets}{code}" if offsets else "")
 
@@ -760,7 +782,7 @@ def stall_flags(d, p):
 
 def sparse_stretches(d, p):
     """With SPARSE=1: per node that ran in the light open load (light_P.json), its compute
-    per batch there (`batch_compute_us`) ÷ the model's at its mean batch (the profile's median ×
+    per batch there (`batch_compute_us`) ÷ the model's for its batches (`profile_ran` ×
     the node's scale + its offset): how much slower a batch runs when the cores halt between
     sparse arrivals. With the light run's rate and the capacity: {node: factor}, rate, capacity."""
     if os.environ.get("SPARSE") != "1" or not os.path.exists(f"{d}/light_{p}.json"):
@@ -773,7 +795,7 @@ def sparse_stretches(d, p):
         if n["executions"] == 0 or n["name"] not in compute:
             continue
         scale, offset = compute[n["name"]]
-        model = profile_median(profile, n["name"], n["mean_batch"]) * scale + offset
+        model = profile_ran(profile, n) * scale + offset
         if model > 0:
             factors[n["name"]] = batch_compute_us(n) / model
     return factors, light[0]["load"], capacity(d, p)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of the fits behind scripts/fidelity.sh's terms: the runtime CPU line
-(fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through) and
+(fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through, against
+the profile over the batch sizes that ran, fidelity_terms.profile_ran) and
 its real-time scale (fidelity_terms.realtime_scales); the real runs' repeatability beside the
 model (fidelity_ceiling); and where threads waited for a core in a
 scheduling trace (sched_waits).
@@ -151,6 +152,21 @@ class ComputeLine(unittest.TestCase):
         self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0), (440.0, 600.0)]), "offset below 0")
         self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0)]), "one point")
 
+    def test_with_growing_stretch_a_stretch_growing_with_the_rows_gives_a_line_below_the_origin(self):
+        os.environ["GROWING_STRETCH"] = "1"
+        try:
+            # mlp: 40 µs profiled at 1 row ran 1.14 x; 270 µs at 16 rows ran 1.34 x.
+            scale, offset = fidelity_terms.line_through([(40.0, 45.6), (270.0, 361.8)])
+            self.assertAlmostEqual(offset + scale * 40.0, 45.6)
+            self.assertAlmostEqual(offset + scale * 270.0, 361.8)
+            self.assertLess(offset, 0.0)
+            self.assertIsNone(fidelity_terms.line_through([(83.0, 79.0), (440.0, 600.0)]),
+                              "the lowest point ran below its profile: no line")
+            self.assertEqual(fidelity_terms.compute_flags({"mlp": (scale, offset)}),
+                             f" --compute-scale mlp={scale:.2f} --compute-offset mlp={offset:.0f}")
+        finally:
+            del os.environ["GROWING_STRETCH"]
+
     def test_a_scale_below_the_floor_is_raised_and_the_offset_taken_from_the_highest_point(self):
         scale, offset = fidelity_terms.line_through([(100.0, 500.0), (400.0, 600.0)], floor=1.0)
         self.assertEqual(scale, 1.0)
@@ -164,6 +180,29 @@ class ComputeLine(unittest.TestCase):
             self.assertEqual(fidelity_terms.one_scale(xy), (1.2, 0.0))
         finally:
             del os.environ["ONE_SCALE_AT"]
+
+
+class ProfileRan(unittest.TestCase):
+    profile = {"nodes": {"mlp": {"batches": [{"batch": 1, "median_us": 177.0}, {"batch": 4, "median_us": 178.0},
+                                             {"batch": 8, "median_us": 226.0}, {"batch": 32, "median_us": 491.0}]}}}
+
+    def test_the_profile_over_the_batches_that_ran_is_the_mean_over_their_sizes(self):
+        # Half the batches of 1 row, half of 8: 4.5 rows a batch on average.
+        node = {"name": "mlp", "mean_batch": 4.5,
+                "batch_times": [{"batch_size": 1, "buckets": [[170000, 180000, 30], [180000, 190000, 20]]},
+                                {"batch_size": 8, "buckets": [[220000, 240000, 50]]}]}
+        self.assertAlmostEqual(fidelity_terms.profile_ran(self.profile, node), (177.0 + 226.0) / 2)
+        at_mean = 178.0 + (226.0 - 178.0) * 0.5 / 4
+        self.assertLess(at_mean, (177.0 + 226.0) / 2, "the profile at the mean batch lies below")
+        os.environ["PROFILE_AT_MEAN"] = "1"
+        try:
+            self.assertAlmostEqual(fidelity_terms.profile_ran(self.profile, node), at_mean)
+        finally:
+            del os.environ["PROFILE_AT_MEAN"]
+
+    def test_a_record_without_sizes_takes_the_profile_at_its_mean_batch(self):
+        node = {"name": "mlp", "mean_batch": 6.0, "batch_times": []}
+        self.assertAlmostEqual(fidelity_terms.profile_ran(self.profile, node), 202.0)
 
 
 class RealtimeScale(unittest.TestCase):

@@ -167,7 +167,7 @@ fn a_compute_scale_multiplies_the_nodes_profiled_times_and_names_unknown_nodes()
 }
 
 #[test]
-fn a_compute_offset_adds_to_each_scaled_batch_and_names_unknown_nodes() {
+fn a_compute_offset_adds_to_each_scaled_batch_takes_off_where_negative_and_names_unknown_nodes() {
     let dir = folder(SUITE, "offset");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0, 1000.0])])]));
     o.bench.concurrency = vec![1];
@@ -180,8 +180,14 @@ fn a_compute_offset_adds_to_each_scaled_batch_and_names_unknown_nodes() {
     o.model.compute_offset = vec!["z=1".into()];
     let e = simulate(&o, &engines()).unwrap_err();
     assert!(e.contains("--compute-offset") && e.contains("`z`"), "{e}");
-    o.model.compute_offset = vec!["a=-3".into()];
-    assert!(simulate(&o, &engines()).unwrap_err().contains("`a=-3`"));
+    o.model.compute_offset = vec!["a=-300".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!(p.latency.max_us, 1200, "1.5 × 1000 − 300: a negative offset takes off");
+    o.model.compute_offset = vec!["a=-700".into()];
+    let p = &simulate(&o, &engines()).unwrap().points[0];
+    assert_eq!(p.latency.max_us, 1000, "1.5 × 1000 − 700 is below the profile's 1000");
+    o.model.compute_offset = vec!["a=fast".into()];
+    assert!(simulate(&o, &engines()).unwrap_err().contains("`a=fast`"));
 }
 
 #[test]

@@ -106,7 +106,9 @@ pub struct ModelTermArgs {
     /// Measured term: NODE=US adds US to each of the node's normal-class batches, after
     /// --compute-scale: the part of a batch's stretch under the load that does not grow with
     /// its rows (fitted with the scale through the concurrency-1 and capacity runs'
-    /// compute per batch), e.g. `deep1=310`.
+    /// compute per batch), e.g. `deep1=310`. Negative where the stretch grows with the rows
+    /// (e.g. `mlp=-12`); a batch then never takes less than the profile's time (or its
+    /// scaled time, where the scale is under 1).
     #[arg(long, value_delimiter = ',', value_name = "NODE=US")]
     pub compute_offset: Vec<String>,
     /// Measured term: NODE=FACTOR scales the node's profiled batch times in the real-time

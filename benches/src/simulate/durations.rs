@@ -18,6 +18,10 @@
 //! each of its normal-class batches after the scale: under a load a batch
 //! stretches by a part that does not grow with its rows (its weights fetched
 //! again after other nodes' batches ran on its core) and a part that does.
+//! A negative offset is a stretch that grows with the rows (a large batch's
+//! working set leaves the cache other jobs share); it never takes a batch
+//! below the profile's own time, nor below its scaled time where the scale is
+//! under 1.
 //!
 //! A node's sparse stretch (`--sparse-stretch`, measured) multiplies its
 //! normal-class batches under an open load by a factor that follows the load's
@@ -254,8 +258,15 @@ impl Durations {
             return (self.profile_us(node, batch, 0.5).max(0.0) * stretch.at(u) * 1000.0).round() as u64;
         }
         let us = self.profile_us(node, batch, u).max(0.0);
-        let us = if realtime { us * self.realtime_scale[node] } else { us * self.scale[node] + self.offset_us[node] };
+        let us = if realtime { us * self.realtime_scale[node] } else { self.scaled_us(node, us) };
         (us * 1000.0).round() as u64
+    }
+
+    /// A normal-class batch's µs from the profile's `us`: times the node's scale plus its
+    /// offset, where the offset is negative not below `us` × the smaller of the scale and 1.
+    fn scaled_us(&self, node: usize, us: f64) -> f64 {
+        let scale = self.scale[node];
+        (us * scale + self.offset_us[node]).max(us * scale.min(1.0))
     }
 
     /// The profile's `u`-quantile, µs, for a batch of `batch` rows at `node` (linear between
@@ -313,7 +324,8 @@ impl Durations {
         self.realtime_scale[node] = factor;
     }
 
-    /// Sets `node`'s offset: each of its normal-class batches takes `us` more after the scale.
+    /// Sets `node`'s offset: each of its normal-class batches takes `us` more after the scale
+    /// (less, where `us` is negative, down to the floor `scaled_us` keeps).
     pub fn offset(&mut self, node: usize, us: f64) {
         self.offset_us[node] = us;
     }
@@ -373,9 +385,10 @@ pub fn parse_realtime_scales(items: &[String]) -> Result<Vec<(String, f64)>, Str
     parse_node_values("--realtime-scale", "FACTOR", "a positive", items, |v| v > 0.0)
 }
 
-/// `--compute-offset`'s `NODE=US` items, each a finite number of µs, not negative.
+/// `--compute-offset`'s `NODE=US` items, each a finite number of µs (negative: the stretch
+/// grows with the rows).
 pub fn parse_offsets(items: &[String]) -> Result<Vec<(String, f64)>, String> {
-    parse_node_values("--compute-offset", "US", "a non-negative", items, |v| v >= 0.0)
+    parse_node_values("--compute-offset", "US", "a finite", items, |_| true)
 }
 
 /// `--hand-on-us`'s `NODE=US` items, each a finite number of µs, not negative.
@@ -504,13 +517,28 @@ mod tests {
     }
 
     #[test]
+    fn a_negative_offset_grows_the_stretch_with_the_rows_and_never_runs_a_batch_below_the_profile() {
+        let mut d = Durations::check(file(&[("a", &[(1, 10.0), (4, 40.0)])]), "f", "p", &pipeline(&["a"], 4)).unwrap();
+        d.scale(0, 1.5);
+        d.offset(0, -3.0);
+        assert_eq!(d.draw_ns(0, 1, 0.5, false), 12_000, "1.5 × 10 − 3: 1.2 × the profile at 1 row");
+        assert_eq!(d.draw_ns(0, 4, 0.5, false), 57_000, "1.5 × 40 − 3: 1.425 × at 4 rows");
+        d.offset(0, -8.0);
+        assert_eq!(d.draw_ns(0, 1, 0.5, false), 10_000, "1.5 × 10 − 8 is below the profile's 10");
+        d.scale(0, 0.5);
+        assert_eq!(d.draw_ns(0, 4, 0.5, false), 20_000, "0.5 × 40 − 8 is below the scaled 20");
+        assert_eq!(d.draw_ns(0, 4, 0.5, true), 40_000, "real-time class: no offset");
+    }
+
+    #[test]
     fn node_values_name_the_option_and_the_item_that_is_wrong() {
         assert_eq!(
             parse_offsets(&["a=0".into(), " b = 2.5".into()]).unwrap(),
             vec![("a".into(), 0.0), ("b".into(), 2.5)]
         );
-        let e = parse_offsets(&["a=-1".into()]).unwrap_err();
-        assert!(e.contains("--compute-offset") && e.contains("`a=-1`"), "{e}");
+        assert_eq!(parse_offsets(&["a=-1".into()]).unwrap(), vec![("a".into(), -1.0)]);
+        let e = parse_offsets(&["a=inf".into()]).unwrap_err();
+        assert!(e.contains("--compute-offset") && e.contains("`a=inf`"), "{e}");
         let e = parse_scales(&["a=0".into()]).unwrap_err();
         assert!(e.contains("--compute-scale") && e.contains("positive"), "{e}");
         assert!(parse_scales(&["a".into()]).unwrap_err().contains("NODE=FACTOR"));

@@ -32,7 +32,8 @@ pub struct ModelTerms {
     pub outlier_fence: Option<f64>,
     /// `NODE=FACTOR`: the node's normal-class batches take FACTOR × the profile's times.
     pub compute_scale: Vec<String>,
-    /// `NODE=US`: each of the node's normal-class batches takes US more, after the scale.
+    /// `NODE=US`: each of the node's normal-class batches takes US more, after the scale
+    /// (negative: less, never below the profile's time or the scaled one under 1).
     pub compute_offset: Vec<String>,
     /// `NODE=FACTOR`: the node's real-time-class batches take FACTOR × the profile's times.
     pub realtime_scale: Vec<String>,
