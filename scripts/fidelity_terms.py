@@ -29,8 +29,9 @@ terms"):
   the profile's time. Per node, through its mean compute per batch at concurrency 1 and at the
   capacity's concurrency (medians over the capacity runs; the batches' CPU time where the
   runtime sampled it, `batch_compute_us`) against the profile over the batches it ran there
-  (`profile_ran`: the profile's median at each recorded batch size, averaged), the line `line_through` fits: where the batches grew (the profile 1.5x or
-  more) and the line holds a fixed part (offset >= 0). A node runs alone in the profile, its
+  (`profile_ran`: the profile's median at each recorded batch size, averaged), the line
+  `line_through` fits: where the batches grew (the profile 1.5x or more) and the line holds a
+  fixed part (offset >= 0; GROWING_STRETCH=1: or below 0). A node runs alone in the profile, its
   weights in the caches; under a load other nodes' batches run between its own, and the part of
   the stretch that does not grow with the rows (its weights fetched again) weighs most on small
   batches (`many_nodes`' deep nodes: 3.3-4x at 4 rows, 1.7-2x at 16-32, at every load). Else
