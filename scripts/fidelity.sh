@@ -59,9 +59,13 @@
 # Each profile measures its nodes' idle gaps (`baton profile --idle-gaps`, IDLE_GAP_US), and every
 # simulation takes the extra a batch pays after its node sat idle (`--idle-gaps`), the compute terms
 # fitted without what the model's gaps add at the capacity runs' concurrencies (IDLE_GAPS=0: neither;
-# neither for a profile that holds no gaps, measured before). SPIN_WAKES=1
+# neither for a profile that holds no gaps, measured before); RT_GAPS=1 gives the real-time batches
+# theirs too (`--realtime-idle-gaps`), their --realtime-scale fitted without what the model's gaps
+# add to them at the capacity runs' concurrencies. SPIN_WAKES=1
 # gives the wake term to parked workers alone (`--spin-wakes`; the term from the light load then
-# over its share of parked wake-ups). PROFILE_BATCHES lists the batch sizes the profiles measure
+# over its share of parked wake-ups). Every simulation frees each worker as its hand-on ends, the
+# hop term then delaying the outputs alone (`--hop-frees-worker`; HOP_FREES=0: the worker held
+# through the hop, as before 2026-12-07's twenty-seventh sitting). PROFILE_BATCHES lists the batch sizes the profiles measure
 # (`baton profile --batches`; default its own).
 set -euo pipefail
 # The whole script is one block, read before it runs: an edit to this file while a campaign
@@ -146,13 +150,15 @@ for p in ${PIPELINES//,/ }; do
     if [[ ${IDLE_GAPS:-1} == 1 ]] && grep -q '"idle_gaps"' "$DIR/$p.profile.json"; then
         idle_gaps=1
         model+=(--idle-gaps)
+        [[ ${RT_GAPS:-} != 1 ]] || model+=(--realtime-idle-gaps)
     fi
     [[ ${SPIN_WAKES:-} != 1 ]] || model+=(--spin-wakes)
+    [[ ${HOP_FREES:-1} != 1 ]] || model+=(--hop-frees-worker)
     rates=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" "$LOADS")
     # The compute terms start from the capacity runs' compute over the profile and are calibrated
     # through the model at the same concurrencies (CALIBRATE rounds); the last simulation's
     # concurrency-1 point gives the wake and hop terms.
-    rm -f "$DIR/scales_$p.json"
+    rm -f "$DIR/scales_$p.json" "$DIR/realtime_gaps_$p.json"
     for round in $(seq 0 "$CALIBRATE"); do
         ((round == 0)) || python3 scripts/fidelity_terms.py calibrate "$DIR" "$p" >>"$DIR/load.log"
         # shellcheck disable=SC2046 # the terms are flags

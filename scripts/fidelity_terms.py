@@ -74,7 +74,9 @@ do not hold it), the scheduler ticks' lateness the runtime recorded in the capac
 Batches at the real-time policy (`foreground_realtime` under the collaborative rule) take
 their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
 (`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
-them at the profile's times (the model before it). SEND_CPU=1 gives the open-loop simulations
+them at the profile's times (the model before it); RT_GAPS=1 fits that scale without what the
+model's idle gaps add to those batches (`realtime_gap_stretch`), the model adding them itself
+(`--realtime-idle-gaps`). SEND_CPU=1 gives the open-loop simulations
 the load generator's thread (`--send-cpu-us`, the real runs' least `send_cpu_us`), and with
 CLIENT_SEND=1 too the closed-loop ones the clients' sends in turn (`--client-send-us`, the
 capacity runs' median), each taken out of the CPU fit, and the generator's wake from its sleeps
@@ -321,8 +323,12 @@ def idle_correct(d, p):
     gaps add at each concurrency (sim1_P.json with `--idle-gaps`, sim1_warm_P.json without),
     written to scales_P.json: the real compute at concurrency 1 holds its nodes' idle gaps,
     which the model adds itself with `--idle-gaps`. Returns the terms before and after."""
-    extras = idle_extras(json.load(open(f"{d}/sim1_{p}.json"))["points"],
-                         json.load(open(f"{d}/sim1_warm_{p}.json"))["points"])
+    with_gaps = json.load(open(f"{d}/sim1_{p}.json"))["points"]
+    without = json.load(open(f"{d}/sim1_warm_{p}.json"))["points"]
+    extras = idle_extras(with_gaps, without)
+    if os.environ.get("RT_GAPS") == "1":
+        profile = json.load(open(f"{d}/{p}.profile.json"))
+        json.dump(realtime_gap_stretch(with_gaps, without, profile), open(f"{d}/realtime_gaps_{p}.json", "w"), indent=1)
     before = measured_compute(d, p)
     after = measured_compute(d, p, lambda name, load: extras.get((name, load), 0.0))
     json.dump(after, open(f"{d}/scales_{p}.json", "w"), indent=1)
@@ -628,24 +634,61 @@ def generator_flags():
 MIN_REALTIME_BATCHES = 20
 
 
-def realtime_scales(d, p):
-    """Per node that ran real-time batches in the capacity runs (`nodes[].realtime_batch_times`,
-    MIN_REALTIME_BATCHES at least): their compute ÷ the profile's medians at their sizes (each
-    bucket at its midpoint). REALTIME_SCALE=0: none (real-time batches at the profile's times)."""
-    if os.environ.get("REALTIME_SCALE") == "0":
-        return {}
-    profile = json.load(open(f"{d}/{p}.profile.json"))
+def realtime_sums(points, profile):
+    """Per (node, concurrency) of closed-loop `points`: (real-time batches, their compute µs,
+    the profile's medians at their sizes µs), from `nodes[].realtime_batch_times` (each bucket
+    at its midpoint)."""
     sums = {}
-    for q in load_points(f"{d}/cap_{p}_*.json"):
+    for q in points:
+        if q["mode"] != "closed":
+            continue
         for n in q["nodes"]:
             for t in n.get("realtime_batch_times") or []:
                 for lo, hi, count in t["buckets"]:
-                    s = sums.setdefault(n["name"], [0, 0.0, 0.0])
+                    s = sums.setdefault((n["name"], q["load"]), [0, 0.0, 0.0])
                     s[0] += count
                     s[1] += count * (lo + hi) / 2000.0
                     s[2] += count * profile_median(profile, n["name"], t["batch_size"])
-    return {name: ran / profiled for name, (count, ran, profiled) in sums.items()
-            if count >= MIN_REALTIME_BATCHES and profiled > 0}
+    return sums
+
+
+def realtime_scales(d, p):
+    """Per node that ran real-time batches in the capacity runs (MIN_REALTIME_BATCHES at
+    least): their compute ÷ the profile's medians at their sizes (`realtime_sums`), over both
+    concurrencies. With RT_GAPS=1, once `idle_correct` has run: the compute less what the
+    model's idle gaps add to a real-time batch at each concurrency (`realtime_gap_stretch`,
+    realtime_gaps_P.json), the model then adding the gaps itself (`--realtime-idle-gaps`).
+    REALTIME_SCALE=0: none (real-time batches at the profile's times)."""
+    if os.environ.get("REALTIME_SCALE") == "0":
+        return {}
+    profile = json.load(open(f"{d}/{p}.profile.json"))
+    kept = f"{d}/realtime_gaps_{p}.json"
+    gaps = json.load(open(kept)) if os.environ.get("RT_GAPS") == "1" and os.path.exists(kept) else {}
+    totals = {}
+    for (name, load), (count, ran, profiled) in realtime_sums(load_points(f"{d}/cap_{p}_*.json"), profile).items():
+        if profiled <= 0:
+            continue
+        gap = gaps.get(name, {}).get(str(load), 0.0)
+        t = totals.setdefault(name, [0, 0.0, 0.0])
+        t[0] += count
+        # Never below the profile's time (nor below the compute, where it ran faster).
+        t[1] += max(ran - gap * profiled, min(ran, profiled))
+        t[2] += profiled
+    return {name: ran / profiled for name, (count, ran, profiled) in totals.items() if count >= MIN_REALTIME_BATCHES}
+
+
+def realtime_gap_stretch(with_gaps, without, profile):
+    """Per node, per concurrency: what the model's idle gaps add to its real-time batches, in
+    units of the profile's time over the batches that ran (the stretch over the profile with
+    `--idle-gaps --realtime-idle-gaps` less the one without; at least 0)."""
+    stretch = lambda points: {k: ran / profiled for k, (_, ran, profiled) in realtime_sums(points, profile).items()
+                              if profiled > 0}  # noqa: E731
+    off = stretch(without)
+    out = {}
+    for (name, load), on in stretch(with_gaps).items():
+        if (name, load) in off:
+            out.setdefault(name, {})[str(load)] = max(on - off[(name, load)], 0.0)
+    return out
 
 
 def realtime_flags(d, p):

@@ -211,7 +211,7 @@ class RealtimeScale(unittest.TestCase):
                              "mlp": {"batches": [{"batch": 1, "median_us": 70.0}]}}}
         json.dump(profile, open(f"{d}/p.profile.json", "w"))
         nodes = [{"name": "speech", "realtime_batch_times": realtime}, {"name": "mlp", "realtime_batch_times": []}]
-        json.dump({"points": [{"nodes": nodes}]}, open(f"{d}/cap_p_1.json", "w"))
+        json.dump({"points": [{"mode": "closed", "load": 1, "nodes": nodes}]}, open(f"{d}/cap_p_1.json", "w"))
 
     def test_real_time_batches_compute_over_the_profile_at_their_sizes(self):
         with tempfile.TemporaryDirectory() as d:
@@ -227,6 +227,30 @@ class RealtimeScale(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             self.write(d, [{"batch_size": 1, "buckets": [[70000, 90000, 19]]}])
             self.assertEqual(fidelity_terms.realtime_scales(d, "p"), {})
+
+    def test_with_rt_gaps_the_scale_leaves_out_what_the_models_gaps_add_down_to_the_profile(self):
+        profile = {"nodes": {"speech": {"batches": [{"batch": 1, "median_us": 100.0}]}}}
+
+        def point(load, mean_us, count=40):
+            times = [{"batch_size": 1, "buckets": [[mean_us * 1000 - 1000, mean_us * 1000 + 1000, count]]}]
+            return {"mode": "closed", "load": load, "nodes": [{"name": "speech", "realtime_batch_times": times}]}
+
+        # The model's gaps add 0.5 of the profile at concurrency 1 and none at 16.
+        gaps = fidelity_terms.realtime_gap_stretch([point(1, 250.0), point(16, 150.0)],
+                                                   [point(1, 200.0), point(16, 150.0)], profile)
+        self.assertEqual(gaps, {"speech": {"1": 0.5, "16": 0.0}})
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [{"batch_size": 1, "buckets": [[299000, 301000, 30]]}])
+            json.dump({"speech": {"1": 0.5}}, open(f"{d}/realtime_gaps_p.json", "w"))
+            os.environ.pop("RT_GAPS", None)
+            self.assertAlmostEqual(fidelity_terms.realtime_scales(d, "p")["speech"], 3.0, msg="without RT_GAPS")
+            os.environ["RT_GAPS"] = "1"
+            try:
+                self.assertAlmostEqual(fidelity_terms.realtime_scales(d, "p")["speech"], 2.5)
+                json.dump({"speech": {"1": 2.5}}, open(f"{d}/realtime_gaps_p.json", "w"))
+                self.assertAlmostEqual(fidelity_terms.realtime_scales(d, "p")["speech"], 1.0, msg="not below the profile")
+            finally:
+                os.environ.pop("RT_GAPS")
 
 
 

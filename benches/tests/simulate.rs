@@ -84,6 +84,25 @@ fn one_node_of_fixed_duration_at_concurrency_1_answers_one_request_per_duration(
 }
 
 #[test]
+fn the_hop_holds_the_worker_unless_it_frees_the_worker_and_then_delays_the_answer_alone() {
+    let dir = folder(SUITE, "hop_frees");
+    let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
+    o.model.hop_us = 1000.0;
+    o.bench.concurrency = vec![2];
+    let point = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0);
+    let p = point(&o);
+    assert_eq!(p.throughput_rps, 500.0, "a batch and its hop, 2 ms, per request");
+    o.model.hop_frees_worker = true;
+    let p = point(&o);
+    assert_eq!(p.throughput_rps, 1000.0, "the worker starts the other client's batch as the hop begins");
+    assert_eq!(
+        (p.latency.min_us, p.latency.max_us),
+        (2000, 2000),
+        "each answer still a batch and a hop after its start"
+    );
+}
+
+#[test]
 fn admission_refuses_past_max_in_flight_and_a_full_bounded_entry_and_every_send_resolves_once() {
     let dir = folder(SUITE, "admission");
     let capped = one_node_with(&dir, "capped.toml", "name = \"one\"", "name = \"one\"\nmax_in_flight = 4");
@@ -278,6 +297,26 @@ fn a_normal_batch_pays_the_extra_its_nodes_idle_gap_measured_and_back_to_back_ba
     (o.bench.rate, o.bench.priority_fraction) = (vec![20.0], 1.0);
     o.bench.pipeline = Some(realtime_one_node(&dir));
     assert_eq!(compute(&o), 100.0, "real-time batches keep the profile's times");
+    o.model.realtime_idle_gaps = true;
+    o.model.realtime_scale = vec!["a=2".into()];
+    assert_eq!(compute(&o), 500.0, "with --realtime-idle-gaps: their scaled time and the gap's extra");
+}
+
+#[test]
+fn the_real_time_batches_times_are_reported_apart_as_the_runtime_reports_them() {
+    let dir = folder(SUITE, "realtime_times");
+    let mut o = options(realtime_one_node(&dir), profile(&dir, &[("a", &[(1, &[100.0])])]));
+    (o.bench.rate, o.bench.arrivals) = (vec![100.0], Arrivals::Constant);
+    let times = |o: &SimOptions| {
+        let node = simulate(o, &engines()).unwrap().points.remove(0).nodes.remove(0);
+        let count = |t: &[baton::stats::BatchTimes]| t.iter().flat_map(|t| &t.buckets).map(|b| b.2).sum::<u64>();
+        (count(&node.batch_times), count(&node.realtime_batch_times), node.executions)
+    };
+    let (all, realtime, batches) = times(&o);
+    assert_eq!((all, realtime), (batches, 0), "normal-class requests: no real-time batch");
+    o.bench.priority_fraction = 1.0;
+    let (all, realtime, batches) = times(&o);
+    assert!(batches > 0 && all == batches && realtime == batches, "every batch real-time: {all} {realtime} {batches}");
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub struct ModelTermArgs {
     /// Measured term: from a batch's end to its outputs at the next nodes or the client, µs.
     #[arg(long, default_value_t = 0.0)]
     pub hop_us: f64,
+    /// Model term: the worker is free once its batch's hand-on ends; --hop-us then delays the
+    /// outputs alone (the requester's or next node's wake-up), not the worker's next batch.
+    #[arg(long)]
+    pub hop_frees_worker: bool,
     /// Processors the batches share (default: the profile's `cores`).
     #[arg(long)]
     pub cores: Option<f64>,
@@ -181,6 +185,10 @@ pub struct ModelTermArgs {
     /// from 0 at no gap).
     #[arg(long)]
     pub idle_gaps: bool,
+    /// Model term, with --idle-gaps: real-time batches pay their node's idle gap too, on top
+    /// of their --realtime-scale (fit that scale without what the gaps add).
+    #[arg(long, requires = "idle_gaps")]
+    pub realtime_idle_gaps: bool,
     /// Model term: a worker told within its node's `idle_spin_us` of going idle is still
     /// spinning for work and takes it at once, without --wake-us, unless every core is taken
     /// (a spinning worker yields its core, and then waits for one as a parked worker does).
@@ -218,6 +226,7 @@ impl ModelTermArgs {
             wake_us: self.wake_us,
             realtime_wake_us: self.realtime_wake_us,
             hop_us: self.hop_us,
+            hop_frees_worker: self.hop_frees_worker,
             slice_us: self.slice_us,
             cores: self.cores,
             cpu: baton_bench::simulate::cpu::CpuUs {
@@ -248,6 +257,7 @@ impl ModelTermArgs {
             batch_times: self.batch_times,
             core_stalls: self.core_stalls,
             idle_gaps: self.idle_gaps,
+            realtime_idle_gaps: self.realtime_idle_gaps,
             spin_wakes: self.spin_wakes,
             generator_holds_core: self.generator_holds_core,
             core_queues: self.core_queues,

@@ -152,6 +152,8 @@ pub struct Durations {
     idle_curves: Vec<Option<super::idle::IdleCurve>>,
     /// Whether batches pay their node's idle gap (`--idle-gaps`).
     idle_gaps: bool,
+    /// Whether real-time batches pay theirs too (`--realtime-idle-gaps`).
+    realtime_idle_gaps: bool,
 }
 
 impl Durations {
@@ -225,19 +227,26 @@ impl Durations {
             sparse_rates: None,
             idle_curves,
             idle_gaps: false,
+            realtime_idle_gaps: false,
         })
     }
 
-    /// Batches pay their node's idle gap ([`super::idle`]); an error where the profile
-    /// measured no node's.
-    pub fn use_idle_gaps(&mut self, profile: &str) -> Result<(), String> {
+    /// Batches pay their node's idle gap ([`super::idle`]), the `realtime` ones too where
+    /// told; an error where the profile measured no node's.
+    pub fn use_idle_gaps(&mut self, profile: &str, realtime: bool) -> Result<(), String> {
         if self.idle_curves.iter().all(Option::is_none) {
             return Err(format!(
                 "--idle-gaps: {profile} measured no node's idle gaps (baton profile --idle-gaps US,..)"
             ));
         }
         self.idle_gaps = true;
+        self.realtime_idle_gaps = realtime;
         Ok(())
+    }
+
+    /// Whether a batch of this class pays its node's idle gap.
+    pub fn pays_idle_gap(&self, realtime: bool) -> bool {
+        self.idle_gaps && (!realtime || self.realtime_idle_gaps)
     }
 
     /// What `node`'s idle gap of `gap_ns` adds to its batch, ns (`None`: it has not run

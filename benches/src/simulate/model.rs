@@ -22,6 +22,8 @@ pub struct ModelTerms {
     pub realtime_wake_us: Option<f64>,
     /// From a batch's end to its outputs at the next nodes or the client, µs.
     pub hop_us: f64,
+    /// The worker is free after its hand-on: `hop_us` delays the outputs alone.
+    pub hop_frees_worker: bool,
     /// The OS's time slice a woken normal-class worker may wait for a core, µs (0: none).
     pub slice_us: f64,
     /// Processors the batches share (default: the profile's `cores`).
@@ -66,6 +68,8 @@ pub struct ModelTerms {
     pub core_stalls: Option<std::path::PathBuf>,
     /// Each batch pays what its node's idle gap adds, as the profile measured it ([`super::idle`]).
     pub idle_gaps: bool,
+    /// With `idle_gaps`: real-time batches pay theirs too, on top of their real-time scale.
+    pub realtime_idle_gaps: bool,
     /// A worker told while it still spins for work (within its node's `idle_spin_us` of
     /// going idle) with a core free takes no wake-up term.
     pub spin_wakes: bool,
@@ -149,6 +153,7 @@ impl ModelTerms {
             wake_ns: ns(self.wake_us),
             realtime_wake_ns: ns(self.realtime_wake_us.unwrap_or(self.wake_us)),
             hop_ns: ns(self.hop_us),
+            hop_frees_worker: self.hop_frees_worker,
             cores: match self.cores {
                 Some(cores) => cores,
                 None => super::profile_cores(profile)?,
@@ -219,7 +224,7 @@ impl ModelTerms {
             durations.stalls = Some(super::stalls::StallDraws::load(file)?);
         }
         if self.idle_gaps {
-            durations.use_idle_gaps(&profile.display().to_string())?;
+            durations.use_idle_gaps(&profile.display().to_string(), self.realtime_idle_gaps)?;
         }
         if !self.batch_times.is_empty() {
             durations.stretch(&super::stretch::load(&self.batch_times, &spec.name, &names)?);
@@ -232,6 +237,7 @@ impl ModelTerms {
         s["wake_us"] = serde_json::json!(self.wake_us);
         s["realtime_wake_us"] = serde_json::json!(self.realtime_wake_us);
         s["hop_us"] = serde_json::json!(self.hop_us);
+        s["hop_frees_worker"] = serde_json::json!(self.hop_frees_worker);
         s["sim_cores"] = serde_json::json!(terms.cores);
         s["request_cpu_us"] = serde_json::json!(self.cpu.request_us);
         s["batch_cpu_us"] = serde_json::json!(self.cpu.batch_us);
@@ -263,6 +269,7 @@ impl ModelTerms {
         let files: Vec<String> = self.batch_times.iter().map(|f| f.display().to_string()).collect();
         s["batch_times"] = serde_json::json!(files);
         s["idle_gaps"] = serde_json::json!(self.idle_gaps);
+        s["realtime_idle_gaps"] = serde_json::json!(self.realtime_idle_gaps);
         s["spin_wakes"] = serde_json::json!(self.spin_wakes);
         s["generator_holds_core"] = serde_json::json!(self.generator_holds_core);
         s["core_queues"] = serde_json::json!(self.core_queues);

@@ -129,6 +129,8 @@ pub struct Totals {
     pub queue_times: baton::queue_times::QueueTimes,
     /// Per batch size (rows): compute-time counts by log bucket, as the runtime records them.
     pub times: BTreeMap<usize, Vec<u64>>,
+    /// The same of its real-time batches alone.
+    pub realtime_times: BTreeMap<usize, Vec<u64>>,
     /// Every batch's work at full speed, ns: the CPU time the runtime samples (its wall
     /// time is `compute_ns`).
     pub work_ns: u64,
@@ -205,8 +207,9 @@ impl SimNode {
     }
 
     /// Counts a batch of `rows` rows and `tasks` tasks that computed for `ns`, `work_ns` of it
-    /// on a core (the rest its share of the cores kept it waiting).
-    pub fn record_batch(&mut self, rows: usize, tasks: usize, ns: u64, work_ns: u64) {
+    /// on a core (the rest its share of the cores kept it waiting); a `realtime` one in the
+    /// real-time batches' times too, as the runtime counts them.
+    pub fn record_batch(&mut self, rows: usize, tasks: usize, ns: u64, work_ns: u64, realtime: bool) {
         let t = &mut self.totals;
         t.work_ns += work_ns;
         t.executions += 1;
@@ -218,8 +221,10 @@ impl SimNode {
         size.0 += 1;
         size.1 += ns;
         size.2 = size.2.max(ns);
-        let times = t.times.entry(rows).or_insert_with(|| vec![0; log_buckets::BUCKETS]);
-        times[log_buckets::bucket(ns)] += 1;
+        count_time(&mut t.times, rows, ns);
+        if realtime {
+            count_time(&mut t.realtime_times, rows, ns);
+        }
     }
 
     /// The totals as the runtime's [`NodeStats`] give them.
@@ -243,16 +248,22 @@ impl SimNode {
             batch_sizes: t.sizes.iter().map(|(&batch_size, &row)| BatchSizeStats::of_row(batch_size, row)).collect(),
             wake_delays: t.wakes.clone(),
             queue_times: t.queue_times.clone(),
-            batch_times: t
-                .times
-                .iter()
-                .map(|(&batch_size, counts)| BatchTimes { batch_size, buckets: log_buckets::sparse(counts) })
-                .collect(),
-            realtime_batch_times: Vec::new(),
+            batch_times: batch_times(&t.times),
+            realtime_batch_times: batch_times(&t.realtime_times),
             batch_cpu: baton::batch_cpu::BatchCpu { batches: t.executions, wall_ns: t.compute_ns, cpu_ns: t.work_ns },
             spin_cpu: Default::default(),
         }
     }
+}
+
+/// Counts a batch of `rows` rows that took `ns` in `times` (per size, dense counts by log bucket).
+fn count_time(times: &mut BTreeMap<usize, Vec<u64>>, rows: usize, ns: u64) {
+    times.entry(rows).or_insert_with(|| vec![0; log_buckets::BUCKETS])[log_buckets::bucket(ns)] += 1;
+}
+
+/// Per batch size, dense counts by log bucket as the runtime's sparse [`BatchTimes`].
+fn batch_times(times: &BTreeMap<usize, Vec<u64>>) -> Vec<BatchTimes> {
+    times.iter().map(|(&batch_size, counts)| BatchTimes { batch_size, buckets: log_buckets::sparse(counts) }).collect()
 }
 
 #[cfg(test)]

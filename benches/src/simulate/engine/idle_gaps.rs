@@ -7,13 +7,13 @@
 use super::Sim;
 
 impl Sim<'_> {
-    /// What `node`'s idle gap adds to the normal-class batch it starts now (`--idle-gaps`):
-    /// the gap is the time the cores sat halted (`halted_ns`) since its worker parked
-    /// after its last batch; none while that worker still spins, none while another of
-    /// its batches computes, and none to a real-time batch (its measured
-    /// `--realtime-scale` holds what it pays).
+    /// What `node`'s idle gap adds to the batch it starts now (`--idle-gaps`): the gap is
+    /// the time the cores sat halted (`halted_ns`) since its worker parked after its last
+    /// batch; none while that worker still spins, none while another of its batches
+    /// computes, and none to a real-time batch unless `--realtime-idle-gaps` (else its
+    /// measured `--realtime-scale` holds what it pays).
     pub(super) fn idle_extra_ns(&self, node: usize, realtime: bool) -> u64 {
-        if realtime || self.computing[node] > 0 {
+        if !self.durations.pays_idle_gap(realtime) || self.computing[node] > 0 {
             return 0;
         }
         let gap_start = match self.parks_at[node] {

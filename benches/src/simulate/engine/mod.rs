@@ -84,6 +84,8 @@ pub struct Terms {
     pub realtime_wake_ns: u64,
     /// From a batch's end to its outputs at the next nodes or the client (the hand-off), ns.
     pub hop_ns: u64,
+    /// The worker is free once its hand-on ends; `hop_ns` delays the outputs alone.
+    pub hop_frees_worker: bool,
     /// Processors the batches share.
     pub cores: f64,
     /// The runtime's own CPU per request and per batch, charged on the cores.

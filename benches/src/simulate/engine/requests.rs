@@ -133,12 +133,14 @@ impl Sim<'_> {
     /// A batch is handed off: its worker is idle again and the scheduler decides (the
     /// runtime's node-finished poke); its outputs reach the next nodes (and answer their
     /// clients) now, or with a route time (`--route-us`, for a real-time batch
-    /// `--realtime-route-us` where the node has one) that much later.
+    /// `--realtime-route-us` where the node has one; with `--hop-frees-worker` the hop
+    /// too) that much later.
     pub(super) fn handoff(&mut self, id: usize) {
         let batch = self.batches[id].as_ref().expect("a finished batch");
         let (node, class) = (batch.node, batch.class);
         let realtime = class.is_realtime();
-        match self.durations.route_ns(node, realtime) {
+        let hop = if self.terms.hop_frees_worker { self.terms.hop_ns } else { 0 };
+        match self.durations.route_ns(node, realtime) + hop {
             0 => self.route(id),
             route => self.at(self.now + route, Ev::Route { batch: id }),
         }

@@ -198,7 +198,7 @@ impl Sim<'_> {
                 let class = b.class;
                 self.computing[node] -= 1;
                 self.halted_ns_at_end[node] = Some(self.halted_ns);
-                self.nodes[node].record_batch(rows, tasks, took, b.work_ns);
+                self.nodes[node].record_batch(rows, tasks, took, b.work_ns, class.is_realtime());
                 let hand_on_ns = self.durations.hand_on_ns(node);
                 let totals = &mut self.nodes[node].totals;
                 totals.hand_on_ns += hand_on_ns;
@@ -241,9 +241,10 @@ impl Sim<'_> {
         }
     }
 
-    /// From a batch of `node`'s end (and its hand-on job's, with CPU costs) to its outputs
-    /// at the next nodes or the client: the node's hand-on time and the hop.
+    /// From a batch of `node`'s end (and its hand-on job's, with CPU costs) to its handoff,
+    /// where its worker goes idle: the node's hand-on time and the hop (with
+    /// `hop_frees_worker`, the hop comes after the handoff, on the outputs' way alone).
     pub(super) fn hop_ns(&self, node: usize) -> u64 {
-        self.durations.hand_on_ns(node) + self.terms.hop_ns
+        self.durations.hand_on_ns(node) + if self.terms.hop_frees_worker { 0 } else { self.terms.hop_ns }
     }
 }
