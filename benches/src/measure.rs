@@ -266,6 +266,8 @@ pub struct NodeDelta {
     /// them; 0 when nothing ran): the worker holds its node busy while it hands on.
     pub hand_on_p99_us: f64,
     pub hand_on_p999_us: f64,
+    /// Every batch's hand-on, `[lower ns, upper ns, batches]` (the non-empty buckets).
+    pub hand_on_buckets: Buckets,
     /// Bytes its engines copied between host and device memory (GPU nodes; 0 on the CPU).
     pub host_device_bytes: u64,
     /// Its workers' wake-ups (from the scheduler's word to the worker taking it).
@@ -488,6 +490,7 @@ pub fn node_deltas(start: &[NodeStats], end: &[NodeStats]) -> Vec<NodeDelta> {
                 mean_hand_on_us: per(b.hand_on_ns.saturating_sub(a.hand_on_ns), executions) / 1000.0,
                 hand_on_p99_us: hand_on_us(0.99),
                 hand_on_p999_us: hand_on_us(0.999),
+                hand_on_buckets: log_buckets::sparse(&hand_on_times),
                 host_device_bytes: b.host_device_bytes.saturating_sub(a.host_device_bytes),
                 wakes: WakeSummary::of(&b.wake_delays.since(&a.wake_delays)),
                 queue: QueueSummary::of(&b.queue_times.since(&a.queue_times)),

@@ -613,6 +613,7 @@ mod tests {
                 mean_hand_on_us: 0.0,
                 hand_on_p99_us: 0.0,
                 hand_on_p999_us: 0.0,
+                hand_on_buckets: Vec::new(),
                 host_device_bytes: 0,
                 wakes: Default::default(),
                 queue: Default::default(),

@@ -505,6 +505,12 @@ fn a_tasks_queue_time_is_its_wait_to_be_picked_and_its_workers_wake_up_and_each_
     assert_eq!((q.p50_us, q.p99_us), (lower_us(870), lower_us(870)), "{q:?}");
     assert_eq!((q.picked_p50_us, q.picked_p99_us), (lower_us(820), lower_us(820)), "{q:?}");
     assert_eq!((n.hand_on_p99_us, n.mean_hand_on_us), (lower_us(30), 30.0), "{n:?}");
+    let lower_ns = baton::log_buckets::bucket_lower_ns(baton::log_buckets::bucket(30_000));
+    assert!(
+        matches!(n.hand_on_buckets[..], [(lower, _, count)] if lower == lower_ns && count == n.executions),
+        "every batch's hand-on in its bucket: {:?}",
+        n.hand_on_buckets
+    );
 }
 
 #[test]
