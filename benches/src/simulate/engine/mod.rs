@@ -111,6 +111,18 @@ pub struct Terms {
     pub whole_cores: bool,
 }
 
+impl Terms {
+    /// The hop split at the handoff, ns: the part that holds the worker (all of it) and
+    /// the part on the outputs' way after it (none), or with `hop_frees_worker` the reverse.
+    pub fn hop_split_ns(&self) -> (u64, u64) {
+        if self.hop_frees_worker {
+            (0, self.hop_ns)
+        } else {
+            (self.hop_ns, 0)
+        }
+    }
+}
+
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SimLoad {

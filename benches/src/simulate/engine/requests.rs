@@ -139,8 +139,7 @@ impl Sim<'_> {
         let batch = self.batches[id].as_ref().expect("a finished batch");
         let (node, class) = (batch.node, batch.class);
         let realtime = class.is_realtime();
-        let hop = if self.terms.hop_frees_worker { self.terms.hop_ns } else { 0 };
-        match self.durations.route_ns(node, realtime) + hop {
+        match self.durations.route_ns(node, realtime) + self.terms.hop_split_ns().1 {
             0 => self.route(id),
             route => self.at(self.now + route, Ev::Route { batch: id }),
         }

@@ -245,6 +245,6 @@ impl Sim<'_> {
     /// where its worker goes idle: the node's hand-on time and the hop (with
     /// `hop_frees_worker`, the hop comes after the handoff, on the outputs' way alone).
     pub(super) fn hop_ns(&self, node: usize) -> u64 {
-        self.durations.hand_on_ns(node) + if self.terms.hop_frees_worker { 0 } else { self.terms.hop_ns }
+        self.durations.hand_on_ns(node) + self.terms.hop_split_ns().0
     }
 }
