@@ -647,7 +647,7 @@ def realtime_sums(points, profile):
                 for lo, hi, count in t["buckets"]:
                     s = sums.setdefault((n["name"], q["load"]), [0, 0.0, 0.0])
                     s[0] += count
-                    s[1] += count * (lo + hi) / 2000.0
+                    s[1] += count * bucket_middle_ns(lo, hi) / 1000.0
                     s[2] += count * profile_median(profile, n["name"], t["batch_size"])
     return sums
 
@@ -867,8 +867,12 @@ def bucket_mean_us(buckets):
     total = sum(c for _, _, c in buckets)
     if not total:
         return None
-    middle = lambda lo, hi: (lo + (hi if hi < 2**63 else lo + lo / 8)) / 2  # noqa: E731
-    return sum(middle(lo, hi) * c for lo, hi, c in buckets) / total / 1000.0
+    return sum(bucket_middle_ns(lo, hi) * c for lo, hi, c in buckets) / total / 1000.0
+
+
+def bucket_middle_ns(lo, hi):
+    """A log bucket's middle, ns (the last bucket, unbounded above, an eighth of its lower bound wide)."""
+    return (lo + (hi if hi < 2**63 else lo + lo / 8)) / 2
 
 
 def realtime_wake_us(d, p):
