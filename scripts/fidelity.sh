@@ -23,6 +23,8 @@
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
 # ONE_SCALE_AT=1 gives the nodes without a compute line the concurrency-1 ratio (not the capacity's);
 # GROWING_STRETCH=1 lets a compute line have a negative offset (its stretch growing with the rows);
+# PROFILE_CENTRE=median holds the compute against the profile's medians, not its timed runs' means
+# (the simulator's draws' mean; scripts/fidelity_terms.py, profile_centre);
 # PROFILE_AT_MEAN=1 holds a point's compute against the profile at its mean batch, not over the
 # batch sizes it ran (scripts/fidelity_terms.py, profile_ran);
 # COMPUTE_CLOCK=wall measures the compute terms on the batches' wall time, not their sampled CPU time;

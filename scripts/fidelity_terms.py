@@ -29,7 +29,8 @@ terms"):
   the profile's time. Per node, through its mean compute per batch at concurrency 1 and at the
   capacity's concurrency (medians over the capacity runs; the batches' CPU time where the
   runtime sampled it, `batch_compute_us`) against the profile over the batches it ran there
-  (`profile_ran`: the profile's median at each recorded batch size, averaged), the line
+  (`profile_ran`: the profile's centre at each recorded batch size, averaged; the centre is its
+  timed runs' mean, the draws' mean, `profile_centre`; PROFILE_CENTRE=median: the median), the line
   `line_through` fits: where the batches grew (the profile 1.5x or more) and the line holds a
   fixed part (offset >= 0; GROWING_STRETCH=1: or below 0). A node runs alone in the profile, its
   weights in the caches; under a load other nodes' batches run between its own, and the part of
@@ -73,7 +74,7 @@ do not hold it), the scheduler ticks' lateness the runtime recorded in the capac
 (`--tick-delays cap_P_*.json`); without it the model's ticks come on time.
 Batches at the real-time policy (`foreground_realtime` under the collaborative rule) take
 their own scale (`--realtime-scale`): the capacity runs' real-time batches' compute
-(`nodes[].realtime_batch_times`) ÷ the profile's medians at their sizes; REALTIME_SCALE=0 leaves
+(`nodes[].realtime_batch_times`) ÷ the profile's centres at their sizes; REALTIME_SCALE=0 leaves
 them at the profile's times (the model before it); RT_GAPS=1 fits that scale without what the
 model's idle gaps add to those batches (`realtime_gap_stretch`), the model adding them itself
 (`--realtime-idle-gaps`). SEND_CPU=1 gives the open-loop simulations
@@ -185,7 +186,25 @@ def hops_on_way(point, succ, entries):
 
 def profile_median(profile, node, batch):
     """The profile's median µs at `batch` rows (linear between measured sizes)."""
-    sizes = sorted((t["batch"], t["median_us"]) for t in profile["nodes"][node]["batches"])
+    return profile_at(profile, node, batch, lambda t: t["median_us"])
+
+
+def profile_centre(profile, node, batch):
+    """The centre of the model's draws at `batch` rows, µs (linear between measured sizes): the
+    mean of the profile's timed runs (`samples_us`), which the simulator draws from, where the
+    profile holds them; else (or PROFILE_CENTRE=median) the median. A compute scale is the real
+    batches' mean over this centre, so the scaled draws keep the real mean: the timed runs'
+    mean lies 3-6% above their median for the real models (a tail of slow runs), and a scale
+    taken over the median would put that tail in twice."""
+    if os.environ.get("PROFILE_CENTRE") == "median":
+        return profile_median(profile, node, batch)
+    return profile_at(profile, node, batch,
+                      lambda t: statistics.fmean(t["samples_us"]) if t.get("samples_us") else t["median_us"])
+
+
+def profile_at(profile, node, batch, centre):
+    """`centre` of the profile's measured size at `batch` rows, µs (linear between sizes)."""
+    sizes = sorted((t["batch"], centre(t)) for t in profile["nodes"][node]["batches"])
     for (b0, m0), (b1, m1) in zip(sizes, sizes[1:]):
         if b0 <= batch <= b1:
             return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
@@ -193,8 +212,8 @@ def profile_median(profile, node, batch):
 
 
 def profile_ran(profile, node):
-    """The profile's median µs over the batches bench node `node` ran: the mean over its
-    recorded batch sizes (`batch_times`), each size at the profile's median for it. A node's
+    """The profile's µs over the batches bench node `node` ran: the mean over its recorded
+    batch sizes (`batch_times`), each size at the profile's centre for it (`profile_centre`). A node's
     batch time grows with its rows unevenly (flat to 4 rows, then steeper, for `mlp`), so
     the profile at the mean batch is not the mean of the profile over the batches: at 16
     rows a batch on average, 264 µs against 275-284. PROFILE_AT_MEAN=1, or a record without
@@ -202,8 +221,8 @@ def profile_ran(profile, node):
     sizes = [(t["batch_size"], sum(c for _, _, c in t["buckets"])) for t in node.get("batch_times") or []]
     count = sum(c for _, c in sizes)
     if os.environ.get("PROFILE_AT_MEAN") == "1" or count == 0:
-        return profile_median(profile, node["name"], node["mean_batch"])
-    return sum(c * profile_median(profile, node["name"], b) for b, c in sizes) / count
+        return profile_centre(profile, node["name"], node["mean_batch"])
+    return sum(c * profile_centre(profile, node["name"], b) for b, c in sizes) / count
 
 
 def compute_terms(d, p):
@@ -286,7 +305,7 @@ def one_scale(xy):
 
 def measured_compute(d, p, less=None):
     """Per node (scale, offset): the line through its compute at concurrency 1 and at the
-    capacity's (`line_through`), else its compute ÷ the profile's median at the capacity's
+    capacity's (`line_through`), else its compute ÷ the profile over its batches at the capacity's
     concurrency (or at 1, where it ran only there) and no offset. COMPUTE_OFFSET=0: the
     concurrency-1 ratio and no offset for every node (the model before the offsets).
     `less(name, concurrency)`: µs taken off the node's compute there first (`idle_correct`),
@@ -636,8 +655,8 @@ MIN_REALTIME_BATCHES = 20
 
 def realtime_sums(points, profile):
     """Per (node, concurrency) of closed-loop `points`: (real-time batches, their compute µs,
-    the profile's medians at their sizes µs), from `nodes[].realtime_batch_times` (each bucket
-    at its midpoint)."""
+    the profile's centres at their sizes µs, `profile_centre`), from
+    `nodes[].realtime_batch_times` (each bucket at its midpoint)."""
     sums = {}
     for q in points:
         if q["mode"] != "closed":
@@ -648,13 +667,13 @@ def realtime_sums(points, profile):
                     s = sums.setdefault((n["name"], q["load"]), [0, 0.0, 0.0])
                     s[0] += count
                     s[1] += count * bucket_middle_ns(lo, hi) / 1000.0
-                    s[2] += count * profile_median(profile, n["name"], t["batch_size"])
+                    s[2] += count * profile_centre(profile, n["name"], t["batch_size"])
     return sums
 
 
 def realtime_scales(d, p):
     """Per node that ran real-time batches in the capacity runs (MIN_REALTIME_BATCHES at
-    least): their compute ÷ the profile's medians at their sizes (`realtime_sums`), over both
+    least): their compute ÷ the profile's centres at their sizes (`realtime_sums`), over both
     concurrencies. With RT_GAPS=1, once `idle_correct` has run: the compute less what the
     model's idle gaps add to a real-time batch at each concurrency (`realtime_gap_stretch`,
     realtime_gaps_P.json), the model then adding the gaps itself (`--realtime-idle-gaps`).

@@ -204,6 +204,22 @@ class ProfileRan(unittest.TestCase):
         node = {"name": "mlp", "mean_batch": 6.0, "batch_times": []}
         self.assertAlmostEqual(fidelity_terms.profile_ran(self.profile, node), 202.0)
 
+    def test_a_profile_with_its_timed_runs_is_held_at_their_mean_which_the_draws_keep(self):
+        # One slow run in five: the mean 120, the median 100; 2 rows between 1 and 4.
+        profile = {"nodes": {"a": {"batches": [
+            {"batch": 1, "median_us": 100.0, "samples_us": [100.0, 100.0, 100.0, 100.0, 200.0]},
+            {"batch": 4, "median_us": 130.0, "samples_us": [130.0, 130.0, 130.0, 130.0, 130.0]}]}}}
+        node = {"name": "a", "mean_batch": 1.0,
+                "batch_times": [{"batch_size": 1, "buckets": [[100000, 110000, 3]]},
+                                {"batch_size": 2, "buckets": [[120000, 130000, 1]]}]}
+        at_two = 120.0 + (130.0 - 120.0) / 3
+        self.assertAlmostEqual(fidelity_terms.profile_ran(profile, node), (3 * 120.0 + at_two) / 4)
+        os.environ["PROFILE_CENTRE"] = "median"
+        try:
+            self.assertAlmostEqual(fidelity_terms.profile_ran(profile, node), (3 * 100.0 + 110.0) / 4)
+        finally:
+            del os.environ["PROFILE_CENTRE"]
+
 
 class RealtimeScale(unittest.TestCase):
     def write(self, d, realtime):
