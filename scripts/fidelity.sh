@@ -21,7 +21,8 @@
 # BATCH_TIMES=1 stretches the batches as that record says instead of the compute scales;
 # TICK_DELAYS=1 draws the scheduler ticks' lateness from that record (every simulation).
 # COMPUTE_OFFSET=0 keeps one compute scale per node (the concurrency-1 ratio, no --compute-offset);
-# ONE_SCALE_AT=1 gives the nodes without a compute line the concurrency-1 ratio (not the capacity's);
+# ONE_SCALE_AT=capacity gives the nodes without a compute line the capacity's ratio, not concurrency 1's
+# (ONE_SCALE_AT=both: the mean of the two);
 # GROWING_STRETCH=1 lets a compute line have a negative offset (its stretch growing with the rows);
 # PROFILE_CENTRE=median holds the compute against the profile's medians, not its timed runs' means
 # (the simulator's draws' mean; scripts/fidelity_terms.py, profile_centre);

@@ -37,11 +37,11 @@ terms"):
   the stretch that does not grow with the rows (its weights fetched again) weighs most on small
   batches (`many_nodes`' deep nodes: 3.3-4x at 4 rows, 1.7-2x at 16-32, at every load). Else
   (one batch size, or a stretch that grows with the rows, as a lone MLP's does) the scale is
-  the ratio at the capacity's concurrency and the offset 0: concurrency 1 runs one batch at a
-  time, the sparsest the pipeline gets, and a sparse load's batches stretch most
-  (`collab_early`'s speech node: about 2x its profile at 100 requests/s and at concurrency
-  1, 1.3x at 900/s). COMPUTE_OFFSET=0: the concurrency-1 ratio and no offset for every node
-  (the model before the offsets).
+  the ratio at concurrency 1 and the offset 0 (`one_scale`): the open loads' batches stretch as
+  concurrency 1's do, where the capacity's clients crowd the cores (ONE_SCALE_AT=capacity: the
+  capacity's ratio, the model before 2026-12-07's twenty-eighth sitting); a sparse load's
+  batches stretch more, which the idle gaps below take apart. COMPUTE_OFFSET=0: the
+  concurrency-1 ratio and no offset for every node (the model before the offsets).
   With the idle gaps (`--idle-gaps`, the default of scripts/fidelity.sh where the profile
   measured them), the line is fitted through the real compute less what the model's gaps add
   at each concurrency (`idle_correct`; not below the profile's time): the real compute at
@@ -295,11 +295,18 @@ def line_through(points, floor=0.0):
 
 
 def one_scale(xy):
-    """(scale, 0) of a node without a line: its compute ÷ the profile at the highest
-    concurrency of its (profile µs, compute µs) points (COMPUTE_OFFSET=0, or ONE_SCALE_AT=1
-    for these nodes alone: at concurrency 1)."""
-    at_one = os.environ.get("COMPUTE_OFFSET") == "0" or os.environ.get("ONE_SCALE_AT") == "1"
-    x, y = xy[0 if at_one else -1]
+    """(scale, 0) of a node without a line: its compute ÷ the profile at the lowest
+    concurrency of its (profile µs, compute µs) points, concurrency 1. The open loads'
+    batches stretch as concurrency 1's do, not as the capacity's: there 16-32 clients build
+    and copy requests on the cores beside the batches, where an open load has one generator
+    thread and concurrency 1 one client (`mlp`, 2026-12-07 11:10 UTC: its batches' CPU time
+    over the profile 1.00-1.04 at concurrency 1, 0.92-1.06 at 30-70%, 1.14-1.16 at 32).
+    ONE_SCALE_AT=capacity: at the highest concurrency (the model before 2026-12-07's
+    twenty-eighth sitting); ONE_SCALE_AT=both: the mean of the two ratios."""
+    at = os.environ.get("ONE_SCALE_AT", "1")
+    if at == "both" and os.environ.get("COMPUTE_OFFSET") != "0":
+        return statistics.fmean(y / x for x, y in (xy[0], xy[-1])), 0.0
+    x, y = xy[-1 if at == "capacity" and os.environ.get("COMPUTE_OFFSET") != "0" else 0]
     return y / x, 0.0
 
 

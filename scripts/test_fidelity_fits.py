@@ -172,14 +172,18 @@ class ComputeLine(unittest.TestCase):
         self.assertEqual(scale, 1.0)
         self.assertAlmostEqual(offset, 200.0)
 
-    def test_a_node_without_a_line_takes_the_capacitys_ratio_or_with_one_scale_at_1_the_first(self):
+    def test_a_node_without_a_line_takes_the_first_ratio_or_as_asked_the_capacitys_or_their_mean(self):
         xy = [(100.0, 120.0), (200.0, 300.0)]
-        self.assertEqual(fidelity_terms.one_scale(xy), (1.5, 0.0))
-        os.environ["ONE_SCALE_AT"] = "1"
-        try:
-            self.assertEqual(fidelity_terms.one_scale(xy), (1.2, 0.0))
-        finally:
-            del os.environ["ONE_SCALE_AT"]
+        self.assertEqual(fidelity_terms.one_scale(xy), (1.2, 0.0))
+        for at, scale in (("capacity", 1.5), ("both", 1.35), ("1", 1.2)):
+            os.environ["ONE_SCALE_AT"] = at
+            try:
+                self.assertAlmostEqual(fidelity_terms.one_scale(xy)[0], scale, msg=at)
+                os.environ["COMPUTE_OFFSET"] = "0"
+                self.assertEqual(fidelity_terms.one_scale(xy), (1.2, 0.0), "COMPUTE_OFFSET=0: the first")
+            finally:
+                del os.environ["ONE_SCALE_AT"]
+                os.environ.pop("COMPUTE_OFFSET", None)
 
 
 class ProfileRan(unittest.TestCase):
