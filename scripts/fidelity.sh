@@ -39,7 +39,10 @@
 # thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
 # simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
-# of P takes cores away as they say (`--core-stalls`; STALLS=0: none). STALLS_DUTIES (default 1) lists
+# of P takes cores away as they say (`--core-stalls`; STALLS=0: none); a record stalled more than twice
+# the campaign's median share caught a loud moment, and P's simulations take the campaign's other
+# records pooled instead (STALLS_LOUD=keep: its own; STALLS_POOLED=1: every pipeline the whole campaign's
+# records pooled). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
 # (default 1) the one the simulations take; a campaign starts with one record the simulations
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of

@@ -819,13 +819,35 @@ def stall_record_name(p):
     return f"{p}.stalls.json" if duty == "1" else f"{p}.stalls-d{duty}.json"
 
 
-def pooled_stalls(d):
-    """Every pipeline's stall record of the campaign in one (DIR/stalls-pooled[-dD].json): per
-    core their stalls one after another, their durations added. A stall of several ms comes
-    a few times a minute, so one 5-s record sees it or not by chance; the campaign's records
-    together give its rate from the whole campaign."""
-    records = [json.load(open(f)) for f in sorted(glob.glob(f"{d}/{stall_record_name('*')}"))]
-    records = [r for r in records if r.get("kind") == "baton-core-stalls"]
+def stall_records(d):
+    """The campaign's stall records (`baton stalls`), one per pipeline: {pipeline: record}."""
+    suffix = stall_record_name("")
+    records = {}
+    for f in sorted(glob.glob(f"{d}/{stall_record_name('*')}")):
+        record = json.load(open(f))
+        if record.get("kind") == "baton-core-stalls":
+            records[os.path.basename(f)[:-len(suffix)]] = record
+    return records
+
+
+def stalled_share(record):
+    """The share of a stall record's time its cores stood stalled (the mean over its cores)."""
+    cores = record["cores"]
+    return sum(sum(c["stalls_us"]) for c in cores) / 1e6 / record["duration_s"] / max(len(cores), 1)
+
+
+# A pipeline's stall record stalled more than this many times the campaign's median share is
+# a loud moment of the machine: its simulations take the campaign's other records pooled.
+LOUD_RECORD = 2.0
+
+
+def pooled_stalls(d, leave_out=None):
+    """The campaign's stall records in one (DIR/stalls-pooled[-dD].json, or, leaving pipeline
+    `leave_out`'s record out, DIR/stalls-pooled-without-P[-dD].json): per core their stalls
+    one after another, their durations added. A stall of several ms comes a few times a
+    minute, so one 5-s record sees it or not by chance; the campaign's records together give
+    its rate from the whole campaign."""
+    records = [r for p, r in stall_records(d).items() if p != leave_out]
     if not records:
         return None
     pooled = dict(records[0], duration_s=sum(r["duration_s"] for r in records), cores=[])
@@ -833,20 +855,34 @@ def pooled_stalls(d):
         stalls = [s for r in records for c in r["cores"] if c["core"] == core["core"] for s in c["stalls_us"]]
         pooled["cores"].append({"core": core["core"], "stalls_us": stalls})
     duty = os.environ.get("STALLS_DUTY", "1")
-    out = f"{d}/stalls-pooled.json" if duty == "1" else f"{d}/stalls-pooled-d{duty}.json"
+    name = "stalls-pooled" + (f"-without-{leave_out}" if leave_out else "")
+    out = f"{d}/{name}.json" if duty == "1" else f"{d}/{name}-d{duty}.json"
     with open(out, "w") as f:
         json.dump(pooled, f)
     return out
 
 
+def loud_record(d, p):
+    """Whether P's stall record caught a loud moment: its stalled share above LOUD_RECORD × the
+    median share of the campaign's records (three records at least)."""
+    shares = {q: stalled_share(r) for q, r in stall_records(d).items()}
+    if p not in shares or len(shares) < 3:
+        return False
+    return shares[p] > LOUD_RECORD * statistics.median(shares.values())
+
+
 def stall_flags(d, p):
     """The machine's core stalls recorded beside P's profile (`baton stalls`), for every simulation
     of P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
-    measurements taken before the records: none). STALLS_POOLED=1: the campaign's records pooled."""
+    measurements taken before the records: none). A record that caught a loud moment
+    (`loud_record`) gives way to the campaign's other records pooled (STALLS_LOUD=keep: kept).
+    STALLS_POOLED=1: the campaign's records pooled for every pipeline."""
     if os.environ.get("STALLS", "1") != "1" or not os.path.exists(f"{d}/{stall_record_name(p)}"):
         return ""
     if os.environ.get("STALLS_POOLED") == "1":
         return f" --core-stalls {pooled_stalls(d)}"
+    if os.environ.get("STALLS_LOUD") != "keep" and loud_record(d, p):
+        return f" --core-stalls {pooled_stalls(d, leave_out=p)}"
     return f" --core-stalls {d}/{stall_record_name(p)}"
 
 

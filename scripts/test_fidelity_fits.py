@@ -274,6 +274,36 @@ class RealtimeScale(unittest.TestCase):
 
 
 
+class LoudStallRecord(unittest.TestCase):
+    def test_a_record_stalled_over_twice_the_campaigns_median_gives_way_to_the_others_pooled(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Over 1 s on two cores: 1%, 1.2%, 1.1% and 5% of the time stalled.
+            for p, us in (("a", 10000.0), ("b", 12000.0), ("c", 11000.0), ("loud", 50000.0)):
+                cores = [{"core": 0, "stalls_us": [us]}, {"core": 1, "stalls_us": [us]}]
+                json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": cores},
+                          open(f"{d}/{p}.stalls.json", "w"))
+            self.assertAlmostEqual(fidelity_terms.stalled_share(json.load(open(f"{d}/loud.stalls.json"))), 0.05)
+            self.assertEqual([p for p in "a b c loud".split() if fidelity_terms.loud_record(d, p)], ["loud"])
+            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
+            flags = fidelity_terms.stall_flags(d, "loud")
+            self.assertEqual(flags, f" --core-stalls {d}/stalls-pooled-without-loud.json")
+            pooled = json.load(open(flags.split()[-1]))
+            self.assertEqual(pooled["duration_s"], 3.0)
+            self.assertEqual(sorted(pooled["cores"][0]["stalls_us"]), [10000.0, 11000.0, 12000.0])
+            os.environ["STALLS_LOUD"] = "keep"
+            try:
+                self.assertEqual(fidelity_terms.stall_flags(d, "loud"), f" --core-stalls {d}/loud.stalls.json")
+            finally:
+                del os.environ["STALLS_LOUD"]
+
+    def test_with_fewer_than_three_records_none_is_loud(self):
+        with tempfile.TemporaryDirectory() as d:
+            for p, us in (("a", 10000.0), ("loud", 50000.0)):
+                json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [{"core": 0, "stalls_us": [us]}]},
+                          open(f"{d}/{p}.stalls.json", "w"))
+            self.assertFalse(fidelity_terms.loud_record(d, "loud"))
+
+
 class SendWake(unittest.TestCase):
     def test_the_generators_wake_is_the_mean_timed_sleep_lateness_of_the_stall_record(self):
         with tempfile.TemporaryDirectory() as d:
