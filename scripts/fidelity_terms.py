@@ -303,10 +303,10 @@ def one_scale(xy):
     over the profile 1.00-1.04 at concurrency 1, 0.92-1.06 at 30-70%, 1.14-1.16 at 32).
     ONE_SCALE_AT=capacity: at the highest concurrency (the model before 2026-12-07's
     twenty-eighth sitting); ONE_SCALE_AT=both: the mean of the two ratios."""
-    at = os.environ.get("ONE_SCALE_AT", "1")
-    if at == "both" and os.environ.get("COMPUTE_OFFSET") != "0":
+    at = "1" if os.environ.get("COMPUTE_OFFSET") == "0" else os.environ.get("ONE_SCALE_AT", "1")
+    if at == "both":
         return statistics.fmean(y / x for x, y in (xy[0], xy[-1])), 0.0
-    x, y = xy[-1 if at == "capacity" and os.environ.get("COMPUTE_OFFSET") != "0" else 0]
+    x, y = xy[-1 if at == "capacity" else 0]
     return y / x, 0.0
 
 
