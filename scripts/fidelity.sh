@@ -42,7 +42,8 @@
 # of P takes cores away as they say (`--core-stalls`; STALLS=0: none); a record stalled more than twice
 # the campaign's median share caught a loud moment, and P's simulations take the campaign's other
 # records pooled instead (STALLS_LOUD=keep: its own; STALLS_POOLED=1: every pipeline the whole campaign's
-# records pooled). STALLS_DUTIES (default 1) lists
+# records pooled); each simulation takes the record less the stalls its watching threads' CPU clock
+# counted, which the measured CPU times already hold (STALLS_COUNTED=keep: the whole record). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
 # (default 1) the one the simulations take; a campaign starts with one record the simulations
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of
@@ -51,6 +52,8 @@
 # instead, SEND_WAKE=0: none). Every simulation takes the real-time workers' wake-up from the
 # light load's record of them (`--realtime-wake-us`, its mean; RT_WAKE=0: none, RT_WAKE=light or
 # all: drawn from that run's record, or from it and the capacity runs', `--realtime-wake-delays`).
+# Each node's hand-on (which holds its worker) is the light open load's, where the closed loop's
+# answers wake no waiting client (HAND_ON_AT=one: concurrency 1's).
 # HAND_ON=1 (with NODE_HOPS=0) gives each node the
 # worker's measured hand-on time per batch (`--hand-on-us`). LIGHT_TERMS=1 takes the wake and
 # hop terms from the light open load (real less its simulation with the base terms) instead of

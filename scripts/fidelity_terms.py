@@ -633,7 +633,9 @@ def terms(d, p, config):
     own = sum(h * visits(ones, n) for n, h in hops.items())
     hop = max(missing - wake * hop_count - own, 0.0) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
-    split = node_hop_split(ones, hops)
+    # The workers' hand-on as the light open load measured it (HAND_ON_AT=one: as concurrency 1's).
+    light = os.environ.get("HAND_ON_AT") != "one" and os.path.exists(f"{d}/light_{p}.json")
+    split = node_hop_split(ones, hops, light_run(d, p)[0] if light else None)
     realtime = realtime_routes(ones, sim, split[1])
     json.dump({**flags, "--compute": compute, "--node-hops": split, "--realtime-route-us": realtime},
               open(f"{d}/terms_{p}.json", "w"), indent=1)
@@ -754,15 +756,25 @@ def node_hops(ones, sim, wake):
     return hops
 
 
-def node_hop_split(ones, hops):
+def node_hop_split(ones, hops, open_points=None):
     """A node's own hop as the simulator takes it: its worker's measured hand-on (which holds
     the worker, `--hand-on-us`; at most the hop) and the rest as its route (`--route-us`, which
-    does not), each {node: µs}."""
+    does not), each {node: µs}; the hand-on measured in `ones`, or in the open-loop points
+    `open_points` where given. Then what the hand-on in `ones` (closed loop, concurrency 1)
+    exceeds the open load's is in neither: there the node that answers a request wakes the
+    client waiting on it, whose thread then takes the worker's core in the middle of its
+    hand-on, and an open loop's generator waits on no answer (`collab_early`'s `text` 31-39
+    µs at concurrency 1 against 6-7 in every open load, 2026-12-07)."""
+    def measured(points, n):
+        got = [x["mean_hand_on_us"] for q in points for x in q["nodes"]
+               if x["name"] == n and "mean_hand_on_us" in x and x.get("tasks", 0) > 0]
+        return statistics.median(got) if got else 0.0
+
     hand_ons, routes = {}, {}
     for n, h in hops.items():
-        measured = [x["mean_hand_on_us"] for q in ones for x in q["nodes"] if x["name"] == n and "mean_hand_on_us" in x]
-        hand_ons[n] = min(h, statistics.median(measured)) if measured else 0.0
-        routes[n] = h - hand_ons[n]
+        at_one = min(h, measured(ones, n))
+        hand_ons[n] = at_one if open_points is None else min(h, measured(open_points, n))
+        routes[n] = h - max(at_one, hand_ons[n])
     return hand_ons, routes
 
 
@@ -852,8 +864,12 @@ def pooled_stalls(d, leave_out=None):
         return None
     pooled = dict(records[0], duration_s=sum(r["duration_s"] for r in records), cores=[])
     for core in records[0]["cores"]:
-        stalls = [s for r in records for c in r["cores"] if c["core"] == core["core"] for s in c["stalls_us"]]
-        pooled["cores"].append({"core": core["core"], "stalls_us": stalls})
+        same = [c for r in records for c in r["cores"] if c["core"] == core["core"]]
+        pooled_core = {"core": core["core"], "stalls_us": [s for c in same for s in c["stalls_us"]]}
+        for clock in ("spun_us", "spun_cpu_us"):
+            if all(clock in c for c in same):
+                pooled_core[clock] = sum(c[clock] for c in same)
+        pooled["cores"].append(pooled_core)
     duty = os.environ.get("STALLS_DUTY", "1")
     name = "stalls-pooled" + (f"-without-{leave_out}" if leave_out else "")
     out = f"{d}/{name}.json" if duty == "1" else f"{d}/{name}-d{duty}.json"
@@ -876,14 +892,19 @@ def stall_flags(d, p):
     of P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
     measurements taken before the records: none). A record that caught a loud moment
     (`loud_record`) gives way to the campaign's other records pooled (STALLS_LOUD=keep: kept).
-    STALLS_POOLED=1: the campaign's records pooled for every pipeline."""
+    STALLS_POOLED=1: the campaign's records pooled for every pipeline. The simulator draws the
+    stalls the records' CPU clocks did not count (`baton simulate --core-stalls`);
+    STALLS_COUNTED=keep: every stall (`--core-stalls-whole`)."""
     if os.environ.get("STALLS", "1") != "1" or not os.path.exists(f"{d}/{stall_record_name(p)}"):
         return ""
     if os.environ.get("STALLS_POOLED") == "1":
-        return f" --core-stalls {pooled_stalls(d)}"
-    if os.environ.get("STALLS_LOUD") != "keep" and loud_record(d, p):
-        return f" --core-stalls {pooled_stalls(d, leave_out=p)}"
-    return f" --core-stalls {d}/{stall_record_name(p)}"
+        record = pooled_stalls(d)
+    elif os.environ.get("STALLS_LOUD") != "keep" and loud_record(d, p):
+        record = pooled_stalls(d, leave_out=p)
+    else:
+        record = f"{d}/{stall_record_name(p)}"
+    whole = " --core-stalls-whole" if os.environ.get("STALLS_COUNTED") == "keep" else ""
+    return f" --core-stalls {record}{whole}"
 
 
 def sparse_stretches(d, p):

@@ -390,6 +390,41 @@ class NodeHops(unittest.TestCase):
         self.assertEqual(fidelity_terms.visits(runs, "b"), 0.5)
 
 
+class NodeHopSplit(unittest.TestCase):
+    def test_the_hand_on_comes_from_the_open_load_and_concurrency_ones_excess_is_in_neither_term(self):
+        ones = [{"nodes": [node("last", 10, 0.0, 0.0, 33.0), node("mid", 10, 0.0, 0.0, 2.0)]}]
+        light = [{"nodes": [node("last", 10, 0.0, 0.0, 7.0), node("mid", 10, 0.0, 0.0, 3.0)]}]
+        hops = {"last": 40.0, "mid": 10.0}
+        # Concurrency 1's hand-on: held 33 µs, the other 7 routed.
+        self.assertEqual(fidelity_terms.node_hop_split(ones, hops), ({"last": 33.0, "mid": 2.0}, {"last": 7.0, "mid": 8.0}))
+        # The open load's: held 7 µs; its 26 µs less than concurrency 1's are in neither; the
+        # route keeps what the hop exceeds the larger hand-on by.
+        self.assertEqual(fidelity_terms.node_hop_split(ones, hops, light), ({"last": 7.0, "mid": 3.0}, {"last": 7.0, "mid": 7.0}))
+        # Neither hand-on above the hop.
+        self.assertEqual(fidelity_terms.node_hop_split(ones, {"last": 5.0, "mid": 10.0}, light)[0]["last"], 5.0)
+
+
+class StallClocks(unittest.TestCase):
+    def test_every_stall_is_drawn_only_when_asked_and_a_pool_adds_the_cpu_clocks_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            for p in ("a", "b", "old"):
+                core = {"core": 0, "stalls_us": [10.0]}
+                if p != "old":
+                    core.update(spun_us=1e6, spun_cpu_us=1e6)
+                json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [core]},
+                          open(f"{d}/{p}.stalls.json", "w"))
+            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
+            os.environ["STALLS_COUNTED"] = "keep"
+            try:
+                self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json --core-stalls-whole")
+            finally:
+                del os.environ["STALLS_COUNTED"]
+            pooled = json.load(open(fidelity_terms.pooled_stalls(d, leave_out="old")))["cores"][0]
+            self.assertEqual((pooled["spun_us"], pooled["spun_cpu_us"]), (2e6, 2e6))
+            self.assertNotIn("spun_us", json.load(open(fidelity_terms.pooled_stalls(d)))["cores"][0],
+                             "a record without the clock: the pool has none")
+
+
 class IdleExtras(unittest.TestCase):
     def test_the_idle_gaps_add_what_the_simulation_with_them_computes_past_the_one_without(self):
         def point(load, compute):

@@ -18,6 +18,12 @@
 //! [`BURST`] and sleeps between them, as a runtime at part load does, and the
 //! record's rate is per second spun.
 //!
+//! Each thread also reads its own CPU clock over its spinning: a stall the clock counted
+//! as the thread's CPU time (a hypervisor's, which the guest does not see) is already in
+//! every CPU time the runtime measures, batches and profiles alike, where a stall the
+//! guest saw (another thread, an interrupt it accounts apart) is not
+//! ([`CoreStalls::counted_share`]).
+//!
 //! After its watch each thread also times [`SLEEPS`] timed sleeps of 50-300 µs
 //! at a timer slack of 1 ns (as `baton bench`'s load generator sleeps until
 //! its next send is due): how late each woke is the record's
@@ -42,6 +48,23 @@ pub struct CoreStalls {
     /// How late each timed sleep on the core woke, µs (none in records made before them).
     #[serde(default)]
     pub sleep_lateness_us: Vec<f64>,
+    /// How long this core's thread spun, µs, and its CPU clock over that time (None in
+    /// records made before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spun_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spun_cpu_us: Option<f64>,
+}
+
+impl CoreStalls {
+    /// The share of the stalled time the watching thread's CPU clock counted as its own, in
+    /// [0, 1]: what its CPU time exceeds its time spun less the stalls by, over the stalls.
+    /// None without the clock's reading or without stalls.
+    pub fn counted_share(&self) -> Option<f64> {
+        let stalled: f64 = self.stalls_us.iter().sum();
+        let (spun, cpu) = (self.spun_us?, self.spun_cpu_us?);
+        (stalled > 0.0).then(|| ((cpu - (spun - stalled)) / stalled).clamp(0.0, 1.0))
+    }
 }
 
 /// One spinning burst's length at a duty below 1.
@@ -143,7 +166,13 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
         record.read_us = record.read_us.min(seen.shortest_ns as f64 / 1e3);
         record.duration_s += seen.spun.as_secs_f64() / cores.len() as f64;
         let stalls_us = seen.stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
-        record.cores.push(CoreStalls { core, stalls_us, sleep_lateness_us: lateness });
+        record.cores.push(CoreStalls {
+            core,
+            stalls_us,
+            sleep_lateness_us: lateness,
+            spun_us: Some(seen.spun.as_secs_f64() * 1e6),
+            spun_cpu_us: seen.cpu_ns.map(|ns| ns as f64 / 1e3),
+        });
     }
     Ok(record)
 }
@@ -156,6 +185,8 @@ struct Seen {
     shortest_ns: u64,
     /// The time it spun.
     spun: Duration,
+    /// Its CPU clock over the time it spun, ns (None where the clock cannot be read).
+    cpu_ns: Option<u64>,
 }
 
 /// Spins as `how` says (bursts and sleeps at a duty below 1); gaps count within the bursts only.
@@ -163,9 +194,11 @@ fn watch(how: Watch) -> Seen {
     let threshold = how.threshold.as_nanos() as u64;
     let burst = if how.duty < 1.0 { BURST } else { how.duration };
     let rest = burst.mul_f64(1.0 / how.duty - 1.0);
-    let mut seen = Seen { stalls_ns: Vec::with_capacity(1 << 16), shortest_ns: u64::MAX, spun: Duration::ZERO };
+    let mut seen =
+        Seen { stalls_ns: Vec::with_capacity(1 << 16), shortest_ns: u64::MAX, spun: Duration::ZERO, cpu_ns: Some(0) };
     let start = Instant::now();
     loop {
+        let cpu_start = baton::batch_cpu::thread_cpu_ns();
         let burst_start = Instant::now();
         let mut last = burst_start;
         loop {
@@ -181,6 +214,8 @@ fn watch(how: Watch) -> Seen {
             }
         }
         seen.spun += last - burst_start;
+        let burst_cpu = cpu_start.zip(baton::batch_cpu::thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
+        seen.cpu_ns = seen.cpu_ns.zip(burst_cpu).map(|(total, burst)| total + burst);
         if last - start >= how.duration {
             return seen;
         }
@@ -211,8 +246,11 @@ pub fn summary(core: &CoreStalls, duration_s: f64) -> String {
     s.sort_by(f64::total_cmp);
     let q = |p: f64| if s.is_empty() { 0.0 } else { s[((s.len() - 1) as f64 * p).round() as usize] };
     let total: f64 = s.iter().sum();
+    let counted = core
+        .counted_share()
+        .map_or(String::new(), |c| format!("; {:.0}% of the stalled time counted as the thread's CPU time", c * 100.0));
     format!(
-        "core {:>3}: {:>7.0} stalls/s, {:>5.2}% of the time; µs p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}",
+        "core {:>3}: {:>7.0} stalls/s, {:>5.2}% of the time; µs p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}{counted}",
         core.core,
         s.len() as f64 / duration_s,
         total / (duration_s * 1e6) * 100.0,
@@ -313,13 +351,50 @@ mod tests {
 
     #[test]
     fn the_summary_counts_rate_and_share() {
-        let core =
-            CoreStalls { core: 1, stalls_us: vec![10.0, 20.0, 30.0, 1000.0], sleep_lateness_us: vec![20.0, 40.0] };
+        let core = CoreStalls {
+            core: 1,
+            stalls_us: vec![10.0, 20.0, 30.0, 1000.0],
+            sleep_lateness_us: vec![20.0, 40.0],
+            spun_us: None,
+            spun_cpu_us: None,
+        };
         assert!(sleep_summary(&core).contains("2 timed sleeps woke 30.0 µs late"), "{}", sleep_summary(&core));
         let line = summary(&core, 2.0);
         assert!(line.contains("2 stalls/s"), "{line}");
         // 1060 µs of 2 s: 0.05%.
         assert!(line.contains("0.05% of the time"), "{line}");
         assert!(line.contains("max 1000.0"), "{line}");
+        assert!(!line.contains("counted"), "no CPU clock read, no share: {line}");
+    }
+
+    #[test]
+    fn the_counted_share_is_the_stalled_time_the_threads_cpu_clock_holds() {
+        // 1 s spun with 100 ms of stalls: a CPU time of 1 s counted all of them, 0.9 s none,
+        // 0.97 s 70%; a clock that read less than the time less the stalls counted none.
+        let core = |cpu: f64| CoreStalls {
+            core: 0,
+            stalls_us: vec![40_000.0, 60_000.0],
+            sleep_lateness_us: vec![],
+            spun_us: Some(1e6),
+            spun_cpu_us: Some(cpu),
+        };
+        assert_eq!(core(1e6).counted_share(), Some(1.0));
+        assert_eq!(core(0.9e6).counted_share(), Some(0.0));
+        assert!((core(0.97e6).counted_share().unwrap() - 0.7).abs() < 1e-9);
+        assert_eq!(core(0.8e6).counted_share(), Some(0.0));
+        assert!(summary(&core(1e6), 1.0).contains("100% of the stalled time counted"), "{}", summary(&core(1e6), 1.0));
+        assert_eq!(CoreStalls { spun_cpu_us: None, ..core(1e6) }.counted_share(), None, "no clock read");
+        assert_eq!(CoreStalls { stalls_us: vec![], ..core(1e6) }.counted_share(), None, "no stalls");
+    }
+
+    #[test]
+    fn a_watch_reads_its_threads_cpu_clock_over_the_time_it_spun() {
+        let core = core_affinity::get_core_ids().unwrap()[0].id;
+        let how = Watch { duration: Duration::from_millis(20), threshold: Duration::from_micros(2), duty: 1.0 };
+        let c = &measure(&[core], how).unwrap().cores[0];
+        let (spun, cpu) = (c.spun_us.unwrap(), c.spun_cpu_us.unwrap());
+        assert!(spun >= 19_000.0, "spun {spun} µs");
+        // The thread's clock counts no more than the wall time it spun (a µs of rounding).
+        assert!(cpu > 0.0 && cpu <= spun + 1.0, "cpu {cpu} µs of {spun} spun");
     }
 }

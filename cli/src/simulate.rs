@@ -177,8 +177,14 @@ pub struct ModelTermArgs {
     /// each core stalls at its recorded rate, for lengths drawn from its record; the jobs on
     /// a stalled core stop until it ends (a pinned worker's always, another job with the
     /// chance that it runs there), and the other jobs share the cores left.
+    /// Where the record read its threads' CPU clocks, the stalls those clocks counted (which
+    /// the profile's and the runtime's measured times already hold) are left out: each core
+    /// stalls at its rate times the share of its stalled time the clock did not count.
     #[arg(long, value_name = "STALLS_JSON")]
     pub core_stalls: Option<PathBuf>,
+    /// With --core-stalls: every stall of the record, those its CPU clocks counted too.
+    #[arg(long, requires = "core_stalls")]
+    pub core_stalls_whole: bool,
     /// Measured term: each normal-class batch takes longer by what its node's idle gap adds
     /// (the time the cores sat idle since the node's last batch ended), as the profile
     /// measured it at a few gaps (`baton profile --idle-gaps US,..`; linear between them,
@@ -256,6 +262,7 @@ impl ModelTermArgs {
             tick_delays: self.tick_delays,
             batch_times: self.batch_times,
             core_stalls: self.core_stalls,
+            core_stalls_whole: self.core_stalls_whole,
             idle_gaps: self.idle_gaps,
             realtime_idle_gaps: self.realtime_idle_gaps,
             spin_wakes: self.spin_wakes,

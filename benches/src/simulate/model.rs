@@ -66,6 +66,8 @@ pub struct ModelTerms {
     pub batch_times: Vec<std::path::PathBuf>,
     /// A `baton stalls` record: the cores stall as it says (see [`super::stalls`]).
     pub core_stalls: Option<std::path::PathBuf>,
+    /// Every stall of `core_stalls`, those its CPU clocks counted too.
+    pub core_stalls_whole: bool,
     /// Each batch pays what its node's idle gap adds, as the profile measured it ([`super::idle`]).
     pub idle_gaps: bool,
     /// With `idle_gaps`: real-time batches pay theirs too, on top of their real-time scale.
@@ -221,7 +223,7 @@ impl ModelTerms {
             durations.ticks = Some(super::wakes::TickDraws::load(&self.tick_delays, &spec.name)?);
         }
         if let Some(file) = &self.core_stalls {
-            durations.stalls = Some(super::stalls::StallDraws::load(file)?);
+            durations.stalls = Some(super::stalls::StallDraws::load(file, self.core_stalls_whole)?);
         }
         if self.idle_gaps {
             durations.use_idle_gaps(&profile.display().to_string(), self.realtime_idle_gaps)?;
@@ -275,5 +277,6 @@ impl ModelTerms {
         s["core_queues"] = serde_json::json!(self.core_queues);
         s["whole_cores"] = serde_json::json!(self.whole_cores);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
+        s["core_stalls_whole"] = serde_json::json!(self.core_stalls_whole);
     }
 }

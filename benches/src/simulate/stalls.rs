@@ -4,6 +4,14 @@
 //! core's stalls. The model's core `k` takes record core `k mod n` of the
 //! record's `n`.
 //!
+//! A record that read its threads' CPU clocks says which share of each core's
+//! stalled time that clock counted as the thread's own
+//! ([`crate::stalls::CoreStalls::counted_share`]): those stalls are already in
+//! every CPU time the model's terms come from (the profile's timed runs, the
+//! batches' sampled CPU time), so the model draws the others alone, the rate
+//! times the uncounted share, unless asked for the whole record
+//! (`--core-stalls-whole`).
+//!
 //! What a stall does is the engine's ([`super::engine`]): the jobs on the
 //! stalled core stop until it ends, and the others share the cores left.
 
@@ -28,18 +36,21 @@ pub struct StallDraws {
 
 impl StallDraws {
     /// Reads a `baton stalls` record (errors name `--core-stalls` and the file).
-    pub fn load(path: &Path) -> Result<StallDraws, String> {
+    pub fn load(path: &Path, whole: bool) -> Result<StallDraws, String> {
         let record = StallRecord::read(path).map_err(|e| format!("--core-stalls {e}"))?;
-        Ok(StallDraws::of(&record))
+        Ok(StallDraws::of(&record, whole))
     }
 
-    pub fn of(record: &StallRecord) -> StallDraws {
+    /// The draws of `record`: of the stalls its CPU clocks did not count, or (`whole`) of all.
+    pub fn of(record: &StallRecord, whole: bool) -> StallDraws {
         let per_ns = 1.0 / (record.duration_s * 1e9);
         let cores = record
             .cores
             .iter()
             .map(|c| CoreDraws {
-                rate_per_ns: c.stalls_us.len() as f64 * per_ns,
+                rate_per_ns: c.stalls_us.len() as f64
+                    * per_ns
+                    * if whole { 1.0 } else { 1.0 - c.counted_share().unwrap_or(0.0) },
                 lengths_ns: c.stalls_us.iter().map(|us| (us * 1e3).round() as u64).collect(),
             })
             .collect();
@@ -77,15 +88,21 @@ mod tests {
             duty: 1.0,
             read_us: 0.03,
             cores: vec![
-                CoreStalls { core: 0, stalls_us: vec![10.0, 30.0, 50.0, 4000.0], sleep_lateness_us: vec![] },
-                CoreStalls { core: 1, stalls_us: vec![], sleep_lateness_us: vec![] },
+                CoreStalls {
+                    core: 0,
+                    stalls_us: vec![10.0, 30.0, 50.0, 4000.0],
+                    sleep_lateness_us: vec![],
+                    spun_us: None,
+                    spun_cpu_us: None,
+                },
+                CoreStalls { core: 1, stalls_us: vec![], sleep_lateness_us: vec![], spun_us: None, spun_cpu_us: None },
             ],
         }
     }
 
     #[test]
     fn gaps_follow_the_cores_rate_and_lengths_its_record() {
-        let d = StallDraws::of(&record());
+        let d = StallDraws::of(&record(), false);
         // 4 stalls in 2 s: 2 a second, a mean gap of 0.5 s; the median gap is ln 2 × 0.5 s.
         assert_eq!(d.gap_ns(0, 0.5), Some((0.5e9 * std::f64::consts::LN_2).round() as u64));
         assert_eq!(d.gap_ns(0, 0.0), Some(0));
@@ -95,5 +112,20 @@ mod tests {
         assert_eq!(d.length_ns(0, 0.0), 10_000);
         assert_eq!(d.length_ns(0, 0.6), 50_000);
         assert_eq!(d.length_ns(0, 0.999), 4_000_000);
+    }
+
+    #[test]
+    fn the_stalls_its_cpu_clock_counted_leave_the_rate_unless_the_whole_record_is_asked() {
+        // 4090 µs stalled over 2 s spun; a CPU time 3681 µs above the time less the stalls:
+        // 90% counted, so 10% of the rate is drawn, each stall as long as before.
+        let mut r = record();
+        r.cores[0].spun_us = Some(2e6);
+        r.cores[0].spun_cpu_us = Some(2e6 - 4090.0 + 3681.0);
+        let thinned = StallDraws::of(&r, false);
+        let median_gap = thinned.gap_ns(0, 0.5).unwrap() as f64;
+        assert!((median_gap - 5e9 * std::f64::consts::LN_2).abs() <= 1.0, "{median_gap} ns");
+        assert_eq!(thinned.length_ns(0, 0.999), 4_000_000);
+        assert_eq!(StallDraws::of(&r, true), StallDraws::of(&record(), false), "the whole record");
+        assert_eq!(thinned.gap_ns(1, 0.5), None, "core 1 stalled never");
     }
 }
