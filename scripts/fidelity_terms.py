@@ -634,8 +634,9 @@ def terms(d, p, config):
     hop = max(missing - wake * hop_count - own, 0.0) / hop_count
     flags = {"--wake-us": wake, "--hop-us": hop, **flags}
     # The workers' hand-on as the light open load measured it (HAND_ON_AT=one: as concurrency 1's).
-    light = os.environ.get("HAND_ON_AT") != "one" and os.path.exists(f"{d}/light_{p}.json")
-    split = node_hop_split(ones, hops, light_run(d, p)[0] if light else None)
+    light = f"{d}/light_{p}.json"
+    hand_ons = load_points(light) if os.environ.get("HAND_ON_AT") != "one" and os.path.exists(light) else None
+    split = node_hop_split(ones, hops, hand_ons)
     realtime = realtime_routes(ones, sim, split[1])
     json.dump({**flags, "--compute": compute, "--node-hops": split, "--realtime-route-us": realtime},
               open(f"{d}/terms_{p}.json", "w"), indent=1)
