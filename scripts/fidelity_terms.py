@@ -870,6 +870,8 @@ def pooled_stalls(d, leave_out=None):
         for clock in ("spun_us", "spun_cpu_us"):
             if all(clock in c for c in same):
                 pooled_core[clock] = sum(c[clock] for c in same)
+        if all(len(c.get("stalls_cpu_us", [])) == len(c["stalls_us"]) for c in same):
+            pooled_core["stalls_cpu_us"] = [s for c in same for s in c.get("stalls_cpu_us", [])]
         pooled["cores"].append(pooled_core)
     duty = os.environ.get("STALLS_DUTY", "1")
     name = "stalls-pooled" + (f"-without-{leave_out}" if leave_out else "")

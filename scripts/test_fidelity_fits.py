@@ -405,12 +405,12 @@ class NodeHopSplit(unittest.TestCase):
 
 
 class StallClocks(unittest.TestCase):
-    def test_every_stall_is_drawn_only_when_asked_and_a_pool_adds_the_cpu_clocks_up(self):
+    def test_every_stall_is_drawn_only_when_asked_and_a_pool_adds_the_cpu_clocks_up_and_keeps_each_stalls(self):
         with tempfile.TemporaryDirectory() as d:
             for p in ("a", "b", "old"):
                 core = {"core": 0, "stalls_us": [10.0]}
                 if p != "old":
-                    core.update(spun_us=1e6, spun_cpu_us=1e6)
+                    core.update(spun_us=1e6, spun_cpu_us=1e6, stalls_cpu_us=[4.0 if p == "a" else 6.0])
                 json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [core]},
                           open(f"{d}/{p}.stalls.json", "w"))
             self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
@@ -421,8 +421,10 @@ class StallClocks(unittest.TestCase):
                 del os.environ["STALLS_COUNTED"]
             pooled = json.load(open(fidelity_terms.pooled_stalls(d, leave_out="old")))["cores"][0]
             self.assertEqual((pooled["spun_us"], pooled["spun_cpu_us"]), (2e6, 2e6))
-            self.assertNotIn("spun_us", json.load(open(fidelity_terms.pooled_stalls(d)))["cores"][0],
-                             "a record without the clock: the pool has none")
+            self.assertEqual(pooled["stalls_cpu_us"], [4.0, 6.0], "each stall's reading, in the stalls' order")
+            whole = json.load(open(fidelity_terms.pooled_stalls(d)))["cores"][0]
+            self.assertNotIn("spun_us", whole, "a record without the clock: the pool has none")
+            self.assertNotIn("stalls_cpu_us", whole, "a record without the stalls' readings: the pool has none")
 
 
 class IdleExtras(unittest.TestCase):

@@ -18,11 +18,16 @@
 //! [`BURST`] and sleeps between them, as a runtime at part load does, and the
 //! record's rate is per second spun.
 //!
-//! Each thread also reads its own CPU clock over its spinning: a stall the clock counted
-//! as the thread's CPU time (a hypervisor's, which the guest does not see) is already in
-//! every CPU time the runtime measures, batches and profiles alike, where a stall the
-//! guest saw (another thread, an interrupt it accounts apart) is not
-//! ([`CoreStalls::counted_share`]).
+//! Each thread also reads its own CPU clock over its spinning and across each stall: a
+//! stall the clock counted as the thread's CPU time (a hypervisor's exit, which the guest
+//! does not see) is already in every CPU time the runtime measures, batches and profiles
+//! alike, where a stall the guest saw or accounted apart (another thread, an interrupt,
+//! the host running another guest on the core, which the guest counts as stolen) is not
+//! ([`CoreStalls::counted_share`], [`CoreStalls::uncounted_parts_us`]). The thread reads
+//! the monotonic clock, then its CPU clock, on each turn of its loop; a stall may fall in
+//! either read, so the CPU time across a stall is read from the CPU read before the
+//! stall's first monotonic read to the one after its second: a window one turn wider than
+//! the stall (a fraction of a µs), never narrower.
 //!
 //! After its watch each thread also times [`SLEEPS`] timed sleeps of 50-300 µs
 //! at a timer slack of 1 ns (as `baton bench`'s load generator sleeps until
@@ -54,16 +59,49 @@ pub struct CoreStalls {
     pub spun_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spun_cpu_us: Option<f64>,
+    /// The thread's CPU clock across each stall, µs, in `stalls_us`'s order (empty in
+    /// records made before them, and where the clock could not be read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls_cpu_us: Vec<f64>,
 }
 
 impl CoreStalls {
     /// The share of the stalled time the watching thread's CPU clock counted as its own, in
-    /// [0, 1]: what its CPU time exceeds its time spun less the stalls by, over the stalls.
-    /// None without the clock's reading or without stalls.
+    /// [0, 1]: with the clock read across each stall, the stalls' counted time over their
+    /// length; else what its CPU time exceeds its time spun less the stalls by, over the
+    /// stalls. None without the clock's reading or without stalls.
     pub fn counted_share(&self) -> Option<f64> {
-        let stalled: f64 = self.stalls_us.iter().sum();
+        self.counted_share_of(|_| true)
+    }
+
+    /// [`Self::counted_share`] of the stalls `pick` takes by their length (µs), with the
+    /// clock read across each stall; None without those readings or such stalls.
+    pub fn counted_share_where(&self, pick: impl Fn(f64) -> bool) -> Option<f64> {
+        self.has_stall_clocks().then(|| self.counted_share_of(pick)).flatten()
+    }
+
+    fn counted_share_of(&self, pick: impl Fn(f64) -> bool) -> Option<f64> {
+        let stalled: f64 = self.stalls_us.iter().copied().filter(|&s| pick(s)).sum();
+        if self.has_stall_clocks() {
+            let counted: f64 =
+                self.stalls_us.iter().zip(&self.stalls_cpu_us).filter(|(&s, _)| pick(s)).map(|(&s, &c)| c.min(s)).sum();
+            return (stalled > 0.0).then(|| counted / stalled);
+        }
         let (spun, cpu) = (self.spun_us?, self.spun_cpu_us?);
         (stalled > 0.0).then(|| ((cpu - (spun - stalled)) / stalled).clamp(0.0, 1.0))
+    }
+
+    /// Whether the record holds the CPU clock across each of this core's stalls.
+    pub fn has_stall_clocks(&self) -> bool {
+        !self.stalls_us.is_empty() && self.stalls_cpu_us.len() == self.stalls_us.len()
+    }
+
+    /// Each stall's part the thread's CPU clock did not count, µs, in order, the stalls it
+    /// counted whole left out; None without the clock read across each stall.
+    pub fn uncounted_parts_us(&self) -> Option<Vec<f64>> {
+        self.has_stall_clocks().then(|| {
+            self.stalls_us.iter().zip(&self.stalls_cpu_us).map(|(s, c)| s - c).filter(|&part| part > 0.0).collect()
+        })
     }
 }
 
@@ -125,6 +163,17 @@ impl StallRecord {
         if let Some(c) = record.cores.iter().find(|c| c.stalls_us.iter().any(|s| !(s.is_finite() && *s >= 0.0))) {
             return Err(format!("{at}: core {}: a stall that is not a non-negative number of µs", c.core));
         }
+        if let Some(c) = record.cores.iter().find(|c| !c.stalls_cpu_us.is_empty() && !c.has_stall_clocks()) {
+            return Err(format!(
+                "{at}: core {}: {} CPU clock readings (`stalls_cpu_us`) for {} stalls",
+                c.core,
+                c.stalls_cpu_us.len(),
+                c.stalls_us.len()
+            ));
+        }
+        if let Some(c) = record.cores.iter().find(|c| c.stalls_cpu_us.iter().any(|s| !(s.is_finite() && *s >= 0.0))) {
+            return Err(format!("{at}: core {}: a stall's CPU time that is not a non-negative number of µs", c.core));
+        }
         Ok(record)
     }
 }
@@ -165,13 +214,14 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
         }
         record.read_us = record.read_us.min(seen.shortest_ns as f64 / 1e3);
         record.duration_s += seen.spun.as_secs_f64() / cores.len() as f64;
-        let stalls_us = seen.stalls_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+        let us = |ns: &u64| *ns as f64 / 1e3;
         record.cores.push(CoreStalls {
             core,
-            stalls_us,
+            stalls_us: seen.stalls_ns.iter().map(us).collect(),
             sleep_lateness_us: lateness,
             spun_us: Some(seen.spun.as_nanos() as f64 / 1e3),
             spun_cpu_us: seen.cpu_ns.map(|ns| ns as f64 / 1e3),
+            stalls_cpu_us: seen.stalls_cpu_ns.as_ref().map_or(Vec::new(), |cpu| cpu.iter().map(us).collect()),
         });
     }
     Ok(record)
@@ -187,6 +237,9 @@ struct Seen {
     spun: Duration,
     /// Its CPU clock over the time it spun, ns (None where the clock cannot be read).
     cpu_ns: Option<u64>,
+    /// Its CPU clock across each stall, ns, in `stalls_ns`'s order (None where the clock
+    /// could not be read).
+    stalls_cpu_ns: Option<Vec<u64>>,
 }
 
 /// Spins as `how` says (bursts and sleeps at a duty below 1); gaps count within the bursts only.
@@ -194,8 +247,13 @@ fn watch(how: Watch) -> Seen {
     let threshold = how.threshold.as_nanos() as u64;
     let burst = if how.duty < 1.0 { BURST } else { how.duration };
     let rest = burst.mul_f64(1.0 / how.duty - 1.0);
-    let mut seen =
-        Seen { stalls_ns: Vec::with_capacity(1 << 16), shortest_ns: u64::MAX, spun: Duration::ZERO, cpu_ns: Some(0) };
+    let mut seen = Seen {
+        stalls_ns: Vec::with_capacity(1 << 16),
+        shortest_ns: u64::MAX,
+        spun: Duration::ZERO,
+        cpu_ns: Some(0),
+        stalls_cpu_ns: Some(Vec::with_capacity(1 << 16)),
+    };
     let start = Instant::now();
     loop {
         let burst_start = Instant::now();
@@ -203,14 +261,24 @@ fn watch(how: Watch) -> Seen {
         // watch sees, not time lost from the burst.
         let cpu_start = baton::batch_cpu::thread_cpu_ns();
         let mut last = burst_start;
+        // The CPU clock's last two reads: a gap between two monotonic reads lies between
+        // the CPU read before the first of them and the one after the second.
+        let (mut cpu_before_last, mut cpu_last) = (cpu_start, cpu_start);
         loop {
             let now = Instant::now();
+            let cpu = baton::batch_cpu::thread_cpu_ns();
             let gap = (now - last).as_nanos() as u64;
             last = now;
             seen.shortest_ns = seen.shortest_ns.min(gap);
             if gap > threshold {
                 seen.stalls_ns.push(gap);
+                let across = cpu.zip(cpu_before_last).map(|(after, before)| after.saturating_sub(before));
+                seen.stalls_cpu_ns = seen.stalls_cpu_ns.take().zip(across).map(|(mut all, ns)| {
+                    all.push(ns);
+                    all
+                });
             }
+            (cpu_before_last, cpu_last) = (cpu_last, cpu);
             if now - burst_start >= burst || now - start >= how.duration {
                 break;
             }
@@ -242,15 +310,21 @@ fn sleep_lateness(count: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The summary line gives the counted share of the stalls this long and longer apart, µs.
+pub const LONG_STALL_US: f64 = 100.0;
+
 /// One core's summary line: stalls per second, the share of the time they took, quantiles.
 pub fn summary(core: &CoreStalls, duration_s: f64) -> String {
     let mut s = core.stalls_us.clone();
     s.sort_by(f64::total_cmp);
     let q = |p: f64| if s.is_empty() { 0.0 } else { s[((s.len() - 1) as f64 * p).round() as usize] };
     let total: f64 = s.iter().sum();
-    let counted = core
+    let mut counted = core
         .counted_share()
         .map_or(String::new(), |c| format!("; {:.0}% of the stalled time counted as the thread's CPU time", c * 100.0));
+    if let Some(long) = core.counted_share_where(|us| us >= LONG_STALL_US) {
+        counted += &format!(", {:.0}% of the stalls of {LONG_STALL_US} µs and longer", long * 100.0);
+    }
     format!(
         "core {:>3}: {:>7.0} stalls/s, {:>5.2}% of the time; µs p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}{counted}",
         core.core,
@@ -359,6 +433,7 @@ mod tests {
             sleep_lateness_us: vec![20.0, 40.0],
             spun_us: None,
             spun_cpu_us: None,
+            stalls_cpu_us: vec![],
         };
         assert!(sleep_summary(&core).contains("2 timed sleeps woke 30.0 µs late"), "{}", sleep_summary(&core));
         let line = summary(&core, 2.0);
@@ -379,6 +454,7 @@ mod tests {
             sleep_lateness_us: vec![],
             spun_us: Some(1e6),
             spun_cpu_us: Some(cpu),
+            stalls_cpu_us: vec![],
         };
         assert_eq!(core(1e6).counted_share(), Some(1.0));
         assert_eq!(core(0.9e6).counted_share(), Some(0.0));
@@ -399,5 +475,96 @@ mod tests {
         // The thread's clock counts no more than the wall time it spun: the clock's reads
         // around the burst, and a stall that falls between them, add a few µs at most.
         assert!(cpu > 0.0 && cpu <= spun + 50.0, "cpu {cpu} µs of {spun} spun");
+    }
+
+    #[test]
+    fn with_the_clock_read_across_each_stall_the_share_and_the_uncounted_parts_are_the_stalls_own() {
+        // A short stall counted whole, a long one counted a tenth, a read that exceeds its
+        // stall (the window is one turn wider) counted whole and no more.
+        let core = CoreStalls {
+            core: 0,
+            stalls_us: vec![4.0, 1000.0, 3.0],
+            sleep_lateness_us: vec![],
+            spun_us: Some(1e6),
+            spun_cpu_us: Some(1e6),
+            stalls_cpu_us: vec![4.0, 100.0, 3.4],
+        };
+        assert!((core.counted_share().unwrap() - 107.0 / 1007.0).abs() < 1e-12, "the stalls' own, not the totals'");
+        assert_eq!(core.counted_share_where(|us| us >= LONG_STALL_US), Some(0.1));
+        assert_eq!(core.counted_share_where(|us| us > 5000.0), None, "no such stall");
+        assert_eq!(core.uncounted_parts_us(), Some(vec![900.0]));
+        let line = summary(&core, 1.0);
+        assert!(line.contains("11% of the stalled time counted"), "{line}");
+        assert!(line.contains("10% of the stalls of 100 µs and longer"), "{line}");
+        let totals_only = CoreStalls { stalls_cpu_us: vec![], ..core.clone() };
+        assert_eq!(totals_only.uncounted_parts_us(), None);
+        assert_eq!(totals_only.counted_share(), Some(1.0), "from the totals");
+        assert!(!summary(&totals_only, 1.0).contains("100 µs and longer"));
+    }
+
+    #[test]
+    fn a_record_whose_cpu_readings_do_not_match_its_stalls_is_refused_naming_the_core() {
+        let dir = std::env::temp_dir().join(format!("baton-stall-clocks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("stalls.json");
+        let with = |cpu: &str| {
+            format!(
+                r#"{{"kind":"{KIND}","threshold_us":2,"duration_s":1,"read_us":0.1,"cores":[{{"core":3,"stalls_us":[5.0,7.0],"stalls_cpu_us":{cpu}}}]}}"#
+            )
+        };
+        std::fs::write(&file, with("[5.0]")).unwrap();
+        let e = StallRecord::read(&file).unwrap_err();
+        assert!(e.contains("core 3: 1 CPU clock readings (`stalls_cpu_us`) for 2 stalls"), "{e}");
+        std::fs::write(&file, with("[5.0,-1.0]")).unwrap();
+        let e = StallRecord::read(&file).unwrap_err();
+        assert!(e.contains("core 3: a stall's CPU time"), "{e}");
+        std::fs::write(&file, with("[5.0,1.0]")).unwrap();
+        assert_eq!(StallRecord::read(&file).unwrap().cores[0].uncounted_parts_us(), Some(vec![6.0]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_watch_reads_its_threads_cpu_clock_across_each_stall() {
+        let core = core_affinity::get_core_ids().unwrap()[0].id;
+        let how = Watch { duration: Duration::from_millis(50), threshold: Duration::from_micros(2), duty: 1.0 };
+        let c = &measure(&[core], how).unwrap().cores[0];
+        assert_eq!(c.stalls_cpu_us.len(), c.stalls_us.len(), "one reading a stall");
+        // The window is one turn of the loop wider than the stall: a few µs at most more.
+        for (stall, cpu) in c.stalls_us.iter().zip(&c.stalls_cpu_us) {
+            assert!(*cpu <= stall + 50.0, "{cpu} µs of CPU across a stall of {stall} µs");
+        }
+    }
+
+    #[test]
+    fn a_thread_that_takes_the_watched_core_makes_stalls_its_cpu_clock_does_not_count() {
+        // A second thread pinned to the watched core runs for the whole watch: the OS shares
+        // the core between the two in slices, and the watcher's clock counts none of the
+        // other's slices.
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let core = core_affinity::get_core_ids().unwrap()[0].id;
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(Barrier::new(2));
+        let rival = {
+            let (stop, started) = (stop.clone(), started.clone());
+            std::thread::spawn(move || {
+                assert!(core_affinity::set_for_current(core_affinity::CoreId { id: core }));
+                started.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        started.wait();
+        let how = Watch { duration: Duration::from_millis(200), threshold: Duration::from_micros(2), duty: 1.0 };
+        let record = measure(&[core], how);
+        stop.store(true, Ordering::Relaxed);
+        rival.join().unwrap();
+        let c = &record.unwrap().cores[0];
+        let long: f64 = c.stalls_us.iter().filter(|&&us| us >= LONG_STALL_US).sum();
+        assert!(long >= 20_000.0, "the rival's slices: {long} µs of long stalls in 200 ms");
+        let share = c.counted_share_where(|us| us >= LONG_STALL_US).unwrap();
+        assert!(share < 0.2, "the watcher's clock counted {share} of the rival's slices");
+        let uncounted: f64 = c.uncounted_parts_us().unwrap().iter().sum();
+        assert!(uncounted >= 0.8 * long, "{uncounted} µs uncounted of {long}");
     }
 }

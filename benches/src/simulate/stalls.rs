@@ -4,13 +4,16 @@
 //! core's stalls. The model's core `k` takes record core `k mod n` of the
 //! record's `n`.
 //!
-//! A record that read its threads' CPU clocks says which share of each core's
-//! stalled time that clock counted as the thread's own
-//! ([`crate::stalls::CoreStalls::counted_share`]): those stalls are already in
-//! every CPU time the model's terms come from (the profile's timed runs, the
-//! batches' sampled CPU time), so the model draws the others alone, the rate
-//! times the uncounted share, unless asked for the whole record
-//! (`--core-stalls-whole`).
+//! A record that read its threads' CPU clocks says which part of each stall that
+//! clock counted as the thread's own: those parts are already in every CPU time the
+//! model's terms come from (the profile's timed runs, the batches' sampled CPU time), so
+//! the model draws the others alone, unless asked for the whole record
+//! (`--core-stalls-whole`). With the clock read across each stall
+//! ([`crate::stalls::CoreStalls::uncounted_parts_us`]) the model's stalls are the parts
+//! it did not count, each as likely, at the rate the stalls with such a part came; with
+//! the clock read over the whole watch only
+//! ([`crate::stalls::CoreStalls::counted_share`]) they are the whole stalls at their
+//! rate times the uncounted share.
 //!
 //! What a stall does is the engine's ([`super::engine`]): the jobs on the
 //! stalled core stop until it ends, and the others share the cores left.
@@ -41,17 +44,24 @@ impl StallDraws {
         Ok(StallDraws::of(&record, whole))
     }
 
-    /// The draws of `record`: of the stalls its CPU clocks did not count, or (`whole`) of all.
+    /// The draws of `record`: of the stalls' parts its CPU clocks did not count, or (`whole`)
+    /// of all the stalls.
     pub fn of(record: &StallRecord, whole: bool) -> StallDraws {
         let per_ns = 1.0 / (record.duration_s * 1e9);
+        let ns = |us: &f64| (us * 1e3).round() as u64;
         let cores = record
             .cores
             .iter()
-            .map(|c| CoreDraws {
-                rate_per_ns: c.stalls_us.len() as f64
-                    * per_ns
-                    * if whole { 1.0 } else { 1.0 - c.counted_share().unwrap_or(0.0) },
-                lengths_ns: c.stalls_us.iter().map(|us| (us * 1e3).round() as u64).collect(),
+            .map(|c| match c.uncounted_parts_us().filter(|_| !whole) {
+                Some(parts) => {
+                    CoreDraws { rate_per_ns: parts.len() as f64 * per_ns, lengths_ns: parts.iter().map(ns).collect() }
+                }
+                None => CoreDraws {
+                    rate_per_ns: c.stalls_us.len() as f64
+                        * per_ns
+                        * if whole { 1.0 } else { 1.0 - c.counted_share().unwrap_or(0.0) },
+                    lengths_ns: c.stalls_us.iter().map(ns).collect(),
+                },
             })
             .collect();
         StallDraws { cores }
@@ -94,8 +104,16 @@ mod tests {
                     sleep_lateness_us: vec![],
                     spun_us: None,
                     spun_cpu_us: None,
+                    stalls_cpu_us: vec![],
                 },
-                CoreStalls { core: 1, stalls_us: vec![], sleep_lateness_us: vec![], spun_us: None, spun_cpu_us: None },
+                CoreStalls {
+                    core: 1,
+                    stalls_us: vec![],
+                    sleep_lateness_us: vec![],
+                    spun_us: None,
+                    spun_cpu_us: None,
+                    stalls_cpu_us: vec![],
+                },
             ],
         }
     }
@@ -127,5 +145,21 @@ mod tests {
         assert_eq!(thinned.length_ns(0, 0.999), 4_000_000);
         assert_eq!(StallDraws::of(&r, true), StallDraws::of(&record(), false), "the whole record");
         assert_eq!(thinned.gap_ns(1, 0.5), None, "core 1 stalled never");
+    }
+
+    #[test]
+    fn with_the_clock_read_across_each_stall_the_model_draws_each_stalls_uncounted_part() {
+        // Of 4 stalls in 2 s, two were counted whole; the others leave 20 and 3600 µs.
+        let mut r = record();
+        r.cores[0].spun_us = Some(2e6);
+        r.cores[0].spun_cpu_us = Some(2e6);
+        r.cores[0].stalls_cpu_us = vec![10.0, 10.0, 50.0, 400.0];
+        let d = StallDraws::of(&r, false);
+        // 2 stalls in 2 s: a mean gap of 1 s.
+        assert_eq!(d.gap_ns(0, 0.5), Some((1e9 * std::f64::consts::LN_2).round() as u64));
+        assert_eq!(d.length_ns(0, 0.0), 20_000);
+        assert_eq!(d.length_ns(0, 0.999), 3_600_000);
+        assert_eq!(StallDraws::of(&r, true), StallDraws::of(&record(), false), "the whole record");
+        assert_eq!(d.gap_ns(1, 0.5), None, "core 1 stalled never");
     }
 }
