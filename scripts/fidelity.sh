@@ -43,7 +43,9 @@
 # the campaign's median share caught a loud moment, and P's simulations take the campaign's other
 # records pooled instead (STALLS_LOUD=keep: its own; STALLS_POOLED=1: every pipeline the whole campaign's
 # records pooled); each simulation takes the record less the stalls its watching threads' CPU clock
-# counted, which the measured CPU times already hold (STALLS_COUNTED=keep: the whole record). STALLS_DUTIES (default 1) lists
+# counted, which the measured CPU times already hold (STALLS_COUNTED=keep: the whole record): where
+# the record read the clock across each stall, each stall's uncounted part; a stall also holds the
+# idle threads on its core (`--stalls-hold-idle`; STALLS_IDLE=0: the running jobs alone). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
 # (default 1) the one the simulations take; a campaign starts with one record the simulations
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of

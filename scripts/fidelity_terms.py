@@ -897,7 +897,8 @@ def stall_flags(d, p):
     (`loud_record`) gives way to the campaign's other records pooled (STALLS_LOUD=keep: kept).
     STALLS_POOLED=1: the campaign's records pooled for every pipeline. The simulator draws the
     stalls the records' CPU clocks did not count (`baton simulate --core-stalls`);
-    STALLS_COUNTED=keep: every stall (`--core-stalls-whole`)."""
+    STALLS_COUNTED=keep: every stall (`--core-stalls-whole`). A stall holds the idle threads
+    on its core too (`--stalls-hold-idle`; STALLS_IDLE=0: the running jobs alone)."""
     if os.environ.get("STALLS", "1") != "1" or not os.path.exists(f"{d}/{stall_record_name(p)}"):
         return ""
     if os.environ.get("STALLS_POOLED") == "1":
@@ -907,7 +908,8 @@ def stall_flags(d, p):
     else:
         record = f"{d}/{stall_record_name(p)}"
     whole = " --core-stalls-whole" if os.environ.get("STALLS_COUNTED") == "keep" else ""
-    return f" --core-stalls {record}{whole}"
+    idle = " --stalls-hold-idle" if os.environ.get("STALLS_IDLE", "1") == "1" else ""
+    return f" --core-stalls {record}{whole}{idle}"
 
 
 def sparse_stretches(d, p):

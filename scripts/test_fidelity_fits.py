@@ -284,15 +284,15 @@ class LoudStallRecord(unittest.TestCase):
                           open(f"{d}/{p}.stalls.json", "w"))
             self.assertAlmostEqual(fidelity_terms.stalled_share(json.load(open(f"{d}/loud.stalls.json"))), 0.05)
             self.assertEqual([p for p in "a b c loud".split() if fidelity_terms.loud_record(d, p)], ["loud"])
-            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
-            flags = fidelity_terms.stall_flags(d, "loud")
-            self.assertEqual(flags, f" --core-stalls {d}/stalls-pooled-without-loud.json")
-            pooled = json.load(open(flags.split()[-1]))
+            record = lambda p: fidelity_terms.stall_flags(d, p).split()[1]
+            self.assertEqual(record("a"), f"{d}/a.stalls.json")
+            self.assertEqual(record("loud"), f"{d}/stalls-pooled-without-loud.json")
+            pooled = json.load(open(record("loud")))
             self.assertEqual(pooled["duration_s"], 3.0)
             self.assertEqual(sorted(pooled["cores"][0]["stalls_us"]), [10000.0, 11000.0, 12000.0])
             os.environ["STALLS_LOUD"] = "keep"
             try:
-                self.assertEqual(fidelity_terms.stall_flags(d, "loud"), f" --core-stalls {d}/loud.stalls.json")
+                self.assertEqual(record("loud"), f"{d}/loud.stalls.json")
             finally:
                 del os.environ["STALLS_LOUD"]
 
@@ -405,7 +405,7 @@ class NodeHopSplit(unittest.TestCase):
 
 
 class StallClocks(unittest.TestCase):
-    def test_every_stall_is_drawn_only_when_asked_and_a_pool_adds_the_cpu_clocks_up_and_keeps_each_stalls(self):
+    def test_the_flags_and_the_pool_of_the_records_and_their_cpu_clocks(self):
         with tempfile.TemporaryDirectory() as d:
             for p in ("a", "b", "old"):
                 core = {"core": 0, "stalls_us": [10.0]}
@@ -413,12 +413,19 @@ class StallClocks(unittest.TestCase):
                     core.update(spun_us=1e6, spun_cpu_us=1e6, stalls_cpu_us=[4.0 if p == "a" else 6.0])
                 json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [core]},
                           open(f"{d}/{p}.stalls.json", "w"))
-            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
+            hold = " --stalls-hold-idle"
+            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json{hold}")
             os.environ["STALLS_COUNTED"] = "keep"
             try:
-                self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json --core-stalls-whole")
+                self.assertEqual(fidelity_terms.stall_flags(d, "a"),
+                                 f" --core-stalls {d}/a.stalls.json --core-stalls-whole{hold}")
             finally:
                 del os.environ["STALLS_COUNTED"]
+            os.environ["STALLS_IDLE"] = "0"
+            try:
+                self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
+            finally:
+                del os.environ["STALLS_IDLE"]
             pooled = json.load(open(fidelity_terms.pooled_stalls(d, leave_out="old")))["cores"][0]
             self.assertEqual((pooled["spun_us"], pooled["spun_cpu_us"]), (2e6, 2e6))
             self.assertEqual(pooled["stalls_cpu_us"], [4.0, 6.0], "each stall's reading, in the stalls' order")

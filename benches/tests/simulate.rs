@@ -864,6 +864,46 @@ fn a_core_stall_stops_the_worker_pinned_there_and_a_loose_one_by_chance() {
 }
 
 #[test]
+fn a_stall_holds_the_idle_threads_on_its_core_only_when_asked() {
+    let dir = folder(SUITE, "stalls_hold_idle");
+    // 100 requests a second, evenly spaced, on one node of 100 µs batches whose worker spins
+    // for work between them (10 s of spinning: all the time); core 0 stalls 10 times a
+    // second for 5 ms. Not pinned, the worker is on core 0 with the chance 1 in 2.
+    let spinning = one_node_with(&dir, "spinning.toml", "max_batch = 1", "max_batch = 1\nidle_spin_us = 10000000");
+    let mut o = options(spinning, profile(&dir, &[("a", &[(1, &[100.0])])]));
+    (o.bench.concurrency, o.bench.rate, o.bench.arrivals) = (vec![], vec![100.0], Arrivals::Constant);
+    o.bench.duration = std::time::Duration::from_secs(60);
+    o.model.cores = Some(2.0);
+    o.model.core_stalls = Some(stall_record(&dir, 0, 10, 5000.0));
+    let latency = |o: &SimOptions| simulate(o, &engines()).unwrap().points.remove(0).latency;
+    let apart = latency(&o);
+    assert!(apart.p99_us < 200, "a stall stops a running batch only, rarely caught: {apart:?}");
+    o.model.stalls_hold_idle = true;
+    let held = latency(&o);
+    // The worker stands held 10 × 5 ms × 1/2 = 2.5% of the time; a request that comes
+    // meanwhile waits for the stall's end, 2.5 ms on average: 60 µs more on the mean.
+    assert!(held.p99_us >= 1000, "a request behind a held worker waits out the stall: {held:?}");
+    let more = held.mean_us - apart.mean_us;
+    assert!((30.0..100.0).contains(&more), "{more} µs more on the mean");
+    // The generator asleep between its sends (1 µs each, latency from the schedule) is held
+    // the same way, and the worker pinned to the other core is not.
+    let pinned =
+        one_node_with(&dir, "pinned.toml", "max_batch = 1", "max_batch = 1\nidle_spin_us = 10000000\ncores = [1]");
+    o.bench.pipeline = Some(pinned);
+    o.bench.latency_from_schedule = true;
+    o.model.cpu = CpuUs { send_us: 1.0, ..CpuUs::default() };
+    let generator_held = latency(&o);
+    let more = generator_held.mean_us - apart.mean_us;
+    assert!((30.0..100.0).contains(&more), "the sends wait out the stall: {more} µs more on the mean");
+    o.model.stalls_hold_idle = false;
+    assert!(latency(&o).p99_us < 200, "not asked: the sleeping generator is not held");
+    o.model.core_stalls = None;
+    o.model.stalls_hold_idle = true;
+    let e = simulate(&o, &engines()).unwrap_err();
+    assert!(e.contains("--stalls-hold-idle") && e.contains("--core-stalls"), "{e}");
+}
+
+#[test]
 fn recorded_batch_times_stretch_normal_class_batches_over_the_profile() {
     let dir = folder(SUITE, "batch_times");
     let pipeline = realtime_one_node(&dir);

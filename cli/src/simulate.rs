@@ -223,6 +223,13 @@ pub struct ModelTermArgs {
     /// job pinned to a core waits for that core. Needs a whole number of cores.
     #[arg(long)]
     pub whole_cores: bool,
+    /// Model term, with --core-stalls: a stall also holds the idle threads on its core, each
+    /// there with the chance 1 ÷ the cores: a worker still spinning for work (within its
+    /// node's `idle_spin_us` of going idle) starts its next batch no earlier than the stall's
+    /// end, and the load generator asleep until its next send (its timer on that core)
+    /// wakes no earlier. A spinning thread is running to the OS, so it stays on its core.
+    #[arg(long)]
+    pub stalls_hold_idle: bool,
 }
 
 impl ModelTermArgs {
@@ -269,6 +276,7 @@ impl ModelTermArgs {
             generator_holds_core: self.generator_holds_core,
             core_queues: self.core_queues,
             whole_cores: self.whole_cores,
+            stalls_hold_idle: self.stalls_hold_idle,
         }
     }
 }

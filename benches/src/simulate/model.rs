@@ -68,6 +68,10 @@ pub struct ModelTerms {
     pub core_stalls: Option<std::path::PathBuf>,
     /// Every stall of `core_stalls`, those its CPU clocks counted too.
     pub core_stalls_whole: bool,
+    /// A stall also holds the idle threads on its core: a worker spinning for work there
+    /// starts its next batch no earlier than the stall's end, and the load generator asleep
+    /// there wakes no earlier.
+    pub stalls_hold_idle: bool,
     /// Each batch pays what its node's idle gap adds, as the profile measured it ([`super::idle`]).
     pub idle_gaps: bool,
     /// With `idle_gaps`: real-time batches pay theirs too, on top of their real-time scale.
@@ -113,6 +117,9 @@ impl ModelTerms {
             return Err("--whole-cores is a model of the cores of its own: not with --core-queues or \
                         --generator-holds-core"
                 .into());
+        }
+        if self.stalls_hold_idle && self.core_stalls.is_none() {
+            return Err("--stalls-hold-idle needs the stalls: --core-stalls".into());
         }
         if self.generator_holds_core && self.cpu.send_us <= 0.0 {
             return Err("--generator-holds-core needs the generator's sends in the model: --send-cpu-us".into());
@@ -167,6 +174,7 @@ impl ModelTerms {
             generator_holds_core: self.generator_holds_core,
             core_queues: self.core_queues,
             whole_cores: self.whole_cores,
+            stalls_hold_idle: self.stalls_hold_idle,
         };
         for (on, option) in [(terms.core_queues, "--core-queues"), (terms.whole_cores, "--whole-cores")] {
             if on && terms.cores.fract() != 0.0 {
@@ -278,5 +286,6 @@ impl ModelTerms {
         s["whole_cores"] = serde_json::json!(self.whole_cores);
         s["core_stalls"] = serde_json::json!(self.core_stalls.as_ref().map(|f| f.display().to_string()));
         s["core_stalls_whole"] = serde_json::json!(self.core_stalls_whole);
+        s["stalls_hold_idle"] = serde_json::json!(self.stalls_hold_idle);
     }
 }

@@ -66,11 +66,11 @@ impl Sim<'_> {
 
     /// The idle workers' spins for work, clipped to `from..to` (the non-empty ones).
     fn spins_between(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.idle_workers_since
+        self.idle_workers
             .iter()
             .zip(&self.spin_ns)
             .filter(|&(_, &spin)| spin > 0)
-            .flat_map(move |(since, &spin)| since.iter().map(move |&s| (s.max(from), (s + spin).min(to))))
+            .flat_map(move |(idle, &spin)| idle.iter().map(move |w| (w.since.max(from), (w.since + spin).min(to))))
             .filter(|&(start, end)| start < end)
     }
 

@@ -109,6 +109,8 @@ pub struct Terms {
     /// Each running job holds a whole core or waits for the first that frees
     /// ([`whole_cores`]), not a share of one pool of cores.
     pub whole_cores: bool,
+    /// A stall also holds the idle threads on its core ([`Sim::stall`]).
+    pub stalls_hold_idle: bool,
 }
 
 impl Terms {
@@ -121,6 +123,16 @@ impl Terms {
             (self.hop_ns, 0)
         }
     }
+}
+
+/// An idle worker of a node.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IdleWorker {
+    /// When it went idle, virtual ns (0: idle since the start).
+    since: u64,
+    /// A stall caught it spinning on the stalled core: its next batch starts no earlier
+    /// than this (`Terms::stalls_hold_idle`; 0: none did).
+    held_until: u64,
 }
 
 /// How requests arrive.
@@ -294,10 +306,9 @@ pub struct Sim<'a> {
     /// the cores' last share (`shared_at`): its spin for work keeps its core awake and
     /// its weights cached, so the node's idle gap starts there.
     parks_at: Vec<Option<u64>>,
-    /// Per node: when each of its idle workers went idle (0: idle since the start), the
-    /// latest last; a told worker is the one idle the shortest time (a spinning worker
-    /// takes the instruction first).
-    idle_workers_since: Vec<Vec<u64>>,
+    /// Per node: its idle workers, the latest idle last; a told worker is the one idle the
+    /// shortest time (a spinning worker takes the instruction first).
+    idle_workers: Vec<Vec<IdleWorker>>,
     /// Per node: how long its idle workers spin before they park, ns (0: they park at
     /// once). A spinning worker keeps its core awake (the idle gaps); it takes an
     /// instruction at once only under `spin_wakes`.
@@ -401,7 +412,7 @@ impl<'a> Sim<'a> {
             halted_ns_at_end: vec![None; spec.nodes.len()],
             computing: vec![0; spec.nodes.len()],
             parks_at: vec![None; spec.nodes.len()],
-            idle_workers_since: spec.nodes.iter().map(|n| vec![0; n.workers]).collect(),
+            idle_workers: spec.nodes.iter().map(|n| vec![IdleWorker::default(); n.workers]).collect(),
             spin_ns: spin_ns(spec),
             terms,
             decider,

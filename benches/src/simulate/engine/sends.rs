@@ -21,6 +21,9 @@ pub(super) struct SendQueue {
     idle_since: u64,
     /// The generator slept this long before the send it wakes for (taken by that send).
     slept_ns: Option<u64>,
+    /// A stall caught the generator asleep with its timer on the stalled core: it wakes no
+    /// earlier than this (`Terms::stalls_hold_idle`).
+    pub(super) held_until: u64,
 }
 
 impl Sim<'_> {
@@ -75,7 +78,7 @@ impl Sim<'_> {
             // The generator slept from its last send's end until this one was due.
             let slept_ns = now - self.generator.idle_since;
             self.generator.slept_ns = Some(slept_ns);
-            self.terms.cpu.send_wake_after(slept_ns)
+            self.terms.cpu.send_wake_after(slept_ns).max(self.generator.held_until.saturating_sub(now))
         } else {
             0
         };
@@ -225,8 +228,19 @@ impl Sim<'_> {
         }
     }
 
-    /// The generator's thread woke from its sleep: its sends due meanwhile start.
+    /// Whether the open loop's generator, its sends in the model, sleeps (or wakes) until its
+    /// next send: none of its sends runs.
+    pub(super) fn generator_asleep(&self) -> bool {
+        self.gaps.is_some() && self.send_ns(Sender::Generator) > 0 && self.generator.running.is_none()
+    }
+
+    /// The generator's thread woke from its sleep: its sends due meanwhile start (unless a
+    /// stall that caught it waking holds it longer).
     pub(super) fn generator_wakes(&mut self) {
+        if self.generator.held_until > self.now {
+            self.at(self.generator.held_until, Ev::GeneratorWakes);
+            return;
+        }
         self.generator.waking = false;
         self.next_send(Sender::Generator);
     }

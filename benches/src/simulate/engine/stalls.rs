@@ -37,6 +37,9 @@ impl Sim<'_> {
                 loose += 1;
             }
         }
+        if self.terms.stalls_hold_idle {
+            self.hold_idle_threads(core, end);
+        }
         // Under core queues or whole cores a job not pinned is on one core: the stalled core's
         // stops it.
         if !self.terms.core_queues && !self.terms.whole_cores && !pinned_here && loose > 0 {
@@ -55,6 +58,32 @@ impl Sim<'_> {
             }
         }
         self.reschedule();
+    }
+
+    /// The idle threads on the stalled `core` stop until `end` too: a worker spinning for work
+    /// (running to the OS, so it stays on its core) of a node pinned there, or, not pinned,
+    /// with the chance 1 ÷ the cores; and with that chance the load generator asleep until its
+    /// next send (its timer waits on that core), or waking.
+    fn hold_idle_threads(&mut self, core: usize, end: u64) {
+        let cores = self.terms.cores;
+        for node in 0..self.idle_workers.len() {
+            for w in 0..self.idle_workers[node].len() {
+                if !self.spins(node, self.idle_workers[node][w].since) {
+                    continue;
+                }
+                let here = match self.pins[node] {
+                    Some(pinned) => pinned == core,
+                    None => self.stall_rng.random::<f64>() * cores < 1.0,
+                };
+                if here {
+                    let worker = &mut self.idle_workers[node][w];
+                    worker.held_until = worker.held_until.max(end);
+                }
+            }
+        }
+        if self.generator_asleep() && self.stall_rng.random::<f64>() * cores < 1.0 {
+            self.generator.held_until = self.generator.held_until.max(end);
+        }
     }
 
     /// A stall's end: the jobs it froze run again, and the core is back (unless a later

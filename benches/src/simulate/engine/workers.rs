@@ -41,9 +41,10 @@ impl Sim<'_> {
             let contended = busy as f64 >= self.terms.cores;
             // A spinning worker yields its core: with every core taken it waits for one as a
             // parked worker does.
-            let spinning = self.told_while_spinning(n);
+            let (spinning, held_until) = self.tell_idle_worker(n);
             let class = WakeClass::of(self.classes.is_realtime(n, self.priority_waits(n)), contended);
             let wake = if spinning && !contended { 0 } else { self.wake_ns(n, class) };
+            let wake = wake.max(held_until.saturating_sub(now));
             self.nodes[n].totals.wakes.record(wake, class);
             self.nodes[n].busy += 1;
             self.at(now + wake, Ev::Start { node: n, told_ns: now });
@@ -66,22 +67,24 @@ impl Sim<'_> {
         }
     }
 
-    /// Tells the worker of `node` idle the shortest time: whether it still spins for work
-    /// (`spin_wakes`; a node with recorded wake-ups draws from them, which hold both kinds).
-    pub(super) fn told_while_spinning(&mut self, node: usize) -> bool {
-        let since = self.idle_workers_since[node].pop().unwrap_or(0);
+    /// Tells the worker of `node` idle the shortest time: whether it takes the instruction
+    /// spinning for work (`spin_wakes`; a node with recorded wake-ups draws from them, which
+    /// hold both kinds), and until when a stall holds it (0: none does).
+    pub(super) fn tell_idle_worker(&mut self, node: usize) -> (bool, u64) {
+        let worker = self.idle_workers[node].pop().unwrap_or_default();
         let recorded = self.durations.wakes.as_ref().is_some_and(|w| w.has(node));
-        self.terms.spin_wakes
-            && !recorded
-            && self.spin_ns[node] > 0
-            && since > 0
-            && self.now - since <= self.spin_ns[node]
+        (self.terms.spin_wakes && !recorded && self.spins(node, worker.since), worker.held_until)
+    }
+
+    /// Whether a worker of `node` idle since `since` still spins for work now.
+    pub(super) fn spins(&self, node: usize, since: u64) -> bool {
+        self.spin_ns[node] > 0 && since > 0 && self.now - since <= self.spin_ns[node]
     }
 
     /// A worker of `node` goes idle: it spins for work, then parks.
     pub(super) fn worker_idle(&mut self, node: usize) {
         self.nodes[node].busy -= 1;
-        self.idle_workers_since[node].push(self.now);
+        self.idle_workers[node].push(super::IdleWorker { since: self.now, held_until: 0 });
         if self.spin_ns[node] > 0 {
             self.parks_at[node] = Some(self.now + self.spin_ns[node]);
         }
