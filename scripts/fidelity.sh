@@ -39,13 +39,13 @@
 # thread. CLIENT_SEND=1 (with SEND_CPU=1) gives the closed-loop
 # simulations the clients' sends in turn (`--client-send-us`). Each pipeline's measurements start
 # with the machine's core stalls (`baton stalls`, 5 s, into DIR/P.stalls.json), and every simulation
-# of P takes cores away as they say (`--core-stalls`; STALLS=0: none); a record stalled more than twice
-# the campaign's median share caught a loud moment, and P's simulations take the campaign's other
-# records pooled instead (STALLS_LOUD=keep: its own; STALLS_POOLED=1: every pipeline the whole campaign's
-# records pooled); each simulation takes the record less the stalls its watching threads' CPU clock
-# counted, which the measured CPU times already hold (STALLS_COUNTED=keep: the whole record): where
-# the record read the clock across each stall, each stall's uncounted part; a stall also holds the
-# idle threads on its core (`--stalls-hold-idle`; STALLS_IDLE=0: the running jobs alone). STALLS_DUTIES (default 1) lists
+# of P takes cores away as the campaign's records pooled say (`--core-stalls`; STALLS=0: none;
+# STALLS_POOLED=0: P's own record, or where it stalled more than twice the campaign's median share and
+# so caught a loud moment, the others pooled, STALLS_LOUD=keep: its own); each simulation takes the
+# records less the stalls their watching threads' CPU clocks counted, which the measured CPU times
+# already hold (STALLS_COUNTED=keep: the whole records): where a record read the clock across each
+# stall, each stall's uncounted part; STALLS_IDLE=1: a stall also holds the idle threads on its core
+# (`--stalls-hold-idle`). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
 # (default 1) the one the simulations take; a campaign starts with one record the simulations
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of
@@ -150,11 +150,19 @@ if [[ -z ${SIMULATE_ONLY:-} && ${SETTLE:-1} == 1 ]]; then
     logged "settle"
     "$BATON" stalls --out "$DIR/settle_stalls.json" >"$DIR/settle_stalls.txt" 2>&1
 fi
+if [[ -z ${SIMULATE_ONLY:-} ]]; then
+    for p in ${PIPELINES//,/ }; do
+        # shellcheck disable=SC2046 # the load flags are words
+        set -- $(load_flags "$p")
+        measure "$p" "configs/$p.toml" "$(capacity_concurrency "$p")" "$@"
+    done
+fi
+# Every pipeline is measured before any is simulated: the simulations take the campaign's stall
+# records pooled.
 for p in ${PIPELINES//,/ }; do
     cfg=configs/$p.toml
     # shellcheck disable=SC2046 # the load flags are words
     set -- $(load_flags "$p")
-    [[ -n ${SIMULATE_ONLY:-} ]] || measure "$p" "$cfg" "$(capacity_concurrency "$p")" "$@"
     # Terms every simulation of P takes; the idle gaps where its profile measured them.
     model=()
     idle_gaps=0

@@ -891,24 +891,26 @@ def loud_record(d, p):
 
 
 def stall_flags(d, p):
-    """The machine's core stalls recorded beside P's profile (`baton stalls`), for every simulation
-    of P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
-    measurements taken before the records: none). A record that caught a loud moment
-    (`loud_record`) gives way to the campaign's other records pooled (STALLS_LOUD=keep: kept).
-    STALLS_POOLED=1: the campaign's records pooled for every pipeline. The simulator draws the
-    stalls the records' CPU clocks did not count (`baton simulate --core-stalls`);
-    STALLS_COUNTED=keep: every stall (`--core-stalls-whole`). A stall holds the idle threads
-    on its core too (`--stalls-hold-idle`; STALLS_IDLE=0: the running jobs alone)."""
+    """The machine's core stalls the campaign recorded (`baton stalls`), for every simulation of
+    P: the concurrency-1 one too, so the wake and hop terms leave them out (STALLS=0, or
+    measurements taken before the records: none). The campaign's records pooled: the long
+    stalls, which the records' CPU clocks leave out, come a few times a minute, so one 5-s
+    record sees them or not by chance. STALLS_POOLED=0: P's own record (the one beside its
+    profile), where it did not catch a loud moment (`loud_record`; else the others pooled,
+    STALLS_LOUD=keep: its own). The simulator draws the stalls' parts the records' CPU clocks
+    did not count (`baton simulate --core-stalls`); STALLS_COUNTED=keep: every stall
+    (`--core-stalls-whole`). STALLS_IDLE=1: a stall holds the idle threads on its core too
+    (`--stalls-hold-idle`)."""
     if os.environ.get("STALLS", "1") != "1" or not os.path.exists(f"{d}/{stall_record_name(p)}"):
         return ""
-    if os.environ.get("STALLS_POOLED") == "1":
+    if os.environ.get("STALLS_POOLED", "1") == "1":
         record = pooled_stalls(d)
     elif os.environ.get("STALLS_LOUD") != "keep" and loud_record(d, p):
         record = pooled_stalls(d, leave_out=p)
     else:
         record = f"{d}/{stall_record_name(p)}"
     whole = " --core-stalls-whole" if os.environ.get("STALLS_COUNTED") == "keep" else ""
-    idle = " --stalls-hold-idle" if os.environ.get("STALLS_IDLE", "1") == "1" else ""
+    idle = " --stalls-hold-idle" if os.environ.get("STALLS_IDLE") == "1" else ""
     return f" --core-stalls {record}{whole}{idle}"
 
 

@@ -284,6 +284,8 @@ class LoudStallRecord(unittest.TestCase):
                           open(f"{d}/{p}.stalls.json", "w"))
             self.assertAlmostEqual(fidelity_terms.stalled_share(json.load(open(f"{d}/loud.stalls.json"))), 0.05)
             self.assertEqual([p for p in "a b c loud".split() if fidelity_terms.loud_record(d, p)], ["loud"])
+            os.environ["STALLS_POOLED"] = "0"
+            self.addCleanup(os.environ.pop, "STALLS_POOLED")
             record = lambda p: fidelity_terms.stall_flags(d, p).split()[1]
             self.assertEqual(record("a"), f"{d}/a.stalls.json")
             self.assertEqual(record("loud"), f"{d}/stalls-pooled-without-loud.json")
@@ -413,19 +415,20 @@ class StallClocks(unittest.TestCase):
                     core.update(spun_us=1e6, spun_cpu_us=1e6, stalls_cpu_us=[4.0 if p == "a" else 6.0])
                 json.dump({"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [core]},
                           open(f"{d}/{p}.stalls.json", "w"))
-            hold = " --stalls-hold-idle"
-            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json{hold}")
-            os.environ["STALLS_COUNTED"] = "keep"
-            try:
-                self.assertEqual(fidelity_terms.stall_flags(d, "a"),
-                                 f" --core-stalls {d}/a.stalls.json --core-stalls-whole{hold}")
-            finally:
-                del os.environ["STALLS_COUNTED"]
-            os.environ["STALLS_IDLE"] = "0"
+            self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/stalls-pooled.json",
+                             "the campaign's records pooled")
+            os.environ["STALLS_POOLED"] = "0"
             try:
                 self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json")
+                for env, flag in (("STALLS_COUNTED", "keep"), ("STALLS_IDLE", "1")):
+                    os.environ[env] = flag
+                    try:
+                        option = " --core-stalls-whole" if env == "STALLS_COUNTED" else " --stalls-hold-idle"
+                        self.assertEqual(fidelity_terms.stall_flags(d, "a"), f" --core-stalls {d}/a.stalls.json{option}")
+                    finally:
+                        del os.environ[env]
             finally:
-                del os.environ["STALLS_IDLE"]
+                del os.environ["STALLS_POOLED"]
             pooled = json.load(open(fidelity_terms.pooled_stalls(d, leave_out="old")))["cores"][0]
             self.assertEqual((pooled["spun_us"], pooled["spun_cpu_us"]), (2e6, 2e6))
             self.assertEqual(pooled["stalls_cpu_us"], [4.0, 6.0], "each stall's reading, in the stalls' order")

@@ -178,8 +178,10 @@ pub struct ModelTermArgs {
     /// a stalled core stop until it ends (a pinned worker's always, another job with the
     /// chance that it runs there), and the other jobs share the cores left.
     /// Where the record read its threads' CPU clocks, the stalls those clocks counted (which
-    /// the profile's and the runtime's measured times already hold) are left out: each core
-    /// stalls at its rate times the share of its stalled time the clock did not count.
+    /// the profile's and the runtime's measured times already hold) are left out: with the
+    /// clock read across each stall, each stall's part the clock did not count is drawn;
+    /// with the clock read over the whole watch only, each core stalls at its rate times the
+    /// share of its stalled time the clock did not count.
     #[arg(long, value_name = "STALLS_JSON")]
     pub core_stalls: Option<PathBuf>,
     /// With --core-stalls: every stall of the record, those its CPU clocks counted too.
