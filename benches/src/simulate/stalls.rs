@@ -52,7 +52,7 @@ impl StallDraws {
         let cores = record
             .cores
             .iter()
-            .map(|c| match c.uncounted_parts_us().filter(|_| !whole) {
+            .map(|c| match (!whole).then(|| c.uncounted_parts_us()).flatten() {
                 Some(parts) => {
                     CoreDraws { rate_per_ns: parts.len() as f64 * per_ns, lengths_ns: parts.iter().map(ns).collect() }
                 }

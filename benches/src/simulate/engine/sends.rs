@@ -228,10 +228,13 @@ impl Sim<'_> {
         }
     }
 
-    /// Whether the open loop's generator, its sends in the model, sleeps (or wakes) until its
-    /// next send: none of its sends runs.
-    pub(super) fn generator_asleep(&self) -> bool {
-        self.gaps.is_some() && self.send_ns(Sender::Generator) > 0 && self.generator.running.is_none()
+    /// Whether the open loop's generator, its sends queued in the model (as [`Sim::arrive`]
+    /// queues them), sleeps (or wakes) until its next send: none of its sends runs.
+    pub(super) fn generator_asleep(&mut self) -> bool {
+        self.gaps.is_some()
+            && self.streams.sessions().is_none()
+            && self.send_ns(Sender::Generator) > 0
+            && self.generator.running.is_none()
     }
 
     /// The generator's thread woke from its sleep: its sends due meanwhile start (unless a
