@@ -860,6 +860,14 @@ def pooled_stalls(d, leave_out=None):
     one after another, their durations added. A stall of several ms comes a few times a
     minute, so one 5-s record sees it or not by chance; the campaign's records together give
     its rate from the whole campaign."""
+    duty = os.environ.get("STALLS_DUTY", "1")
+    name = "stalls-pooled" + (f"-without-{leave_out}" if leave_out else "")
+    out = f"{d}/{name}.json" if duty == "1" else f"{d}/{name}-d{duty}.json"
+    # Every simulation of the campaign asks for the pool: it is written again only where a
+    # record is newer than it.
+    sources = glob.glob(f"{d}/{stall_record_name('*')}")
+    if os.path.exists(out) and sources and os.path.getmtime(out) >= max(map(os.path.getmtime, sources)):
+        return out
     records = [r for p, r in stall_records(d).items() if p != leave_out]
     if not records:
         return None
@@ -873,9 +881,6 @@ def pooled_stalls(d, leave_out=None):
         if all(len(c.get("stalls_cpu_us", [])) == len(c["stalls_us"]) for c in same):
             pooled_core["stalls_cpu_us"] = [s for c in same for s in c.get("stalls_cpu_us", [])]
         pooled["cores"].append(pooled_core)
-    duty = os.environ.get("STALLS_DUTY", "1")
-    name = "stalls-pooled" + (f"-without-{leave_out}" if leave_out else "")
-    out = f"{d}/{name}.json" if duty == "1" else f"{d}/{name}-d{duty}.json"
     with open(out, "w") as f:
         json.dump(pooled, f)
     return out
