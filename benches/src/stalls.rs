@@ -396,15 +396,13 @@ mod tests {
         let lateness = &record.cores[0].sleep_lateness_us;
         assert_eq!(lateness.len(), SLEEPS);
         assert!(lateness.iter().all(|&us| us >= 0.0 && us.is_finite()));
-        let dir = std::env::temp_dir().join(format!("baton-stalls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("stalls.json");
+        let dir = baton_scratch::Scratch::new("stalls");
+        let file = dir.path().join("stalls.json");
         std::fs::write(&file, serde_json::to_string(&record).unwrap()).unwrap();
         assert_eq!(StallRecord::read(&file).unwrap(), record);
         std::fs::write(&file, r#"{"kind":"other","threshold_us":2,"duration_s":1,"read_us":0.1,"cores":[]}"#).unwrap();
         let e = StallRecord::read(&file).unwrap_err();
         assert!(e.contains("kind `other`"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -504,9 +502,8 @@ mod tests {
 
     #[test]
     fn a_record_whose_cpu_readings_do_not_match_its_stalls_is_refused_naming_the_core() {
-        let dir = std::env::temp_dir().join(format!("baton-stall-clocks-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("stalls.json");
+        let dir = baton_scratch::Scratch::new("stall-clocks");
+        let file = dir.path().join("stalls.json");
         let with = |cpu: &str| {
             format!(
                 r#"{{"kind":"{KIND}","threshold_us":2,"duration_s":1,"read_us":0.1,"cores":[{{"core":3,"stalls_us":[5.0,7.0],"stalls_cpu_us":{cpu}}}]}}"#
@@ -520,7 +517,6 @@ mod tests {
         assert!(e.contains("core 3: a stall's CPU time"), "{e}");
         std::fs::write(&file, with("[5.0,1.0]")).unwrap();
         assert_eq!(StallRecord::read(&file).unwrap().cores[0].uncounted_parts_us(), Some(vec![6.0]));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! Runs `baton bench` for real on configs/mlp.toml (ONNX Runtime, tiny
 //! durations, two policies, the raw engine) and checks the JSON it writes.
 
+// Of `common`, this file takes its scratch folders alone.
+#[allow(dead_code)]
+mod common;
+
 use std::time::Duration;
 
 use baton::BatchingPolicy;
@@ -10,7 +14,8 @@ use serde_json::Value;
 #[test]
 fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let json = std::env::temp_dir().join(format!("baton-bench-mlp-{}.json", std::process::id()));
+    let dir = common::folder("bench-mlp", "mlp");
+    let json = dir.join("bench.json");
     let csv = json.with_extension("csv");
     let svg = json.with_extension("svg");
     let pipeline = root.join("configs/mlp.toml");
@@ -43,9 +48,6 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     assert_eq!(lines.count(), 4);
     let svg_text = std::fs::read_to_string(&svg).unwrap();
     assert!(svg_text.contains("<svg") && svg_text.contains("collaborative p50"));
-    for f in [json, csv, svg] {
-        let _ = std::fs::remove_file(f);
-    }
 }
 
 /// The raw engine's figures: the one node, batch sizes 1..32, each with positive throughput.

@@ -3,6 +3,10 @@
 //! and streams: every point measured, no errors, and the server answered
 //! exactly the requests the bench says it got answers to.
 
+// Of `common`, this file takes its scratch folders alone.
+#[allow(dead_code)]
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
@@ -53,9 +57,9 @@ fn the_remote_bench_drives_a_server_over_http_and_grpc() {
         ("http", format!("http://{http}"), "stateful", 4),
         ("grpc", format!("grpc://{grpc}"), "stateful", 4),
     ];
+    let dir = common::folder("bench-remote", "http-grpc");
     for (protocol, url, model, chunks) in cases {
-        let json =
-            std::env::temp_dir().join(format!("baton-bench-remote-{}-{protocol}-{model}.json", std::process::id()));
+        let json = dir.join(format!("{protocol}-{model}.json"));
         let args = BenchOptions {
             warmup: Duration::from_millis(100),
             duration: Duration::from_millis(300),
@@ -72,7 +76,6 @@ fn the_remote_bench_drives_a_server_over_http_and_grpc() {
         let after = infer_answers(metrics, protocol, model, ok);
 
         let written: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&json);
         assert_eq!(written["pipeline"], model);
         assert_eq!(written["settings"]["url"], url.as_str());
         let points = written["points"].as_array().unwrap();

@@ -4,7 +4,7 @@
 mod common;
 
 use common::pipelines::{node, one_node};
-use common::{engines, folder, options, profile, Batches};
+use common::{engines, folder, options, profile, Batches, Scratch};
 
 const SUITE: &str = "simulate";
 
@@ -600,19 +600,20 @@ fn the_load_generators_sends_run_one_at_a_time_and_latency_counts_from_the_send_
 }
 
 /// One node of 100-µs batches on two cores, sent at constant gaps, latency counted from the
-/// schedule: the generator's sends and wakes show whole in each latency.
-fn on_schedule(test: &str) -> SimOptions {
+/// schedule: the generator's sends and wakes show whole in each latency. With the folder
+/// of its files, to hold while the options are used.
+fn on_schedule(test: &str) -> (Scratch, SimOptions) {
     let dir = folder(SUITE, test);
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[100.0])])]));
     o.bench.arrivals = Arrivals::Constant;
     o.bench.latency_from_schedule = true;
     o.model.cores = Some(2.0);
-    o
+    (dir, o)
 }
 
 #[test]
 fn a_send_due_while_the_generator_sleeps_starts_when_it_wakes_and_one_queued_does_not_wait_again() {
-    let mut o = on_schedule("generator_wake");
+    let (_dir, mut o) = on_schedule("generator_wake");
     let latency = |o: &SimOptions| {
         let p = simulate(o, &engines()).unwrap().points.remove(0);
         (p.latency.min_us, p.latency.max_us)
@@ -639,7 +640,7 @@ fn a_send_due_while_the_generator_sleeps_starts_when_it_wakes_and_one_queued_doe
 
 #[test]
 fn the_generators_wake_by_sleep_takes_its_sleeps_class_and_the_report_counts_the_sends_by_it() {
-    let mut o = on_schedule("generator_wake_by_sleep");
+    let (_dir, mut o) = on_schedule("generator_wake_by_sleep");
     // Sleeps below 10, 30, 100 and 300 µs, and longer, wake 5, 10, 15, 20 and 40 µs late.
     let by_sleep = vec![5.0, 10.0, 15.0, 20.0, 40.0];
     o.model.cpu = CpuUs { send_us: 10.0, send_wake_by_sleep_us: by_sleep, ..CpuUs::default() };

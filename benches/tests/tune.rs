@@ -2,6 +2,10 @@
 //! the same seed gives the same search and file, the written file loads and
 //! keeps every key it did not tune, and the search finds what batching gains.
 
+// Of `common`, this file takes its scratch folders and engines alone.
+#[allow(dead_code)]
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use baton::{PipelineConfig, PipelineSpec};
@@ -9,13 +13,9 @@ use baton_bench::simulate::ModelTerms;
 use baton_bench::tune::goodput::{Evaluator, Slo};
 use baton_bench::tune::search::Budget;
 use baton_bench::tune::{default_load, knobs, report, tune, TuneOptions};
+use common::{engines, folder};
 
-/// A fresh folder for one test's files.
-fn folder(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-tune-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+const SUITE: &str = "tune";
 
 /// A cost-model node `name` taking `input`, giving `output`.
 fn node(name: &str, input: &str, output: &str) -> String {
@@ -85,13 +85,9 @@ fn options(dir: &Path, seed: u64, write: &str) -> TuneOptions {
     }
 }
 
-fn engines() -> baton::EngineRegistry {
-    baton_engines::standard_registry()
-}
-
 #[test]
 fn the_same_seed_gives_the_same_search_and_the_same_file() {
-    let dir = folder("determinism");
+    let dir = folder(SUITE, "determinism");
     let (first, second) = (options(&dir, 4, "first.toml"), options(&dir, 4, "second.toml"));
     let a = tune(&first, &engines(), false).unwrap();
     let b = tune(&second, &engines(), false).unwrap();
@@ -104,7 +100,7 @@ fn the_same_seed_gives_the_same_search_and_the_same_file() {
 
 #[test]
 fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found() {
-    let dir = folder("written");
+    let dir = folder(SUITE, "written");
     let o = options(&dir, 1, "tuned.toml");
     let result = tune(&o, &engines(), false).unwrap();
     let written = o.write.as_ref().unwrap();
@@ -125,7 +121,7 @@ fn the_written_file_loads_keeps_every_other_key_and_scores_what_the_search_found
 
 #[test]
 fn the_search_starts_from_the_shipped_file_and_finds_what_batching_gains() {
-    let dir = folder("gain");
+    let dir = folder(SUITE, "gain");
     let result = tune(&options(&dir, 2, "gain.toml"), &engines(), false).unwrap();
     let shipped = &result.found[0];
     assert!(shipped.choice.iter().zip(&result.knobs).all(|(&c, k)| c == k.shipped), "the shipped file is scored first");

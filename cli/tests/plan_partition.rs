@@ -2,22 +2,19 @@
 //! partitioners' results out (text and JSON), and a malformed file named with
 //! its line.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-plan-partition-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use common::scratch;
 
 /// Two triangles joined by one edge: the best bisection cuts only that edge.
 const TWO_TRIANGLES: &str = "6 7\n2 3\n1 3\n1 2 4\n3 5 6\n4 6\n4 5\n";
 
 #[test]
 fn partitions_a_graph_file_and_compares_with_metis() {
-    let graph = scratch("two.graph");
-    let out = scratch("plan.json");
+    let dir = scratch("plan-partition");
+    let (graph, out) = (dir.join("two.graph"), dir.join("plan.json"));
     std::fs::write(&graph, TWO_TRIANGLES).unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["plan", "--method", "partition", "-k", "2", "--compare-metis", "--critical", "top:100"])
@@ -47,7 +44,8 @@ fn partitions_a_graph_file_and_compares_with_metis() {
 
 #[test]
 fn a_malformed_graph_file_is_named_with_its_line() {
-    let graph = scratch("bad.graph");
+    let dir = scratch("plan-partition");
+    let graph = dir.join("bad.graph");
     std::fs::write(&graph, "3 2\n2\n1 4\n2\n").unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["plan", "--method", "partition", "-k", "2", "--graph"])
@@ -60,7 +58,8 @@ fn a_malformed_graph_file_is_named_with_its_line() {
 }
 
 fn plan_graph(name: &str, text: &str, args: &[&str]) -> (bool, String) {
-    let graph = scratch(name);
+    let dir = scratch("plan-partition");
+    let graph = dir.join(name);
     std::fs::write(&graph, text).unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["plan", "--method", "partition"])

@@ -2,14 +2,12 @@
 //! the profile, `baton simulate --idle-gaps` takes that profile, and a gap that
 //! is not a positive number of µs is refused by name.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-profile-idle-gaps-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::scratch;
 
 fn mlp() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/mlp.toml").display().to_string()
@@ -32,7 +30,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn each_gap_asked_for_is_measured_and_the_simulator_takes_the_profile() {
-    let dir = scratch("ok");
+    let dir = scratch("profile-idle-gaps-ok");
     let out = dir.join("p.json");
     let run = profile(&out, "200,2000");
     assert!(run.status.success(), "{}", stderr(&run));
@@ -52,7 +50,7 @@ fn each_gap_asked_for_is_measured_and_the_simulator_takes_the_profile() {
 
 #[test]
 fn a_gap_that_is_not_a_positive_number_of_microseconds_is_refused() {
-    let dir = scratch("bad");
+    let dir = scratch("profile-idle-gaps-bad");
     let out = dir.join("p.json");
     let err = stderr(&profile(&out, "0"));
     assert!(err.contains("--idle-gaps: 0 is not a positive number of µs"), "{err}");

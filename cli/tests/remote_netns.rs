@@ -4,11 +4,14 @@
 //! process. Each test creates its namespace and removes it (on panic too),
 //! and skips, saying why, where namespaces cannot be made (not root, no `ip`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton::{Request, RequestError, Runtime, Tensor};
+use common::{scratch, Scratch};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -128,16 +131,15 @@ fn far_host(subnet: u8) -> Option<FarHost> {
 }
 
 /// `baton plan --method partition -k 2 --hosts a=...,b=...` of `pipeline` into a fresh folder.
-fn plan(pipeline: &str, far: &FarHost, extra: &[&str]) -> PathBuf {
-    let out = std::env::temp_dir().join(format!("baton-netns-{}-{}", far.name, pipeline.replace('/', "_")));
-    let _ = std::fs::remove_dir_all(&out);
+fn plan(pipeline: &str, far: &FarHost, extra: &[&str]) -> Scratch {
+    let out = scratch(&format!("netns-{}", far.name));
     let hosts = format!("a={}:8001,b={}:8001", far.here, far.there);
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["plan", "--method", "partition", "-k", "2", "--hosts", &hosts])
         .arg("--pipeline")
         .arg(root().join(pipeline))
         .arg("--out")
-        .arg(&out)
+        .arg(out.as_os_str())
         .args(extra)
         .output()
         .unwrap();

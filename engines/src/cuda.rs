@@ -176,14 +176,14 @@ mod tests {
         let full = temp_dir("full");
         touch(&full.join(GPU_CACHE_RELATIVE_DIR).join(GPU_CORE_LIBRARY));
         touch(&full.join(GPU_CACHE_RELATIVE_DIR).join(CUDA_PROVIDER_LIBRARY));
-        let found = locate_gpu_build(None, &[half, full.clone()]).unwrap();
+        let found = locate_gpu_build(None, &[half.to_path_buf(), full.to_path_buf()]).unwrap();
         assert_eq!(found, full.join(GPU_CACHE_RELATIVE_DIR).join(GPU_CORE_LIBRARY));
     }
 
     #[test]
     fn a_missing_gpu_build_names_the_places_and_the_setup_fix() {
         let empty = temp_dir("empty");
-        let err = locate_gpu_build(None, std::slice::from_ref(&empty)).unwrap_err();
+        let err = locate_gpu_build(None, &[empty.to_path_buf()]).unwrap_err();
         assert!(err.contains(CUDA_PROVIDER_LIBRARY), "{err}");
         assert!(err.contains(&empty.join(GPU_CACHE_RELATIVE_DIR).display().to_string()), "{err}");
         assert!(err.contains("scripts/setup.sh --gpu"), "{err}");
@@ -212,8 +212,8 @@ mod tests {
             }
         }
         touch(&env_dir.join("libcublas.so.13"));
-        let dirs = cuda_library_dirs(Some(env_dir.clone().into()), &cache.join(GPU_CORE_LIBRARY));
-        assert_eq!(dirs, vec![env_dir.clone(), cache.join("cuda")]);
+        let dirs = cuda_library_dirs(Some(env_dir.to_path_buf().into()), &cache.join(GPU_CORE_LIBRARY));
+        assert_eq!(dirs, vec![env_dir.to_path_buf(), cache.join("cuda")]);
         let found = locate_cuda_libraries(&dirs).unwrap();
         let required = CUDA_LIBRARIES.iter().filter(|(_, r)| *r).count();
         assert_eq!(found.len(), required, "optional libraries are left out when absent");
@@ -226,7 +226,7 @@ mod tests {
     fn missing_cuda_libraries_are_all_named_with_the_fix() {
         let dir = temp_dir("few-libs");
         touch(&dir.join("libcudart.so.13"));
-        let err = locate_cuda_libraries(&[dir]).unwrap_err();
+        let err = locate_cuda_libraries(&[dir.to_path_buf()]).unwrap_err();
         assert!(err.contains("libcublas.so.13") && err.contains("libcudnn.so.9"), "{err}");
         assert!(!err.contains("libcudart.so.13"), "{err}");
         assert!(err.contains("scripts/setup.sh --gpu"), "{err}");

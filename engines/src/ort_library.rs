@@ -163,12 +163,11 @@ pub fn locate(dylib_env: Option<OsString>, roots: &[PathBuf]) -> Result<PathBuf,
 pub(crate) mod tests {
     use super::*;
 
+    pub(crate) use baton_scratch::Scratch;
+
     /// A fresh, empty folder under the system temp dir.
-    pub(crate) fn temp_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("baton-ort-lib-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    pub(crate) fn temp_dir(tag: &str) -> Scratch {
+        Scratch::new(&format!("ort-lib-{tag}"))
     }
 
     #[test]
@@ -179,7 +178,7 @@ pub(crate) mod tests {
         let cached = temp_dir("env-cache");
         std::fs::create_dir_all(cached.join(CACHE_RELATIVE_PATH).parent().unwrap()).unwrap();
         std::fs::write(cached.join(CACHE_RELATIVE_PATH), b"").unwrap();
-        assert_eq!(locate(Some(lib.clone().into()), &[cached]).unwrap(), lib);
+        assert_eq!(locate(Some(lib.clone().into()), &[cached.to_path_buf()]).unwrap(), lib);
     }
 
     #[test]
@@ -193,7 +192,7 @@ pub(crate) mod tests {
         let root = temp_dir("empty-env");
         std::fs::create_dir_all(root.join(CACHE_RELATIVE_PATH).parent().unwrap()).unwrap();
         std::fs::write(root.join(CACHE_RELATIVE_PATH), b"").unwrap();
-        assert_eq!(locate(Some(OsString::new()), std::slice::from_ref(&root)).unwrap(), root.join(CACHE_RELATIVE_PATH));
+        assert_eq!(locate(Some(OsString::new()), &[root.to_path_buf()]).unwrap(), root.join(CACHE_RELATIVE_PATH));
     }
 
     #[test]
@@ -202,14 +201,14 @@ pub(crate) mod tests {
         let full = temp_dir("roots-full");
         std::fs::create_dir_all(full.join(CACHE_RELATIVE_PATH).parent().unwrap()).unwrap();
         std::fs::write(full.join(CACHE_RELATIVE_PATH), b"").unwrap();
-        assert_eq!(locate(None, &[empty, full.clone()]).unwrap(), full.join(CACHE_RELATIVE_PATH));
+        assert_eq!(locate(None, &[empty.to_path_buf(), full.to_path_buf()]).unwrap(), full.join(CACHE_RELATIVE_PATH));
     }
 
     #[test]
     fn not_found_lists_every_place_and_the_fix() {
         let a = temp_dir("nf-a");
         let b = temp_dir("nf-b");
-        let err = locate(None, &[a.clone(), b.clone()]).unwrap_err();
+        let err = locate(None, &[a.to_path_buf(), b.to_path_buf()]).unwrap_err();
         assert!(err.starts_with("ONNX Runtime 1.31.1 shared library not found"), "{err}");
         assert!(err.contains(&a.join(CACHE_RELATIVE_PATH).display().to_string()), "{err}");
         assert!(err.contains(&b.join(CACHE_RELATIVE_PATH).display().to_string()), "{err}");

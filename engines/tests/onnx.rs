@@ -149,7 +149,8 @@ fn engine_moves_to_another_thread_and_runs_there() {
 
 #[test]
 fn missing_model_file_errors_naming_the_path() {
-    let path = temp_dir("missing").join("nope.onnx");
+    let dir = temp_dir("missing");
+    let path = dir.path().join("nope.onnx");
     let stage = onnx_stage(path.clone());
     let provider = OnnxProvider::new();
     let err = provider.inspect(&stage).unwrap_err().to_string();
@@ -178,7 +179,8 @@ fn unknown_params_key_errors_naming_it() {
 
 #[test]
 fn unloadable_model_errors_naming_the_path_and_ort_reason() {
-    let path = temp_dir("garbage").join("garbage.onnx");
+    let dir = temp_dir("garbage");
+    let path = dir.path().join("garbage.onnx");
     std::fs::write(&path, b"this is not a protobuf").unwrap();
     let err = OnnxProvider::new().inspect(&onnx_stage(path.clone())).unwrap_err().to_string();
     let canonical = path.canonicalize().unwrap();
@@ -188,7 +190,8 @@ fn unloadable_model_errors_naming_the_path_and_ort_reason() {
 
 #[test]
 fn inspect_caches_signatures_per_model_file() {
-    let path = temp_dir("cache").join("model.onnx");
+    let dir = temp_dir("cache");
+    let path = dir.path().join("model.onnx");
     std::fs::copy(model("fixed_batch"), &path).unwrap();
     let stage = onnx_stage(path.clone());
     let provider = OnnxProvider::new();

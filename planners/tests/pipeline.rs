@@ -60,9 +60,8 @@ fn missing_profile_entries_name_the_node() {
 
 #[test]
 fn placed_pipeline_keeps_everything_and_sets_cores() {
-    let dir = std::env::temp_dir().join(format!("baton-placed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dst = dir.join("diamond.placed.toml");
+    let dir = baton_scratch::Scratch::new("placed");
+    let dst = dir.path().join("diamond.placed.toml");
     let placement: BTreeMap<String, Vec<usize>> =
         [("embed", vec![0]), ("branch_a", vec![1]), ("branch_b", vec![0, 1]), ("join", vec![0])]
             .into_iter()
@@ -83,5 +82,4 @@ fn placed_pipeline_keeps_everything_and_sets_cores() {
     let missing: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let err = pipeline::write_placed(&diamond(), &dst, &missing, "").unwrap_err();
     assert!(err.contains("places no node"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -230,9 +230,8 @@ fn the_placed_file_sets_provider_workers_cores_and_keeps_the_rest() {
     );
     let placed = placement::solve(&p, 10.0).unwrap();
     assert_eq!(placed.nodes[2].provider, Provider::Cuda);
-    let dir = std::env::temp_dir().join(format!("baton-placement-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dst = dir.join("collab.placed.toml");
+    let dir = baton_scratch::Scratch::new("placement");
+    let dst = dir.path().join("collab.placed.toml");
     write_placement(&src, &dst, &placed, "written by a test\nsecond line").unwrap();
     let text = std::fs::read_to_string(&dst).unwrap();
     assert!(text.starts_with("# written by a test\n# second line\n"), "{text}");
@@ -252,5 +251,4 @@ fn the_placed_file_sets_provider_workers_cores_and_keeps_the_rest() {
     assert_eq!(n("text")["weight"].as_float(), Some(2.0)); // untouched keys stay
     let model = n("speech")["stages"][0]["model"].as_str().unwrap().to_string();
     assert!(Path::new(&model).is_absolute() && model.ends_with("vad_batched.onnx"), "{model}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,7 +9,8 @@
 //! - Files sent with a load request are written under a private folder the
 //!   server made for that model ([`SentFiles`]): relative paths of plain
 //!   components only, each file and the whole set under a size limit; the
-//!   folder is removed when the model is unloaded (when the `SentFiles` drops).
+//!   folder is removed when the model is unloaded (when the `SentFiles` drops),
+//!   and the server's folder with the last of them.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -71,7 +72,8 @@ fn relative_path(name: &str) -> Result<PathBuf, String> {
 }
 
 /// The files a load request sent for one model, written into a private folder
-/// (mode 0700) under the server's own folder; removed on drop.
+/// (mode 0700) under the server's own folder; removed on drop, and the server's
+/// folder too when no other model's files are left in it.
 #[derive(Debug)]
 pub struct SentFiles {
     dir: PathBuf,
@@ -121,6 +123,10 @@ impl Drop for SentFiles {
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             tracing::warn!("cannot remove the sent files' folder {}: {e}", self.dir.display());
         }
+        // Fails, and leaves it, while the server's folder holds other models' files.
+        if let Some(server_dir) = self.dir.parent() {
+            let _ = std::fs::remove_dir(server_dir);
+        }
     }
 }
 
@@ -133,20 +139,25 @@ fn private_dir(server_dir: &Path, model: &str) -> Result<PathBuf, String> {
     builder.recursive(false);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    std::fs::create_dir_all(server_dir).map_err(|e| format!("cannot make {}: {e}", server_dir.display()))?;
-    builder.create(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    Ok(dir)
+    // The last other model's files going at the same time may take `server_dir` with
+    // them between the two steps: then it is made again.
+    let mut tries = 0;
+    loop {
+        std::fs::create_dir_all(server_dir).map_err(|e| format!("cannot make {}: {e}", server_dir.display()))?;
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+            Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scratch(what: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("baton-fence-{what}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn scratch(what: &str) -> baton_scratch::Scratch {
+        baton_scratch::Scratch::new(&format!("fence-{what}"))
     }
 
     #[test]
@@ -170,25 +181,24 @@ mod tests {
 
     #[test]
     fn a_symlink_out_of_the_repository_is_refused() {
-        let root = scratch("root");
-        let outside = scratch("outside");
+        let (root_dir, outside_dir) = (scratch("root"), scratch("outside"));
+        let (root, outside) = (root_dir.path(), outside_dir.path());
         std::fs::write(outside.join("secret.onnx"), b"x").unwrap();
         std::fs::write(root.join("model.onnx"), b"y").unwrap();
         std::os::unix::fs::symlink(outside.join("secret.onnx"), root.join("link.onnx")).unwrap();
         std::os::unix::fs::symlink(root.join("model.onnx"), root.join("inner.onnx")).unwrap();
-        assert!(inside(&root, &root.join("model.onnx")).is_ok());
-        assert!(inside(&root, &root.join("inner.onnx")).is_ok(), "a link within the repository is fine");
-        let error = inside(&root, &root.join("link.onnx")).unwrap_err();
+        assert!(inside(root, &root.join("model.onnx")).is_ok());
+        assert!(inside(root, &root.join("inner.onnx")).is_ok(), "a link within the repository is fine");
+        let error = inside(root, &root.join("link.onnx")).unwrap_err();
         assert!(error.contains("leads out of the model repository"), "{error}");
-        let error = inside(&root, &root.join("sub/../../outside")).unwrap_err();
+        let error = inside(root, &root.join("sub/../../outside")).unwrap_err();
         assert!(error.contains("cannot resolve") || error.contains("leads out"), "{error}");
-        let _ = std::fs::remove_dir_all(&root);
-        let _ = std::fs::remove_dir_all(&outside);
     }
 
     #[test]
     fn sent_files_stay_in_their_private_folder_and_go_with_it() {
-        let server = scratch("server");
+        let tmp = scratch("server");
+        let server = tmp.path().join("sent");
         let files = vec![("1/model.onnx".to_string(), vec![1u8; 10]), ("config.pbtxt".to_string(), b"x".to_vec())];
         let sent = SentFiles::write(&server, "m", &files).unwrap();
         let dir = sent.dir().to_path_buf();
@@ -199,8 +209,12 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
         }
+        let other = SentFiles::write(&server, "n", &files).unwrap();
         drop(sent);
         assert!(!dir.exists(), "the folder outlives its model");
+        assert!(server.is_dir(), "the server's folder goes while it holds another model's files");
+        drop(other);
+        assert!(!server.exists(), "the server's folder outlives its last model");
         for bad in ["../escape.onnx", "/etc/x", "a/../../b", "./a", "a\\..\\b", ""] {
             let error = SentFiles::write(&server, "m", &[(bad.to_string(), vec![])]).unwrap_err();
             assert!(error.contains("sent file"), "{bad:?}: {error}");
@@ -209,8 +223,6 @@ mod tests {
         assert!(error.contains("model name"), "{error}");
         let big = vec![("big".to_string(), vec![0u8; MAX_SENT_FILE_BYTES + 1])];
         assert!(SentFiles::write(&server, "m", &big).unwrap_err().contains("over the limit"));
-        let left: Vec<_> = std::fs::read_dir(&server).unwrap().collect();
-        assert!(left.is_empty(), "refused loads wrote {left:?}");
-        let _ = std::fs::remove_dir_all(&server);
+        assert!(!server.exists(), "refused loads wrote into {}", server.display());
     }
 }

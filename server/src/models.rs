@@ -103,7 +103,8 @@ impl Repository {
 }
 
 impl Repository {
-    /// The folder holding the files load calls send, one private folder per load.
+    /// The folder holding the files load calls send, one private folder per load;
+    /// removed when the last of them is ([`crate::fence::SentFiles`]).
     pub fn sent_dir(&self) -> PathBuf {
         std::env::temp_dir().join(format!("baton-{}-sent-models", std::process::id()))
     }

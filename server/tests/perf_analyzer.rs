@@ -44,7 +44,8 @@ fn successes(server: &TestServer) -> u64 {
 fn run(server: &TestServer, protocol: &str, args: &[&str]) {
     let (bin, lib) = perf_analyzer();
     let addr = if protocol == "grpc" { server.grpc } else { server.http };
-    let csv = scratch_dir(&format!("perf-analyzer-{protocol}-{}", args.len())).join("report.csv");
+    let dir = scratch_dir(&format!("perf-analyzer-{protocol}-{}", args.len()));
+    let csv = dir.join("report.csv");
     const CONCURRENCY: u64 = 2;
     let before = successes(server);
     let output = Command::new(&bin)

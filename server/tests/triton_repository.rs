@@ -300,8 +300,6 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     let strings = server.models().get("seq_string").expect("seq_string serves");
     assert_eq!(strings.string_sequences(), 0, "string ids outlive their sequences");
     an_idle_sequence_is_ended(&server);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 /// The onnx engine's `overridable_inputs`: a graph input with a default joins the
@@ -396,8 +394,6 @@ fn model_control_explicit_loads_the_named_models_and_poll_follows_the_files() {
     std::fs::remove_dir_all(repo.join("one")).unwrap();
     wait_for("`one` unloaded", || !ready(&server, "one"));
     assert!(ready(&server, "two"), "{:?}", states(&server));
-    drop(server);
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 /// `baton serve model.onnx`: a plain ONNX file served as the model named by its

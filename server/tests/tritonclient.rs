@@ -67,8 +67,6 @@ fn tritonclient_model_repository_index_load_swap_unload() {
     std::fs::write(dir.join("slowrepo.toml"), slow_repository_pipeline()).unwrap();
     let server = TestServer::start_with_repository(&["mlp.toml"], Some(&dir), config());
     run_script_on("test_repository.py", &server, &["--repo", dir.to_str().unwrap()]);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

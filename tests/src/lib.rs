@@ -4,7 +4,8 @@
 //! - [`Direct`]: one model run straight through ONNX Runtime (no Baton), the
 //!   reference the pipelines' answers are compared with;
 //! - random inputs and float comparisons;
-//! - [`TestFile`]: a test's own file in a temp folder that goes when the test ends.
+//! - [`Scratch`], [`TestFile`]: a test's own folder, or file in one, under the
+//!   temp folder that goes when the test ends.
 //!
 //! The tests need what `scripts/setup.sh` provides: the ONNX Runtime library
 //! in `.cache/` and the models in `models/`.
@@ -12,7 +13,6 @@
 pub mod mixed;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use baton::{DType, Tensor};
 use baton_stages::collab::session as collab;
@@ -331,22 +331,22 @@ pub fn stream_every_session(
     results.into_iter().map(|r| (r.id.clone(), r)).collect()
 }
 
+pub use baton_scratch::Scratch;
+
 /// A file written for one test, alone in a fresh temp folder that is removed
 /// when this is dropped (when the test ends, passed or failed).
 pub struct TestFile {
     path: PathBuf,
+    _dir: Scratch,
 }
 
 impl TestFile {
-    /// Writes `text` to `NAME` in a new folder `baton-e2e-KIND-PID-N` under the temp dir.
+    /// Writes `text` to `NAME` in a new folder `baton-e2e-KIND-XXXXXX` under the temp dir.
     pub fn write(kind: &str, name: &str, text: &str) -> TestFile {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("baton-e2e-{kind}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = Scratch::new(&format!("e2e-{kind}"));
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
-        TestFile { path }
+        TestFile { path, _dir: dir }
     }
 
     pub fn path(&self) -> &Path {
@@ -364,13 +364,5 @@ impl std::ops::Deref for TestFile {
 impl AsRef<Path> for TestFile {
     fn as_ref(&self) -> &Path {
         &self.path
-    }
-}
-
-impl Drop for TestFile {
-    fn drop(&mut self) {
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }

@@ -8,16 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use baton_e2e::{model, repo_root};
+use baton_e2e::{model, repo_root, Scratch};
 use serde_json::Value;
-
-/// A fresh folder for one test's files.
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-provider-diff-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Runs the example with `args`, from the repository root.
 fn provider_diff(args: &[&str]) -> Output {
@@ -50,7 +42,7 @@ fn mlp_all_outputs(dir: &Path) -> PathBuf {
 
 #[test]
 fn cpu_reference_only_on_the_mlp_reports_zero_differences_node_by_node() {
-    let dir = scratch("mlp");
+    let dir = Scratch::new("provider-diff-mlp");
     let all = mlp_all_outputs(&dir);
     let out = dir.join("report");
     let (mlp, all, out_s) = (model("mlp.onnx"), all.display().to_string(), out.display().to_string());
@@ -116,12 +108,11 @@ fn cpu_reference_only_on_the_mlp_reports_zero_differences_node_by_node() {
         assert!(!t["last_run_top_ops"].as_array().unwrap().is_empty(), "{t}");
     }
     assert!(out.join("trace-mlp-b1.json").is_file() && out.join("trace-mlp-b2.json").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn an_unknown_variant_is_an_error_naming_it() {
-    let dir = scratch("unknown");
+    let dir = Scratch::new("provider-diff-unknown");
     let mlp = model("mlp.onnx");
     let result = provider_diff(&[
         "--model",
@@ -135,5 +126,4 @@ fn an_unknown_variant_is_an_error_naming_it() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unknown variant `winograd_off`") && stderr.contains("tf32_off"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -115,9 +115,8 @@ mod tests {
 
     #[test]
     fn another_pipeline_or_files_without_batches_are_refused_naming_the_file() {
-        let dir = std::env::temp_dir().join(format!("baton-stretch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("b.json");
+        let dir = baton_scratch::Scratch::new("stretch");
+        let file = dir.path().join("b.json");
         let node = r#"{"name": "x", "batch_times": [{"batch_size": 2, "buckets": [[1000, 1100, 4]]}]}"#;
         std::fs::write(&file, format!(r#"{{"pipeline": "p", "points": [{{"nodes": [{node}]}}]}}"#)).unwrap();
         let names = vec!["x".to_string(), "y".to_string()];
@@ -127,6 +126,5 @@ mod tests {
         assert!(e.contains("b.json") && e.contains("`p`"), "{e}");
         let e = load(&[file], "p", &["y".to_string()]).unwrap_err();
         assert!(e.contains("no batches"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

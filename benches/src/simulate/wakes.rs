@@ -197,15 +197,13 @@ impl WakeDraws {
 mod tests {
     use super::*;
 
-    /// A folder of this test's own (removed by the test).
-    fn folder(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("baton-wakes-{test}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A folder of this test's own, removed when dropped.
+    fn folder(test: &str) -> baton_scratch::Scratch {
+        baton_scratch::Scratch::new(&format!("wakes-{test}"))
     }
 
-    fn bench_file(dir: &std::path::Path, name: &str, pipeline: &str, nodes: &str) -> PathBuf {
-        let path = dir.join(name);
+    fn bench_file(dir: &baton_scratch::Scratch, name: &str, pipeline: &str, nodes: &str) -> PathBuf {
+        let path = dir.path().join(name);
         let text = format!(r#"{{"pipeline": "{pipeline}", "points": [{{"nodes": [{nodes}]}}]}}"#);
         std::fs::write(&path, text).unwrap();
         path
@@ -232,7 +230,6 @@ mod tests {
         assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.5, 0.0), Some(8000));
         assert_eq!(draws.draw_ns(0, WakeClass::Free, 0.999, 0.9995), Some(8999));
         assert!((500_000..560_000).contains(&draws.draw_ns(0, WakeClass::Contended, 0.7, 0.3).unwrap()));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -243,7 +240,6 @@ mod tests {
         assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Contended, 0.5, 0.5).unwrap()));
         assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Realtime, 0.5, 0.5).unwrap()), "a file without it");
         assert_eq!(draws.draw_class_ns(0, WakeClass::Realtime, 0.5, 0.5), None, "that class alone: none");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -259,7 +255,6 @@ mod tests {
             assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Contended, u, 0.5).unwrap()), "free first");
             assert!((2000..2200).contains(&draws.draw_ns(0, WakeClass::Free, u, 0.5).unwrap()));
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -274,8 +269,7 @@ mod tests {
         let old = bench_file(&dir, "old.json", "p", r#"{"name": "x"}"#);
         let e = WakeDraws::load(&[old], "p", &names(&["x"])).unwrap_err();
         assert!(e.contains("old.json") && e.contains("no wake-ups"), "{e}");
-        let e = WakeDraws::load(&[dir.join("none.json")], "p", &names(&["x"])).unwrap_err();
+        let e = WakeDraws::load(&[dir.path().join("none.json")], "p", &names(&["x"])).unwrap_err();
         assert!(e.contains("none.json"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

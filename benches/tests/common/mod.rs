@@ -14,11 +14,11 @@ use std::time::Duration;
 use baton_bench::simulate::{ModelTerms, SimOptions};
 use baton_bench::BenchOptions;
 
+pub use baton_scratch::Scratch;
+
 /// A fresh folder for one test's files (`suite` names the test file).
-pub fn folder(suite: &str, test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-{suite}-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn folder(suite: &str, test: &str) -> Scratch {
+    Scratch::new(&format!("{suite}-{test}"))
 }
 
 /// A node's measured batch sizes, each with its samples (µs).

@@ -45,10 +45,7 @@ pub fn cost_stage(params: &str) -> StageRequest {
     }
 }
 
-/// A fresh, empty folder under the system temp dir, unique to this process and `tag`.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-engines-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty folder under the system temp dir, removed with its files when dropped.
+pub fn temp_dir(tag: &str) -> baton_scratch::Scratch {
+    baton_scratch::Scratch::new(&format!("engines-{tag}"))
 }

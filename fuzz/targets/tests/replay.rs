@@ -67,10 +67,8 @@ fn every_harness_target_is_replayed() {
 #[test]
 fn a_panicking_input_is_reported() {
     // The replay must fail on a target panic: an unknown target name panics in `run`.
-    let dir = std::env::temp_dir().join(format!("baton-fuzz-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("input"), b"any").unwrap();
-    let (ran, failures) = replay("no_such_target", std::slice::from_ref(&dir));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let dir = baton_scratch::Scratch::new("fuzz-replay");
+    std::fs::write(dir.path().join("input"), b"any").unwrap();
+    let (ran, failures) = replay("no_such_target", &[dir.path().to_path_buf()]);
     assert_eq!((ran, failures.len()), (1, 1));
 }

@@ -111,12 +111,12 @@ pub fn model_file(
 mod tests {
     use super::*;
 
-    fn folder(versions: &[&str]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("baton-layout-{}-{}", std::process::id(), versions.join("_")));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// A model folder with these version folders, removed when dropped.
+    fn folder(versions: &[&str]) -> baton_scratch::Scratch {
+        let dir = baton_scratch::Scratch::new("layout");
         for v in versions {
-            std::fs::create_dir_all(dir.join(v)).unwrap();
-            std::fs::write(dir.join(v).join("model.onnx"), b"x").unwrap();
+            std::fs::create_dir_all(dir.path().join(v)).unwrap();
+            std::fs::write(dir.path().join(v).join("model.onnx"), b"x").unwrap();
         }
         dir
     }
@@ -127,20 +127,20 @@ mod tests {
 
     #[test]
     fn policies_pick_versions_highest_first() {
-        let dir = folder(&["1", "2", "10", "notes"]);
+        let tmp = folder(&["1", "2", "10", "notes"]);
+        let dir = tmp.path();
         let cfg = dir.join(CONFIG_FILE);
-        assert_eq!(select(&dir, &cfg, None, None).unwrap(), [10]);
+        assert_eq!(select(dir, &cfg, None, None).unwrap(), [10]);
         let latest = policy(PolicyChoice::Latest(tpb::model_version_policy::Latest { num_versions: 2 }));
-        assert_eq!(select(&dir, &cfg, None, Some(&latest)).unwrap(), [10, 2]);
+        assert_eq!(select(dir, &cfg, None, Some(&latest)).unwrap(), [10, 2]);
         let all = policy(PolicyChoice::All(tpb::model_version_policy::All {}));
-        assert_eq!(select(&dir, &cfg, None, Some(&all)).unwrap(), [10, 2, 1]);
+        assert_eq!(select(dir, &cfg, None, Some(&all)).unwrap(), [10, 2, 1]);
         let some = policy(PolicyChoice::Specific(tpb::model_version_policy::Specific { versions: vec![1, 3] }));
-        let e = select(&dir, &cfg, None, Some(&some)).unwrap_err();
+        let e = select(dir, &cfg, None, Some(&some)).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("version_policy.specific.versions"));
-        assert!(model_file(&dir, &cfg, None, 2, "").unwrap().ends_with("2/model.onnx"));
-        let e = model_file(&dir, &cfg, None, 2, "other.onnx").unwrap_err();
+        assert!(model_file(dir, &cfg, None, 2, "").unwrap().ends_with("2/model.onnx"));
+        let e = model_file(dir, &cfg, None, 2, "other.onnx").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("default_model_filename"));
         assert!(e.message.contains("is missing"), "{e}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -191,12 +191,11 @@ fn parse_response(raw: &[u8]) -> HttpResponse {
     HttpResponse { status, headers, body }
 }
 
+pub use baton_scratch::Scratch;
+
 /// A fresh empty directory under the system's temporary one, for test `what`.
-pub fn scratch_dir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("baton-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn scratch_dir(what: &str) -> Scratch {
+    Scratch::new(what)
 }
 
 /// `/metrics` text of the server.
