@@ -7,7 +7,8 @@
 #
 #   scripts/fidelity.sh DIR [PIPELINES]     PIPELINES: any of mlp,diamond,many_nodes,mixed_streams,collab_early
 #
-# Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log), and
+# Everything lands in DIR (profiles, bench JSON, simulations, terms.json, table.md, load.log, and
+# model_P.flags: the flags of P's model as fitted, which scripts/evidence.sh runs under other loads), and
 # queues.md: per node and load, where its tasks waited, real against the model (the wait's p99, its
 # part before the node was picked, the wake-up's and the hand-on's p99). With ROUNDS=10 or more, also
 # ceiling.md: how often two disjoint sets of five real runs meet the bars against each other, beside
@@ -92,14 +93,7 @@ CALIBRATE=${CALIBRATE:-0}
 STALLS_DUTIES=${STALLS_DUTIES:-1}
 mkdir -p "$DIR"
 
-load_flags() { # PIPELINE: the load options its real and simulated runs share
-    case $1 in
-    many_nodes) echo "--rows 4 --priority-fraction 0.1" ;;
-    mixed_streams | collab_early) echo "--stream-chunks 16 --stream-inputs chunk --stream-fraction 0.2" ;;
-    *) echo "" ;;
-    esac
-}
-capacity_concurrency() { case $1 in mixed_streams | collab_early) echo 16 ;; *) echo 32 ;; esac }
+source scripts/lib/loads.sh
 bench() { # NAME ARGS...: one `baton bench` run into DIR/NAME.json and .txt; a failed run is logged, not fatal
     local name=$1
     shift
@@ -206,10 +200,11 @@ for p in ${PIPELINES//,/ }; do
             --rate "$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" 10)" --duration 20s --warmup 1s --seed 1 \
             $(python3 scripts/fidelity_terms.py base-open "$DIR" "$p") --json "$DIR/simlight_$p.json" >/dev/null 2>&1
     fi
+    # The model of P as this campaign measured it, kept for other loads (scripts/evidence.sh).
+    echo "${model[*]} $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-}" >"$DIR/model_$p.flags"
     # shellcheck disable=SC2046 # the terms are flags
-    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "${model[@]}" "$@" --rate "$rates" --duration 20s \
-        --warmup 1s --seed 1 $(python3 scripts/fidelity_terms.py terms "$DIR" "$p" "$cfg") ${SIM_FLAGS:-} \
-        --json "$DIR/sim_$p.json" >"$DIR/sim_$p.txt" 2>&1
+    "$BATON" simulate "$cfg" --profile "$DIR/$p.profile.json" "$@" --rate "$rates" --duration 20s \
+        --warmup 1s --seed 1 $(cat "$DIR/model_$p.flags") --json "$DIR/sim_$p.json" >"$DIR/sim_$p.txt" 2>&1
 done
 logged end
 python3 scripts/fidelity_terms.py table "$DIR" "$PIPELINES" | tee "$DIR/table.md"

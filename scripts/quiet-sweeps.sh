@@ -21,6 +21,7 @@ COLLAB=${COLLAB_BIN:-target/release/examples/collab}
 ROUNDS=${ROUNDS:-8}
 mkdir -p "$DIR"
 want() { [[ ,$WORKLOADS, == *,$1,* ]]; }
+source scripts/lib/loads.sh
 
 # The last two CPUs on distinct physical cores (SMT siblings would share one core's units; CPU 0
 # takes most of the machine's interrupts and housekeeping). On the lent 16-core guest, greedy's p99
@@ -44,13 +45,15 @@ pinned() { # NAME COMMAND...: runs the command on $CORES, its table into DIR/NAM
 }
 
 if want b; then
-    pinned many_nodes "$BATON" bench configs/many_nodes.toml --sweep 50,70,90 --repeat "$ROUNDS" --rows 4 \
-        --priority-fraction 0.1 --duration 3s --warmup 0.5s --policy greedy,collaborative ${BENCH_FLAGS:-} \
+    # shellcheck disable=SC2046 # the load options are flags
+    pinned many_nodes "$BATON" bench configs/many_nodes.toml --sweep 50,70,90 --repeat "$ROUNDS" $(load_flags many_nodes) \
+        --duration 3s --warmup 0.5s --policy greedy,collaborative ${BENCH_FLAGS:-} \
         --csv "$DIR/many_nodes.csv" --plot "$DIR/many_nodes.svg"
 fi
 if want c; then
-    pinned mixed_streams "$BATON" bench configs/mixed_streams.toml --stream-chunks 16 --stream-inputs chunk \
-        --stream-fraction 0.2 --sweep 50,70,90 --repeat "$ROUNDS" --capacity-concurrency 16 \
+    # shellcheck disable=SC2046 # the load options are flags
+    pinned mixed_streams "$BATON" bench configs/mixed_streams.toml $(load_flags mixed_streams) \
+        --sweep 50,70,90 --repeat "$ROUNDS" --capacity-concurrency "$(capacity_concurrency mixed_streams)" \
         --duration 3s --warmup 0.5s --policy greedy,collaborative ${BENCH_FLAGS:-} \
         --csv "$DIR/mixed_streams.csv" --plot "$DIR/mixed_streams.svg"
 fi

@@ -3,13 +3,14 @@
 (fit_cpu_terms.fit, fit_cpu_terms.point), a node's compute line (fidelity_terms.line_through, against
 the profile over the batch sizes that ran, fidelity_terms.profile_ran) and
 its real-time scale (fidelity_terms.realtime_scales); the real runs' repeatability beside the
-model (fidelity_ceiling); and where threads waited for a core in a
-scheduling trace (sched_waits).
+model (fidelity_ceiling); where threads waited for a core in a
+scheduling trace (sched_waits); and the rule against greedy over seeds (seed_ratios).
 
     python3 scripts/test_fidelity_fits.py      (cargo test -p baton-bench --test scripts runs it)
 """
 import json
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -19,6 +20,7 @@ import fidelity_ceiling  # noqa: E402
 import fidelity_terms  # noqa: E402
 import fit_cpu_terms  # noqa: E402
 import sched_waits  # noqa: E402
+import seed_ratios  # noqa: E402
 
 
 class CpuLine(unittest.TestCase):
@@ -608,6 +610,57 @@ class SchedWaits(unittest.TestCase):
         self.assertAlmostEqual(elsewhere["w"], 0.0001)
         self.assertAlmostEqual(elsewhere["idle"], 0.0008)
         self.assertEqual(sched_waits.long_waits(names, segments, waits, 1e-3)[0], 0, "none over 1 ms")
+
+
+class SeedRatios(unittest.TestCase):
+    @staticmethod
+    def point(policy, load, prio_p50, others_p99, prio_count=10):
+        latency = {"p50_us": 100.0, "p99_us": 200.0, "count": 10}
+        return {"policy": policy, "load": load, "throughput_rps": load,
+                "priority_latency": {"p50_us": prio_p50, "p99_us": 400.0, "count": prio_count},
+                "others_latency": {**latency, "p99_us": others_p99}}
+
+    def files(self, seeds):
+        """One file per seed: (greedy's, the rule's) priority p50 and others' p99 at load 100."""
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        paths = []
+        for k, ((g_p50, c_p50), (g_p99, c_p99)) in enumerate(seeds):
+            path = os.path.join(d, f"{k}.json")
+            with open(path, "w") as f:
+                json.dump({"points": [self.point("greedy", 100.0, g_p50, g_p99),
+                                      self.point("collaborative", 100.0, c_p50, c_p99)]}, f)
+            paths.append(path)
+        return paths
+
+    def test_each_ratio_is_the_mean_over_the_seeds_with_its_t_interval(self):
+        rows = seed_ratios.rows(self.files([((100.0, 50.0), (200.0, 200.0)), ((100.0, 70.0), (200.0, 300.0))]))
+        (load, cells, throughput, _, _), = rows
+        self.assertEqual(load, 100.0)
+        prio_p50, _, _, others_p99 = cells
+        self.assertAlmostEqual(prio_p50[0], 0.6)
+        # Two seeds: t(1) = 12.706 times the standard error 0.1.
+        self.assertAlmostEqual(prio_p50[2] - prio_p50[0], 12.706 * 0.1, places=6)
+        self.assertAlmostEqual(others_p99[0], 1.25)
+        self.assertEqual(throughput, 1.0)
+
+    def test_a_class_without_requests_under_a_policy_has_no_ratio(self):
+        paths = self.files([((100.0, 50.0), (200.0, 200.0))])
+        data = json.load(open(paths[0]))
+        data["points"][1]["priority_latency"]["count"] = 0
+        json.dump(data, open(paths[0], "w"))
+        (_, cells, _, _, _), = seed_ratios.rows(paths)
+        self.assertIsNone(cells[0])
+        self.assertIsNotNone(cells[3])
+
+    def test_the_plot_draws_each_class_and_quantile_with_its_interval(self):
+        rows = seed_ratios.rows(self.files([((100.0, 50.0), (200.0, 200.0)), ((100.0, 70.0), (200.0, 300.0))]))
+        import xml.dom.minidom
+        doc = xml.dom.minidom.parseString(seed_ratios.svg(rows, "t"))
+        self.assertEqual(len(doc.getElementsByTagName("circle")), 4)
+        labels = [t.firstChild.data for t in doc.getElementsByTagName("text")]
+        for label in seed_ratios.LABELS:
+            self.assertIn(label, labels)
 
 
 if __name__ == "__main__":
