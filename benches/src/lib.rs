@@ -585,13 +585,18 @@ fn run_sweep(
     if let Some(path) = &args.plot {
         plot::sweep_plot(path, &spec.name, &sweep::plot_series(&summary))?;
     }
+    let points: Vec<PointResult> = report.points.into_iter().map(|p| p.point).collect();
+    if let Some(path) = &args.csv {
+        let node_names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+        write(path, &report::csv(&points, &node_names))?;
+    }
     Ok(BenchReport {
         pipeline: spec.name.clone(),
         file: file.display().to_string(),
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
         settings: args.settings(),
         raw: None,
-        points: report.points.into_iter().map(|p| p.point).collect(),
+        points,
         batch_sizes: Vec::new(),
     })
 }

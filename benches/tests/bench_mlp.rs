@@ -50,6 +50,34 @@ fn bench_on_the_mlp_writes_every_point_and_the_raw_figures() {
     assert!(svg_text.contains("<svg") && svg_text.contains("collaborative p50"));
 }
 
+#[test]
+fn a_sweep_writes_a_csv_row_for_every_point_of_every_round_and_policy() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = common::folder("bench-mlp", "sweep");
+    let csv = dir.join("sweep.csv");
+    let args = BenchOptions {
+        pipeline: Some(root.join("configs/mlp.toml")),
+        warmup: Duration::from_millis(50),
+        duration: Duration::from_millis(200),
+        sweep: vec![20.0, 40.0],
+        capacity_rate: Some(2000.0),
+        repeat: 2,
+        policy: vec![BatchingPolicy::Greedy, BatchingPolicy::Collaborative],
+        csv: Some(csv.clone()),
+        ..BenchOptions::default()
+    };
+    baton_bench::bench(&args).expect("the sweep runs");
+    let text = std::fs::read_to_string(&csv).expect("the sweep writes the CSV it was asked for");
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("policy,mode,load,throughput_rps,"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2 * 2 * 2, "2 loads × 2 policies × 2 rounds: {text}");
+    for (policy, load) in [("greedy", "400"), ("greedy", "800"), ("collaborative", "400"), ("collaborative", "800")] {
+        let matching = rows.iter().filter(|r| r.starts_with(&format!("{policy},open,{load}"))).count();
+        assert_eq!(matching, 2, "{policy} at {load}/s, once a round: {text}");
+    }
+}
+
 /// The raw engine's figures: the one node, batch sizes 1..32, each with positive throughput.
 fn check_raw(raw: &Value) {
     let nodes = raw["nodes"].as_array().expect("raw.nodes");
