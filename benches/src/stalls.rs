@@ -397,7 +397,7 @@ mod tests {
         assert_eq!(lateness.len(), SLEEPS);
         assert!(lateness.iter().all(|&us| us >= 0.0 && us.is_finite()));
         let dir = baton_scratch::Scratch::new("stalls");
-        let file = dir.path().join("stalls.json");
+        let file = dir.join("stalls.json");
         std::fs::write(&file, serde_json::to_string(&record).unwrap()).unwrap();
         assert_eq!(StallRecord::read(&file).unwrap(), record);
         std::fs::write(&file, r#"{"kind":"other","threshold_us":2,"duration_s":1,"read_us":0.1,"cores":[]}"#).unwrap();
@@ -503,7 +503,7 @@ mod tests {
     #[test]
     fn a_record_whose_cpu_readings_do_not_match_its_stalls_is_refused_naming_the_core() {
         let dir = baton_scratch::Scratch::new("stall-clocks");
-        let file = dir.path().join("stalls.json");
+        let file = dir.join("stalls.json");
         let with = |cpu: &str| {
             format!(
                 r#"{{"kind":"{KIND}","threshold_us":2,"duration_s":1,"read_us":0.1,"cores":[{{"core":3,"stalls_us":[5.0,7.0],"stalls_cpu_us":{cpu}}}]}}"#

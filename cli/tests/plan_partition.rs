@@ -2,18 +2,16 @@
 //! partitioners' results out (text and JSON), and a malformed file named with
 //! its line.
 
-mod common;
-
 use std::process::Command;
 
-use common::scratch;
+use baton_scratch::Scratch;
 
 /// Two triangles joined by one edge: the best bisection cuts only that edge.
 const TWO_TRIANGLES: &str = "6 7\n2 3\n1 3\n1 2 4\n3 5 6\n4 6\n4 5\n";
 
 #[test]
 fn partitions_a_graph_file_and_compares_with_metis() {
-    let dir = scratch("plan-partition");
+    let dir = Scratch::new("plan-partition");
     let (graph, out) = (dir.join("two.graph"), dir.join("plan.json"));
     std::fs::write(&graph, TWO_TRIANGLES).unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -44,7 +42,7 @@ fn partitions_a_graph_file_and_compares_with_metis() {
 
 #[test]
 fn a_malformed_graph_file_is_named_with_its_line() {
-    let dir = scratch("plan-partition");
+    let dir = Scratch::new("plan-partition");
     let graph = dir.join("bad.graph");
     std::fs::write(&graph, "3 2\n2\n1 4\n2\n").unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -58,7 +56,7 @@ fn a_malformed_graph_file_is_named_with_its_line() {
 }
 
 fn plan_graph(name: &str, text: &str, args: &[&str]) -> (bool, String) {
-    let dir = scratch("plan-partition");
+    let dir = Scratch::new("plan-partition");
     let graph = dir.join(name);
     std::fs::write(&graph, text).unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))

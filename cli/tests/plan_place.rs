@@ -2,14 +2,12 @@
 //! end: the placed pipeline loads (config loader, `baton check`), errors name
 //! the node or the provider; and `baton profile` records the provider it measured on.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use baton::execution::ProviderKind;
 use baton::PipelineConfig;
-use common::scratch;
+use baton_scratch::Scratch;
 
 fn config(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs").join(name)
@@ -64,7 +62,7 @@ const ALL_CPU: [(&str, f64); 4] = [("embed", 10.0), ("branch_a", 400.0), ("branc
 
 #[test]
 fn the_placed_pipeline_puts_the_slow_node_on_cuda_and_parses() {
-    let dir = scratch("plan-place");
+    let dir = Scratch::new("plan-place");
     // branch_a: 400 µs a row on the CPU, 4 on CUDA; join: 10 on the CPU, 100 on CUDA.
     let prof = diamond_profile(&dir, "both.json", &ALL_CPU, &[("branch_a", 4.0), ("join", 100.0)]);
     let out = dir.join("diamond.both.toml");
@@ -91,7 +89,7 @@ fn the_placed_pipeline_puts_the_slow_node_on_cuda_and_parses() {
 
 #[test]
 fn a_cpu_only_placement_gives_every_node_its_cores() {
-    let dir = scratch("plan-place");
+    let dir = Scratch::new("plan-place");
     let prof = diamond_profile(&dir, "cpu.json", &ALL_CPU, &[("branch_a", 4.0)]);
     let out = dir.join("diamond.cpu.toml");
     let run = plan_ilp(
@@ -112,7 +110,7 @@ fn a_cpu_only_placement_gives_every_node_its_cores() {
 
 #[test]
 fn bad_input_names_the_node_or_the_provider() {
-    let dir = scratch("plan-place");
+    let dir = Scratch::new("plan-place");
     let pipeline = config("diamond.toml");
     let out = dir.join("never.toml");
     let plan = |prof: &Path, extra: &[&str]| {
@@ -139,7 +137,7 @@ fn bad_input_names_the_node_or_the_provider() {
 
 #[test]
 fn profile_records_the_provider_and_the_placement_from_it_loads_with_baton_check() {
-    let dir = scratch("plan-place");
+    let dir = Scratch::new("plan-place");
     let prof = dir.join("mlp.profile.json");
     let run = baton(&[
         "profile",
@@ -177,7 +175,7 @@ fn profiling_on_cuda_without_a_gpu_says_what_is_missing() {
         eprintln!("skipped: this machine has a GPU");
         return;
     }
-    let dir = scratch("plan-place");
+    let dir = Scratch::new("plan-place");
     let prof = dir.join("never.profile.json");
     let run = baton(&[
         "profile",

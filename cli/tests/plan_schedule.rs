@@ -2,12 +2,10 @@
 //! numbers mean none, NaN is refused), the MILP's start named, and the
 //! periodic planner's bound.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::scratch;
+use baton_scratch::Scratch;
 
 /// Writes `text` to `dir/name`.
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -25,7 +23,7 @@ const EXAMPLE: &str = "44;0A1;1B2;2C1;3D2;012a;021b;131c;231d";
 
 #[test]
 fn huge_time_limits_mean_none_and_nan_is_refused() {
-    let dir = scratch("plan-schedule");
+    let dir = Scratch::new("plan-schedule");
     let dag = write(&dir, "example.dag", EXAMPLE);
     for limit in ["inf", "1e20", "1e300"] {
         let run = plan(&["--method", "ilp", "--time-limit", limit], &dag);
@@ -47,7 +45,7 @@ fn huge_time_limits_mean_none_and_nan_is_refused() {
 fn periodic_plan_prints_a_true_bound() {
     // A long task and a short one: with X = 2 samples per period the plan
     // takes 5.5 per sample, below max(sum / h, max c) = 10.
-    let dir = scratch("plan-schedule");
+    let dir = Scratch::new("plan-schedule");
     let dag = write(&dir, "long-short.dag", "21;0L10;1S1;010a");
     let run = plan(&["--method", "periodic", "--processors", "2", "--x-max", "4"], &dag);
     let stdout = String::from_utf8_lossy(&run.stdout);

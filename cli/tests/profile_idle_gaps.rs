@@ -2,12 +2,10 @@
 //! the profile, `baton simulate --idle-gaps` takes that profile, and a gap that
 //! is not a positive number of µs is refused by name.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::scratch;
+use baton_scratch::Scratch;
 
 fn mlp() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/mlp.toml").display().to_string()
@@ -30,7 +28,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn each_gap_asked_for_is_measured_and_the_simulator_takes_the_profile() {
-    let dir = scratch("profile-idle-gaps-ok");
+    let dir = Scratch::new("profile-idle-gaps-ok");
     let out = dir.join("p.json");
     let run = profile(&out, "200,2000");
     assert!(run.status.success(), "{}", stderr(&run));
@@ -50,7 +48,7 @@ fn each_gap_asked_for_is_measured_and_the_simulator_takes_the_profile() {
 
 #[test]
 fn a_gap_that_is_not_a_positive_number_of_microseconds_is_refused() {
-    let dir = scratch("profile-idle-gaps-bad");
+    let dir = Scratch::new("profile-idle-gaps-bad");
     let out = dir.join("p.json");
     let err = stderr(&profile(&out, "0"));
     assert!(err.contains("--idle-gaps: 0 is not a positive number of µs"), "{err}");

@@ -3,12 +3,10 @@
 //! the batch), the runs take them in turn, and a node or input the pipeline
 //! lacks is named.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::scratch;
+use baton_scratch::Scratch;
 
 fn mlp() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/mlp.toml").display().to_string()
@@ -34,7 +32,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn samples_of_the_models_width_are_profiled_at_every_batch_size() {
-    let dir = scratch("profile-inputs-ok");
+    let dir = Scratch::new("profile-inputs-ok");
     let (a, b) = (sample(&dir, "a.json", 1, 256, 0.5), sample(&dir, "b.json", 2, 256, -0.25));
     let out = dir.join("p.json");
     let run = profile(&out, &format!("mlp.input={a},{b}"));
@@ -48,7 +46,7 @@ fn samples_of_the_models_width_are_profiled_at_every_batch_size() {
 
 #[test]
 fn a_sample_the_model_refuses_fails_at_the_node_so_it_was_fed() {
-    let dir = scratch("profile-inputs-wide");
+    let dir = Scratch::new("profile-inputs-wide");
     let narrow = sample(&dir, "narrow.json", 1, 3, 1.0);
     let out = dir.join("p.json");
     let run = profile(&out, &format!("mlp.input={narrow}"));
@@ -64,7 +62,7 @@ fn a_sample_the_model_refuses_fails_at_the_node_so_it_was_fed() {
 
 #[test]
 fn a_node_or_input_the_pipeline_lacks_is_named() {
-    let dir = scratch("profile-inputs-names");
+    let dir = Scratch::new("profile-inputs-names");
     let good = sample(&dir, "good.json", 1, 256, 1.0);
     let out = dir.join("p.json");
     let err = stderr(&profile(&out, &format!("zz.input={good}")));

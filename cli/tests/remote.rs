@@ -5,15 +5,13 @@
 //! resumes by itself when it is back. (Network namespaces standing in for
 //! hosts: deploy/test-remote.sh.)
 
-mod common;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use baton::{Request, RequestError, Runtime, Tensor};
+use baton_scratch::Scratch;
 use baton_server::{RunningServer, Server, ServerConfig};
-use common::scratch;
 
 fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../models").canonicalize().unwrap()
@@ -112,7 +110,7 @@ fn bytes_of(outputs: &baton::Outputs, name: &str) -> Vec<u8> {
 
 #[test]
 fn the_diamond_split_over_two_servers_answers_bitwise_like_one_host() {
-    let dir = scratch("remote-diamond");
+    let dir = Scratch::new("remote-diamond");
     let far = Far::start(pipeline(&dir, "far.toml", DIAMOND_FAR), 0);
     let near = pipeline(&dir, "near.toml", &DIAMOND_NEAR.replace("FAR", &far.addr().to_string()));
     let one_host = Runtime::from_file(
@@ -155,7 +153,7 @@ fn chunk(stream: usize, k: usize) -> Tensor {
 
 #[test]
 fn a_remote_stateful_node_keeps_each_streams_state_on_the_far_side() {
-    let dir = scratch("remote-stateful");
+    let dir = Scratch::new("remote-stateful");
     let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/stateful.toml");
     let engines = baton_engines::standard_registry();
     let far = Far::start(Runtime::from_file(&configs, &engines).unwrap(), 0);
@@ -221,7 +219,7 @@ fn mlp_request(deadline: Duration) -> Request {
 
 #[test]
 fn a_dead_far_server_fails_requests_within_their_deadline_and_service_resumes_when_it_is_back() {
-    let dir = scratch("remote-outage");
+    let dir = Scratch::new("remote-outage");
     let far = Far::start(pipeline(&dir, "far.toml", MLP_FAR), 0);
     let addr = far.addr();
     let near = pipeline(&dir, "near.toml", &MLP_NEAR.replace("FAR", &addr.to_string()));
@@ -263,7 +261,7 @@ fn check(dir: &Path, text: &str) -> (i32, String) {
 
 #[test]
 fn baton_check_names_the_node_and_endpoint_of_an_unreachable_remote_and_bad_remote_settings() {
-    let dir = scratch("remote-check");
+    let dir = Scratch::new("remote-check");
     // Nothing listens on loopback port 9: the connection is refused at once.
     let (code, said) = check(&dir, &MLP_NEAR.replace("FAR", "127.0.0.1:9"));
     assert_eq!(code, 2, "{said}");
@@ -297,7 +295,7 @@ fn baton_check_names_the_node_and_endpoint_of_an_unreachable_remote_and_bad_remo
 
 #[test]
 fn baton_plan_places_a_pipeline_on_hosts_with_either_placement() {
-    let dir = scratch("remote-plan");
+    let dir = Scratch::new("remote-plan");
     let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/diamond.toml");
     for placement in ["critical", "metis"] {
         let out = dir.join(placement);

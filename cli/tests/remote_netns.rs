@@ -4,14 +4,12 @@
 //! process. Each test creates its namespace and removes it (on panic too),
 //! and skips, saying why, where namespaces cannot be made (not root, no `ip`).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton::{Request, RequestError, Runtime, Tensor};
-use common::{scratch, Scratch};
+use baton_scratch::Scratch;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -132,7 +130,7 @@ fn far_host(subnet: u8) -> Option<FarHost> {
 
 /// `baton plan --method partition -k 2 --hosts a=...,b=...` of `pipeline` into a fresh folder.
 fn plan(pipeline: &str, far: &FarHost, extra: &[&str]) -> Scratch {
-    let out = scratch(&format!("netns-{}", far.name));
+    let out = Scratch::new(&format!("netns-{}", far.name));
     let hosts = format!("a={}:8001,b={}:8001", far.here, far.there);
     let run = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["plan", "--method", "partition", "-k", "2", "--hosts", &hosts])

@@ -150,7 +150,7 @@ fn engine_moves_to_another_thread_and_runs_there() {
 #[test]
 fn missing_model_file_errors_naming_the_path() {
     let dir = temp_dir("missing");
-    let path = dir.path().join("nope.onnx");
+    let path = dir.join("nope.onnx");
     let stage = onnx_stage(path.clone());
     let provider = OnnxProvider::new();
     let err = provider.inspect(&stage).unwrap_err().to_string();
@@ -180,7 +180,7 @@ fn unknown_params_key_errors_naming_it() {
 #[test]
 fn unloadable_model_errors_naming_the_path_and_ort_reason() {
     let dir = temp_dir("garbage");
-    let path = dir.path().join("garbage.onnx");
+    let path = dir.join("garbage.onnx");
     std::fs::write(&path, b"this is not a protobuf").unwrap();
     let err = OnnxProvider::new().inspect(&onnx_stage(path.clone())).unwrap_err().to_string();
     let canonical = path.canonicalize().unwrap();
@@ -191,7 +191,7 @@ fn unloadable_model_errors_naming_the_path_and_ort_reason() {
 #[test]
 fn inspect_caches_signatures_per_model_file() {
     let dir = temp_dir("cache");
-    let path = dir.path().join("model.onnx");
+    let path = dir.join("model.onnx");
     std::fs::copy(model("fixed_batch"), &path).unwrap();
     let stage = onnx_stage(path.clone());
     let provider = OnnxProvider::new();

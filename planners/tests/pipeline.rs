@@ -61,7 +61,7 @@ fn missing_profile_entries_name_the_node() {
 #[test]
 fn placed_pipeline_keeps_everything_and_sets_cores() {
     let dir = baton_scratch::Scratch::new("placed");
-    let dst = dir.path().join("diamond.placed.toml");
+    let dst = dir.join("diamond.placed.toml");
     let placement: BTreeMap<String, Vec<usize>> =
         [("embed", vec![0]), ("branch_a", vec![1]), ("branch_b", vec![0, 1]), ("join", vec![0])]
             .into_iter()

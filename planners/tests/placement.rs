@@ -231,7 +231,7 @@ fn the_placed_file_sets_provider_workers_cores_and_keeps_the_rest() {
     let placed = placement::solve(&p, 10.0).unwrap();
     assert_eq!(placed.nodes[2].provider, Provider::Cuda);
     let dir = baton_scratch::Scratch::new("placement");
-    let dst = dir.path().join("collab.placed.toml");
+    let dst = dir.join("collab.placed.toml");
     write_placement(&src, &dst, &placed, "written by a test\nsecond line").unwrap();
     let text = std::fs::read_to_string(&dst).unwrap();
     assert!(text.starts_with("# written by a test\n# second line\n"), "{text}");

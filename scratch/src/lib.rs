@@ -13,11 +13,6 @@ impl Scratch {
     pub fn new(name: &str) -> Scratch {
         Scratch(tempfile::Builder::new().prefix(&format!("baton-{name}-")).tempdir().unwrap())
     }
-
-    /// The folder's path.
-    pub fn path(&self) -> &Path {
-        self.0.path()
-    }
 }
 
 impl std::ops::Deref for Scratch {

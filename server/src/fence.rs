@@ -9,8 +9,9 @@
 //! - Files sent with a load request are written under a private folder the
 //!   server made for that model ([`SentFiles`]): relative paths of plain
 //!   components only, each file and the whole set under a size limit; the
-//!   folder is removed when the model is unloaded (when the `SentFiles` drops),
-//!   and the server's folder with the last of them.
+//!   folder is removed when the model is unloaded (when the `SentFiles` drops).
+//!   The private folders lie in the repository's own folder ([`SentRoot`]),
+//!   removed with whatever is left in it when the repository drops.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -71,18 +72,34 @@ fn relative_path(name: &str) -> Result<PathBuf, String> {
     Ok(clean)
 }
 
-/// The files a load request sent for one model, written into a private folder
-/// (mode 0700) under the server's own folder; removed on drop, and the server's
-/// folder too when no other model's files are left in it.
+/// A repository's folder for the files load requests send: `baton-PID-N-sent-models`
+/// under `parent`, made by the first load that sends files and removed with
+/// everything in it on drop. Each load's files take a private folder inside
+/// ([`SentRoot::write`]); nothing else removes this folder, so a load never
+/// races with another model's unload for it.
 #[derive(Debug)]
-pub struct SentFiles {
+pub struct SentRoot {
     dir: PathBuf,
 }
 
-impl SentFiles {
-    /// Writes `files` (relative path, contents) for model `model` under `server_dir`,
-    /// after checking every name and size; nothing is written when one is refused.
-    pub fn write(server_dir: &Path, model: &str, files: &[(String, Vec<u8>)]) -> Result<SentFiles, String> {
+impl SentRoot {
+    /// A folder name no other repository of this process takes, under `parent`.
+    pub fn new(parent: &Path) -> SentRoot {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        SentRoot { dir: parent.join(format!("baton-{}-{n}-sent-models", std::process::id())) }
+    }
+
+    /// The folder (it exists once a load has sent files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `files` (relative path, contents) for model `model` into a private
+    /// folder here, after checking every name and size; nothing is written when
+    /// one is refused.
+    pub fn write(&self, model: &str, files: &[(String, Vec<u8>)]) -> Result<SentFiles, String> {
         check_component(model, "model name")?;
         let mut total = 0usize;
         let mut checked = Vec::with_capacity(files.len());
@@ -100,8 +117,7 @@ impl SentFiles {
         if total > MAX_SENT_TOTAL_BYTES {
             return Err(format!("the sent files total {total} bytes, over the limit of {MAX_SENT_TOTAL_BYTES}"));
         }
-        let dir = private_dir(server_dir, model)?;
-        let sent = SentFiles { dir };
+        let sent = SentFiles { dir: self.private_dir(model)? };
         for (path, contents) in checked {
             let target = sent.dir.join(&path);
             if let Some(parent) = target.parent() {
@@ -112,6 +128,34 @@ impl SentFiles {
         Ok(sent)
     }
 
+    /// A fresh folder for model `model`'s sent files, readable by the server's user only.
+    fn private_dir(&self, model: &str) -> Result<PathBuf, String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot make {}: {e}", self.dir.display()))?;
+        let dir = self.dir.join(format!("{model}.{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+}
+
+impl Drop for SentRoot {
+    fn drop(&mut self) {
+        remove_all(&self.dir);
+    }
+}
+
+/// The files a load request sent for one model, in their private folder (mode
+/// 0700) of a [`SentRoot`]; the folder is removed on drop.
+#[derive(Debug)]
+pub struct SentFiles {
+    dir: PathBuf,
+}
+
+impl SentFiles {
     /// The private folder holding the files.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -120,35 +164,18 @@ impl SentFiles {
 
 impl Drop for SentFiles {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-            tracing::warn!("cannot remove the sent files' folder {}: {e}", self.dir.display());
-        }
-        // Fails, and leaves it, while the server's folder holds other models' files.
-        if let Some(server_dir) = self.dir.parent() {
-            let _ = std::fs::remove_dir(server_dir);
-        }
+        remove_all(&self.dir);
     }
 }
 
-/// A fresh folder for model `model`'s sent files under `server_dir`, readable by the server's user only.
-fn private_dir(server_dir: &Path, model: &str) -> Result<PathBuf, String> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = server_dir.join(format!("{model}.{}", NEXT.fetch_add(1, Ordering::Relaxed)));
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(false);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    // The last other model's files going at the same time may take `server_dir` with
-    // them between the two steps: then it is made again.
-    let mut tries = 0;
-    loop {
-        std::fs::create_dir_all(server_dir).map_err(|e| format!("cannot make {}: {e}", server_dir.display()))?;
-        match builder.create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
-            Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+/// Removes `dir` with its files; one already gone (a model that outlived its
+/// repository's folder) is fine.
+fn remove_all(dir: &Path) {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!("cannot remove the sent files' folder {}: {e}", dir.display())
         }
+        _ => {}
     }
 }
 
@@ -182,7 +209,7 @@ mod tests {
     #[test]
     fn a_symlink_out_of_the_repository_is_refused() {
         let (root_dir, outside_dir) = (scratch("root"), scratch("outside"));
-        let (root, outside) = (root_dir.path(), outside_dir.path());
+        let (root, outside): (&Path, &Path) = (&root_dir, &outside_dir);
         std::fs::write(outside.join("secret.onnx"), b"x").unwrap();
         std::fs::write(root.join("model.onnx"), b"y").unwrap();
         std::os::unix::fs::symlink(outside.join("secret.onnx"), root.join("link.onnx")).unwrap();
@@ -198,31 +225,45 @@ mod tests {
     #[test]
     fn sent_files_stay_in_their_private_folder_and_go_with_it() {
         let tmp = scratch("server");
-        let server = tmp.path().join("sent");
+        let root = SentRoot::new(&tmp);
         let files = vec![("1/model.onnx".to_string(), vec![1u8; 10]), ("config.pbtxt".to_string(), b"x".to_vec())];
-        let sent = SentFiles::write(&server, "m", &files).unwrap();
+        let sent = root.write("m", &files).unwrap();
         let dir = sent.dir().to_path_buf();
-        assert!(dir.starts_with(&server));
+        assert!(dir.starts_with(root.dir()));
         assert_eq!(std::fs::read(dir.join("1/model.onnx")).unwrap(), vec![1u8; 10]);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
         }
-        let other = SentFiles::write(&server, "n", &files).unwrap();
+        let other = root.write("n", &files).unwrap();
         drop(sent);
         assert!(!dir.exists(), "the folder outlives its model");
-        assert!(server.is_dir(), "the server's folder goes while it holds another model's files");
-        drop(other);
-        assert!(!server.exists(), "the server's folder outlives its last model");
+        assert!(other.dir().is_dir(), "another model's files went with it");
         for bad in ["../escape.onnx", "/etc/x", "a/../../b", "./a", "a\\..\\b", ""] {
-            let error = SentFiles::write(&server, "m", &[(bad.to_string(), vec![])]).unwrap_err();
+            let error = root.write("m", &[(bad.to_string(), vec![])]).unwrap_err();
             assert!(error.contains("sent file"), "{bad:?}: {error}");
         }
-        let error = SentFiles::write(&server, "..", &files).unwrap_err();
+        let error = root.write("..", &files).unwrap_err();
         assert!(error.contains("model name"), "{error}");
         let big = vec![("big".to_string(), vec![0u8; MAX_SENT_FILE_BYTES + 1])];
-        assert!(SentFiles::write(&server, "m", &big).unwrap_err().contains("over the limit"));
-        assert!(!server.exists(), "refused loads wrote into {}", server.display());
+        assert!(root.write("m", &big).unwrap_err().contains("over the limit"));
+        let left: Vec<_> = std::fs::read_dir(root.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 1, "refused loads wrote into {}: {left:?}", root.dir().display());
+        let root_dir = root.dir().to_path_buf();
+        drop(root);
+        assert!(!root_dir.exists(), "the repository's folder outlives the repository");
+        drop(other);
+    }
+
+    #[test]
+    fn two_repositories_take_two_folders() {
+        let tmp = scratch("roots");
+        let (a, b) = (SentRoot::new(&tmp), SentRoot::new(&tmp));
+        assert_ne!(a.dir(), b.dir());
+        let files = vec![("f".to_string(), b"x".to_vec())];
+        let (in_a, in_b) = (a.write("m", &files).unwrap(), b.write("m", &files).unwrap());
+        drop(a);
+        assert!(!in_a.dir().exists() && in_b.dir().is_dir(), "one repository's drop took the other's files");
     }
 }

@@ -188,7 +188,7 @@ impl Server {
     /// there is model `NAME`, loaded at start and loadable and unloadable
     /// while the server runs (the model repository extension).
     pub fn repository(mut self, dir: impl Into<PathBuf>, engines: EngineRegistry) -> Self {
-        self.repository = Some(Repository { dir: dir.into(), engines });
+        self.repository = Some(Repository::new(dir.into(), engines));
         self
     }
 

@@ -29,9 +29,16 @@ use crate::triton;
 pub struct Repository {
     pub dir: PathBuf,
     pub engines: EngineRegistry,
+    /// Where the files load calls send are written; shared by the clones, removed with the last.
+    sent: Arc<crate::fence::SentRoot>,
 }
 
 impl Repository {
+    /// The repository in `dir`, its models loaded with `engines`.
+    pub fn new(dir: PathBuf, engines: EngineRegistry) -> Repository {
+        Repository { dir, engines, sent: Arc::new(crate::fence::SentRoot::new(&std::env::temp_dir())) }
+    }
+
     /// The model names of the repository, sorted: its pipeline files `NAME.toml`
     /// and its Triton model folders `NAME/` (with a `config.pbtxt` or a version folder).
     pub fn names(&self) -> Result<Vec<String>, ServeError> {
@@ -103,10 +110,10 @@ impl Repository {
 }
 
 impl Repository {
-    /// The folder holding the files load calls send, one private folder per load;
-    /// removed when the last of them is ([`crate::fence::SentFiles`]).
-    pub fn sent_dir(&self) -> PathBuf {
-        std::env::temp_dir().join(format!("baton-{}-sent-models", std::process::id()))
+    /// The folder holding the files load calls send, one private folder per load
+    /// ([`crate::fence::SentRoot`]); removed when the repository is.
+    pub fn sent_dir(&self) -> &std::path::Path {
+        self.sent.dir()
     }
 
     /// Starts model `name` from the files a load call sent (Triton's repository API:
@@ -124,8 +131,8 @@ impl Repository {
                 "loading model `{name}` with files needs the `config` parameter too (as Triton's repository API)"
             )));
         };
-        let sent = crate::fence::SentFiles::write(&self.sent_dir(), name, files)
-            .map_err(|e| ServeError::bad(format!("failed to load model `{name}`: {e}")))?;
+        let sent =
+            self.sent.write(name, files).map_err(|e| ServeError::bad(format!("failed to load model `{name}`: {e}")))?;
         let loaded = triton::load_dir(sent.dir(), name, &self.engines, Some(config))
             .map_err(|e| ServeError::bad(format!("failed to load model `{name}` from the sent files: {e}")))?;
         let sent = Arc::new(sent);

@@ -9,10 +9,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use baton_scratch::Scratch;
 use baton_server::access::{Group, Restriction, Restrictions};
 use baton_server::tls::TlsFiles;
 use baton_server::ServerConfig;
-use common::{repo_root, request, run_script_on, scratch_dir, TestServer};
+use common::{repo_root, request, run_script_on, TestServer};
 
 /// The rows the model `name`'s first node ran: the engine's work, counted by the runtime.
 fn tasks_run(server: &TestServer, name: &str) -> u64 {
@@ -160,7 +161,7 @@ fn plain_text_answered(addr: std::net::SocketAddr) -> bool {
 
 #[test]
 fn tls_serves_tritonclient_and_curl_and_refuses_plain_text() {
-    let dir = scratch_dir("tls");
+    let dir = Scratch::new("tls");
     let certs = make_certificates(&dir);
     let config = ServerConfig {
         http_tls: Some(certs.server.clone()),
@@ -180,7 +181,7 @@ fn tls_serves_tritonclient_and_curl_and_refuses_plain_text() {
 
 #[test]
 fn mutual_tls_refuses_a_client_without_a_certificate() {
-    let dir = scratch_dir("mtls");
+    let dir = Scratch::new("mtls");
     let certs = make_certificates(&dir);
     let files = TlsFiles { client_ca: Some(certs.ca.clone()), ..certs.server.clone() };
     let config = ServerConfig { http_tls: Some(files.clone()), grpc_tls: Some(files), ..ServerConfig::ephemeral() };
@@ -204,7 +205,7 @@ fn mutual_tls_refuses_a_client_without_a_certificate() {
 
 #[test]
 fn bad_tls_files_stop_the_start_naming_the_file() {
-    let dir = scratch_dir("badtls");
+    let dir = Scratch::new("badtls");
     let certs = make_certificates(&dir);
     let garbage = dir.join("garbage.pem");
     std::fs::write(&garbage, "not a certificate").unwrap();
@@ -230,8 +231,8 @@ fn bad_tls_files_stop_the_start_naming_the_file() {
 
 #[test]
 fn repository_names_and_symlinks_cannot_lead_out_of_it() {
-    let dir = scratch_dir("fence-repo");
-    let outside = scratch_dir("fence-outside");
+    let dir = Scratch::new("fence-repo");
+    let outside = Scratch::new("fence-outside");
     let shipped = std::fs::read_to_string(repo_root().join("configs/mlp.toml")).unwrap();
     let model = repo_root().join("models/mlp.onnx");
     let pipeline = shipped.replace("../models/mlp.onnx", model.to_str().unwrap());
@@ -257,8 +258,8 @@ fn repository_names_and_symlinks_cannot_lead_out_of_it() {
 
 #[test]
 fn version_folders_and_load_overrides_cannot_lead_out_of_a_model_folder() {
-    let dir = scratch_dir("fence-triton");
-    let outside = scratch_dir("fence-triton-outside");
+    let dir = Scratch::new("fence-triton");
+    let outside = Scratch::new("fence-triton-outside");
     let mlp = repo_root().join("models/mlp.onnx");
     // `inner`: a config-less Triton model; `linked`: its version folder is a link out of the repository.
     std::fs::create_dir_all(dir.join("inner/1")).unwrap();

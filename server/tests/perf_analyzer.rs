@@ -9,8 +9,9 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
+use baton_scratch::Scratch;
 use baton_server::ServerConfig;
-use common::{repo_root, scratch_dir, TestServer};
+use common::{repo_root, TestServer};
 
 /// perf_analyzer and the folder of the libraries it needs.
 fn perf_analyzer() -> (PathBuf, PathBuf) {
@@ -44,7 +45,7 @@ fn successes(server: &TestServer) -> u64 {
 fn run(server: &TestServer, protocol: &str, args: &[&str]) {
     let (bin, lib) = perf_analyzer();
     let addr = if protocol == "grpc" { server.grpc } else { server.http };
-    let dir = scratch_dir(&format!("perf-analyzer-{protocol}-{}", args.len()));
+    let dir = Scratch::new(&format!("perf-analyzer-{protocol}-{}", args.len()));
     let csv = dir.join("report.csv");
     const CONCURRENCY: u64 = 2;
     let before = successes(server);

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use baton_scratch::Scratch;
 use baton_server::ServerConfig;
-use common::{repo_root, run_client_script, run_to_end, scratch_dir, TestServer};
+use common::{repo_root, run_client_script, run_to_end, TestServer};
 
 /// Makes the test models into `dir` with the project's Python (onnx).
 fn make_models(dir: &Path) {
@@ -275,7 +276,7 @@ fn build(repo: &Path, onnx: &Path) -> Vec<(&'static str, String, &'static str)> 
 
 #[test]
 fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail_alone() {
-    let scratch = scratch_dir("triton-repository");
+    let scratch = Scratch::new("triton-repository");
     let (onnx, repo): (PathBuf, PathBuf) = (scratch.join("onnx"), scratch.join("repo"));
     make_models(&onnx);
     let bad = build(&repo, &onnx);
@@ -360,7 +361,7 @@ fn states(server: &TestServer) -> Vec<(String, String, &'static str)> {
 #[test]
 fn model_control_explicit_loads_the_named_models_and_poll_follows_the_files() {
     use baton_server::control::{ControlMode, ModelControl};
-    let scratch = scratch_dir("triton-control");
+    let scratch = Scratch::new("triton-control");
     let (onnx, repo) = (scratch.join("onnx"), scratch.join("repo"));
     make_models(&onnx);
     let model = |n: &str| onnx.join(format!("{n}.onnx"));

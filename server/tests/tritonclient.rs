@@ -6,8 +6,9 @@
 
 mod common;
 
+use baton_scratch::Scratch;
 use baton_server::ServerConfig;
-use common::{repo_root, run_script_on, scratch_dir, TestServer};
+use common::{repo_root, run_script_on, TestServer};
 
 /// The serving tests' config: a 4 MB body limit.
 fn config() -> ServerConfig {
@@ -63,7 +64,7 @@ fn slow_repository_pipeline() -> String {
 
 #[test]
 fn tritonclient_model_repository_index_load_swap_unload() {
-    let dir = scratch_dir("repository");
+    let dir = Scratch::new("repository");
     std::fs::write(dir.join("slowrepo.toml"), slow_repository_pipeline()).unwrap();
     let server = TestServer::start_with_repository(&["mlp.toml"], Some(&dir), config());
     run_script_on("test_repository.py", &server, &["--repo", dir.to_str().unwrap()]);

@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn another_pipeline_or_files_without_batches_are_refused_naming_the_file() {
         let dir = baton_scratch::Scratch::new("stretch");
-        let file = dir.path().join("b.json");
+        let file = dir.join("b.json");
         let node = r#"{"name": "x", "batch_times": [{"batch_size": 2, "buckets": [[1000, 1100, 4]]}]}"#;
         std::fs::write(&file, format!(r#"{{"pipeline": "p", "points": [{{"nodes": [{node}]}}]}}"#)).unwrap();
         let names = vec!["x".to_string(), "y".to_string()];

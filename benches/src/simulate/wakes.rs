@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn bench_file(dir: &baton_scratch::Scratch, name: &str, pipeline: &str, nodes: &str) -> PathBuf {
-        let path = dir.path().join(name);
+        let path = dir.join(name);
         let text = format!(r#"{{"pipeline": "{pipeline}", "points": [{{"nodes": [{nodes}]}}]}}"#);
         std::fs::write(&path, text).unwrap();
         path
@@ -269,7 +269,7 @@ mod tests {
         let old = bench_file(&dir, "old.json", "p", r#"{"name": "x"}"#);
         let e = WakeDraws::load(&[old], "p", &names(&["x"])).unwrap_err();
         assert!(e.contains("old.json") && e.contains("no wake-ups"), "{e}");
-        let e = WakeDraws::load(&[dir.path().join("none.json")], "p", &names(&["x"])).unwrap_err();
+        let e = WakeDraws::load(&[dir.join("none.json")], "p", &names(&["x"])).unwrap_err();
         assert!(e.contains("none.json"), "{e}");
     }
 }

@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn model_paths_become_absolute_only_when_the_file_moves_to_another_folder() {
         let scratch = baton_scratch::Scratch::new("tune-rebase");
-        let dir = scratch.path();
+        let dir: &std::path::Path = &scratch;
         std::fs::create_dir_all(dir.join("out")).unwrap();
         let text = "[nodes.a]\nstages = [{ model = \"m.onnx\" }, { model = \"/abs/n.onnx\" }]\n\
                     state = [{ input = \"s\", output = \"t\", initial = \"s0.npy\" }]\n";

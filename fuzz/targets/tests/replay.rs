@@ -68,7 +68,7 @@ fn every_harness_target_is_replayed() {
 fn a_panicking_input_is_reported() {
     // The replay must fail on a target panic: an unknown target name panics in `run`.
     let dir = baton_scratch::Scratch::new("fuzz-replay");
-    std::fs::write(dir.path().join("input"), b"any").unwrap();
-    let (ran, failures) = replay("no_such_target", &[dir.path().to_path_buf()]);
+    std::fs::write(dir.join("input"), b"any").unwrap();
+    let (ran, failures) = replay("no_such_target", &[dir.to_path_buf()]);
     assert_eq!((ran, failures.len()), (1, 1));
 }

@@ -115,8 +115,8 @@ mod tests {
     fn folder(versions: &[&str]) -> baton_scratch::Scratch {
         let dir = baton_scratch::Scratch::new("layout");
         for v in versions {
-            std::fs::create_dir_all(dir.path().join(v)).unwrap();
-            std::fs::write(dir.path().join(v).join("model.onnx"), b"x").unwrap();
+            std::fs::create_dir_all(dir.join(v)).unwrap();
+            std::fs::write(dir.join(v).join("model.onnx"), b"x").unwrap();
         }
         dir
     }
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn policies_pick_versions_highest_first() {
         let tmp = folder(&["1", "2", "10", "notes"]);
-        let dir = tmp.path();
+        let dir: &Path = &tmp;
         let cfg = dir.join(CONFIG_FILE);
         assert_eq!(select(dir, &cfg, None, None).unwrap(), [10]);
         let latest = policy(PolicyChoice::Latest(tpb::model_version_policy::Latest { num_versions: 2 }));

@@ -191,13 +191,6 @@ fn parse_response(raw: &[u8]) -> HttpResponse {
     HttpResponse { status, headers, body }
 }
 
-pub use baton_scratch::Scratch;
-
-/// A fresh empty directory under the system's temporary one, for test `what`.
-pub fn scratch_dir(what: &str) -> Scratch {
-    Scratch::new(what)
-}
-
 /// `/metrics` text of the server.
 pub fn metrics_text(server: &TestServer) -> String {
     String::from_utf8(request(server.metrics, "GET", "/metrics", &[], b"").body).unwrap()
