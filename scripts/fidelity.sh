@@ -46,7 +46,8 @@
 # records less the stalls their watching threads' CPU clocks counted, which the measured CPU times
 # already hold (STALLS_COUNTED=keep: the whole records): where a record read the clock across each
 # stall, each stall's uncounted part; STALLS_IDLE=1: a stall also holds the idle threads on its core
-# (`--stalls-hold-idle`). STALLS_DUTIES (default 1) lists
+# (`--stalls-hold-idle`). The records also measure the OS's time slice (`slice_us`), and every
+# simulation takes the median of the campaign's (`--slice-us`; SLICE=0: none). STALLS_DUTIES (default 1) lists
 # the duties recorded (`baton stalls --duty D`; D other than 1 into DIR/P.stalls-dD.json), STALLS_DUTY
 # (default 1) the one the simulations take; a campaign starts with one record the simulations
 # do not take (DIR/settle_stalls.json; SETTLE=0: none). Each pipeline also runs one light open load (10% of

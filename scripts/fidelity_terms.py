@@ -949,11 +949,22 @@ def sparse_flags(d, p):
     return f" --sparse-stretch {items} --sparse-rate {rate:.1f} --dense-rate {dense:.1f}"
 
 
+def slice_flags(d, p):
+    """The OS's time slice (`--slice-us`): the median of the `slice_us` the campaign's stall
+    records measured (two threads spinning on one core, `baton stalls`); none where no record
+    holds one, as before 2026-12-08, or with SLICE=0 (or STALLS=0)."""
+    if os.environ.get("SLICE", "1") != "1" or os.environ.get("STALLS", "1") != "1":
+        return ""
+    slices = [r["slice_us"] for r in stall_records(d).values() if r.get("slice_us")]
+    return f" --slice-us {statistics.median(slices):.0f}" if slices else ""
+
+
 def record_flags(d, p):
     """The terms every simulation of P takes from the measurements as they are, the
-    concurrency-1 one included: real-time scales and wake-up, tick lateness, core stalls, hand-on."""
+    concurrency-1 one included: real-time scales and wake-up, tick lateness, core stalls, the
+    OS's slice, hand-on."""
     return (realtime_flags(d, p) + realtime_wake_flags(d, p) + tick_flags(d, p) + stall_flags(d, p)
-            + hand_on_flags(d, p))
+            + slice_flags(d, p) + hand_on_flags(d, p))
 
 
 def bucket_mean_us(buckets):

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Collaborative ÷ greedy per load over seeds, from `baton simulate --json` files.
 
-    scripts/seed_ratios.py [--svg FILE] [--title TEXT] FILE...
+    scripts/seed_ratios.py [--svg FILE] [--title TEXT] [--unit TEXT] FILE...
         (one file per seed, each holding both policies)
 
 For each load and class (priority, others) and quantile (p50, p99): the ratio of the
 collaborative rule's figure to greedy's in each file, then the mean over the files with
 its 95% confidence interval (Student's t over the seeds: the seeds' spread, not the
 model's error). Prints a markdown table; greedy's medians over the seeds come last.
-`--svg FILE` also plots the four ratios against the load, each with its interval.
+`--svg FILE` also plots the four ratios against the load, each with its interval. `--unit`
+names the load's unit (default requests/s; sessions/s for the collab example's sessions).
 """
 import json
 import statistics
@@ -75,20 +76,25 @@ def rows(files):
     return out
 
 
-def table(rs, seeds):
-    lines = ["| load | priority p50 | priority p99 | others p50 | others p99 | throughput | "
+def load_text(load):
+    """A load as the tables and plots print it: whole above 100, else three figures (5.6)."""
+    return f"{load:.0f}" if load >= 100 else f"{load:.3g}"
+
+
+def table(rs, seeds, unit="requests/s"):
+    lines = [f"| load ({unit}) | priority p50 | priority p99 | others p50 | others p99 | throughput | "
              "greedy's priority / others p99 (µs, median) |",
              "|---|---|---|---|---|---|---|"]
     for load, cells, tp, prio, others in rs:
         text = [f"{c[0]:.2f} ({c[1]:.2f}-{c[2]:.2f})" if c else "-" for c in cells]
         text.append(f"{tp:.2f}" if tp is not None else "-")
-        lines.append(f"| {load:.0f}/s | " + " | ".join(text) + f" | {prio:.0f} / {others:.0f} |")
+        lines.append(f"| {load_text(load)} | " + " | ".join(text) + f" | {prio:.0f} / {others:.0f} |")
     lines.append(f"\n(collaborative ÷ greedy, mean of {seeds} seeds, 95% CI over the seeds.)")
     return "\n".join(lines)
 
 
-def svg(rs, title):
-    """The four ratios against the load (requests/s), each point with its interval; a dashed
+def svg(rs, title, unit="requests/s"):
+    """The four ratios against the load (in `unit`), each point with its interval; a dashed
     line at 1 (greedy's own figure)."""
     width, height, left, right, top, bottom = 640, 400, 60, 150, 40, 50
     loads = [load for load, *_ in rs]
@@ -114,7 +120,7 @@ def svg(rs, title):
            'stroke-dasharray="4 4"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="black"/>',
            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="black"/>',
-           f'<text x="{(left + width - right) / 2:.0f}" y="{height - 12}" text-anchor="middle">load (requests/s)</text>',
+           f'<text x="{(left + width - right) / 2:.0f}" y="{height - 12}" text-anchor="middle">load ({unit})</text>',
            f'<text x="14" y="{(top + height - bottom) / 2:.0f}" transform="rotate(-90 14 '
            f'{(top + height - bottom) / 2:.0f})" text-anchor="middle">collaborative ÷ greedy</text>']
     steps = 5
@@ -122,7 +128,7 @@ def svg(rs, title):
         v = y_min + (y_max - y_min) * k / steps
         out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.2f}</text>')
     for load in loads:
-        out.append(f'<text x="{x(load):.1f}" y="{height - bottom + 16}" text-anchor="middle">{load:.0f}</text>')
+        out.append(f'<text x="{x(load):.1f}" y="{height - bottom + 16}" text-anchor="middle">{load_text(load)}</text>')
     for i, label in enumerate(LABELS):
         colour = colours[i]
         # Each series a little apart from the others, so the intervals do not hide each other.
@@ -143,22 +149,20 @@ def svg(rs, title):
 
 
 def main(args):
-    svg_file, title = None, "collaborative ÷ greedy"
-    while args and args[0] in ("--svg", "--title"):
+    options = {"--svg": None, "--title": "collaborative ÷ greedy", "--unit": "requests/s"}
+    while args and args[0] in options:
         if len(args) < 2:
             raise SystemExit(f"{args[0]} needs a value\n{__doc__}")
-        if args[0] == "--svg":
-            svg_file = args[1]
-        else:
-            title = args[1]
+        options[args[0]] = args[1]
         args = args[2:]
+    svg_file, title, unit = options["--svg"], options["--title"], options["--unit"]
     if not args:
         raise SystemExit(__doc__)
     rs = rows(args)
-    print(table(rs, len(args)))
+    print(table(rs, len(args), unit))
     if svg_file:
         with open(svg_file, "w") as f:
-            f.write(svg(rs, title))
+            f.write(svg(rs, title, unit))
 
 
 if __name__ == "__main__":

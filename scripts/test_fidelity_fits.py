@@ -408,6 +408,27 @@ class NodeHopSplit(unittest.TestCase):
         self.assertEqual(fidelity_terms.node_hop_split(ones, {"last": 5.0, "mid": 10.0}, light)[0]["last"], 5.0)
 
 
+class Slice(unittest.TestCase):
+    def test_the_slice_is_the_median_the_records_measured_and_none_without_them(self):
+        with tempfile.TemporaryDirectory() as d:
+            for p, slice_us in (("a", 4010.0), ("b", 3990.0), ("c", 4100.0), ("old", None)):
+                record = {"kind": "baton-core-stalls", "duration_s": 1.0, "cores": [{"core": 0, "stalls_us": []}]}
+                if slice_us:
+                    record["slice_us"] = slice_us
+                json.dump(record, open(f"{d}/{p}.stalls.json", "w"))
+            self.assertEqual(fidelity_terms.slice_flags(d, "a"), " --slice-us 4010")
+            for env in ("SLICE", "STALLS"):
+                os.environ[env] = "0"
+                try:
+                    self.assertEqual(fidelity_terms.slice_flags(d, "a"), "")
+                finally:
+                    del os.environ[env]
+            os.remove(f"{d}/a.stalls.json")
+            os.remove(f"{d}/b.stalls.json")
+            os.remove(f"{d}/c.stalls.json")
+            self.assertEqual(fidelity_terms.slice_flags(d, "old"), "", "records made before the slice")
+
+
 class StallClocks(unittest.TestCase):
     def test_the_flags_and_the_pool_of_the_records_and_their_cpu_clocks(self):
         with tempfile.TemporaryDirectory() as d:
@@ -661,6 +682,23 @@ class SeedRatios(unittest.TestCase):
         labels = [t.firstChild.data for t in doc.getElementsByTagName("text")]
         for label in seed_ratios.LABELS:
             self.assertIn(label, labels)
+
+    def test_a_fractional_load_keeps_its_figures_and_the_unit_is_named(self):
+        paths = self.files([((100.0, 50.0), (200.0, 200.0))])
+        for path in paths:
+            data = json.load(open(path))
+            for point in data["points"]:
+                point["load"] = 5.6
+            json.dump(data, open(path, "w"))
+        rows = seed_ratios.rows(paths)
+        table = seed_ratios.table(rows, 1, "sessions/s")
+        self.assertIn("| load (sessions/s) |", table)
+        self.assertIn("| 5.6 |", table)
+        import xml.dom.minidom
+        doc = xml.dom.minidom.parseString(seed_ratios.svg(rows, "t", "sessions/s"))
+        labels = [t.firstChild.data for t in doc.getElementsByTagName("text")]
+        self.assertIn("load (sessions/s)", labels)
+        self.assertIn("5.6", labels)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,11 @@
 //! stall's first monotonic read to the one after its second: a window one turn wider than
 //! the stall (a fraction of a µs), never narrower.
 //!
+//! After the watch two threads pinned to the first core spin side by side for
+//! [`SLICE_WATCH`]: each one's gaps are the other's turns on the core, and their median
+//! is the OS's time slice, the record's `slice_us`, which `baton simulate --slice-us`
+//! takes (here the kernel's tick, 4 ms at 250 Hz).
+//!
 //! After its watch each thread also times [`SLEEPS`] timed sleeps of 50-300 µs
 //! at a timer slack of 1 ns (as `baton bench`'s load generator sleeps until
 //! its next send is due): how late each woke is the record's
@@ -138,6 +143,10 @@ pub struct StallRecord {
     /// The shortest gap between two reads seen on any core (the clock's own cost), µs.
     pub read_us: f64,
     pub cores: Vec<CoreStalls>,
+    /// The OS's time slice, µs: how long a thread spinning beside another on one core waits
+    /// for its turn, the median (None in records made before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_us: Option<f64>,
 }
 
 fn whole_time() -> f64 {
@@ -174,6 +183,9 @@ impl StallRecord {
         if let Some(c) = record.cores.iter().find(|c| c.stalls_cpu_us.iter().any(|s| !(s.is_finite() && *s >= 0.0))) {
             return Err(format!("{at}: core {}: a stall's CPU time that is not a non-negative number of µs", c.core));
         }
+        if let Some(slice) = record.slice_us.filter(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(format!("{at}: slice_us must be a positive number of µs, not {slice}"));
+        }
         Ok(record)
     }
 }
@@ -206,6 +218,7 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
         duty: how.duty,
         read_us: f64::INFINITY,
         cores: Vec::new(),
+        slice_us: None,
     };
     for (&core, watcher) in cores.iter().zip(watchers) {
         let (pinned, seen, lateness) = watcher.join().map_err(|_| format!("core {core}: the watcher panicked"))?;
@@ -224,7 +237,50 @@ pub fn measure(cores: &[usize], how: Watch) -> Result<StallRecord, String> {
             stalls_cpu_us: seen.stalls_cpu_ns.as_ref().map_or(Vec::new(), |cpu| cpu.iter().map(us).collect()),
         });
     }
+    record.slice_us = measure_slice(cores[0])?;
     Ok(record)
+}
+
+/// How long the two threads of [`measure_slice`] spin side by side.
+pub const SLICE_WATCH: Duration = Duration::from_millis(300);
+/// A gap this long or longer in a spinning thread's clock reads is the other thread's turn.
+const TURN_GAP: Duration = Duration::from_micros(200);
+
+/// The OS's time slice on `core`, µs: two threads pinned there spin for [`SLICE_WATCH`],
+/// each timing its gaps of [`TURN_GAP`] or more (the other's turns); the median of them
+/// all. None where no turn was seen (the OS ran both at once: not one core).
+pub fn measure_slice(core: usize) -> Result<Option<f64>, String> {
+    let start = Arc::new(Barrier::new(2));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                start.wait();
+                let begin = Instant::now();
+                let mut last = begin;
+                let mut turns = Vec::new();
+                while last - begin < SLICE_WATCH {
+                    let now = Instant::now();
+                    if now - last >= TURN_GAP {
+                        turns.push((now - last).as_nanos() as f64 / 1e3);
+                    }
+                    last = now;
+                }
+                (pinned, turns)
+            })
+        })
+        .collect();
+    let mut turns = Vec::new();
+    for spinner in spinners {
+        let (pinned, seen) = spinner.join().map_err(|_| format!("core {core}: a slice spinner panicked"))?;
+        if !pinned {
+            return Err(format!("core {core}: could not pin a thread to it"));
+        }
+        turns.extend(seen);
+    }
+    turns.sort_by(f64::total_cmp);
+    Ok(turns.get(turns.len() / 2).copied())
 }
 
 /// What one watching thread saw.
@@ -370,6 +426,10 @@ pub fn run(cores: Option<Vec<usize>>, how: Watch, out: &std::path::Path) -> Exit
     }
     for core in &record.cores {
         println!("{}", sleep_summary(core));
+    }
+    match record.slice_us {
+        Some(us) => println!("time slice: {us:.0} µs (two threads spinning on core {})", cores[0]),
+        None => println!("time slice: none seen (two threads pinned to core {} ran at once)", cores[0]),
     }
     let text = serde_json::to_string(&record).expect("a record serializes");
     if let Err(e) = std::fs::write(out, text) {
@@ -529,6 +589,24 @@ mod tests {
         for (stall, cpu) in c.stalls_us.iter().zip(&c.stalls_cpu_us) {
             assert!(*cpu <= stall + 50.0, "{cpu} µs of CPU across a stall of {stall} µs");
         }
+    }
+
+    #[test]
+    fn two_threads_on_one_core_take_turns_of_the_os_slice_and_a_record_refuses_a_bad_one() {
+        let core = core_affinity::get_core_ids().unwrap()[0].id;
+        let slice = measure_slice(core).unwrap().expect("two threads on one core take turns");
+        // Whatever the kernel's slice, a turn is at least the gap that counts as one and
+        // well under the watch.
+        assert!(slice >= TURN_GAP.as_secs_f64() * 1e6 && slice < 100_000.0, "{slice} µs");
+        let dir = baton_scratch::Scratch::new("stalls-slice");
+        let how = Watch { duration: Duration::from_millis(20), threshold: Duration::from_micros(2), duty: 1.0 };
+        let mut record = measure(&[core], how).unwrap();
+        assert!(record.slice_us.is_some());
+        record.slice_us = Some(-1.0);
+        let file = dir.join("stalls.json");
+        std::fs::write(&file, serde_json::to_string(&record).unwrap()).unwrap();
+        let e = StallRecord::read(&file).unwrap_err();
+        assert!(e.contains("slice_us") && e.contains("-1"), "{e}");
     }
 
     #[test]

@@ -385,7 +385,7 @@ fn a_sparse_stretch_needs_both_rates_in_order_and_a_known_node() {
 }
 
 #[test]
-fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
+fn a_woken_worker_waits_for_a_slice_or_the_running_batchs_end_only_while_every_core_is_taken() {
     let dir = folder(SUITE, "slice");
     let mut o = options(one_node(&dir, 1), profile(&dir, &[("a", &[(1, &[1000.0])])]));
     o.bench.concurrency = vec![1];
@@ -411,6 +411,21 @@ fn a_woken_worker_waits_for_a_slice_only_while_every_core_is_taken() {
     assert!((sliced.mean_us - 2000.0).abs() < 5.0, "{sliced:?}");
     o.model.slice_us = -1.0;
     assert!(simulate(&o, &engines()).unwrap_err().contains("--slice-us"));
+}
+
+#[test]
+fn a_woken_worker_waits_no_longer_than_the_running_batch_even_where_the_slice_is_longer() {
+    let dir = folder(SUITE, "slice_or_end");
+    // The diamond on one core, a request at a time, 1 ms a batch: `b` and `c` are told
+    // together, one runs and the other wakes to a taken core. It waits for a slice (up to
+    // 5 ms) or, sooner, `b`'s end, when that thread sleeps and the core is free: so the
+    // core never idles while work waits and every answer takes the four batches' 4 ms.
+    let batches: Batches = &[(1, &[1000.0]), (8, &[1000.0])];
+    let prof = profile(&dir, &[("a", batches), ("b", batches), ("c", batches), ("d", batches)]);
+    let mut o = options(diamond(&dir), prof);
+    (o.bench.concurrency, o.model.cores, o.model.slice_us) = (vec![1], Some(1.0), 5000.0);
+    let l = simulate(&o, &engines()).unwrap().points.remove(0).latency;
+    assert!(l.min_us >= 4000 && l.max_us <= 4001, "within a µs of the four batches: {l:?}");
 }
 
 /// A `baton bench --json` file of pipeline `one` whose node `a` recorded wake-ups in two

@@ -38,8 +38,9 @@ pub struct ModelTermArgs {
     /// (`foreground_realtime`), µs (default: --wake-us).
     #[arg(long)]
     pub realtime_wake_us: Option<f64>,
-    /// Measured term: the OS's time slice, µs: a worker woken into the normal class while
-    /// every core is taken waits a uniform draw of up to this long (0: never).
+    /// Measured term: the OS's time slice, µs (`baton stalls` records it): a worker woken
+    /// into the normal class while every core is taken waits a uniform draw of up to this
+    /// long, or less, until the first running job ends (0: never).
     #[arg(long, default_value_t = 0.0)]
     pub slice_us: f64,
     /// Measured term: from a batch's end to its outputs at the next nodes or the client, µs.

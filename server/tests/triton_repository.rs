@@ -294,7 +294,7 @@ fn a_triton_repository_serves_unchanged_through_tritonclient_and_bad_models_fail
     run_client_script("test_triton.py", &server, &extra, Duration::from_secs(120));
     // test_triton.py unloaded the models it loaded from sent files: their folders are gone.
     let sent = server.models().repository().expect("a repository").sent_dir();
-    let left: Vec<_> = std::fs::read_dir(&sent).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(sent).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
     assert!(left.is_empty(), "sent files outlive their models: {left:?}");
     run_client_script("test_triton_sequence.py", &server, &extra, Duration::from_secs(120));
     // Every string sequence the script opened was ended: the table of string ids is empty again.

@@ -97,6 +97,7 @@ mod tests {
             duration_s: 2.0,
             duty: 1.0,
             read_us: 0.03,
+            slice_us: None,
             cores: vec![
                 CoreStalls {
                     core: 0,

@@ -110,16 +110,18 @@ impl Sim<'_> {
     }
 
     /// A told worker wakes: with every core taken, a worker of the normal class waits for
-    /// a running thread's slice to end (a uniform draw up to `slice_ns`); a real-time one
-    /// takes a core at once.
+    /// a core, until the running thread's slice ends (a uniform draw up to `slice_ns`: how
+    /// much of its slice it has left) or, sooner, the first running job ends and its
+    /// thread sleeps; a real-time one takes a core at once.
     pub(super) fn start(&mut self, node: usize, told_ns: u64) {
         let slice = self.terms.slice_ns;
         if slice > 0
             && self.running.len() as f64 >= self.terms.cores
             && !self.classes.is_realtime(node, self.priority_waits(node))
         {
-            let wait = (self.rng.random::<f64>() * slice as f64) as u64;
-            self.at(self.now + wait, Ev::Woken { node, told_ns });
+            let slice_left = (self.rng.random::<f64>() * slice as f64) as u64;
+            let first_end = self.earliest_end().map_or(u64::MAX, |((end, _), _)| end.saturating_sub(self.now));
+            self.at(self.now + slice_left.min(first_end), Ev::Woken { node, told_ns });
             return;
         }
         self.take_and_run(node, told_ns);
