@@ -14,8 +14,9 @@
 # (scripts/seed_ratios.py). BATON_BIN names the binary (default: this checkout's release build).
 #
 # a is `collab_early` under the collab example's sessions (`--sessions data/sessions.json`), 60 s
-# a point (A_DURATION) after 5 s of warm-up. Its OCR's time depends on the image, so its model takes a profile of the
-# pipeline on the sessions' images, DIR/collab_early.images.profile.json, and its 100% is the
+# a point (A_DURATION) after 5 s of warm-up. Its OCR's time depends on the image, so its model
+# takes a profile of the pipeline on the sessions' images, DIR/collab_early.images.profile.json,
+# and its 100% is the
 # sessions/s the example's capacity mode measures, DIR/collab_early.sessions_capacity (the median
 # of 3 runs of `examples/collab --image-first --answer-callback --capacity 32`, EXAMPLE_BIN);
 # both are measured here when missing (about 4 minutes: run them on a quiet machine; write the
@@ -46,7 +47,8 @@ sessions_measured() {
     if [[ ! -f $profile ]]; then
         echo "measuring $profile (the OCR on the sessions' images)" >&2
         "$BATON" profile configs/collab_early.toml --out "$profile" --runs 96 --warmup 16 \
-            --idle-gaps "${IDLE_GAP_US:-100,300,1000,3000,10000,30000}" --input "text.image=$(find data/images -name 's*.png' | sort | paste -sd,)" >/dev/null
+            --idle-gaps "${IDLE_GAP_US:-100,300,1000,3000,10000,30000}" \
+            --input "text.image=$(find data/images -name 's*.png' | sort | paste -sd,)" >/dev/null
     fi
     if [[ ! -f $capacity ]]; then
         echo "measuring $capacity (3 runs of the example's capacity mode)" >&2
@@ -64,7 +66,8 @@ for w in ${WORKLOADS//,/ }; do
     if [[ $w == a ]]; then
         sessions_measured
         capacity=$(cat "$DIR/collab_early.sessions_capacity")
-        profile=$DIR/collab_early.images.profile.json load=(--sessions data/sessions.json) duration=${A_DURATION:-60s} warmup=5s
+        profile=$DIR/collab_early.images.profile.json load=(--sessions data/sessions.json)
+        duration=${A_DURATION:-60s} warmup=5s
         unit="sessions/s"
     else
         capacity=$(python3 scripts/fidelity_terms.py rates "$DIR" "$p" 100)
